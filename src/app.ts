@@ -1,0 +1,83 @@
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import type { Config } from './config.ts';
+import type { PrismaClient } from './db/prisma.ts';
+import { DomainError } from './errors.ts';
+import { createGraphServer, type GraphServer } from './graph/yoga.ts';
+import type { Logger } from './log.ts';
+import { sendDomainError, sendError } from './rest/errors.ts';
+import { bodyReadDeadline } from './rest/middleware/body-deadline.ts';
+import { concurrencyLimit, rateLimit } from './rest/middleware/rate-limit.ts';
+import { requestContext } from './rest/middleware/request-context.ts';
+import { openApiDocument } from './rest/openapi.ts';
+import { restRouter } from './rest/router.ts';
+import { routes } from './rest/routes.ts';
+
+export interface AppDependencies {
+  prisma: PrismaClient;
+  config: Config;
+  logger: Logger;
+}
+
+function health(prisma: PrismaClient): Express {
+  const app = express();
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await prisma.$queryRaw`SELECT 1`;
+      res.json({ status: 'ready', checks: { database: 'ok' } });
+    } catch {
+      res.status(503).json({ status: 'unavailable', checks: { database: 'unreachable' } });
+    }
+  });
+  return app;
+}
+
+/** /graphql for clients that write their own documents; the same Yoga instance serves src/rest. */
+function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
+  return [
+    express.json({ limit: config.BODY_LIMIT_BYTES, type: 'application/json' }),
+    // `handle` converts the Node request, runs the operation and writes the response.
+    (req, res) => yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log }),
+  ];
+}
+
+const unknownRoute: RequestHandler = (req, res) => {
+  sendError(req, res, { code: 'RESOURCE_NOT_FOUND', message: `No route for ${req.method} ${req.path}.` });
+};
+
+/** body-parser's failures become the envelope; anything else is a bug, logged and answered with a redacted 500. */
+const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+  if (error instanceof DomainError) return sendDomainError(req, res, error);
+  const type = (error as { type?: string }).type;
+  if (type === 'entity.too.large') return sendError(req, res, { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is too large.' });
+  if (type === 'entity.parse.failed') return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request body is not valid JSON.' });
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return sendError(req, res, { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request bodies must be UTF-8 JSON.' });
+  }
+  if (type === 'request.aborted') return; // the client went away; nobody to answer
+  res.locals.log?.error({ err: error }, 'unhandled error');
+  sendError(req, res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });
+};
+
+export function createApp({ prisma, config, logger }: AppDependencies): Express {
+  const yoga = createGraphServer(prisma, config);
+  const openApi = openApiDocument(routes);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(requestContext(logger));
+  app.use(health(prisma));
+  app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
+  app.use(['/v1', '/graphql'], rateLimit(config), concurrencyLimit(config));
+  app.get('/v1/openapi.json', (_req, res) => {
+    res.json(openApi);
+  });
+  app.use(restRouter(routes, yoga, config));
+  // app.all, not app.use: Yoga must see the full path to recognise its endpoint.
+  app.all('/graphql', ...graphqlEndpoint(yoga, config));
+  app.use(unknownRoute);
+  app.use(errorHandler);
+  return app;
+}

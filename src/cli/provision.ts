@@ -1,0 +1,67 @@
+import type { PrismaClient, TransactionClient } from '../db/prisma.ts';
+import type { Role } from '../graph/auth/authority.ts';
+import { issueApiKeySecret } from '../graph/auth/secrets.ts';
+import { newId } from '../ids.ts';
+
+export interface ProvisionedUser {
+  userId: string;
+  memberId: string;
+  apiKey: string;
+}
+
+async function findOrCreateUser(tx: TransactionClient, email: string, name: string): Promise<string> {
+  const existing = await tx.user.findUnique({ where: { email }, select: { id: true } });
+  if (existing) return existing.id;
+  const { id } = await tx.user.create({ data: { id: newId(), email, name }, select: { id: true } });
+  return id;
+}
+
+/** A personal key with the full authority of the role it is created for (admins' keys include admin). */
+async function createPersonalKey(tx: TransactionClient, orgId: string, userId: string, role: Role): Promise<string> {
+  const secret = issueApiKeySecret();
+  await tx.apiKey.create({
+    data: {
+      id: newId(),
+      scope: 'personal',
+      orgId,
+      userId,
+      createdByUserId: userId,
+      name: 'CLI key',
+      prefix: secret.prefix,
+      secretHash: secret.hash,
+      access: role === 'viewer' ? 'read' : 'write',
+      includeAdmin: role === 'admin',
+    },
+  });
+  return secret.token;
+}
+
+export class ProvisionError extends Error {}
+
+/** A new org with the user as its admin, and a full-access personal key; the user is created if new. */
+export async function bootstrapOrg(prisma: PrismaClient, input: { orgName: string; email: string; name: string }) {
+  return prisma.$transaction(async (tx) => {
+    const userId = await findOrCreateUser(tx, input.email, input.name);
+    const org = await tx.org.create({ data: { id: newId(), name: input.orgName }, select: { id: true } });
+    await tx.member.create({ data: { id: newId(), orgId: org.id, userId, role: 'admin' } });
+    const apiKey = await createPersonalKey(tx, org.id, userId, 'admin');
+    return { orgId: org.id, userId, apiKey };
+  });
+}
+
+/** Adds a user (new or existing) to an org with a role, and gives them a personal key of that role. */
+export async function addUser(
+  prisma: PrismaClient,
+  input: { orgId: string; email: string; name: string; role: Role },
+): Promise<ProvisionedUser> {
+  return prisma.$transaction(async (tx) => {
+    const org = await tx.org.findUnique({ where: { id: input.orgId }, select: { id: true } });
+    if (!org) throw new ProvisionError(`No organisation with id ${input.orgId}.`);
+    const userId = await findOrCreateUser(tx, input.email, input.name);
+    const already = await tx.member.findUnique({ where: { orgId_userId: { orgId: org.id, userId } }, select: { id: true } });
+    if (already) throw new ProvisionError(`${input.email} is already a member of ${input.orgId}.`);
+    const member = await tx.member.create({ data: { id: newId(), orgId: org.id, userId, role: input.role }, select: { id: true } });
+    const apiKey = await createPersonalKey(tx, org.id, userId, input.role);
+    return { userId, memberId: member.id, apiKey };
+  });
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+const nonNegativeInt = z.coerce.number().int().min(0);
+
+/** Every setting the service reads from the environment, with its default. `0` disables a limit. */
+const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z.string().url().optional(),
+  /** Where the embedded PostgreSQL keeps its cluster when DATABASE_URL is unset. */
+  DATA_DIR: z.string().min(1).default('.data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Sustained requests per second per credential (token bucket refill rate). */
+  RATE_LIMIT_RPS: nonNegativeInt.default(50),
+  /** Extra requests a credential may burst above the sustained rate. */
+  RATE_LIMIT_BURST: nonNegativeInt.default(100),
+  /** Requests one credential may have in flight at once. */
+  CONCURRENCY_LIMIT: nonNegativeInt.default(16),
+  /** JSON bodies larger than this get 413 (routes may declare a larger limit, e.g. imports). */
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  /** A body not fully received within this many milliseconds gets 408. */
+  BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  /** How long idempotency records are kept (DESIGN §4 requires at least 24 hours). */
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(24).default(24),
+  /** How long SIGTERM waits for in-flight requests before closing connections. */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
+  RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof Config, string>> = {}): Config {
+  const source = Object.fromEntries(
+    Object.entries({ ...env, ...overrides }).filter(([, value]) => value !== undefined && value !== ''),
+  );
+  const parsed = ConfigSchema.safeParse(source);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,67 @@
+import SchemaBuilder from '@pothos/core';
+import PrismaPlugin from '@pothos/plugin-prisma';
+import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
+import ValidationPlugin from '@pothos/plugin-validation';
+import type PrismaTypes from '../generated/pothos-types.ts';
+import { getDatamodel } from '../generated/pothos-types.ts';
+import { DomainError } from '../errors.ts';
+import type { Capability, OAuthScope } from './auth/authority.ts';
+import type { Caller } from './auth/caller.ts';
+import { requireCapability, requireCaller, requirePersonalIdentity, requireScope } from './auth/guards.ts';
+import type { Context } from './context.ts';
+import { problemsFromIssues } from './validation.ts';
+
+/** Configuration only (Pothos app-layout guide): plugins, context and auth scopes. Types live in domain files. */
+export interface OrgScope {
+  orgId: string;
+  capability: Capability;
+}
+
+export const builder = new SchemaBuilder<{
+  Context: Context;
+  DefaultFieldNullability: false;
+  DefaultAuthStrategy: 'all';
+  PrismaTypes: PrismaTypes;
+  Scalars: { Timestamp: { Input: Date; Output: Date | string } };
+  AuthScopes: { authenticated: boolean; personal: boolean; org: OrgScope; oauth: OAuthScope };
+  AuthContexts: {
+    authenticated: Context & { caller: Caller };
+    personal: Context & { caller: Caller & { userId: string } };
+    org: Context & { caller: Caller };
+    oauth: Context & { caller: Caller };
+  };
+}>({
+  // Scope-auth runs first so no other plugin sees an unauthorized request (Pothos docs).
+  plugins: [ScopeAuthPlugin, ValidationPlugin, PrismaPlugin],
+  defaultFieldNullability: false,
+  scopeAuth: {
+    defaultStrategy: 'all',
+    // Loaders throw DomainErrors so that the client learns exactly which rule refused it:
+    // 401 no credential, 404 an org it may not know about, 403 too little authority or scope.
+    authScopes: (context) => ({
+      authenticated: () => Boolean(requireCaller(context)),
+      personal: () => Boolean(requirePersonalIdentity(context)),
+      org: ({ orgId, capability }) => Boolean(requireCapability(context, orgId, capability)),
+      oauth: (scope) => Boolean(requireScope(context, scope)),
+    }),
+    unauthorizedError: (_parent, context) =>
+      context.caller
+        ? new DomainError('FORBIDDEN', 'Your current role does not allow this.')
+        : new DomainError('UNAUTHENTICATED', 'A bearer credential is required.'),
+  },
+  validation: {
+    validationError: (result) => new DomainError('VALIDATION_FAILED', 'The request did not pass validation.', {
+      details: { problems: problemsFromIssues(result.issues) },
+    }),
+  },
+  prisma: {
+    client: (context) => context.prisma,
+    dmmf: getDatamodel(),
+    exposeDescriptions: true,
+    filterConnectionTotalCount: true,
+    onUnusedQuery: process.env.NODE_ENV === 'production' ? null : 'warn',
+  },
+});
+
+builder.queryType({});
+builder.mutationType({});

@@ -1,0 +1,11 @@
+import { z } from 'zod';
+import { ID_PATTERN } from '../ids.ts';
+
+/** Spec 2.1 formats as zod schemas, shared by GraphQL inputs, REST declarations and the OpenAPI document. */
+export const Id = z.string().regex(ID_PATTERN, 'must be a 26-character ULID');
+export const VersionString = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a decimal version string');
+export const SchemaVersion = z.number().int().min(1).max(2_147_483_647);
+
+/** Spec 2.1 Timestamp: UTC `YYYY-MM-DDTHH:MM:SS.mmmZ`, exactly three fractional digits, year not 0000. */
+export const TIMESTAMP_PATTERN = /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export const Timestamp = z.string().regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SS.mmmZ');

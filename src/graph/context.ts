@@ -1,0 +1,20 @@
+import type { Config } from '../config.ts';
+import type { PrismaClient } from '../db/prisma.ts';
+import type { Logger } from '../log.ts';
+import type { Caller } from './auth/caller.ts';
+
+/** Per-request state every resolver sees. Built by src/graph/yoga.ts for REST and /graphql alike. */
+export interface Context {
+  prisma: PrismaClient;
+  config: Config;
+  requestId: string;
+  log: Logger;
+  /** null when the request carried no credential (introspection works without one; data does not). */
+  caller: Caller | null;
+}
+
+/** What the HTTP layer hands to Yoga with each request; the credential is resolved from the request itself. */
+export interface ServerContext {
+  requestId: string;
+  log: Logger;
+}

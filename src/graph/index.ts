@@ -1,0 +1,12 @@
+import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
+import { builder } from './builder.ts';
+import './scalars.ts';
+import './preferences.ts';
+import './orgs.ts';
+
+/** The whole graph: every domain file above registers its types, queries and mutations on the builder. */
+export const schema: GraphQLSchema = builder.toSchema({ sortSchema: true });
+
+export function printedSchema(): string {
+  return `${printSchema(lexicographicSortSchema(schema))}\n`;
+}

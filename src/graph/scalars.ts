@@ -1,0 +1,21 @@
+import { GraphQLError, Kind } from 'graphql';
+import { builder } from './builder.ts';
+import { TIMESTAMP_PATTERN } from './common.ts';
+
+// Resolvers may return a Date or, when an idempotent result is replayed, the stored string form.
+
+function toTimestamp(value: unknown): string {
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'string' && TIMESTAMP_PATTERN.test(value)) return value;
+  throw new GraphQLError('Timestamp must be a UTC string YYYY-MM-DDTHH:MM:SS.mmmZ.');
+}
+
+builder.scalarType('Timestamp', {
+  description: 'UTC instant, `YYYY-MM-DDTHH:MM:SS.mmmZ` with exactly three fractional digits.',
+  serialize: toTimestamp,
+  parseValue: (value) => new Date(toTimestamp(value)),
+  parseLiteral: (ast) => {
+    if (ast.kind !== Kind.STRING) throw new GraphQLError('Timestamp must be a string.');
+    return new Date(toTimestamp(ast.value));
+  },
+});

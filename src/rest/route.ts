@@ -1,0 +1,37 @@
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { z } from 'zod';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+/**
+ * One /v1 route as data (SOFA style): how to read the request and which GraphQL operation answers it.
+ * Variables are taken from path params, then query, then `input: body`, plus `idempotencyKey` from the
+ * header; the response body is the operation's single root field. No business rule lives here.
+ */
+export interface Route<Data = any, Variables = any> {
+  method: HttpMethod;
+  /** OpenAPI-style path, e.g. `/v1/orgs/{orgId}`. Every `{...Id}` / `{id}` parameter must be a ULID. */
+  path: string;
+  summary: string;
+  tags: string[];
+  operation: TypedDocumentNode<Data, Variables>;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** Mutations require the Idempotency-Key header (spec 4.1). */
+  idempotent: boolean;
+  successStatus: number;
+  /** The success body: documents the route in OpenAPI and lets tests check real responses against it. */
+  response: z.ZodType;
+  /** Largest accepted JSON body in bytes, when a route needs more than BODY_LIMIT_BYTES. */
+  bodyLimit?: number;
+}
+
+export function defineRoute<Data, Variables>(route: Route<Data, Variables>): Route<Data, Variables> {
+  return route;
+}
+
+/** Express 5 path syntax for an OpenAPI-style path. */
+export function expressPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ':$1');
+}

@@ -1,0 +1,102 @@
+import express, { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { z } from 'zod';
+import type { Config } from '../config.ts';
+import { problemsFromIssues } from '../graph/validation.ts';
+import type { GraphServer } from '../graph/yoga.ts';
+import { sendError } from './errors.ts';
+import { runOperation } from './execute.ts';
+import { expressPath, type Route } from './route.ts';
+
+type Parsed = { ok: true; value: Record<string, unknown> } | { ok: false };
+
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+/** 415 for a body that is not JSON; body-parser would otherwise silently skip it and report a missing body. */
+const requireJson: RequestHandler = (req, res, next) => {
+  if (hasBody(req) && !req.is('application/json')) {
+    sendError(req, res, { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request bodies must be application/json.' });
+    return;
+  }
+  next();
+};
+
+function parsePart(req: Request, res: Response, schema: z.ZodType | undefined, value: unknown, part: 'path' | 'query' | 'body'): Parsed {
+  if (!schema) return { ok: true, value: {} };
+  const result = schema.safeParse(value);
+  if (result.success) return { ok: true, value: result.data as Record<string, unknown> };
+  const problems = problemsFromIssues(result.error.issues).map((problem) => ({ ...problem, path: [part, ...problem.path] }));
+  // A malformed path ID is a malformed request (400); a query or body that breaks a rule is a 422.
+  const code = part === 'path' ? 'BAD_REQUEST' : 'VALIDATION_FAILED';
+  sendError(req, res, { code, message: `The request ${part} did not pass validation.`, details: { problems } });
+  return { ok: false };
+}
+
+function idempotencyKeyOf(req: Request, res: Response, route: Route): string | null | undefined {
+  if (!route.idempotent) return undefined;
+  const key = req.get('Idempotency-Key');
+  if (key === undefined || key === '') {
+    sendError(req, res, {
+      code: 'BAD_REQUEST',
+      message: 'This operation requires an Idempotency-Key header.',
+      details: { problems: [{ path: ['Idempotency-Key'], message: 'required' }] },
+    });
+    return null;
+  }
+  return key; // its format is checked in src/graph, where GraphQL clients get the same rule
+}
+
+function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
+  return async (req, res) => {
+    const params = parsePart(req, res, route.params, req.params, 'path');
+    if (!params.ok) return;
+    const query = parsePart(req, res, route.query, req.query, 'query');
+    if (!query.ok) return;
+    const body = route.body ? parsePart(req, res, route.body, req.body, 'body') : undefined;
+    if (body && !body.ok) return;
+    const idempotencyKey = idempotencyKeyOf(req, res, route);
+    if (idempotencyKey === null) return;
+
+    const variables = {
+      ...params.value,
+      ...query.value,
+      ...(body ? { input: body.value } : {}),
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+    };
+    const headers: Record<string, string> = req.headers.authorization ? { authorization: req.headers.authorization } : {};
+    const { requestId, log } = res.locals;
+    const result = await runOperation(yoga, { requestId, log }, headers, route.operation, variables);
+    if (!result.ok) {
+      sendError(req, res, result.error);
+      return;
+    }
+    // Every REST operation selects exactly one root field, and its value is the response body.
+    const [payload] = Object.values(result.data as Record<string, unknown>);
+    res.status(route.successStatus).json(payload);
+  };
+}
+
+function methodNotAllowed(allowed: string[]): RequestHandler {
+  return (req, res) => {
+    res.setHeader('Allow', allowed.join(', '));
+    sendError(req, res, { code: 'METHOD_NOT_ALLOWED', message: `Use ${allowed.join(', ')} on this path.` });
+  };
+}
+
+/** Mounts every declared route, plus 405 with `Allow` for the other methods on a known path. */
+export function restRouter(routes: readonly Route[], yoga: GraphServer, config: Config): Router {
+  const router = Router({ strict: true });
+  const methodsByPath = new Map<string, string[]>();
+  for (const route of routes) {
+    const path = expressPath(route.path);
+    const limit = route.bodyLimit ?? config.BODY_LIMIT_BYTES;
+    const parseBody = express.json({ limit, type: 'application/json' });
+    const chain: RequestHandler[] = route.body ? [requireJson, parseBody] : [];
+    router[route.method.toLowerCase() as 'get'](path, ...chain, handlerFor(route, yoga));
+    methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
+  }
+  for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
+  return router;
+}
+

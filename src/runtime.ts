@@ -1,0 +1,41 @@
+import { loadConfig, type Config } from './config.ts';
+import { openDatabase, type Database } from './db/database.ts';
+import { migrate } from './db/migrate.ts';
+import { createPrisma, type PrismaClient } from './db/prisma.ts';
+import { createLogger, type Logger } from './log.ts';
+
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  prisma: PrismaClient;
+  close(): Promise<void>;
+}
+
+/** Config, logger, a migrated database and a Prisma client: what the server, the worker and the CLI share. */
+export async function openRuntime(
+  overrides: Partial<Record<keyof Config, string>> = {},
+  logTo: 'stdout' | 'stderr' = 'stdout',
+): Promise<Runtime> {
+  const config = loadConfig(process.env, overrides);
+  const logger = createLogger(config.LOG_LEVEL, logTo === 'stdout' ? 1 : 2);
+  const database = await openDatabase(config, logger);
+  try {
+    const applied = await migrate(database.url);
+    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
+  return {
+    config,
+    logger,
+    database,
+    prisma,
+    close: async () => {
+      await prisma.$disconnect();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './helpers/server.ts';
+
+const run = promisify(execFile);
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server.close());
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run('npm', ['run', '-s', 'cli', '--', ...args], {
+      env: { ...process.env, DATABASE_URL: server.database.url, LOG_LEVEL: 'warn' },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe('npm run cli', () => {
+  it('bootstrap prints one JSON line whose key has full admin authority', async () => {
+    const result = await cli(['bootstrap', '--org-name', 'Acme', '--email', 'Ada@Example.com', '--name', 'Ada']);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const created = JSON.parse(lines[0]!);
+    expect(Object.keys(created).sort()).toEqual(['apiKey', 'orgId', 'userId']);
+
+    const org = await server.request('GET', `/v1/orgs/${created.orgId}`, { token: created.apiKey });
+    expect(org.body.name).toBe('Acme');
+    const renamed = await server.request('PATCH', `/v1/orgs/${created.orgId}`, {
+      token: created.apiKey, idempotencyKey: 'cli-test-rename', body: { expectedVersion: org.body.version, name: 'Acme Ltd' },
+    });
+    expect(renamed.status).toBe(200);
+    expect((await server.prisma.user.findUniqueOrThrow({ where: { id: created.userId } })).email).toBe('ada@example.com');
+
+    const added = await cli(['add-user', '--org', created.orgId, '--email', 'bob@example.com', '--name', 'Bob', '--role', 'viewer']);
+    expect(added.code).toBe(0);
+    const member = JSON.parse(added.stdout.trim());
+    expect(Object.keys(member).sort()).toEqual(['apiKey', 'memberId', 'userId']);
+    expect((await server.request('GET', `/v1/orgs/${created.orgId}`, { token: member.apiKey })).status).toBe(200);
+    const refused = await server.request('PATCH', `/v1/orgs/${created.orgId}`, {
+      token: member.apiKey, idempotencyKey: 'cli-test-viewer', body: { expectedVersion: renamed.body.version, name: 'No' },
+    });
+    expect(refused.status).toBe(403);
+
+    const duplicate = await cli(['add-user', '--org', created.orgId, '--email', 'bob@example.com', '--name', 'Bob', '--role', 'viewer']);
+    expect(duplicate.code).not.toBe(0);
+    expect(duplicate.stderr).toMatch(/already a member/);
+  });
+
+  it.each([
+    [['bootstrap', '--org-name', 'Acme', '--email', 'not-an-email', '--name', 'Ada'], /--email/],
+    [['bootstrap', '--org-name', 'Acme'], /--email/],
+    [['add-user', '--org', 'nope', '--email', 'a@example.com', '--name', 'A', '--role', 'admin'], /--org/],
+    [['add-user', '--org', '01J00000000000000000000000', '--email', 'a@example.com', '--name', 'A', '--role', 'owner'], /--role/],
+    [['frobnicate'], /Unknown command/],
+    [['bootstrap', '--unknown-flag', 'x'], /unknown/i],
+  ])('fails clearly with a non-zero exit for %j', async (args, message) => {
+    const result = await cli(args);
+    expect(result.code).not.toBe(0);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(message);
+  });
+
+  it('add-user into an org that does not exist fails clearly', async () => {
+    const result = await cli(['add-user', '--org', '01J00000000000000000000000', '--email', 'a@example.com', '--name', 'A', '--role', 'admin']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/No organisation/);
+  });
+});

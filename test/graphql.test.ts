@@ -1,0 +1,82 @@
+import { readFileSync } from 'node:fs';
+import { getIntrospectionQuery } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { printedSchema } from '../src/graph/index.ts';
+import { createOrg, type TestOrg } from './helpers/factories.ts';
+import { startTestServer, type TestServer } from './helpers/server.ts';
+
+let server: TestServer;
+let org: TestOrg;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  org = await createOrg(server.prisma);
+});
+afterAll(() => server.close());
+
+describe('schema.graphql', () => {
+  it('is the current printed schema (run `npm run schema:print` after changing src/graph)', () => {
+    expect(readFileSync(new URL('../schema.graphql', import.meta.url), 'utf8')).toBe(printedSchema());
+  });
+});
+
+describe('/graphql', () => {
+  it('answers introspection without a credential, so frontends can discover the schema', async () => {
+    const response = await server.graphql(getIntrospectionQuery());
+    expect(response.status).toBe(200);
+    const types = response.body.data.__schema.types.map((type: { name: string }) => type.name);
+    expect(types).toEqual(expect.arrayContaining(['Preferences', 'PreferenceOptions', 'Org', 'Timestamp']));
+  });
+
+  it('requires a credential for data: 401 UNAUTHENTICATED with the challenge', async () => {
+    const response = await server.graphql('{ preferenceOptions { themes } }');
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe('Bearer realm="workspace-data-service"');
+    expect(response.body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+  });
+
+  it('returns the same codes as REST in extensions, with requestId', async () => {
+    const response = await server.graphql('query($id: ID!) { org(orgId: $id) { name } }', { id: '01J00000000000000000000000' }, { token: org.adminKey });
+    expect(response.body.errors[0].extensions.code).toBe('RESOURCE_NOT_FOUND');
+  });
+
+  it('rejects documents deeper than the limit', async () => {
+    const deep = `{ ${'__schema { types { fields { type { ofType { ofType { ofType { ofType { ofType { ofType { ofType { ofType { name } } } } } } } } } } } }'.replace(/__schema/, '__type(name: "Org")')} }`;
+    const response = await server.graphql(deep, {}, { token: org.adminKey });
+    expect(response.body.errors?.[0]?.message).toMatch(/depth|Syntax/i);
+  });
+
+  it('rejects too many aliases', async () => {
+    const aliases = Array.from({ length: 30 }, (_, i) => `a${i}: preferenceOptions { themes }`).join(' ');
+    const response = await server.graphql(`{ ${aliases} }`, {}, { token: org.adminKey });
+    expect(response.body.data).toBeUndefined();
+    expect(response.body.errors[0].message).toMatch(/alias/i);
+  });
+
+  it('rejects documents with too many tokens', async () => {
+    const fields = Array.from({ length: 2500 }, () => 'themes').join(' ');
+    const response = await server.graphql(`{ preferenceOptions { ${fields} } }`, {}, { token: org.adminKey });
+    expect(response.body.errors[0].message).toMatch(/token/i);
+  });
+
+  it('does not accept batched requests', async () => {
+    const response = await server.request('POST', '/graphql', {
+      token: org.adminKey, body: [{ query: '{ preferenceOptions { themes } }' }, { query: '{ preferenceOptions { themes } }' }],
+    });
+    expect(response.status).toBeGreaterThanOrEqual(400);
+    expect(response.status).toBeLessThan(500);
+  });
+
+  it('masks unexpected errors', async () => {
+    const broken = await startTestServer();
+    try {
+      const brokenOrg = await createOrg(broken.prisma);
+      await broken.prisma.$executeRawUnsafe('ALTER TABLE orgs RENAME COLUMN name TO name_gone');
+      const response = await broken.graphql('query($id: ID!) { org(orgId: $id) { name } }', { id: brokenOrg.orgId }, { token: brokenOrg.adminKey });
+      expect(response.body.errors[0]).toMatchObject({ message: 'Internal error.', extensions: { code: 'INTERNAL_ERROR' } });
+      expect(JSON.stringify(response.body)).not.toMatch(/name_gone|prisma|column/i);
+    } finally {
+      await broken.close();
+    }
+  });
+});

@@ -1,0 +1,89 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createPrisma, type PrismaClient } from '../../src/db/prisma.ts';
+import { createLogger } from '../../src/log.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
+
+export interface ApiResponse<Body = any> {
+  status: number;
+  headers: Headers;
+  body: Body;
+  text: string;
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  /** Sent as-is instead of JSON-encoding `body`. */
+  rawBody?: string;
+  idempotencyKey?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TestServer {
+  url: string;
+  prisma: PrismaClient;
+  database: TestDatabase;
+  config: Config;
+  request<Body = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<Body>>;
+  graphql(query: string, variables?: Record<string, unknown>, options?: RequestOptions): Promise<ApiResponse>;
+  close(): Promise<void>;
+}
+
+async function send(baseUrl: string, method: string, path: string, options: RequestOptions): Promise<ApiResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
+  let body: string | undefined = options.rawBody;
+  if (body === undefined && options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) {
+    headers['content-type'] = 'application/json';
+  }
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const text = await response.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+/**
+ * The real service on a real port, over its own freshly migrated database. Limits default to off so that tests
+ * of other rules are not throttled; tests of the limits pass their own values.
+ */
+export async function startTestServer(overrides: Partial<Record<keyof Config, string>> = {}): Promise<TestServer> {
+  const database = await createTestDatabase();
+  const config = loadConfig({}, {
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_RPS: '0',
+    CONCURRENCY_LIMIT: '0',
+    DATABASE_POOL_SIZE: '5',
+    ...overrides,
+  });
+  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
+  const server: Server = createServer(createApp({ prisma, config, logger: createLogger(config.LOG_LEVEL) }));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    prisma,
+    database,
+    config,
+    request: (method, path, options = {}) => send(url, method, path, options),
+    graphql: (query, variables = {}, options = {}) => send(url, 'POST', '/graphql', { ...options, body: { query, variables } }),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await prisma.$disconnect();
+      await database.drop();
+    },
+  };
+}
