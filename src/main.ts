@@ -23,7 +23,7 @@ function shutdownOnSignal(server: Server, runtime: Runtime, worker: Worker | nul
     await worker?.stop();
     await runtime.close();
     runtime.logger.info('stopped');
-    process.exit(0);
+    runtime.logger.flush(() => process.exit(0));
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, (s) => void stop(s));
 }

@@ -9,7 +9,8 @@ async function main(): Promise<void> {
   const stop = async () => {
     await worker.stop();
     await runtime.close();
-    process.exit(0);
+    runtime.logger.info('worker stopped');
+    runtime.logger.flush(() => process.exit(0));
   };
   process.once('SIGTERM', () => void stop());
   process.once('SIGINT', () => void stop());

@@ -42,9 +42,12 @@ export async function startEmbeddedPostgres(options: { dataDir: string; log?: Lo
     } else await fs.mkdir(path.dirname(dataDir), { recursive: true });
     if (!existsSync(path.join(pgdata, 'PG_VERSION'))) await initCluster(rt, pgdata);
     const password = (await fs.readFile(path.join(pgdata, PASSWORD_FILE), 'utf8')).trim();
+    const urlFor = (port: number) => `postgresql://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+    // The CLI or `npm run worker` next to a running `npm start` shares its server instead of failing on the lock.
+    const running = await runningServerPort(pgdata);
+    if (running !== null) return { url: urlFor(running), dataDir, stop: async () => undefined };
     const { child, port } = await launchWithRetry(rt, pgdata);
-    const url = `postgresql://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
-    return { url, dataDir, stop: stopper(child) };
+    return { url: urlFor(port), dataDir, stop: stopper(child) };
   } catch (err) {
     throw new Error(`embedded PostgreSQL (${dataDir}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
@@ -131,6 +134,20 @@ async function initCluster(rt: Runtime, pgdata: string): Promise<void> {
 }
 
 /** A fresh free port per attempt: 5432 is often taken (a system PostgreSQL), and a port can be grabbed in between. */
+/** The port of a live postmaster on this cluster (postmaster.pid: pid on line 1, port on line 4), else null. */
+async function runningServerPort(pgdata: string): Promise<number | null> {
+  const lines = (await fs.readFile(path.join(pgdata, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n');
+  const [pid, port, status] = [Number(lines[0]), Number(lines[3]), lines[7]?.trim()];
+  if (!pid || !port || status !== 'ready') return null;
+  try {
+    process.kill(pid, 0);
+    return port;
+  } catch (error) {
+    // EPERM: alive but owned by `postgres` (we are not root here); ESRCH: a stale file PostgreSQL will replace.
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? port : null;
+  }
+}
+
 async function launchWithRetry(rt: Runtime, pgdata: string): Promise<{ child: ChildProcess; port: number }> {
   for (let attempt = 1; ; attempt++) {
     const server = net.createServer();
