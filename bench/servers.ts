@@ -1,0 +1,44 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { createApp } from '../src/app.ts';
+import { bootstrapOrg } from '../src/cli/provision.ts';
+import { ensureDatabase, openDatabase } from '../src/db/database.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { createPrisma } from '../src/db/prisma.ts';
+import { loadConfig } from '../src/config.ts';
+import { createLogger } from '../src/log.ts';
+
+/**
+ * The benchmark's servers, in their own process so that the load generator does not share their event loop:
+ * the service (REST and /graphql) and a bare Express handler doing the same Prisma read with no GraphQL at all.
+ */
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+const config = loadConfig(process.env, { LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' });
+const logger = createLogger('silent');
+const server = await openDatabase(loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' }), logger);
+const url = await ensureDatabase(server.url, 'wds_bench');
+await migrate(url);
+const prisma = createPrisma(url, config.DATABASE_POOL_SIZE);
+const { userId, apiKey } = await bootstrapOrg(prisma, { orgName: 'Bench', email: `bench-${Date.now()}@example.com`, name: 'Bench' });
+await prisma.preference.create({ data: { userId, timezone: 'Europe/Berlin', locale: 'de-DE', dateFormat: 'day-month-year', timeFormat: '24-hour', theme: 'dark' } });
+
+const servicePort = await listen(createServer(createApp({ prisma, config, logger })));
+const bare = express();
+bare.get('/preferences', async (_req, res) => {
+  res.json(await prisma.preference.findUnique({
+    where: { userId },
+    select: { timezone: true, locale: true, dateFormat: true, timeFormat: true, theme: true },
+  }));
+});
+const barePort = await listen(createServer(bare));
+process.stdout.write(`${JSON.stringify({ servicePort, barePort, apiKey })}\n`);
+process.on('SIGTERM', async () => {
+  await prisma.$disconnect();
+  await server.close();
+  process.exit(0);
+});
