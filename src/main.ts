@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const worker = config.RUN_WORKER ? startWorker(prisma, logger) : null;
   shutdownOnSignal(server, runtime, worker);
   const address = server.address();
-  logger.info({ port: typeof address === 'object' && address ? address.port : config.PORT, worker: Boolean(worker) }, 'listening');
+  logger.info({ port: typeof address === 'object' && address ? address.port : config.PORT, pid: process.pid, worker: Boolean(worker) }, 'listening');
 }
 
 main().catch((error: unknown) => {
