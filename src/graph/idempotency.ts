@@ -103,10 +103,13 @@ export async function idempotent<T extends Json>(
       return existing.outcome as Outcome;
     }
     const result = await runEffect(tx, effect);
+    // One clock for both instants, so the retention is exactly the configured TTL.
+    const createdAt = new Date();
+    const record = { operation: call.operation, fingerprint, outcome: result, createdAt, expiresAt: new Date(createdAt.getTime() + ttlMs) };
     await tx.idempotencyRecord.upsert({
       where: { actorKey_key: { actorKey, key } },
-      create: { actorKey, key, operation: call.operation, fingerprint, outcome: result, expiresAt: new Date(Date.now() + ttlMs) },
-      update: { operation: call.operation, fingerprint, outcome: result, createdAt: new Date(), expiresAt: new Date(Date.now() + ttlMs) },
+      create: { actorKey, key, ...record },
+      update: record,
     });
     return result;
   }, { timeout: 30_000, maxWait: 10_000 });
