@@ -1,4 +1,5 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { print } from 'graphql';
 import { ClientError, GraphQLClient } from 'graphql-request';
 import type { ServerContext } from '../graph/context.ts';
 import type { GraphServer } from '../graph/yoga.ts';
@@ -26,6 +27,19 @@ function errorFrom(errors: readonly GraphQLErrorLike[] | undefined): ErrorBody {
   };
 }
 
+// graphql-request prints a DocumentNode on every call, and re-parses a string to find its operation name unless
+// told not to; our documents never change, so each is printed once and sent as text.
+const printed = new WeakMap<object, string>();
+
+function textOf(document: object & Parameters<typeof print>[0]): string {
+  let text = printed.get(document);
+  if (text === undefined) {
+    text = print(document);
+    printed.set(document, text);
+  }
+  return text;
+}
+
 /**
  * Runs one typed GraphQL operation in-process: graphql-request builds the request and Yoga answers it through
  * `yoga.fetch`, with no network hop, passing this request's id and logger as the server context.
@@ -39,10 +53,11 @@ export async function runOperation<Data, Variables extends object>(
 ): Promise<OperationResult<Data>> {
   const client = new GraphQLClient('http://in-process/graphql', {
     headers,
+    excludeOperationName: true,
     fetch: async (input, init) => yoga.fetch(String(input), init ?? {}, serverContext),
   });
   try {
-    const data = await client.request<Data, object>({ document, variables });
+    const data = await client.request<Data, object>({ document: textOf(document), variables });
     return { ok: true, data };
   } catch (error) {
     if (error instanceof ClientError) return { ok: false, error: errorFrom(error.response.errors) };
