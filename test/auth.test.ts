@@ -15,7 +15,7 @@ afterAll(() => server.close());
 const INVALID_TOKEN_CHALLENGE = /^Bearer realm="workspace-data-service", error="invalid_token"/;
 
 async function keyIdOf(token: string): Promise<string> {
-  const prefix = token.split('_')[1]!;
+  const prefix = token.slice('wds_'.length, 'wds_'.length + 12);
   return (await server.prisma.apiKey.findUniqueOrThrow({ where: { prefix } })).id;
 }
 
@@ -141,7 +141,9 @@ describe('credential bookkeeping', () => {
   it('stores only a hash of the secret', async () => {
     const member = await addMember(server.prisma, org.orgId, 'member');
     const row = await server.prisma.apiKey.findUniqueOrThrow({ where: { id: await keyIdOf(member.apiKey) } });
-    expect(JSON.stringify(row)).not.toContain(member.apiKey.split('_')[2]);
+    const secret = member.apiKey.slice('wds_'.length + 12 + 1); // base64url may itself contain '_'
+    expect(secret).toHaveLength(43);
+    expect(JSON.stringify(row)).not.toContain(secret);
     expect(row.secretHash).toMatch(/^[0-9a-f]{64}$/);
   });
 });
