@@ -127,6 +127,17 @@ describe('authority is the current role ∩ the key’s access', () => {
     expectError(response, 409, 'ROW_VERSION_CONFLICT');
     expect(response.body.error.details).toEqual({ expectedVersion: '999999', currentVersion: current.version });
   });
+
+  it.each([
+    ['the largest 19-digit version (beyond bigint) is a conflict, not a 500', '9999999999999999999', 409, 'ROW_VERSION_CONFLICT'],
+    ['a version with a leading zero is malformed', '01', 422, 'VALIDATION_FAILED'],
+    ['a 20-digit version is malformed', '1'.repeat(20), 422, 'VALIDATION_FAILED'],
+  ])('%s', async (_name, expectedVersion, status, code) => {
+    const response = await server.request('PATCH', `/v1/orgs/${org.orgId}`, {
+      token: org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion, name: 'Edge' },
+    });
+    expectError(response, status, code);
+  });
 });
 
 describe('credential bookkeeping', () => {

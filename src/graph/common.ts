@@ -9,3 +9,14 @@ export const SchemaVersion = z.number().int().min(1).max(2_147_483_647);
 /** Spec 2.1 Timestamp: UTC `YYYY-MM-DDTHH:MM:SS.mmmZ`, exactly three fractional digits, year not 0000. */
 export const TIMESTAMP_PATTERN = /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 export const Timestamp = z.string().regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SS.mmmZ');
+
+const MAX_STORED_VERSION = 9_223_372_036_854_775_807n; // PostgreSQL bigint
+
+/**
+ * The stored form of an `expectedVersion`. The spec allows 19 digits, more than a bigint holds; such a value is
+ * well-formed but can match no row, so callers treat `null` as a version conflict rather than query with it.
+ */
+export function storedVersion(expected: string): bigint | null {
+  const version = BigInt(expected);
+  return version <= MAX_STORED_VERSION ? version : null;
+}

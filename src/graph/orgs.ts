@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { TransactionClient } from '../db/prisma.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { builder } from './builder.ts';
-import { Id, VersionString } from './common.ts';
+import { Id, storedVersion, VersionString } from './common.ts';
 import { idempotent } from './idempotency.ts';
 
 /** An organisation (workspace). Mutations return this plain shape so an idempotent replay is byte-identical. */
@@ -50,8 +50,9 @@ function toOrgShape(row: OrgRow): OrgShape {
 }
 
 async function renameOrg(tx: TransactionClient, orgId: string, body: z.infer<typeof UpdateOrgBody>): Promise<OrgShape> {
-  const updated = await tx.org.updateManyAndReturn({
-    where: { id: orgId, version: BigInt(body.expectedVersion) },
+  const expected = storedVersion(body.expectedVersion);
+  const updated = expected === null ? [] : await tx.org.updateManyAndReturn({
+    where: { id: orgId, version: expected },
     data: { name: body.name, version: { increment: 1 } },
   });
   if (updated[0]) return toOrgShape(updated[0]);
