@@ -1,18 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { getIntrospectionQuery } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { printedSchema } from '../src/graph/index.ts';
-import { createOrg, type TestOrg } from './helpers/factories.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { createOrg } from './helpers/factories.ts';
+import { startTestServer } from './helpers/server.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
 
-let server: TestServer;
-let org: TestOrg;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  org = await createOrg(server.prisma);
-});
-afterAll(() => server.close());
+const suite = useServerWithOrg();
 
 describe('schema.graphql', () => {
   it('is the current printed schema (run `npm run schema:print` after changing src/graph)', () => {
@@ -22,47 +16,47 @@ describe('schema.graphql', () => {
 
 describe('/graphql', () => {
   it('answers introspection without a credential, so frontends can discover the schema', async () => {
-    const response = await server.graphql(getIntrospectionQuery());
+    const response = await suite.server.graphql(getIntrospectionQuery());
     expect(response.status).toBe(200);
     const types = response.body.data.__schema.types.map((type: { name: string }) => type.name);
     expect(types).toEqual(expect.arrayContaining(['Preferences', 'PreferenceOptions', 'Org', 'Timestamp']));
   });
 
   it('requires a credential for data: 401 UNAUTHENTICATED with the challenge', async () => {
-    const response = await server.graphql('{ preferenceOptions { themes } }');
+    const response = await suite.server.graphql('{ preferenceOptions { themes } }');
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe('Bearer realm="workspace-data-service"');
     expect(response.body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
   });
 
   it('returns the same codes as REST in extensions, with requestId', async () => {
-    const response = await server.graphql('query($id: ID!) { org(orgId: $id) { name } }', { id: '01J00000000000000000000000' }, { token: org.adminKey });
+    const response = await suite.server.graphql('query($id: ID!) { org(orgId: $id) { name } }', { id: '01J00000000000000000000000' }, { token: suite.org.adminKey });
     expect(response.body.errors[0].extensions.code).toBe('RESOURCE_NOT_FOUND');
   });
 
   it('rejects documents deeper than the limit', async () => {
     const nest = (levels: number): string => (levels === 0 ? 'name' : `ofType { ${nest(levels - 1)} }`);
-    const response = await server.graphql(`{ __type(name: "Org") { fields { type { ${nest(12)} } } } }`, {}, { token: org.adminKey });
+    const response = await suite.server.graphql(`{ __type(name: "Org") { fields { type { ${nest(12)} } } } }`, {}, { token: suite.org.adminKey });
     expect(response.body.data).toBeUndefined();
     expect(response.body.errors[0].message).toMatch(/depth limit of 12 exceeded/);
   });
 
   it('rejects too many aliases', async () => {
     const aliases = Array.from({ length: 30 }, (_, i) => `a${i}: preferenceOptions { themes }`).join(' ');
-    const response = await server.graphql(`{ ${aliases} }`, {}, { token: org.adminKey });
+    const response = await suite.server.graphql(`{ ${aliases} }`, {}, { token: suite.org.adminKey });
     expect(response.body.data).toBeUndefined();
     expect(response.body.errors[0].message).toMatch(/alias/i);
   });
 
   it('rejects documents with too many tokens', async () => {
     const fields = Array.from({ length: 2500 }, () => 'themes').join(' ');
-    const response = await server.graphql(`{ preferenceOptions { ${fields} } }`, {}, { token: org.adminKey });
+    const response = await suite.server.graphql(`{ preferenceOptions { ${fields} } }`, {}, { token: suite.org.adminKey });
     expect(response.body.errors[0].message).toMatch(/token/i);
   });
 
   it('does not accept batched requests', async () => {
-    const response = await server.request('POST', '/graphql', {
-      token: org.adminKey, body: [{ query: '{ preferenceOptions { themes } }' }, { query: '{ preferenceOptions { themes } }' }],
+    const response = await suite.server.request('POST', '/graphql', {
+      token: suite.org.adminKey, body: [{ query: '{ preferenceOptions { themes } }' }, { query: '{ preferenceOptions { themes } }' }],
     });
     expect(response.status).toBeGreaterThanOrEqual(400);
     expect(response.status).toBeLessThan(500);

@@ -1,17 +1,11 @@
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectError } from './helpers/expectations.ts';
-import { createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { createOrg, idempotencyKey } from './helpers/factories.ts';
+import { startTestServer } from './helpers/server.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
 
-let server: TestServer;
-let org: TestOrg;
-
-beforeAll(async () => {
-  server = await startTestServer({ BODY_LIMIT_BYTES: '2048', BODY_READ_TIMEOUT_MS: '300' });
-  org = await createOrg(server.prisma);
-});
-afterAll(() => server.close());
+const suite = useServerWithOrg({ BODY_LIMIT_BYTES: '2048', BODY_READ_TIMEOUT_MS: '300' });
 
 /** Sends raw bytes and returns what the server answered before closing (for a body that never finishes). */
 function rawExchange(port: number, payload: string, waitMs: number): Promise<string> {
@@ -27,60 +21,60 @@ function rawExchange(port: number, payload: string, waitMs: number): Promise<str
 
 describe('the HTTP envelope', () => {
   it('answers an unknown route with 404 and the envelope', async () => {
-    expectError(await server.request('GET', '/v1/nothing-here', { token: org.adminKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await server.request('GET', '/nowhere'), 404, 'RESOURCE_NOT_FOUND');
+    expectError(await suite.server.request('GET', '/v1/nothing-here', { token: suite.org.adminKey }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(await suite.server.request('GET', '/nowhere'), 404, 'RESOURCE_NOT_FOUND');
   });
 
   it('answers a known path with the wrong method with 405 and Allow', async () => {
-    const response = await server.request('DELETE', '/v1/me/preferences', { token: org.adminKey });
+    const response = await suite.server.request('DELETE', '/v1/me/preferences', { token: suite.org.adminKey });
     expectError(response, 405, 'METHOD_NOT_ALLOWED');
     expect(response.headers.get('allow')).toBe('GET, PATCH');
   });
 
   it('puts X-Request-Id on every response and echoes a well-formed client id', async () => {
-    const ok = await server.request('GET', '/healthz');
+    const ok = await suite.server.request('GET', '/healthz');
     expect(ok.headers.get('x-request-id')).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
-    const traced = await server.request('GET', '/v1/me/preferences', { token: org.adminKey, headers: { 'x-request-id': 'trace-1234.abc' } });
+    const traced = await suite.server.request('GET', '/v1/me/preferences', { token: suite.org.adminKey, headers: { 'x-request-id': 'trace-1234.abc' } });
     expect(traced.headers.get('x-request-id')).toBe('trace-1234.abc');
-    const bogus = await server.request('GET', '/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' } });
+    const bogus = await suite.server.request('GET', '/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' } });
     expect(bogus.headers.get('x-request-id')).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
     expect(bogus.body.error.requestId).toBe(bogus.headers.get('x-request-id'));
   });
 
   it('answers malformed JSON with 400 BAD_REQUEST', async () => {
-    const response = await server.request('PATCH', '/v1/me/preferences', { token: org.adminKey, idempotencyKey: idempotencyKey(), rawBody: '{"theme": ' });
+    const response = await suite.server.request('PATCH', '/v1/me/preferences', { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), rawBody: '{"theme": ' });
     expectError(response, 400, 'BAD_REQUEST');
   });
 
   it('answers a non-JSON content type with 415', async () => {
-    const response = await server.request('PATCH', '/v1/me/preferences', {
-      token: org.adminKey, idempotencyKey: idempotencyKey(), rawBody: 'theme=dark', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    const response = await suite.server.request('PATCH', '/v1/me/preferences', {
+      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), rawBody: 'theme=dark', headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     expectError(response, 415, 'UNSUPPORTED_MEDIA_TYPE');
   });
 
   it('answers a missing body with 422', async () => {
-    const response = await server.request('PATCH', '/v1/me/preferences', { token: org.adminKey, idempotencyKey: idempotencyKey() });
+    const response = await suite.server.request('PATCH', '/v1/me/preferences', { token: suite.org.adminKey, idempotencyKey: idempotencyKey() });
     expectError(response, 422, 'VALIDATION_FAILED');
   });
 
   it('answers a body over the limit with 413 PAYLOAD_TOO_LARGE, before authenticating it', async () => {
-    const response = await server.request('PATCH', '/v1/me/preferences', {
-      token: org.adminKey, idempotencyKey: idempotencyKey(), body: { theme: 'x'.repeat(4096) },
+    const response = await suite.server.request('PATCH', '/v1/me/preferences', {
+      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { theme: 'x'.repeat(4096) },
     });
     expectError(response, 413, 'PAYLOAD_TOO_LARGE');
   });
 
   it('answers a malformed path ID with 400 naming the parameter', async () => {
-    const response = await server.request('GET', '/v1/orgs/not-an-id', { token: org.adminKey });
+    const response = await suite.server.request('GET', '/v1/orgs/not-an-id', { token: suite.org.adminKey });
     expectError(response, 400, 'BAD_REQUEST');
     expect(response.body.error.details.problems[0].path).toEqual(['path', 'orgId']);
   });
 
   it('answers a body that stalls past the read deadline with 408 REQUEST_TIMEOUT', async () => {
-    const port = Number(new URL(server.url).port);
+    const port = Number(new URL(suite.server.url).port);
     const head = [
-      'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${org.adminKey}`,
+      'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${suite.org.adminKey}`,
       `Idempotency-Key: ${idempotencyKey()}`, 'Content-Type: application/json', 'Content-Length: 100', '', '{"theme":',
     ].join('\r\n');
     const answer = await rawExchange(port, head, 5_000);
@@ -108,8 +102,8 @@ describe('the HTTP envelope', () => {
 
 describe('health', () => {
   it('reports liveness and database readiness', async () => {
-    expect((await server.request('GET', '/healthz')).body).toEqual({ status: 'ok' });
-    expect((await server.request('GET', '/readyz')).body).toEqual({ status: 'ready', checks: { database: 'ok' } });
+    expect((await suite.server.request('GET', '/healthz')).body).toEqual({ status: 'ok' });
+    expect((await suite.server.request('GET', '/readyz')).body).toEqual({ status: 'ready', checks: { database: 'ok' } });
   });
 });
 

@@ -1,24 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../src/graph/idempotency.ts';
 import { expectError } from './helpers/expectations.ts';
-import { addMember, createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { addMember, idempotencyKey } from './helpers/factories.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
 
-let server: TestServer;
-let org: TestOrg;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  org = await createOrg(server.prisma);
-});
-afterAll(() => server.close());
+const suite = useServerWithOrg();
 
 async function newUser() {
-  return addMember(server.prisma, org.orgId, 'member');
+  return addMember(suite.server.prisma, suite.org.orgId, 'member');
 }
 
 const patch = (token: string, key: string | undefined, body: unknown) =>
-  server.request('PATCH', '/v1/me/preferences', { token, body, ...(key === undefined ? {} : { idempotencyKey: key }) });
+  suite.server.request('PATCH', '/v1/me/preferences', { token, body, ...(key === undefined ? {} : { idempotencyKey: key }) });
 
 describe('Idempotency-Key (DESIGN §4)', () => {
   it('replays the stored status and body for the same key and payload, without a second effect', async () => {
@@ -32,16 +25,16 @@ describe('Idempotency-Key (DESIGN §4)', () => {
     expect(replay.status).toBe(first.status);
     expect(replay.text).toBe(first.text);
     // The replay did not write: the later change stands.
-    expect((await server.request('GET', '/v1/me/preferences', { token: user.apiKey })).body.theme).toBe('light');
+    expect((await suite.server.request('GET', '/v1/me/preferences', { token: user.apiKey })).body.theme).toBe('light');
   });
 
   it('treats key order and whitespace in the body as the same payload', async () => {
     const user = await newUser();
     const key = idempotencyKey();
-    const first = await server.request('PATCH', '/v1/me/preferences', {
+    const first = await suite.server.request('PATCH', '/v1/me/preferences', {
       token: user.apiKey, idempotencyKey: key, rawBody: '{"theme":"dark","locale":"de-DE"}',
     });
-    const replay = await server.request('PATCH', '/v1/me/preferences', {
+    const replay = await suite.server.request('PATCH', '/v1/me/preferences', {
       token: user.apiKey, idempotencyKey: key, rawBody: '{ "locale": "de-DE",\n "theme": "dark" }',
     });
     expect(replay.status).toBe(200);
@@ -54,17 +47,17 @@ describe('Idempotency-Key (DESIGN §4)', () => {
     await patch(user.apiKey, key, { theme: 'dark' });
     const conflict = await patch(user.apiKey, key, { theme: 'light' });
     expectError(conflict, 409, 'IDEMPOTENCY_CONFLICT');
-    expect((await server.request('GET', '/v1/me/preferences', { token: user.apiKey })).body.theme).toBe('dark');
+    expect((await suite.server.request('GET', '/v1/me/preferences', { token: user.apiKey })).body.theme).toBe('dark');
   });
 
   it('binds the key to the operation and target as well as the body', async () => {
     const key = idempotencyKey();
-    const version = (await server.request('GET', `/v1/orgs/${org.orgId}`, { token: org.adminKey })).body.version;
-    const renamed = await server.request('PATCH', `/v1/orgs/${org.orgId}`, {
-      token: org.adminKey, idempotencyKey: key, body: { expectedVersion: version, name: 'Same key' },
+    const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey })).body.version;
+    const renamed = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
+      token: suite.org.adminKey, idempotencyKey: key, body: { expectedVersion: version, name: 'Same key' },
     });
     expect(renamed.status).toBe(200);
-    expectError(await patch(org.adminKey, key, { theme: 'dark' }), 409, 'IDEMPOTENCY_CONFLICT');
+    expectError(await patch(suite.org.adminKey, key, { theme: 'dark' }), 409, 'IDEMPOTENCY_CONFLICT');
   });
 
   it('scopes keys to the actor: two users may use the same key independently', async () => {
@@ -89,17 +82,17 @@ describe('Idempotency-Key (DESIGN §4)', () => {
       }
     }
     expect(responses.some((response) => response.status === 200)).toBe(true);
-    const stored = await server.prisma.preference.findUniqueOrThrow({ where: { userId: user.userId } });
+    const stored = await suite.server.prisma.preference.findUniqueOrThrow({ where: { userId: user.userId } });
     expect(stored.version).toBe(1n);
-    expect(await server.prisma.idempotencyRecord.count({ where: { key } })).toBe(1);
+    expect(await suite.server.prisma.idempotencyRecord.count({ where: { key } })).toBe(1);
   });
 
   it('records an expected failure and replays it identically', async () => {
     const key = idempotencyKey();
     const body = { expectedVersion: '424242', name: 'Stale' };
-    const first = await server.request('PATCH', `/v1/orgs/${org.orgId}`, { token: org.adminKey, idempotencyKey: key, body });
+    const first = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey, idempotencyKey: key, body });
     expectError(first, 409, 'ROW_VERSION_CONFLICT');
-    const replay = await server.request('PATCH', `/v1/orgs/${org.orgId}`, { token: org.adminKey, idempotencyKey: key, body });
+    const replay = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey, idempotencyKey: key, body });
     expect(replay.status).toBe(409);
     expect(replay.body.error).toEqual({ ...first.body.error, requestId: replay.headers.get('x-request-id') });
   });
@@ -120,7 +113,7 @@ describe('Idempotency-Key (DESIGN §4)', () => {
     const user = await newUser();
     const response = await patch(user.apiKey, key, { theme: 'dark' });
     expectError(response, 400, 'BAD_REQUEST');
-    expect((await server.request('GET', '/v1/me/preferences', { token: user.apiKey })).body.theme).toBe('system');
+    expect((await suite.server.request('GET', '/v1/me/preferences', { token: user.apiKey })).body.theme).toBe('system');
   });
 
   it('accepts keys of exactly 8 and 255 characters', async () => {
@@ -134,12 +127,12 @@ describe('Idempotency-Key (DESIGN §4)', () => {
     const key = idempotencyKey();
     const rest = await patch(user.apiKey, key, { theme: 'dark' });
     await patch(user.apiKey, idempotencyKey(), { theme: 'light' });
-    const graph = await server.graphql(
+    const graph = await suite.server.graphql(
       'mutation($key: String!) { updateMyPreferences(idempotencyKey: $key, input: { theme: "dark" }) { theme timezone } }',
       { key }, { token: user.apiKey },
     );
     expect(graph.body.data.updateMyPreferences).toEqual({ theme: rest.body.theme, timezone: rest.body.timezone });
-    const conflict = await server.graphql(
+    const conflict = await suite.server.graphql(
       'mutation($key: String!) { updateMyPreferences(idempotencyKey: $key, input: { theme: "system" }) { theme } }',
       { key }, { token: user.apiKey },
     );
@@ -150,7 +143,7 @@ describe('Idempotency-Key (DESIGN §4)', () => {
     const user = await newUser();
     const key = idempotencyKey();
     await patch(user.apiKey, key, { theme: 'dark' });
-    const record = await server.prisma.idempotencyRecord.findFirstOrThrow({ where: { key } });
+    const record = await suite.server.prisma.idempotencyRecord.findFirstOrThrow({ where: { key } });
     expect(record.expiresAt.getTime() - record.createdAt.getTime()).toBeGreaterThanOrEqual(24 * 3_600_000);
   });
 });

@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { routes } from '../src/rest/routes.ts';
-import { createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
-import { startTestServer, type TestServer } from './helpers/server.ts';
+import { idempotencyKey } from './helpers/factories.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
 
-let server: TestServer;
-let org: TestOrg;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  org = await createOrg(server.prisma);
-});
-afterAll(() => server.close());
+const suite = useServerWithOrg();
 
 describe('GET /v1/openapi.json', () => {
   it('is an OpenAPI 3.1 document listing every declared route with its parameters and schemas', async () => {
-    const response = await server.request('GET', '/v1/openapi.json');
+    const response = await suite.server.request('GET', '/v1/openapi.json');
     expect(response.status).toBe(200);
     const document = response.body;
     expect(document.openapi).toMatch(/^3\.1\./);
@@ -34,13 +27,13 @@ describe('GET /v1/openapi.json', () => {
 
 describe('real responses match the documented schemas', () => {
   const samples: Record<string, () => Promise<{ status: number; body: unknown }>> = {
-    'GET /v1/me/preferences': () => server.request('GET', '/v1/me/preferences', { token: org.adminKey }),
-    'PATCH /v1/me/preferences': () => server.request('PATCH', '/v1/me/preferences', { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { theme: 'dark' } }),
-    'GET /v1/preferences/options': () => server.request('GET', '/v1/preferences/options', { token: org.adminKey }),
-    'GET /v1/orgs/{orgId}': () => server.request('GET', `/v1/orgs/${org.orgId}`, { token: org.adminKey }),
+    'GET /v1/me/preferences': () => suite.server.request('GET', '/v1/me/preferences', { token: suite.org.adminKey }),
+    'PATCH /v1/me/preferences': () => suite.server.request('PATCH', '/v1/me/preferences', { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { theme: 'dark' } }),
+    'GET /v1/preferences/options': () => suite.server.request('GET', '/v1/preferences/options', { token: suite.org.adminKey }),
+    'GET /v1/orgs/{orgId}': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }),
     'PATCH /v1/orgs/{orgId}': async () => {
-      const version = (await server.request('GET', `/v1/orgs/${org.orgId}`, { token: org.adminKey })).body.version;
-      return server.request('PATCH', `/v1/orgs/${org.orgId}`, { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: version, name: 'Checked' } });
+      const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey })).body.version;
+      return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: version, name: 'Checked' } });
     },
   };
 
