@@ -23,6 +23,10 @@ const ConfigSchema = z.object({
   BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   /** How long idempotency records are kept (DESIGN §4 requires at least 24 hours). */
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(24).default(24),
+  /** Rows one table may hold (ROW_LIMIT_REACHED beyond it). */
+  TABLE_ROW_LIMIT: z.coerce.number().int().min(1).default(1_000_000),
+  /** Largest row, measured as the UTF-8 JSON of its values (ROW_SIZE_LIMIT beyond it). */
+  ROW_SIZE_LIMIT_BYTES: z.coerce.number().int().min(1024).default(524_288),
   /** How long SIGTERM waits for in-flight requests before closing connections. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */

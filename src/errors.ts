@@ -102,6 +102,8 @@ export class DomainError extends GraphQLError {
 export interface FieldProblem {
   path: (string | number)[];
   message: string;
+  /** For problems with a table's cells or filters: the field concerned, whichever way the request named it. */
+  fieldId?: string;
 }
 
 export function validationFailed(problems: FieldProblem[], message = 'The request did not pass validation.'): DomainError {

@@ -22,7 +22,7 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   DefaultAuthStrategy: 'all';
   PrismaTypes: PrismaTypes;
-  Scalars: { Timestamp: { Input: Date; Output: Date | string } };
+  Scalars: { Timestamp: { Input: Date; Output: Date | string }; JSON: { Input: unknown; Output: unknown } };
   AuthScopes: { authenticated: boolean; personal: boolean; org: OrgScope; oauth: OAuthScope };
   AuthContexts: {
     authenticated: Context & { caller: Caller };

@@ -2,6 +2,7 @@ import type { Config } from '../config.ts';
 import type { PrismaClient } from '../db/prisma.ts';
 import type { Logger } from '../log.ts';
 import type { Caller } from './auth/caller.ts';
+import type { SchemaCache } from './tables/loader.ts';
 
 /** Per-request state every resolver sees. Built by src/graph/yoga.ts for REST and /graphql alike. */
 export interface Context {
@@ -11,6 +12,8 @@ export interface Context {
   log: Logger;
   /** null when the request carried no credential (introspection works without one; data does not). */
   caller: Caller | null;
+  /** Table definitions by schema version, shared by every request this server handles. */
+  schemas: SchemaCache;
 }
 
 /** What the HTTP layer hands to Yoga with each request; the credential is resolved from the request itself. */

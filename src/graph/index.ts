@@ -3,6 +3,10 @@ import { builder } from './builder.ts';
 import './scalars.ts';
 import './preferences.ts';
 import './orgs.ts';
+import './databases.ts';
+import './tables/tables.ts';
+import './tables/schema.ts';
+import './tables/rows.ts';
 
 /** The whole graph: every domain file above registers its types, queries and mutations on the builder. */
 export const schema: GraphQLSchema = builder.toSchema({ sortSchema: true });

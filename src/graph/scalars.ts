@@ -1,4 +1,4 @@
-import { GraphQLError, Kind } from 'graphql';
+import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
 import { builder } from './builder.ts';
 import { TIMESTAMP_PATTERN } from './common.ts';
 
@@ -18,4 +18,12 @@ builder.scalarType('Timestamp', {
     if (ast.kind !== Kind.STRING) throw new GraphQLError('Timestamp must be a string.');
     return new Date(toTimestamp(ast.value));
   },
+});
+
+/** Cell values, field options and filters: their shape depends on the table, so they travel as plain JSON. */
+builder.scalarType('JSON', {
+  description: 'Any JSON value. Its shape is described by the table schema (`tableSchema`) it belongs to.',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: (ast, variables) => valueFromASTUntyped(ast, variables),
 });

@@ -6,6 +6,7 @@ import { DomainError } from '../errors.ts';
 import { resolveBearer } from './auth/credentials.ts';
 import type { Context, ServerContext } from './context.ts';
 import { schema } from './index.ts';
+import { SchemaCache } from './tables/loader.ts';
 
 export type GraphServer = YogaServerInstance<ServerContext, Context>;
 
@@ -44,10 +45,11 @@ function maskUnexpected(error: unknown): Error {
 }
 
 /**
- * The one GraphQL server: `/graphql` mounts it, and src/rest runs its typed operations through `yoga.fetch`
- * in-process, so both get the same context, authority, validation and error masking.
+ * The one GraphQL server: `/graphql` mounts it, and src/rest runs its typed operations through its envelop
+ * in-process (src/rest/execute.ts), so both get the same context, authority, validation and error masking.
  */
 export function createGraphServer(prisma: PrismaClient, config: Config): GraphServer {
+  const schemas = new SchemaCache();
   return createYoga<ServerContext, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -62,6 +64,7 @@ export function createGraphServer(prisma: PrismaClient, config: Config): GraphSe
       requestId,
       log,
       caller: await resolveBearer(prisma, request.headers.get('authorization')),
+      schemas,
     }),
     plugins: [
       // Abuse limits for documents written by clients. Introspection stays open: frontends discover the schema.

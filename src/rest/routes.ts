@@ -1,6 +1,9 @@
 import type { Route } from './route.ts';
+import { databaseRoutes } from './routes/databases.ts';
 import { orgRoutes } from './routes/orgs.ts';
 import { preferenceRoutes } from './routes/preferences.ts';
+import { rowRoutes } from './routes/rows.ts';
+import { tableRoutes } from './routes/tables.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes];

@@ -1,0 +1,55 @@
+import { idFromConstraint } from './identifiers.ts';
+
+/**
+ * The PostgreSQL errors a data-plane write can expect, recognised from what Prisma's pg adapter reports
+ * (`meta.driverAdapterError.cause`: the SQLSTATE and, for constraint violations, the index or constraint name).
+ */
+export type DataPlaneFailure =
+  | { kind: 'unique'; ruleId: string }
+  | { kind: 'foreignKey'; foreignKeyId: string }
+  | { kind: 'sequenceExhausted' }
+  | { kind: 'schemaChanged' };
+
+interface AdapterCause {
+  originalCode?: string;
+  code?: string;
+  constraint?: { index?: string; name?: string } | string;
+  originalMessage?: string;
+}
+
+function causeOf(error: unknown): AdapterCause | null {
+  const meta = (error as { meta?: { driverAdapterError?: { cause?: AdapterCause } } } | null)?.meta;
+  return meta?.driverAdapterError?.cause ?? null;
+}
+
+function constraintName(cause: AdapterCause): string | undefined {
+  if (typeof cause.constraint === 'string') return cause.constraint;
+  if (cause.constraint?.index) return cause.constraint.index;
+  if (cause.constraint?.name) return cause.constraint.name;
+  // Foreign key violations name the constraint only in the message.
+  return cause.originalMessage?.match(/constraint "([^"]+)"/)?.[1];
+}
+
+/** SQLSTATE classes: https://www.postgresql.org/docs/15/errcodes-appendix.html */
+export function recogniseFailure(error: unknown): DataPlaneFailure | null {
+  const cause = causeOf(error);
+  if (!cause) return null;
+  const sqlState = cause.originalCode ?? cause.code;
+  switch (sqlState) {
+    case '23505': {
+      const ruleId = idFromConstraint(constraintName(cause), 'u');
+      return ruleId ? { kind: 'unique', ruleId } : null;
+    }
+    case '23503': {
+      const foreignKeyId = idFromConstraint(constraintName(cause), 'k');
+      return foreignKeyId ? { kind: 'foreignKey', foreignKeyId } : null;
+    }
+    case '2200H': // sequence_generator_limit_exceeded
+      return { kind: 'sequenceExhausted' };
+    case '42703': // undefined_column: a schema change committed between reading the schema and writing
+    case '42P01': // undefined_table
+      return { kind: 'schemaChanged' };
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,36 @@
+import { isId } from '../ids.ts';
+
+/**
+ * Every identifier in data-plane SQL comes from here, and is derived from a ULID only (DESIGN §2): user text never
+ * reaches DDL or a query's structure. A ULID is [0-9A-Z], so its lowercase form is a safe unquoted identifier;
+ * we quote anyway so that a future change of alphabet cannot turn into an injection.
+ */
+function fromId(prefix: string, id: string): string {
+  if (!isId(id)) throw new Error(`Refusing to derive an SQL identifier from a non-ULID: ${JSON.stringify(id)}`);
+  return `"${prefix}_${id.toLowerCase()}"`;
+}
+
+/** The PostgreSQL schema that holds one workspace database. */
+export const schemaOf = (databaseId: string): string => fromId('d', databaseId);
+
+/** The physical table of a workspace table, schema-qualified. */
+export const rowsTableOf = (databaseId: string, tableId: string): string => `${schemaOf(databaseId)}.${fromId('t', tableId)}`;
+
+/** The append-only cell history of a workspace table, schema-qualified. */
+export const historyTableOf = (databaseId: string, tableId: string): string => `${schemaOf(databaseId)}.${fromId('h', tableId)}`;
+
+/** The column of a field. */
+export const columnOf = (fieldId: string): string => fromId('f', fieldId);
+
+/** The sequence behind an autoNumber field, schema-qualified. */
+export const sequenceOf = (databaseId: string, fieldId: string): string => `${schemaOf(databaseId)}.${fromId('s', fieldId)}`;
+
+/** Unqualified names of indexes and constraints, which PostgreSQL reports back in errors. */
+export const uniqueIndexOf = (ruleId: string): string => fromId('u', ruleId);
+export const foreignKeyConstraintOf = (foreignKeyId: string): string => fromId('k', foreignKeyId);
+
+/** The rule or foreign key id behind an index / constraint name reported by PostgreSQL, if it is one of ours. */
+export function idFromConstraint(name: string | undefined, prefix: 'u' | 'k'): string | null {
+  const match = name?.match(new RegExp(`^${prefix}_([0-9a-z]{26})$`));
+  return match?.[1] ? match[1].toUpperCase() : null;
+}

@@ -1,0 +1,237 @@
+import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
+import { columnOf, historyTableOf, rowsTableOf } from './identifiers.ts';
+import { Params, utcTimestamp, type Statement } from './sql.ts';
+
+/**
+ * Row SQL. Each mutation is ONE statement of data-modifying CTEs: the capacity/schema guard, the row, its cell
+ * history and its activity event travel together, so a row write costs one round trip and either all of it
+ * happens or none (DESIGN §2, issue 3). Values are always bound; identifiers come from IDs.
+ */
+export interface PhysicalTable {
+  databaseId: string;
+  tableId: string;
+  fields: readonly FieldDefinition[];
+}
+
+export interface Actor {
+  id: string;
+  kind: string;
+  name: string;
+  /** The credential's public prefix, shown in the audit feed. */
+  key: string | null;
+}
+
+/** Who did it, when, and the ids under which the history entries and the activity event are written. */
+export interface RowEvent {
+  orgId: string;
+  mutationId: string;
+  activityId: string;
+  summary: string;
+  actor: Actor;
+  at: string;
+}
+
+/** A row as read from SQL: every column already text, parsed by `toRowShape`. */
+export interface RowRecord {
+  id: string;
+  version: string;
+  created_at: string;
+  updated_at: string;
+  [cell: `c${number}`]: string | null;
+}
+
+export type RowShape = {
+  id: string;
+  version: string;
+  createdAt: string;
+  updatedAt: string;
+  values: { [fieldId: string]: CellValue };
+};
+
+/** The projection every row read uses: system columns, then each field as text in position order (`c0`, `c1`, …). */
+export function rowProjection(fields: readonly FieldDefinition[], alias: string): string {
+  const cells = fields.map((field, index) => `${typeSpecOf(field.type).read(`${alias}.${columnOf(field.id)}`)} AS c${index}`);
+  return [
+    `${alias}.id`,
+    `${alias}.version::text AS version`,
+    `${utcTimestamp(`${alias}.created_at`)} AS created_at`,
+    `${utcTimestamp(`${alias}.updated_at`)} AS updated_at`,
+    ...cells,
+  ].join(', ');
+}
+
+/** Cells keyed by field id, every field present (null when empty). */
+export function toRowShape(fields: readonly FieldDefinition[], record: RowRecord): RowShape {
+  const values: Record<string, CellValue> = {};
+  fields.forEach((field, index) => {
+    const text = record[`c${index}`];
+    values[field.id] = text === null || text === undefined ? null : typeSpecOf(field.type).fromText(text);
+  });
+  return { id: record.id, version: record.version, createdAt: record.created_at, updatedAt: record.updated_at, values };
+}
+
+/** Shared placeholders of a row event, bound once and reused by the history and activity inserts. */
+function bindEvent(params: Params, event: RowEvent) {
+  return {
+    at: params.add(event.at, 'timestamptz'),
+    mutationId: params.add(event.mutationId, 'text'),
+    actorId: params.add(event.actor.id, 'text'),
+    actorKind: params.add(event.actor.kind, 'text'),
+    actorName: params.add(event.actor.name, 'text'),
+  };
+}
+type BoundEvent = ReturnType<typeof bindEvent>;
+
+function historyInsert(table: PhysicalTable, bound: BoundEvent, operation: string, source: string, cells: string): string {
+  return `INSERT INTO ${historyTableOf(table.databaseId, table.tableId)}
+      (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
+    SELECT s.id, s.version, cell.field_id, '${operation}', cell.value, ${bound.mutationId}, ${bound.actorId}, ${bound.actorKind},
+           ${bound.actorName}, ${bound.at}
+      FROM ${source} s CROSS JOIN LATERAL (${cells}) AS cell(field_id, value)`;
+}
+
+function activityInsert(params: Params, table: PhysicalTable, event: RowEvent, bound: BoundEvent, source: string): string {
+  return `INSERT INTO public.activity_events
+      (id, org_id, occurred_at, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name,
+       database_id, table_id, row_id, affected_rows, mutation_id)
+    SELECT ${params.add(event.activityId, 'text')}, ${params.add(event.orgId, 'text')}, ${bound.at}, 'records', 'records.changed',
+           'requested', ${params.add(event.summary, 'text')}, ${bound.actorId}, ${bound.actorKind}, ${params.add(event.actor.key, 'text')},
+           ${bound.actorName}, ${params.add(table.databaseId, 'text')}, ${params.add(table.tableId, 'text')}, s.id, 1, ${bound.mutationId}
+      FROM ${source} s`;
+}
+
+function cellValueSql(params: Params, field: FieldDefinition, value: CellValue): string {
+  return params.add(toParam(field, value), typeSpecOf(field.type).cast);
+}
+
+export interface InsertRow {
+  rowId: string;
+  /** Every writable field's canonical value (null when empty); generated fields are filled by the database. */
+  values: ReadonlyMap<string, CellValue>;
+  schemaVersion: number;
+  rowLimit: number;
+  event: RowEvent;
+}
+
+/**
+ * Inserts a row, its initial history (every cell, version 1) and a `records.changed` event. The guard row in
+ * `data_tables` is updated first: it checks the schema version the values were validated against and the row
+ * limit, and its lock serialises concurrent creates only for the instant between this statement and commit.
+ * No row comes back when the guard refused; the caller then asks `rowGuardState` why.
+ */
+export function insertRow(table: PhysicalTable, input: InsertRow): Statement {
+  const params = new Params();
+  const tableId = params.add(table.tableId, 'text');
+  const bound = bindEvent(params, input.event);
+  const writable = table.fields.filter((field) => !typeSpecOf(field.type).generated);
+  const columns = ['id', 'created_at', 'updated_at', ...writable.map((field) => columnOf(field.id))];
+  const values = [params.add(input.rowId, 'text'), bound.at, bound.at,
+    ...writable.map((field) => cellValueSql(params, field, input.values.get(field.id) ?? null))];
+  const cells = table.fields.map((field) => {
+    const value = typeSpecOf(field.type).generated
+      ? `to_jsonb(s.${columnOf(field.id)})`
+      : params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb');
+    return `(${params.add(field.id, 'text')}, ${value})`;
+  });
+  const sql = `WITH guard AS (
+      UPDATE public.data_tables SET row_count = row_count + 1
+       WHERE id = ${tableId} AND state = 'active' AND schema_version = ${params.add(input.schemaVersion, 'int')}
+         AND row_count < ${params.add(input.rowLimit, 'bigint')}
+      RETURNING id
+    ), inserted AS (
+      INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (${columns.join(', ')})
+      SELECT ${values.join(', ')} FROM guard
+      RETURNING *
+    ), history AS (${historyInsert(table, bound, 'create', 'inserted', `VALUES ${cells.join(', ')}`)}
+    ), activity AS (${activityInsert(params, table, input.event, bound, 'inserted')})
+    SELECT ${rowProjection(table.fields, 'inserted')} FROM inserted`;
+  return { sql, params: params.values };
+}
+
+/** Why a guarded write found nothing to do: the current schema version and row count of the table, if it exists. */
+export function rowGuardState(tableId: string): Statement {
+  return {
+    sql: `SELECT schema_version, row_count::text AS row_count, state FROM public.data_tables WHERE id = $1::text`,
+    params: [tableId],
+  };
+}
+
+export interface UpdateRow {
+  rowId: string;
+  expectedVersion: bigint;
+  /** Only the cells the request names; at least one (an empty patch is refused before it gets here). */
+  values: ReadonlyMap<string, CellValue>;
+  schemaVersion: number;
+  event: RowEvent;
+}
+
+function schemaGuard(params: Params, tableId: string, schemaVersion: number): string {
+  return `EXISTS (SELECT 1 FROM public.data_tables WHERE id = ${params.add(tableId, 'text')} AND state = 'active'
+                   AND schema_version = ${params.add(schemaVersion, 'int')})`;
+}
+
+/**
+ * Updates the named cells when the row is still at `expectedVersion` (the check is on the row being updated, so
+ * PostgreSQL re-checks it after waiting for a concurrent writer: no lost updates). History gets an entry only
+ * for cells whose value actually changed.
+ */
+export function updateRow(table: PhysicalTable, input: UpdateRow): Statement {
+  const params = new Params();
+  const bound = bindEvent(params, input.event);
+  const changed = table.fields.filter((field) => input.values.has(field.id));
+  const assignments = changed.map((field) => `${columnOf(field.id)} = ${cellValueSql(params, field, input.values.get(field.id)!)}`);
+  const previous = changed.map((field, index) => `old.${columnOf(field.id)} AS old_${index}`);
+  const cells = changed.map((field, index) =>
+    `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id)), 'jsonb')},
+      s.old_${index} IS DISTINCT FROM s.${columnOf(field.id)})`);
+  const rows = rowsTableOf(table.databaseId, table.tableId);
+  const rowId = params.add(input.rowId, 'text');
+  const sql = `WITH updated AS (
+      UPDATE ${rows} r SET version = r.version + 1, updated_at = ${bound.at}${assignments.map((set) => `, ${set}`).join('')}
+        FROM (SELECT * FROM ${rows} WHERE id = ${rowId}) old
+       WHERE r.id = old.id AND r.version = ${params.add(input.expectedVersion.toString(), 'bigint')}
+         AND ${schemaGuard(params, table.tableId, input.schemaVersion)}
+      RETURNING r.*${previous.map((column) => `, ${column}`).join('')}
+    ), history AS (${historyInsert(table, bound, 'update', 'updated', `SELECT field_id, value FROM (VALUES ${cells.join(', ')}) AS c(field_id, value, changed) WHERE c.changed`)}
+    ), activity AS (${activityInsert(params, table, input.event, bound, 'updated')})
+    SELECT ${rowProjection(table.fields, 'updated')} FROM updated`;
+  return { sql, params: params.values };
+}
+
+export interface DeleteRow {
+  rowId: string;
+  expectedVersion: bigint;
+  schemaVersion: number;
+  event: RowEvent;
+}
+
+/**
+ * Deletes the row at `expectedVersion`, frees its place under the row limit, and appends a `delete` entry (value
+ * null, version + 1) for every cell, so the history of a deleted row stays readable. A row still referenced by a
+ * foreign key fails with 23503 (FOREIGN_KEY_CONFLICT).
+ */
+export function deleteRow(table: PhysicalTable, input: DeleteRow): Statement {
+  const params = new Params();
+  const bound = bindEvent(params, input.event);
+  const tableId = params.add(table.tableId, 'text');
+  const cells = table.fields.map((field) => `(${params.add(field.id, 'text')}, 'null'::jsonb)`);
+  const sql = `WITH removed AS (
+      DELETE FROM ${rowsTableOf(table.databaseId, table.tableId)} r
+       WHERE r.id = ${params.add(input.rowId, 'text')} AND r.version = ${params.add(input.expectedVersion.toString(), 'bigint')}
+         AND ${schemaGuard(params, table.tableId, input.schemaVersion)}
+      RETURNING r.id, r.version + 1 AS version
+    ), counter AS (
+      UPDATE public.data_tables SET row_count = row_count - 1 WHERE id = ${tableId} AND EXISTS (SELECT 1 FROM removed)
+    ), history AS (${historyInsert(table, bound, 'delete', 'removed', `VALUES ${cells.join(', ')}`)}
+    ), activity AS (${activityInsert(params, table, input.event, bound, 'removed')})
+    SELECT id, version::text AS version FROM removed`;
+  return { sql, params: params.values };
+}
+
+/** One row by id, or the current version of a row (for conflict details). */
+export function selectRow(table: PhysicalTable, rowId: string): Statement {
+  return {
+    sql: `SELECT ${rowProjection(table.fields, 'r')} FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE r.id = $1::text`,
+    params: [rowId],
+  };
+}

@@ -1,0 +1,232 @@
+import { z } from 'zod';
+import type { TransactionClient } from '../../db/prisma.ts';
+import type { CellValue } from '../../data/field-types.ts';
+import { deleteRow, insertRow, rowGuardState, selectRow, toRowShape, updateRow, type RowEvent, type RowRecord, type RowShape } from '../../data/rows.ts';
+import type { Statement } from '../../data/sql.ts';
+import { DomainError, notFound } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { actorOf } from '../activity.ts';
+import { requireCaller } from '../auth/guards.ts';
+import { builder } from '../builder.ts';
+import { Id, SchemaVersion, storedVersion, VersionString } from '../common.ts';
+import type { Context } from '../context.ts';
+import { idempotent } from '../idempotency.ts';
+import type { TableAddress, TableSchema } from './loader.ts';
+import { failureToDomainError } from './row-failures.ts';
+import { checkRowSize, checkValues } from './row-values.ts';
+import { currentSchema, schemaVersionConflict } from './schema.ts';
+
+/** Spec 4.8 / 2.6: create, read, update and delete rows, each write one statement in one transaction. */
+export const CreateRowBody = z.strictObject({
+  expectedSchemaVersion: SchemaVersion,
+  values: z.record(z.string(), z.unknown()),
+});
+export const UpdateRowBody = z.strictObject({
+  expectedVersion: VersionString,
+  values: z.record(z.string(), z.unknown()),
+  expectedSchemaVersion: SchemaVersion.optional(),
+});
+export const DeleteRowBody = z.strictObject({ expectedVersion: VersionString, expectedSchemaVersion: SchemaVersion.optional() });
+
+export type RowMutationShape = { row: RowShape; mutationId: string };
+export type RowDeletionShape = { id: string; deleted: boolean; version: string; mutationId: string };
+
+export const Row = builder.objectRef<RowShape>('Row').implement({
+  description: 'A row: `values` holds every field’s cell keyed by field id (null when empty).',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    version: t.exposeString('version'),
+    createdAt: t.field({ type: 'Timestamp', resolve: (row) => row.createdAt }),
+    updatedAt: t.field({ type: 'Timestamp', resolve: (row) => row.updatedAt }),
+    values: t.field({ type: 'JSON', resolve: (row) => row.values }),
+  }),
+});
+
+const RowMutation = builder.objectRef<RowMutationShape>('RowMutation').implement({
+  description: 'A committed row write and the mutation id recorded in its cell history and activity event.',
+  fields: (t) => ({
+    row: t.field({ type: Row, resolve: (result) => result.row }),
+    mutationId: t.exposeID('mutationId'),
+  }),
+});
+
+const RowDeletion = builder.objectRef<RowDeletionShape>('RowDeletion').implement({
+  description: 'A deleted row: `version` is the version of the deletion recorded in its history.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    deleted: t.exposeBoolean('deleted'),
+    version: t.exposeString('version'),
+    mutationId: t.exposeID('mutationId'),
+  }),
+});
+
+const CreateRowInput = builder.inputType('CreateRowInput', {
+  fields: (t) => ({ expectedSchemaVersion: t.int({ required: true }), values: t.field({ type: 'JSON', required: true }) }),
+  validate: CreateRowBody,
+});
+const UpdateRowInput = builder.inputType('UpdateRowInput', {
+  fields: (t) => ({
+    expectedVersion: t.string({ required: true }),
+    values: t.field({ type: 'JSON', required: true }),
+    expectedSchemaVersion: t.int(),
+  }),
+  validate: UpdateRowBody,
+});
+const DeleteRowInput = builder.inputType('DeleteRowInput', {
+  fields: (t) => ({ expectedVersion: t.string({ required: true }), expectedSchemaVersion: t.int() }),
+  validate: DeleteRowBody,
+});
+
+async function run<T>(tx: TransactionClient, schema: TableSchema, statement: Statement): Promise<T[]> {
+  try {
+    return await tx.$queryRawUnsafe<T[]>(statement.sql, ...statement.params);
+  } catch (error) {
+    throw failureToDomainError(schema, error) ?? error;
+  }
+}
+
+function rowEvent(context: Context, schema: TableSchema, summary: string): RowEvent {
+  return {
+    orgId: schema.orgId,
+    mutationId: newId(),
+    activityId: newId(),
+    summary,
+    actor: actorOf(requireCaller(context)),
+    at: new Date().toISOString(),
+  };
+}
+
+function checkSchemaVersion(schema: TableSchema, expected: number | undefined): void {
+  if (expected !== undefined && expected !== schema.schemaVersion) throw schemaVersionConflict(expected, schema.schemaVersion);
+}
+
+/** Why a guarded write changed nothing: the schema moved on, the table filled up, or it is gone. */
+async function explainRefusedInsert(tx: TransactionClient, schema: TableSchema, rowLimit: number): Promise<never> {
+  const [state] = await tx.$queryRawUnsafe<{ schema_version: number; row_count: string }[]>(...spread(rowGuardState(schema.tableId)));
+  if (!state) throw notFound('table');
+  if (state.schema_version !== schema.schemaVersion) throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
+  throw new DomainError('ROW_LIMIT_REACHED', `The table holds its maximum of ${rowLimit} rows.`, { details: { limit: rowLimit } });
+}
+
+async function explainMissedRow(tx: TransactionClient, schema: TableSchema, rowId: string, expectedVersion: string): Promise<never> {
+  const [state] = await tx.$queryRawUnsafe<{ schema_version: number }[]>(...spread(rowGuardState(schema.tableId)));
+  if (state && state.schema_version !== schema.schemaVersion) throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
+  const [current] = await tx.$queryRawUnsafe<RowRecord[]>(...spread(selectRow(schema, rowId)));
+  if (!current) throw notFound('row');
+  throw new DomainError('ROW_VERSION_CONFLICT', 'The row was changed by someone else; read it again and retry.', {
+    details: { expectedVersion, currentVersion: current.version },
+  });
+}
+
+const spread = (statement: Statement): [string, ...unknown[]] => [statement.sql, ...statement.params];
+
+async function createRow(context: Context, tx: TransactionClient, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Promise<RowMutationShape> {
+  checkSchemaVersion(schema, body.expectedSchemaVersion);
+  const values = checkValues(schema, body.values, 'create');
+  checkRowSize(values, context.config.ROW_SIZE_LIMIT_BYTES);
+  const event = rowEvent(context, schema, 'Created 1 row');
+  const rowLimit = context.config.TABLE_ROW_LIMIT;
+  const [record] = await run<RowRecord>(tx, schema, insertRow(schema, { rowId: newId(), values, schemaVersion: schema.schemaVersion, rowLimit, event }));
+  if (!record) return explainRefusedInsert(tx, schema, rowLimit);
+  return { row: toRowShape(schema.fields, record), mutationId: event.mutationId };
+}
+
+async function changeRow(context: Context, tx: TransactionClient, schema: TableSchema, rowId: string, body: z.infer<typeof UpdateRowBody>): Promise<RowMutationShape> {
+  checkSchemaVersion(schema, body.expectedSchemaVersion);
+  const values: Map<string, CellValue> = checkValues(schema, body.values, 'update');
+  const expectedVersion = storedVersion(body.expectedVersion);
+  if (expectedVersion === null) return explainMissedRow(tx, schema, rowId, body.expectedVersion);
+  const event = rowEvent(context, schema, 'Updated 1 row');
+  const [record] = await run<RowRecord>(tx, schema, updateRow(schema, { rowId, expectedVersion, values, schemaVersion: schema.schemaVersion, event }));
+  if (!record) return explainMissedRow(tx, schema, rowId, body.expectedVersion);
+  checkRowSize(new Map(Object.entries(toRowShape(schema.fields, record).values)), context.config.ROW_SIZE_LIMIT_BYTES);
+  return { row: toRowShape(schema.fields, record), mutationId: event.mutationId };
+}
+
+async function removeRow(context: Context, tx: TransactionClient, schema: TableSchema, rowId: string, body: z.infer<typeof DeleteRowBody>): Promise<RowDeletionShape> {
+  checkSchemaVersion(schema, body.expectedSchemaVersion);
+  const expectedVersion = storedVersion(body.expectedVersion);
+  if (expectedVersion === null) return explainMissedRow(tx, schema, rowId, body.expectedVersion);
+  const event = rowEvent(context, schema, 'Deleted 1 row');
+  const [removed] = await run<{ id: string; version: string }>(tx, schema, deleteRow(schema, { rowId, expectedVersion, schemaVersion: schema.schemaVersion, event }));
+  if (!removed) return explainMissedRow(tx, schema, rowId, body.expectedVersion);
+  return { id: removed.id, deleted: true, version: removed.version, mutationId: event.mutationId };
+}
+
+export async function readRow(context: Context, address: TableAddress, rowId: string): Promise<RowShape> {
+  const schema = await currentSchema(context, address);
+  const [record] = await context.prisma.$queryRawUnsafe<RowRecord[]>(...spread(selectRow(schema, rowId)));
+  if (!record) throw notFound('row');
+  return toRowShape(schema.fields, record);
+}
+
+/** The path of every table-scoped operation. */
+export const tableAddressArgs = builder.args((t) => ({
+  orgId: t.id({ required: true, validate: Id }),
+  databaseId: t.id({ required: true, validate: Id }),
+  tableId: t.id({ required: true, validate: Id }),
+}));
+
+function addressOf(args: { orgId: string | number; databaseId: string | number; tableId: string | number }): TableAddress {
+  return { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) };
+}
+
+builder.queryFields((t) => ({
+  row: t.field({
+    type: Row,
+    args: { ...tableAddressArgs, rowId: t.arg.id({ required: true, validate: Id }) },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
+    resolve: (_root, args, context) => readRow(context, addressOf(args), String(args.rowId)),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createRow: t.field({
+    type: RowMutation,
+    description: 'Creates a row (spec 4.8): validation, unique rules, foreign keys, row and size limits, initial cell history, '
+      + 'a `records.changed` event and the idempotency record commit together.',
+    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateRowInput, required: true }) },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
+    resolve: async (_root, args, context) => {
+      const body = CreateRowBody.parse(args.input);
+      const address = addressOf(args);
+      const schema = await currentSchema(context, address);
+      return idempotent(context, { operation: 'createRow', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
+        createRow(context, tx, schema, body));
+    },
+  }),
+  updateRow: t.field({
+    type: RowMutation,
+    description: 'Changes the named cells of a row still at `expectedVersion` (else 409 ROW_VERSION_CONFLICT).',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, rowId: t.arg.id({ required: true, validate: Id }),
+      input: t.arg({ type: UpdateRowInput, required: true }),
+    },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
+    resolve: async (_root, args, context) => {
+      const body = UpdateRowBody.parse(args.input);
+      const address = addressOf(args);
+      const rowId = String(args.rowId);
+      const schema = await currentSchema(context, address);
+      return idempotent(context, { operation: 'updateRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } }, (tx) =>
+        changeRow(context, tx, schema, rowId, body));
+    },
+  }),
+  deleteRow: t.field({
+    type: RowDeletion,
+    description: 'Deletes a row still at `expectedVersion`; its cell history stays readable.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, rowId: t.arg.id({ required: true, validate: Id }),
+      input: t.arg({ type: DeleteRowInput, required: true }),
+    },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
+    resolve: async (_root, args, context) => {
+      const body = DeleteRowBody.parse(args.input);
+      const address = addressOf(args);
+      const rowId = String(args.rowId);
+      const schema = await currentSchema(context, address);
+      return idempotent(context, { operation: 'deleteRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } }, (tx) =>
+        removeRow(context, tx, schema, rowId, body));
+    },
+  }),
+}));

@@ -1,0 +1,234 @@
+import { z } from 'zod';
+import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
+import { createTable as createTableDdl } from '../../data/ddl.ts';
+import { FieldInput, resolvedOptions, type FieldDefinition, type FieldType } from '../../data/field-types.ts';
+import { notFound } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { recordActivity } from '../activity.ts';
+import type { Caller } from '../auth/caller.ts';
+import { requireCaller } from '../auth/guards.ts';
+import { builder } from '../builder.ts';
+import { Id } from '../common.ts';
+import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
+import { nameTaken, ResourceName } from '../databases.ts';
+import { idempotent, type Json } from '../idempotency.ts';
+import { pageOf, pageRef } from '../pages.ts';
+import { isUniqueViolation } from '../prisma-errors.ts';
+
+/** Airtable's limit too; PostgreSQL's own is 1600 columns. */
+export const MAX_FIELDS_PER_TABLE = 500;
+
+export type FieldShape = {
+  id: string;
+  name: string;
+  type: FieldType;
+  required: boolean;
+  options: { [key: string]: Json };
+  position: number;
+};
+
+export type TableShape = {
+  id: string;
+  orgId: string;
+  databaseId: string;
+  name: string;
+  state: string;
+  version: string;
+  schemaVersion: number;
+  fields: FieldShape[];
+  createdAt: string;
+  updatedAt: string;
+};
+
+const caseInsensitiveDuplicates = (names: string[]) => {
+  const seen = new Set<string>();
+  return names.map((name) => {
+    const folded = name.toLowerCase();
+    const duplicate = seen.has(folded);
+    seen.add(folded);
+    return duplicate;
+  });
+};
+
+export const CreateTableBody = z.strictObject({
+  name: ResourceName,
+  fields: z.array(FieldInput).min(1).max(MAX_FIELDS_PER_TABLE),
+}).superRefine((body, context) => {
+  caseInsensitiveDuplicates(body.fields.map((field) => String(field.name))).forEach((duplicate, index) => {
+    if (duplicate) context.addIssue({ code: 'custom', path: ['fields', index, 'name'], message: 'field names must be unique ignoring case' });
+  });
+});
+
+export const Field = builder.objectRef<FieldShape>('Field').implement({
+  description: 'A typed field (column) of a table. Row values are keyed by field id.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    name: t.exposeString('name'),
+    type: t.exposeString('type', { description: 'text, longText, integer, number, boolean, date, datetime, email, url, select, multiSelect, json or autoNumber' }),
+    required: t.exposeBoolean('required'),
+    options: t.field({ type: 'JSON', description: 'The type’s settings with their defaults applied.', resolve: (field) => field.options }),
+    position: t.exposeInt('position'),
+  }),
+});
+
+export const Table = builder.objectRef<TableShape>('Table').implement({
+  description: 'A table of a workspace database.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    orgId: t.exposeID('orgId'),
+    databaseId: t.exposeID('databaseId'),
+    name: t.exposeString('name'),
+    state: t.exposeString('state', { description: '`active`' }),
+    version: t.exposeString('version'),
+    schemaVersion: t.exposeInt('schemaVersion', { description: 'Bumped by every schema change; row writes send it as `expectedSchemaVersion`.' }),
+    fields: t.field({ type: [Field], resolve: (table) => table.fields }),
+    createdAt: t.field({ type: 'Timestamp', resolve: (table) => table.createdAt }),
+    updatedAt: t.field({ type: 'Timestamp', resolve: (table) => table.updatedAt }),
+  }),
+});
+
+const TablePage = pageRef('TablePage', Table, 'A page of tables, oldest first.');
+
+const FieldDefinitionInput = builder.inputType('FieldDefinitionInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    type: t.string({ required: true }),
+    required: t.boolean(),
+    options: t.field({ type: 'JSON' }),
+  }),
+});
+
+const CreateTableInput = builder.inputType('CreateTableInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    fields: t.field({ type: [FieldDefinitionInput], required: true }),
+  }),
+  validate: CreateTableBody,
+});
+
+interface TableRow {
+  id: string; orgId: string; databaseId: string; name: string; state: string; version: bigint; schemaVersion: number;
+  createdAt: Date; updatedAt: Date;
+  fields: { id: string; name: string; type: string; required: boolean; options: unknown; position: number }[];
+}
+
+export function toFieldShape(field: TableRow['fields'][number] | FieldDefinition): FieldShape {
+  return {
+    id: field.id, name: field.name, type: field.type as FieldType, required: field.required,
+    options: field.options as FieldShape['options'], position: field.position,
+  };
+}
+
+function toTableShape(row: TableRow): TableShape {
+  return {
+    id: row.id,
+    orgId: row.orgId,
+    databaseId: row.databaseId,
+    name: row.name,
+    state: row.state,
+    version: row.version.toString(),
+    schemaVersion: row.schemaVersion,
+    fields: row.fields.map(toFieldShape),
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+const withFields = { fields: { orderBy: { position: 'asc' } } } as const;
+
+async function requireDatabase(db: PrismaClient | TransactionClient, orgId: string, databaseId: string): Promise<void> {
+  const database = await db.database.findFirst({ where: { id: databaseId, orgId, state: 'active' }, select: { id: true } });
+  if (!database) throw notFound('database');
+}
+
+type CreateTableBody = z.infer<typeof CreateTableBody>;
+
+async function createTable(tx: TransactionClient, caller: Caller, orgId: string, databaseId: string, body: CreateTableBody): Promise<TableShape> {
+  await requireDatabase(tx, orgId, databaseId);
+  const tableId = newId();
+  const fields: FieldDefinition[] = body.fields.map((field, position) => {
+    const input = field as z.infer<typeof FieldInput> & { type: FieldType; name: string; required?: boolean; options?: Record<string, unknown> };
+    return { id: newId(), name: input.name, type: input.type, required: input.required ?? false, options: resolvedOptions(input.type, input.options), position };
+  });
+  try {
+    await tx.$executeRaw`SAVEPOINT create_table`;
+    await tx.dataTable.create({ data: { id: tableId, orgId, databaseId, name: body.name } });
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    await tx.$executeRaw`ROLLBACK TO SAVEPOINT create_table`;
+    throw nameTaken('table', body.name);
+  }
+  await tx.field.createMany({ data: fields.map((field) => ({ ...field, options: field.options as object, tableId })) });
+  for (const statement of createTableDdl(databaseId, tableId, fields)) await tx.$executeRawUnsafe(statement.sql, ...statement.params);
+  await recordActivity(tx, caller, { orgId, category: 'schema', event: 'table.create', summary: `Created table ${body.name}`, databaseId, tableId });
+  const row = await tx.dataTable.findUniqueOrThrow({ where: { id: tableId }, include: withFields });
+  return toTableShape(row);
+}
+
+const PagePosition = z.strictObject({ id: Id });
+
+builder.queryFields((t) => ({
+  table: t.field({
+    type: Table,
+    args: {
+      orgId: t.arg.id({ required: true, validate: Id }),
+      databaseId: t.arg.id({ required: true, validate: Id }),
+      tableId: t.arg.id({ required: true, validate: Id }),
+    },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'tables:read' }),
+    resolve: async (_root, { orgId, databaseId, tableId }, context) => {
+      const row = await context.prisma.dataTable.findFirst({
+        where: { id: String(tableId), databaseId: String(databaseId), orgId: String(orgId), state: 'active' },
+        include: withFields,
+      });
+      if (!row) throw notFound('table');
+      return toTableShape(row);
+    },
+  }),
+  tables: t.field({
+    type: TablePage,
+    args: {
+      orgId: t.arg.id({ required: true, validate: Id }),
+      databaseId: t.arg.id({ required: true, validate: Id }),
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'tables:read' }),
+    resolve: async (_root, args, context) => {
+      const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
+      await requireDatabase(context.prisma, orgId, databaseId);
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const key = await cursorKey(context.prisma);
+      const scope = `tables:${databaseId}`;
+      const after = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
+      const rows = await context.prisma.dataTable.findMany({
+        where: { orgId, databaseId, state: 'active', ...(after ? { id: { gt: after } } : {}) },
+        include: withFields,
+        orderBy: { id: 'asc' },
+        take: limit + 1,
+      });
+      return pageOf(rows, limit, toTableShape, (last) => encodeCursor(key, scope, { id: last.id }));
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createTable: t.field({
+    type: Table,
+    description: 'Creates a table with its fields at schemaVersion 1 (event `table.create`). Needs schema-management authority.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      orgId: t.arg.id({ required: true, validate: Id }),
+      databaseId: t.arg.id({ required: true, validate: Id }),
+      input: t.arg({ type: CreateTableInput, required: true }),
+    },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'tables:manage' }),
+    resolve: (_root, { idempotencyKey, orgId, databaseId, input }, context) => {
+      const body = CreateTableBody.parse(input);
+      const [org, database] = [String(orgId), String(databaseId)];
+      return idempotent(context, { operation: 'createTable', key: idempotencyKey, input: { orgId: org, databaseId: database, ...body } }, (tx) =>
+        createTable(tx, requireCaller(context), org, database, body),
+      );
+    },
+  }),
+}));

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { Id, Timestamp, VersionString } from '../../graph/common.ts';
+import { CreateDatabaseBody } from '../../graph/databases.ts';
+import { CreateDatabaseDocument, GetDatabaseDocument, ListDatabasesDocument } from '../operations/documents.ts';
+import { defineRoute } from '../route.ts';
+import { Page, PageQuery } from './pages.ts';
+
+export const DatabaseResponse = z.strictObject({
+  id: Id,
+  orgId: Id,
+  name: z.string().min(1).max(120),
+  state: z.enum(['active']),
+  version: VersionString,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+const OrgPath = z.strictObject({ orgId: Id });
+const DatabasePath = z.strictObject({ orgId: Id, databaseId: Id });
+
+export const databaseRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/v1/orgs/{orgId}/databases',
+    summary: 'Create a database',
+    tags: ['databases'],
+    operation: CreateDatabaseDocument,
+    params: OrgPath,
+    query: z.strictObject({}),
+    body: CreateDatabaseBody,
+    idempotent: true,
+    successStatus: 201,
+    response: DatabaseResponse,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/orgs/{orgId}/databases',
+    summary: 'List databases, oldest first',
+    tags: ['databases'],
+    operation: ListDatabasesDocument,
+    params: OrgPath,
+    query: PageQuery,
+    idempotent: false,
+    successStatus: 200,
+    response: Page(DatabaseResponse),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}',
+    summary: 'Get a database',
+    tags: ['databases'],
+    operation: GetDatabaseDocument,
+    params: DatabasePath,
+    query: z.strictObject({}),
+    idempotent: false,
+    successStatus: 200,
+    response: DatabaseResponse,
+  }),
+];

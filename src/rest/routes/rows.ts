@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { Id, Timestamp, VersionString } from '../../graph/common.ts';
+import { CreateRowBody, DeleteRowBody, UpdateRowBody } from '../../graph/tables/rows.ts';
+import { CreateRowDocument, DeleteRowDocument, GetRowDocument, UpdateRowDocument } from '../operations/documents.ts';
+import { defineRoute } from '../route.ts';
+
+/** Spec 2.6 `row`. */
+export const RowResponse = z.strictObject({
+  id: Id,
+  version: VersionString,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  values: z.record(Id, z.unknown()),
+});
+
+export const RowMutationResponse = z.strictObject({ row: RowResponse, mutationId: Id });
+export const RowDeletionResponse = z.strictObject({ id: Id, deleted: z.literal(true), version: VersionString, mutationId: Id });
+
+const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
+const RowPath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id, rowId: Id });
+const ROWS = '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows';
+
+export const rowRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: ROWS,
+    summary: 'Create row (endpoint 6)',
+    tags: ['rows'],
+    operation: CreateRowDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    body: CreateRowBody,
+    idempotent: true,
+    successStatus: 201,
+    response: RowMutationResponse,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${ROWS}/{rowId}`,
+    summary: 'Get a row',
+    tags: ['rows'],
+    operation: GetRowDocument,
+    params: RowPath,
+    query: z.strictObject({}),
+    idempotent: false,
+    successStatus: 200,
+    response: RowResponse,
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: `${ROWS}/{rowId}`,
+    summary: 'Change some cells of a row',
+    tags: ['rows'],
+    operation: UpdateRowDocument,
+    params: RowPath,
+    query: z.strictObject({}),
+    body: UpdateRowBody,
+    idempotent: true,
+    successStatus: 200,
+    response: RowMutationResponse,
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: `${ROWS}/{rowId}`,
+    summary: 'Delete a row',
+    tags: ['rows'],
+    operation: DeleteRowDocument,
+    params: RowPath,
+    query: z.strictObject({}),
+    body: DeleteRowBody,
+    idempotent: true,
+    successStatus: 200,
+    response: RowDeletionResponse,
+  }),
+];

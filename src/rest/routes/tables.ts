@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { FIELD_TYPES } from '../../data/field-types.ts';
+import { Id, SchemaVersion, Timestamp, VersionString } from '../../graph/common.ts';
+import { CreateTableBody } from '../../graph/tables/tables.ts';
+import { CreateTableDocument, GetTableDocument, GetTableSchemaDocument, ListTablesDocument } from '../operations/documents.ts';
+import { defineRoute } from '../route.ts';
+import { Page, PageQuery } from './pages.ts';
+
+export const FieldResponse = z.strictObject({
+  id: Id,
+  name: z.string().min(1).max(64),
+  type: z.enum(FIELD_TYPES),
+  required: z.boolean(),
+  options: z.record(z.string(), z.unknown()),
+  position: z.number().int().min(0),
+});
+
+export const TableResponse = z.strictObject({
+  id: Id,
+  orgId: Id,
+  databaseId: Id,
+  name: z.string().min(1).max(120),
+  state: z.enum(['active']),
+  version: VersionString,
+  schemaVersion: SchemaVersion,
+  fields: z.array(FieldResponse),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+/** Spec 2.13. */
+export const ForeignKeyResponse = z.strictObject({
+  id: Id,
+  tableId: Id,
+  fieldIds: z.array(Id),
+  referencedTableId: Id,
+  referencedTableName: z.string(),
+  referencedRuleId: Id,
+  referencedFieldIds: z.array(Id),
+  referencedFieldNames: z.array(z.string()),
+  state: z.enum(['active']),
+});
+
+export const UniqueRuleResponse = z.strictObject({
+  id: Id,
+  tableId: Id,
+  fieldIds: z.array(Id),
+  where: z.unknown(),
+  state: z.enum(['active']),
+  createdAt: Timestamp,
+});
+
+export const TableSchemaResponse = z.strictObject({
+  tableId: Id,
+  schemaVersion: SchemaVersion,
+  fields: z.array(FieldResponse),
+  uniqueRules: z.array(UniqueRuleResponse),
+  foreignKeys: z.array(ForeignKeyResponse),
+});
+
+const DatabasePath = z.strictObject({ orgId: Id, databaseId: Id });
+export const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
+
+export const tableRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables',
+    summary: 'Create a table with its fields',
+    tags: ['tables'],
+    operation: CreateTableDocument,
+    params: DatabasePath,
+    query: z.strictObject({}),
+    body: CreateTableBody,
+    idempotent: true,
+    successStatus: 201,
+    response: TableResponse,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables',
+    summary: 'List tables, oldest first',
+    tags: ['tables'],
+    operation: ListTablesDocument,
+    params: DatabasePath,
+    query: PageQuery,
+    idempotent: false,
+    successStatus: 200,
+    response: Page(TableResponse),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}',
+    summary: 'Get a table',
+    tags: ['tables'],
+    operation: GetTableDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    idempotent: false,
+    successStatus: 200,
+    response: TableResponse,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/schema',
+    summary: 'Get the runtime definition of a table: fields, unique rules, foreign keys',
+    tags: ['tables'],
+    operation: GetTableSchemaDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    idempotent: false,
+    successStatus: 200,
+    response: TableSchemaResponse,
+  }),
+];
