@@ -28,6 +28,12 @@ const COLUMN_TYPES: Record<string, string[]> = {
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 
+const TABLE_OF_MODEL: Record<string, string> = {
+  User: 'users', Org: 'orgs', Member: 'members', ApiKey: 'api_keys', Session: 'sessions', Preference: 'preferences',
+  IdempotencyRecord: 'idempotency_records', ActivityEvent: 'activity_events', Database: 'databases', DataTable: 'data_tables',
+  Field: 'fields', UniqueRule: 'unique_rules', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets',
+};
+
 interface Column { table_name: string; column_name: string; data_type: string; udt_name: string; is_nullable: 'YES' | 'NO' }
 
 describe('the migrated catalog matches prisma/schema.prisma', () => {
@@ -39,19 +45,19 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     const enums = new Set(['Role', 'KeyScope', 'KeyAccess']);
     const checked: string[] = [];
     for (const [model, { fields }] of Object.entries(models)) {
-      const table = { User: 'users', Org: 'orgs', Member: 'members', ApiKey: 'api_keys', Session: 'sessions', Preference: 'preferences',
-        IdempotencyRecord: 'idempotency_records', ActivityEvent: 'activity_events' }[model];
+      const table = TABLE_OF_MODEL[model];
       expect(table, `table of ${model}`).toBeDefined();
       for (const field of fields.filter((f) => f.kind === 'scalar' || f.kind === 'enum')) {
         const column = byKey.get(`${table}.${snake(field.name)}`);
         expect(column, `${model}.${field.name}`).toBeDefined();
         if (enums.has(field.type)) expect(column!.udt_name).toBe(field.type);
+        else if (field.isList) expect(column!.data_type, `${model}.${field.name} is a list`).toBe('ARRAY');
         else expect(COLUMN_TYPES[field.type], `${model}.${field.name} ${field.type}`).toContain(column!.data_type);
         expect(column!.is_nullable, `${model}.${field.name} nullability`).toBe(field.isRequired ? 'NO' : 'YES');
         checked.push(`${model}.${field.name}`);
       }
     }
-    const modelTables = new Set(['users', 'orgs', 'members', 'api_keys', 'sessions', 'preferences', 'idempotency_records', 'activity_events']);
+    const modelTables = new Set(Object.values(TABLE_OF_MODEL));
     const extra = columns.filter((column) => modelTables.has(column.table_name)).length - checked.length;
     expect(extra, 'columns that schema.prisma does not know').toBe(0);
   });
@@ -67,6 +73,16 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     await prisma.preference.create({ data: { userId: user.id, timezone: 'UTC', locale: 'en-US', dateFormat: 'year-month-day', timeFormat: '24-hour', theme: 'dark' } });
     await prisma.idempotencyRecord.create({ data: { actorKey: `user:${user.id}`, key: 'roundtrip', operation: 'op', fingerprint: 'd'.repeat(64), outcome: { ok: true }, expiresAt: new Date() } });
     await prisma.activityEvent.create({ data: { id: newId(), orgId: org.id, category: 'records', event: 'records.changed', summary: 's', actorId: user.id, actorKind: 'user', actorName: 'Round Trip', affectedRows: 1 } });
+    const database = await prisma.database.create({ data: { id: newId(), orgId: org.id, name: 'Round Trip DB' } });
+    const table = await prisma.dataTable.create({ data: { id: newId(), orgId: org.id, databaseId: database.id, name: 'T' } });
+    const field = await prisma.field.create({ data: { id: newId(), tableId: table.id, name: 'F', type: 'text', options: { maxLength: 5 }, position: 0 } });
+    const rule = await prisma.uniqueRule.create({ data: { id: newId(), tableId: table.id, fieldIds: [field.id] } });
+    await prisma.foreignKey.create({ data: { id: newId(), tableId: table.id, fieldIds: [field.id], referencedTableId: table.id, referencedRuleId: rule.id } });
+    const loadedTable = await prisma.dataTable.findUniqueOrThrow({ where: { id: table.id }, include: { fields: true, uniqueRules: true, foreignKeys: true } });
+    expect(loadedTable.fields[0]!.options).toEqual({ maxLength: 5 });
+    expect(loadedTable.uniqueRules[0]!.fieldIds).toEqual([field.id]);
+    expect(loadedTable.foreignKeys[0]!.referencedRuleId).toBe(rule.id);
+    expect([loadedTable.schemaVersion, loadedTable.rowCount]).toEqual([1, 0n]);
     const loaded = await prisma.user.findUniqueOrThrow({
       where: { id: user.id },
       include: { memberships: { include: { org: { include: { activity: true, apiKeys: true } } } }, sessions: true, preference: true },

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { routes } from '../src/rest/routes.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
+import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
 const suite = useServerWithOrg();
 
@@ -25,6 +26,37 @@ describe('GET /v1/openapi.json', () => {
   });
 });
 
+interface Workspace {
+  parent: TestTable;
+  child: TestTable;
+  ruleId: string;
+  rowId: string;
+}
+
+let workspace: Promise<Workspace> | undefined;
+
+/** Two linked tables and a row, made once through the API for the samples that need them. */
+function sampleWorkspace(): Promise<Workspace> {
+  workspace ??= (async () => {
+    const { server, org } = suite;
+    const parent = await createTable(server, org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    const child = await createTable(server, org, [{ name: 'Parent code', type: 'text', options: { maxLength: 20 } }], { databaseId: parent.databaseId });
+    const rule = await server.request('POST', `${parent.path}/unique-rules`, { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { fieldIds: ['Code'] } });
+    const refreshed = await refreshSchemaVersion(server, org.adminKey, parent);
+    const row = await createRow(server, org.adminKey, refreshed, { Code: 'A-1' });
+    return { parent: refreshed, child, ruleId: rule.body.id, rowId: row.body.row.id };
+  })();
+  return workspace;
+}
+
+const admin = () => ({ token: suite.org.adminKey });
+const write = (body?: unknown) => ({ token: suite.org.adminKey, idempotencyKey: idempotencyKey(), ...(body === undefined ? {} : { body }) });
+
+async function addForeignKey(): Promise<{ status: number; body: any }> {
+  const { parent, child, ruleId } = await sampleWorkspace();
+  return suite.server.request('POST', `${child.path}/foreign-keys`, write({ fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId }));
+}
+
 describe('real responses match the documented schemas', () => {
   const samples: Record<string, () => Promise<{ status: number; body: unknown }>> = {
     'GET /v1/me/preferences': () => suite.server.request('GET', '/v1/me/preferences', { token: suite.org.adminKey }),
@@ -35,6 +67,53 @@ describe('real responses match the documented schemas', () => {
       const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey })).body.version;
       return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: version, name: 'Checked' } });
     },
+    'POST /v1/orgs/{orgId}/databases': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases`, write({ name: 'Sample' })),
+    'GET /v1/orgs/{orgId}/databases': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases`, admin()),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}': async () =>
+      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}`, admin()),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables': async () =>
+      suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/tables`,
+        write({ name: 'Sample table', fields: [{ name: 'Name', type: 'text' }, { name: 'Tags', type: 'multiSelect', options: { choices: ['a'] } }] })),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables': async () =>
+      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/tables`, admin()),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}': async () => suite.server.request('GET', (await sampleWorkspace()).parent.path, admin()),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/schema': async () => {
+      await addForeignKey();
+      return suite.server.request('GET', `${(await sampleWorkspace()).child.path}/schema`, admin());
+    },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules': async () =>
+      suite.server.request('POST', `${(await sampleWorkspace()).child.path}/unique-rules`, write({ fieldIds: ['Parent code'], where: { field: 'Parent code', op: 'prefix', value: 'X' } })),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys': addForeignKey,
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys': async () => {
+      await addForeignKey();
+      return suite.server.request('GET', `${(await sampleWorkspace()).child.path}/foreign-keys`, admin());
+    },
+    'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys/{foreignKeyId}': async () => {
+      const created = await addForeignKey();
+      return suite.server.request('DELETE', `${(await sampleWorkspace()).child.path}/foreign-keys/${created.body.id}`, write());
+    },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows': async () =>
+      createRow(suite.server, suite.org.adminKey, (await sampleWorkspace()).parent, { Code: 'A-2' }),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows': async () =>
+      suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/rows?limit=1&orderBy=${encodeURIComponent('[{"field":"Code","direction":"desc"}]')}`, admin()),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}/history': async () => {
+      const { parent, rowId } = await sampleWorkspace();
+      return suite.server.request('GET', `${parent.path}/rows/${rowId}/history`, admin());
+    },
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}': async () => {
+      const { parent, rowId } = await sampleWorkspace();
+      return suite.server.request('GET', `${parent.path}/rows/${rowId}`, admin());
+    },
+    'PATCH /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}': async () => {
+      const { parent } = await sampleWorkspace();
+      const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'P-1' });
+      return suite.server.request('PATCH', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1', values: { Code: 'P-2' } }));
+    },
+    'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}': async () => {
+      const { parent } = await sampleWorkspace();
+      const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'D-1' });
+      return suite.server.request('DELETE', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1' }));
+    },
   };
 
   it('has a sample for every route', () => {
@@ -43,7 +122,7 @@ describe('real responses match the documented schemas', () => {
 
   it.each(routes.map((route) => [`${route.method} ${route.path}`, route] as const))('%s', async (name, route) => {
     const response = await samples[name]!();
-    expect(response.status).toBe(route.successStatus);
+    expect(response.status, JSON.stringify(response.body)).toBe(route.successStatus);
     const parsed = route.response.safeParse(response.body);
     expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
   });

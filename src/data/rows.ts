@@ -1,5 +1,6 @@
 import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
 import { columnOf, historyTableOf, rowsTableOf } from './identifiers.ts';
+import { afterPosition, orderByClause, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
 import { Params, utcTimestamp, type Statement } from './sql.ts';
 
 /**
@@ -234,4 +235,52 @@ export function selectRow(table: PhysicalTable, rowId: string): Statement {
     sql: `SELECT ${rowProjection(table.fields, 'r')} FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE r.id = $1::text`,
     params: [rowId],
   };
+}
+
+export interface RowPageQuery {
+  /** Builds the filter's SQL (or null for none) with the page's own parameters. */
+  filter: ((params: Params) => string) | null;
+  keys: readonly SortKey[];
+  after: Position | null;
+  limit: number;
+}
+
+/** One page in the order of `keys` then id; sort keys come back as `k0…` so the last row can become a cursor. */
+export function selectRowPage(table: PhysicalTable, query: RowPageQuery): Statement {
+  const params = new Params();
+  const conditions = [
+    ...(query.filter ? [query.filter(params)] : []),
+    ...(query.after ? [afterPosition(query.keys, query.after, 'r', params)] : []),
+  ];
+  const projection = [rowProjection(table.fields, 'r'), ...sortKeyProjection(query.keys, 'r')].join(', ');
+  const sql = `SELECT ${projection} FROM ${rowsTableOf(table.databaseId, table.tableId)} r
+    ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''}
+    ORDER BY ${orderByClause(query.keys, 'r')} LIMIT ${params.add(query.limit + 1, 'int')}`;
+  return { sql, params: params.values };
+}
+
+export interface HistoryRecord {
+  field_id: string;
+  version: string;
+  operation: string;
+  value: string;
+  mutation_id: string;
+  actor_id: string;
+  actor_kind: string;
+  actor_name: string;
+  changed_at: string;
+}
+
+/** A row's cell history, newest version first, then by field id; keyset on (version, field_id). */
+export function selectHistoryPage(table: PhysicalTable, rowId: string, after: { version: string; fieldId: string } | null, limit: number): Statement {
+  const params = new Params();
+  const row = params.add(rowId, 'text');
+  const position = after ? `AND (version, field_id) < (${params.add(after.version, 'bigint')}, ${params.add(after.fieldId, 'text')})` : '';
+  const sql = `SELECT field_id, version::text AS version, operation, value::text AS value, mutation_id, actor_id, actor_kind, actor_name,
+           ${utcTimestamp('changed_at')} AS changed_at
+      FROM ${historyTableOf(table.databaseId, table.tableId)}
+     WHERE row_id = ${row} ${position}
+     ORDER BY version DESC, field_id DESC
+     LIMIT ${params.add(limit + 1, 'int')}`;
+  return { sql, params: params.values };
 }

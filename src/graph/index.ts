@@ -7,6 +7,9 @@ import './databases.ts';
 import './tables/tables.ts';
 import './tables/schema.ts';
 import './tables/rows.ts';
+import './tables/row-pages.ts';
+import './tables/unique-rules.ts';
+import './tables/foreign-keys.ts';
 
 /** The whole graph: every domain file above registers its types, queries and mutations on the builder. */
 export const schema: GraphQLSchema = builder.toSchema({ sortSchema: true });

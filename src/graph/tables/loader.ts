@@ -49,6 +49,9 @@ export interface TableHead {
   schemaVersion: number;
 }
 
+/** Which table at which schema version: what the cache is keyed by. */
+export type TableVersion = Pick<TableHead, 'id' | 'orgId' | 'databaseId' | 'schemaVersion'>;
+
 export interface TableAddress {
   orgId: string;
   databaseId: string;
@@ -72,7 +75,7 @@ interface SchemaRow {
   foreignKeys: ForeignKeyDefinition[];
 }
 
-async function readSchema(db: PrismaClient | TransactionClient, head: TableHead): Promise<TableSchema> {
+async function readSchema(db: PrismaClient | TransactionClient, head: TableVersion): Promise<TableSchema> {
   const [row] = await db.$queryRaw<SchemaRow[]>`
     SELECT t.schema_version AS "schemaVersion",
       (SELECT coalesce(json_agg(json_build_object('id', f.id, 'name', f.name, 'type', f.type, 'required', f.required,
@@ -111,7 +114,7 @@ export class SchemaCache {
 
   constructor(private readonly capacity = 1_000) {}
 
-  async get(db: PrismaClient | TransactionClient, head: TableHead): Promise<TableSchema> {
+  async get(db: PrismaClient | TransactionClient, head: TableVersion): Promise<TableSchema> {
     const cached = this.entries.get(head.id);
     if (cached && cached.schemaVersion === head.schemaVersion) {
       this.entries.delete(head.id);

@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { Id, Timestamp, VersionString } from '../../graph/common.ts';
 import { CreateRowBody, DeleteRowBody, UpdateRowBody } from '../../graph/tables/rows.ts';
-import { CreateRowDocument, DeleteRowDocument, GetRowDocument, UpdateRowDocument } from '../operations/documents.ts';
+import { FilterExpression, OrderBy } from '../../data/filter.ts';
+import { CreateRowDocument, DeleteRowDocument, GetRowDocument, ListRowHistoryDocument, ListRowsDocument, UpdateRowDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
+import { JsonQueryParameter, Page, PageQuery } from './pages.ts';
 
 /** Spec 2.6 `row`. */
 export const RowResponse = z.strictObject({
@@ -15,6 +17,22 @@ export const RowResponse = z.strictObject({
 
 export const RowMutationResponse = z.strictObject({ row: RowResponse, mutationId: Id });
 export const RowDeletionResponse = z.strictObject({ id: Id, deleted: z.literal(true), version: VersionString, mutationId: Id });
+
+export const HistoryEntryResponse = z.strictObject({
+  rowId: Id,
+  fieldId: Id,
+  version: VersionString,
+  operation: z.enum(['create', 'update', 'delete']),
+  value: z.unknown(),
+  mutationId: Id,
+  actor: z.strictObject({ id: Id, kind: z.string(), name: z.string() }),
+  changedAt: Timestamp,
+});
+
+const RowListQuery = PageQuery.extend({
+  where: JsonQueryParameter(FilterExpression, 'JSON filter expression (spec 2.4); fields by id or exact name').optional(),
+  orderBy: JsonQueryParameter(OrderBy, 'JSON array of {field, direction} (at most 8); row id breaks ties').optional(),
+});
 
 const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
 const RowPath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id, rowId: Id });
@@ -33,6 +51,30 @@ export const rowRoutes = [
     idempotent: true,
     successStatus: 201,
     response: RowMutationResponse,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: ROWS,
+    summary: 'List rows: filter, order, keyset pages',
+    tags: ['rows'],
+    operation: ListRowsDocument,
+    params: TablePath,
+    query: RowListQuery,
+    idempotent: false,
+    successStatus: 200,
+    response: Page(RowResponse),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${ROWS}/{rowId}/history`,
+    summary: 'Cell history of a row, newest first',
+    tags: ['rows'],
+    operation: ListRowHistoryDocument,
+    params: RowPath,
+    query: PageQuery,
+    idempotent: false,
+    successStatus: 200,
+    response: Page(HistoryEntryResponse),
   }),
   defineRoute({
     method: 'GET',

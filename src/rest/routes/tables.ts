@@ -1,8 +1,13 @@
 import { z } from 'zod';
 import { FIELD_TYPES } from '../../data/field-types.ts';
 import { Id, SchemaVersion, Timestamp, VersionString } from '../../graph/common.ts';
+import { CreateForeignKeyBody } from '../../graph/tables/foreign-keys.ts';
 import { CreateTableBody } from '../../graph/tables/tables.ts';
-import { CreateTableDocument, GetTableDocument, GetTableSchemaDocument, ListTablesDocument } from '../operations/documents.ts';
+import { CreateUniqueRuleBody } from '../../graph/tables/unique-rules.ts';
+import {
+  CreateForeignKeyDocument, CreateTableDocument, CreateUniqueRuleDocument, DeleteForeignKeyDocument, GetTableDocument, GetTableSchemaDocument,
+  ListForeignKeysDocument, ListTablesDocument,
+} from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from './pages.ts';
 
@@ -110,5 +115,55 @@ export const tableRoutes = [
     idempotent: false,
     successStatus: 200,
     response: TableSchemaResponse,
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules',
+    summary: 'Add a unique rule (conditional with `where`)',
+    tags: ['tables'],
+    operation: CreateUniqueRuleDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    body: CreateUniqueRuleBody,
+    idempotent: true,
+    successStatus: 201,
+    response: UniqueRuleResponse,
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys',
+    summary: 'Add a foreign key to an unconditional unique rule in the same database',
+    tags: ['tables'],
+    operation: CreateForeignKeyDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    body: CreateForeignKeyBody,
+    idempotent: true,
+    successStatus: 201,
+    response: ForeignKeyResponse,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys',
+    summary: 'List foreign keys (endpoint 14)',
+    tags: ['tables'],
+    operation: ListForeignKeysDocument,
+    params: TablePath,
+    query: PageQuery,
+    idempotent: false,
+    successStatus: 200,
+    response: Page(ForeignKeyResponse),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys/{foreignKeyId}',
+    summary: 'Remove a foreign key',
+    tags: ['tables'],
+    operation: DeleteForeignKeyDocument,
+    params: TablePath.extend({ foreignKeyId: Id }),
+    query: z.strictObject({}),
+    idempotent: true,
+    successStatus: 200,
+    response: z.strictObject({ id: Id, deleted: z.literal(true), mutationId: Id }),
   }),
 ];

@@ -1,0 +1,202 @@
+import { z } from 'zod';
+import type { TransactionClient } from '../../db/prisma.ts';
+import { lockRowsAgainstWrites, selectOrphans } from '../../data/constraints.ts';
+import { addForeignKey, dropForeignKey } from '../../data/ddl.ts';
+import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
+import type { Statement } from '../../data/sql.ts';
+import { DomainError, notFound, validationFailed, type FieldProblem } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { recordActivity } from '../activity.ts';
+import type { Caller } from '../auth/caller.ts';
+import { requireCaller } from '../auth/guards.ts';
+import { builder } from '../builder.ts';
+import { Id, SchemaVersion } from '../common.ts';
+import type { Context } from '../context.ts';
+import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
+import { idempotent } from '../idempotency.ts';
+import { pageOf, pageRef } from '../pages.ts';
+import type { TableAddress, TableSchema } from './loader.ts';
+import { tableAddressArgs } from './rows.ts';
+import { bumpSchemaVersion, currentSchema, ForeignKey, lockTableForSchemaChange, toForeignKeyShape, type ForeignKeyShape } from './schema.ts';
+import { FieldReferences, resolveKeyFields } from './unique-rules.ts';
+
+/**
+ * Foreign keys (spec 2.13): real PostgreSQL foreign keys from some fields to an unconditional unique rule of a
+ * table in the same database. Deleting or changing a referenced row that is still referenced is refused.
+ */
+export const MAX_FOREIGN_KEYS_PER_TABLE = 50;
+const REPORTED_ORPHANS = 20;
+
+export const CreateForeignKeyBody = z.strictObject({
+  fieldIds: FieldReferences,
+  referencedTableId: Id,
+  referencedRuleId: Id,
+  expectedSchemaVersion: SchemaVersion.optional(),
+});
+type CreateForeignKeyBody = z.infer<typeof CreateForeignKeyBody>;
+
+export type ForeignKeyDeletionShape = { id: string; deleted: boolean; mutationId: string };
+
+const CreateForeignKeyInput = builder.inputType('CreateForeignKeyInput', {
+  fields: (t) => ({
+    fieldIds: t.stringList({ required: true, description: 'Field ids or exact field names of this table, in the order of the rule’s fields.' }),
+    referencedTableId: t.id({ required: true }),
+    referencedRuleId: t.id({ required: true }),
+    expectedSchemaVersion: t.int(),
+  }),
+  validate: CreateForeignKeyBody,
+});
+
+const ForeignKeyPage = pageRef('ForeignKeyPage', ForeignKey, 'A page of a table’s foreign keys, oldest first.');
+
+const ForeignKeyDeletion = builder.objectRef<ForeignKeyDeletionShape>('ForeignKeyDeletion').implement({
+  fields: (t) => ({ id: t.exposeID('id'), deleted: t.exposeBoolean('deleted'), mutationId: t.exposeID('mutationId') }),
+});
+
+const exec = (tx: TransactionClient, statement: Statement) => tx.$queryRawUnsafe<Record<string, unknown>[]>(statement.sql, ...statement.params);
+
+/** Both ends must store values the same way, or PostgreSQL could not compare them with one equality. */
+const storage = (field: FieldDefinition) => typeSpecOf(field.type).column(field.options);
+
+interface Endpoints {
+  fields: FieldDefinition[];
+  referenced: TableSchema;
+  referencedFields: FieldDefinition[];
+}
+
+async function resolveEndpoints(context: Context, tx: TransactionClient, schema: TableSchema, body: CreateForeignKeyBody): Promise<Endpoints> {
+  const problems: FieldProblem[] = [];
+  const fields = resolveKeyFields(schema, body.fieldIds, 'fieldIds', problems);
+  const [head] = await tx.$queryRaw<{ schemaVersion: number }[]>`
+    SELECT schema_version AS "schemaVersion" FROM data_tables
+     WHERE id = ${body.referencedTableId} AND database_id = ${schema.databaseId} AND org_id = ${schema.orgId} AND state = 'active'`;
+  if (!head) throw validationFailed([{ path: ['referencedTableId'], message: 'is not a table of this database' }], 'The foreign key does not fit.');
+  const referenced = body.referencedTableId === schema.tableId
+    ? schema
+    : await context.schemas.get(tx, { id: body.referencedTableId, orgId: schema.orgId, databaseId: schema.databaseId, schemaVersion: head.schemaVersion });
+  const rule = referenced.uniqueRules.find((candidate) => candidate.id === body.referencedRuleId);
+  if (!rule) problems.push({ path: ['referencedRuleId'], message: 'is not a unique rule of the referenced table' });
+  else if (rule.where !== null && rule.where !== undefined) problems.push({ path: ['referencedRuleId'], message: 'is a conditional rule; a foreign key needs an unconditional one' });
+  const referencedFields = (rule?.fieldIds ?? []).map((id) => referenced.fieldsById.get(id)!);
+  if (rule && problems.length === 0) {
+    if (fields.length !== referencedFields.length) {
+      problems.push({ path: ['fieldIds'], message: `must name ${referencedFields.length} field(s), one per field of the referenced rule` });
+    } else {
+      fields.forEach((field, index) => {
+        const target = referencedFields[index]!;
+        if (storage(field) !== storage(target)) {
+          problems.push({ path: ['fieldIds', index], message: `${field.name} (${field.type}) cannot reference ${target.name} (${target.type}): the types must match`, fieldId: field.id });
+        }
+      });
+    }
+  }
+  if (schema.foreignKeys.length >= MAX_FOREIGN_KEYS_PER_TABLE) problems.push({ path: [], message: `a table may have at most ${MAX_FOREIGN_KEYS_PER_TABLE} foreign keys` });
+  if (problems.length) throw validationFailed(problems, 'The foreign key does not fit.');
+  return { fields, referenced, referencedFields };
+}
+
+async function refuseOrphans(tx: TransactionClient, schema: TableSchema, ends: Endpoints): Promise<void> {
+  const orphans = await exec(tx, selectOrphans(schema.databaseId, {
+    tableId: schema.tableId, fields: ends.fields, referencedTableId: ends.referenced.tableId, referencedFields: ends.referencedFields,
+  }, REPORTED_ORPHANS));
+  if (orphans.length === 0) return;
+  throw new DomainError('FOREIGN_KEY_CONFLICT', 'Existing rows hold values that the referenced table does not have; fix them first.', {
+    details: {
+      fieldIds: ends.fields.map((field) => field.id),
+      orphans: orphans.map((orphan) => ({
+        rowId: orphan.id,
+        values: Object.fromEntries(ends.fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(orphan[`c${index}`] as string)])),
+      })),
+      truncated: orphans.length === REPORTED_ORPHANS,
+    },
+  });
+}
+
+async function createForeignKey(context: Context, tx: TransactionClient, caller: Caller, address: TableAddress, body: CreateForeignKeyBody): Promise<ForeignKeyShape> {
+  const schemaVersion = await lockTableForSchemaChange(tx, address, body.expectedSchemaVersion);
+  const schema = await context.schemas.get(tx, { id: address.tableId, orgId: address.orgId, databaseId: address.databaseId, schemaVersion });
+  const ends = await resolveEndpoints(context, tx, schema, body);
+  await exec(tx, lockRowsAgainstWrites(schema.databaseId, [...new Set([schema.tableId, ends.referenced.tableId])]));
+  await refuseOrphans(tx, schema, ends);
+  const id = newId();
+  const fieldIds = ends.fields.map((field) => field.id);
+  const referencedFieldIds = ends.referencedFields.map((field) => field.id);
+  await exec(tx, addForeignKey(schema.databaseId, { id, tableId: schema.tableId, fieldIds, referencedTableId: ends.referenced.tableId, referencedFieldIds }));
+  await tx.foreignKey.create({ data: { id, tableId: schema.tableId, fieldIds, referencedTableId: ends.referenced.tableId, referencedRuleId: body.referencedRuleId } });
+  await bumpSchemaVersion(tx, schema.tableId);
+  const [referencedName] = await tx.$queryRaw<{ name: string }[]>`SELECT name FROM data_tables WHERE id = ${ends.referenced.tableId}`;
+  await recordActivity(tx, caller, {
+    orgId: address.orgId, category: 'schema', event: 'foreign-key.create', databaseId: address.databaseId, tableId: address.tableId,
+    summary: `Linked ${ends.fields.map((field) => field.name).join(', ')} to ${referencedName!.name}`,
+  });
+  return toForeignKeyShape({
+    id, tableId: schema.tableId, fieldIds, referencedTableId: ends.referenced.tableId, referencedTableName: referencedName!.name,
+    referencedRuleId: body.referencedRuleId, referencedFieldIds, referencedFieldNames: ends.referencedFields.map((field) => field.name), state: 'active',
+  });
+}
+
+async function deleteForeignKey(tx: TransactionClient, caller: Caller, address: TableAddress, foreignKeyId: string): Promise<ForeignKeyDeletionShape> {
+  await lockTableForSchemaChange(tx, address);
+  const key = await tx.foreignKey.findFirst({ where: { id: foreignKeyId, tableId: address.tableId } });
+  if (!key) throw notFound('foreign key');
+  await exec(tx, dropForeignKey(address.databaseId, address.tableId, foreignKeyId));
+  await tx.foreignKey.delete({ where: { id: foreignKeyId } });
+  await bumpSchemaVersion(tx, address.tableId);
+  const mutationId = newId();
+  await recordActivity(tx, caller, {
+    orgId: address.orgId, category: 'schema', event: 'foreign-key.delete', databaseId: address.databaseId, tableId: address.tableId,
+    summary: 'Removed a foreign key', mutationId,
+  });
+  return { id: foreignKeyId, deleted: true, mutationId };
+}
+
+const addressOf = (args: { orgId: string | number; databaseId: string | number; tableId: string | number }): TableAddress =>
+  ({ orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) });
+
+const PagePosition = z.strictObject({ id: Id });
+
+builder.queryFields((t) => ({
+  foreignKeys: t.field({
+    type: ForeignKeyPage,
+    description: 'The foreign keys of a table (endpoint 14), oldest first.',
+    args: { ...tableAddressArgs, limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'schema:read' }),
+    resolve: async (_root, args, context) => {
+      const schema = await currentSchema(context, addressOf(args));
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const key = await cursorKey(context.prisma);
+      const scope = `foreign-keys:${schema.tableId}`;
+      const after = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : '';
+      const keys = schema.foreignKeys.filter((candidate) => candidate.id > after).slice(0, limit + 1);
+      return pageOf(keys, limit, toForeignKeyShape, (last) => encodeCursor(key, scope, { id: last.id }));
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createForeignKey: t.field({
+    type: ForeignKey,
+    description: 'Links fields to an unconditional unique rule of a table in the same database (event `foreign-key.create`). '
+      + 'Existing orphans → 409 FOREIGN_KEY_CONFLICT listing them. Bumps schemaVersion.',
+    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateForeignKeyInput, required: true }) },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'schema:manage' }),
+    resolve: (_root, args, context) => {
+      const body = CreateForeignKeyBody.parse(args.input);
+      const address = addressOf(args);
+      return idempotent(context, { operation: 'createForeignKey', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
+        createForeignKey(context, tx, requireCaller(context), address, body));
+    },
+  }),
+  deleteForeignKey: t.field({
+    type: ForeignKeyDeletion,
+    description: 'Removes a foreign key (event `foreign-key.delete`). Bumps schemaVersion.',
+    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, foreignKeyId: t.arg.id({ required: true, validate: Id }) },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'schema:manage' }),
+    resolve: (_root, args, context) => {
+      const address = addressOf(args);
+      const foreignKeyId = String(args.foreignKeyId);
+      return idempotent(context, { operation: 'deleteForeignKey', key: args.idempotencyKey, input: { ...address, foreignKeyId } }, (tx) =>
+        deleteForeignKey(tx, requireCaller(context), address, foreignKeyId));
+    },
+  }),
+}));

@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { checkFilter, checkOrderBy, compileFilter, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
+import type { SortKey } from '../../data/keyset.ts';
+import { selectHistoryPage, selectRowPage, selectRow, toRowShape, type HistoryRecord, type RowRecord } from '../../data/rows.ts';
+import type { Params, Statement } from '../../data/sql.ts';
+import { notFound, validationFailed, type FieldProblem } from '../../errors.ts';
+import { builder } from '../builder.ts';
+import { Id } from '../common.ts';
+import type { Context } from '../context.ts';
+import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
+import { canonicalJson, type Json } from '../idempotency.ts';
+import { pageOf, pageRef } from '../pages.ts';
+import type { TableSchema } from './loader.ts';
+import { Row, tableAddressArgs } from './rows.ts';
+import { currentSchema } from './schema.ts';
+
+/** Reading rows page by page (filter language of spec 2.4, keyset cursors) and a row's cell history. */
+export type HistoryEntryShape = {
+  rowId: string;
+  fieldId: string;
+  version: string;
+  operation: string;
+  value: Json;
+  mutationId: string;
+  actor: { id: string; kind: string; name: string };
+  changedAt: string;
+};
+
+const RowPage = pageRef('RowPage', Row, 'A page of rows in the requested order (row id breaks ties).');
+
+const HistoryActor = builder.objectRef<HistoryEntryShape['actor']>('HistoryActor').implement({
+  fields: (t) => ({ id: t.exposeID('id'), kind: t.exposeString('kind'), name: t.exposeString('name') }),
+});
+
+const HistoryEntry = builder.objectRef<HistoryEntryShape>('CellHistoryEntry').implement({
+  description: 'One cell at one row version: `operation` is create, update or delete (a deleted row’s cells read null).',
+  fields: (t) => ({
+    rowId: t.exposeID('rowId'),
+    fieldId: t.exposeID('fieldId'),
+    version: t.exposeString('version'),
+    operation: t.exposeString('operation'),
+    value: t.field({ type: 'JSON', nullable: true, resolve: (entry) => entry.value }),
+    mutationId: t.exposeID('mutationId'),
+    actor: t.field({ type: HistoryActor, resolve: (entry) => entry.actor }),
+    changedAt: t.field({ type: 'Timestamp', resolve: (entry) => entry.changedAt }),
+  }),
+});
+const HistoryPage = pageRef('CellHistoryPage', HistoryEntry, 'Cell history of a row, newest version first.');
+
+const RowOrderInput = builder.inputType('RowOrderInput', {
+  fields: (t) => ({ field: t.string({ required: true }), direction: t.string({ required: true }) }),
+});
+
+const RowPosition = z.strictObject({ values: z.array(z.string().nullable()), rowId: Id });
+const HistoryPosition = z.strictObject({ version: z.string().regex(/^[1-9][0-9]{0,18}$/), fieldId: Id });
+
+function prefixed(problems: FieldProblem[], prefix: string): FieldProblem[] {
+  return problems.map((problem) => ({ ...problem, path: [prefix, ...problem.path] }));
+}
+
+function parsed<T>(schema: z.ZodType<T>, value: unknown, name: string): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw validationFailed(result.error.issues.map((issue) => ({ path: [name, ...issue.path.map((key) => (typeof key === 'number' ? key : String(key)))], message: issue.message })));
+}
+
+interface RowQuery {
+  where: FilterExpression | null;
+  orderBy: OrderByItem[];
+}
+
+function sortKeysOf(schema: TableSchema, orderBy: readonly OrderByItem[]): SortKey[] {
+  return orderBy.map((item) => ({ field: resolveField(schema.fields, item.field)!, direction: item.direction }));
+}
+
+/** The cursor belongs to one table, schema version, filter and order: anything else makes it CURSOR_INVALID. */
+function rowCursorScope(schema: TableSchema, query: RowQuery): string {
+  const digest = createHash('sha256').update(canonicalJson(query)).digest('base64url');
+  return `rows:${schema.tableId}:${schema.schemaVersion}:${digest}`;
+}
+
+function checkRowQuery(schema: TableSchema, where: unknown, orderBy: unknown): RowQuery {
+  const query: RowQuery = {
+    where: where === null || where === undefined ? null : parsed(FilterExpression, where, 'where'),
+    orderBy: orderBy === null || orderBy === undefined ? [] : parsed(OrderBy, orderBy, 'orderBy'),
+  };
+  const problems = [
+    ...(query.where ? prefixed(checkFilter(query.where, schema.fields), 'where') : []),
+    ...prefixed(checkOrderBy(query.orderBy, schema.fields), 'orderBy'),
+  ];
+  if (problems.length) throw validationFailed(problems, 'The filter or order does not fit the table schema.');
+  return query;
+}
+
+async function run<T>(context: Context, statement: Statement): Promise<T[]> {
+  return context.prisma.$queryRawUnsafe<T[]>(statement.sql, ...statement.params);
+}
+
+type RowPageRecord = RowRecord & Record<`k${number}`, string | null>;
+
+builder.queryFields((t) => ({
+  rows: t.field({
+    type: RowPage,
+    description: 'Rows matching `where` (spec 2.4) in `orderBy` order, row id last; `limit` 1..100 (default 50).',
+    args: {
+      ...tableAddressArgs,
+      where: t.arg({ type: 'JSON' }),
+      orderBy: t.arg({ type: [RowOrderInput] }),
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
+    resolve: async (_root, args, context) => {
+      const schema = await currentSchema(context, { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) });
+      const query = checkRowQuery(schema, args.where, args.orderBy);
+      const keys = sortKeysOf(schema, query.orderBy);
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const key = await cursorKey(context.prisma);
+      const scope = rowCursorScope(schema, query);
+      const after = args.cursor ? decodeCursor(key, scope, args.cursor, RowPosition) : null;
+      const where = query.where;
+      const filter = where ? (params: Params) => compileFilter(where, schema.fields, (value, cast) => params.add(value, cast), 'r') : null;
+      const records = await run<RowPageRecord>(context, selectRowPage(schema, { filter, keys, after, limit }));
+      return pageOf(records, limit, (record) => toRowShape(schema.fields, record), (last) =>
+        encodeCursor(key, scope, { values: keys.map((_key, index) => last[`k${index}`] ?? null), rowId: last.id }));
+    },
+  }),
+  rowHistory: t.field({
+    type: HistoryPage,
+    description: 'The cell history of a row, newest version first; kept after the row is deleted.',
+    args: {
+      ...tableAddressArgs,
+      rowId: t.arg.id({ required: true, validate: Id }),
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'history:read' }),
+    resolve: async (_root, args, context) => {
+      const schema = await currentSchema(context, { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) });
+      const rowId = String(args.rowId);
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const key = await cursorKey(context.prisma);
+      const scope = `history:${schema.tableId}:${rowId}`;
+      const after = args.cursor ? decodeCursor(key, scope, args.cursor, HistoryPosition) : null;
+      const records = await run<HistoryRecord>(context, selectHistoryPage(schema, rowId, after, limit));
+      if (records.length === 0 && !after) {
+        // No history and no row: the row never existed here.
+        const [row] = await run<RowRecord>(context, selectRow(schema, rowId));
+        if (!row) throw notFound('row');
+      }
+      return pageOf(records, limit, (record): HistoryEntryShape => ({
+        rowId,
+        fieldId: record.field_id,
+        version: record.version,
+        operation: record.operation,
+        value: JSON.parse(record.value) as Json,
+        mutationId: record.mutation_id,
+        actor: { id: record.actor_id, kind: record.actor_kind, name: record.actor_name },
+        changedAt: record.changed_at,
+      }), (last) => encodeCursor(key, scope, { version: last.version, fieldId: last.field_id }));
+    },
+  }),
+}));
