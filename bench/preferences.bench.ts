@@ -12,7 +12,7 @@ const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
 interface Figures { name: string; rps: number; p50: number; p99: number; errors: number }
 
 async function startServers(): Promise<{ servicePort: number; barePort: number; apiKey: string; stop(): void }> {
-  const child = spawn('npx', ['tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));

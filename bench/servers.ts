@@ -24,7 +24,7 @@ const server = await openDatabase(loadConfig(process.env, { LOG_LEVEL: 'silent',
 const url = await ensureDatabase(server.url, 'wds_bench');
 await migrate(url);
 const prisma = createPrisma(url, config.DATABASE_POOL_SIZE);
-const { userId, apiKey } = await bootstrapOrg(prisma, { orgName: 'Bench', email: `bench-${Date.now()}@example.com`, name: 'Bench' });
+const { orgId, userId, apiKey } = await bootstrapOrg(prisma, { orgName: 'Bench', email: `bench-${Date.now()}@example.com`, name: 'Bench' });
 await prisma.preference.create({ data: { userId, timezone: 'Europe/Berlin', locale: 'de-DE', dateFormat: 'day-month-year', timeFormat: '24-hour', theme: 'dark' } });
 
 const servicePort = await listen(createServer(createApp({ prisma, config, logger })));
@@ -36,7 +36,7 @@ bare.get('/preferences', async (_req, res) => {
   }));
 });
 const barePort = await listen(createServer(bare));
-process.stdout.write(`${JSON.stringify({ servicePort, barePort, apiKey })}\n`);
+process.stdout.write(`${JSON.stringify({ servicePort, barePort, apiKey, orgId, userId, databaseUrl: url })}\n`);
 process.on('SIGTERM', async () => {
   await prisma.$disconnect();
   await server.close();

@@ -1,8 +1,8 @@
 import { idFromConstraint } from './identifiers.ts';
 
 /**
- * The PostgreSQL errors a data-plane write can expect, recognised from what Prisma's pg adapter reports
- * (`meta.driverAdapterError.cause`: the SQLSTATE and, for constraint violations, the index or constraint name).
+ * The PostgreSQL errors a data-plane write can expect, recognised from what `pg` or Prisma's pg adapter reports
+ * (the SQLSTATE and, for constraint violations, the index or constraint name).
  */
 export type DataPlaneFailure =
   | { kind: 'unique'; ruleId: string }
@@ -17,9 +17,17 @@ interface AdapterCause {
   originalMessage?: string;
 }
 
+/** Prisma's pg adapter wraps the PostgreSQL error; `pg` itself throws it with `code` and `constraint`. */
 function causeOf(error: unknown): AdapterCause | null {
   const meta = (error as { meta?: { driverAdapterError?: { cause?: AdapterCause } } } | null)?.meta;
-  return meta?.driverAdapterError?.cause ?? null;
+  if (meta?.driverAdapterError?.cause) return meta.driverAdapterError.cause;
+  const raw = error as { code?: unknown; constraint?: unknown; message?: unknown; severity?: unknown } | null;
+  if (typeof raw?.code !== 'string' || raw.severity === undefined) return null;
+  return {
+    code: raw.code,
+    ...(typeof raw.constraint === 'string' ? { constraint: raw.constraint } : {}),
+    ...(typeof raw.message === 'string' ? { originalMessage: raw.message } : {}),
+  };
 }
 
 function constraintName(cause: AdapterCause): string | undefined {

@@ -109,20 +109,12 @@ export interface InsertRow {
   rowId: string;
   /** Every writable field's canonical value (null when empty); generated fields are filled by the database. */
   values: ReadonlyMap<string, CellValue>;
-  schemaVersion: number;
-  rowLimit: number;
   event: RowEvent;
 }
 
-/**
- * Inserts a row, its initial history (every cell, version 1) and a `records.changed` event. The guard row in
- * `data_tables` is updated first: it checks the schema version the values were validated against and the row
- * limit, and its lock serialises concurrent creates only for the instant between this statement and commit.
- * No row comes back when the guard refused; the caller then asks `rowGuardState` why.
- */
+/** Inserts a row, its initial history (every cell, version 1) and a `records.changed` event, in one statement. */
 export function insertRow(table: PhysicalTable, input: InsertRow): Statement {
   const params = new Params();
-  const tableId = params.add(table.tableId, 'text');
   const bound = bindEvent(params, input.event);
   const writable = table.fields.filter((field) => !typeSpecOf(field.type).generated);
   const columns = ['id', 'created_at', 'updated_at', ...writable.map((field) => columnOf(field.id))];
@@ -134,19 +126,33 @@ export function insertRow(table: PhysicalTable, input: InsertRow): Statement {
       : params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb');
     return `(${params.add(field.id, 'text')}, ${value})`;
   });
-  const sql = `WITH guard AS (
-      UPDATE public.data_tables SET row_count = row_count + 1
-       WHERE id = ${tableId} AND state = 'active' AND schema_version = ${params.add(input.schemaVersion, 'int')}
-         AND row_count < ${params.add(input.rowLimit, 'bigint')}
-      RETURNING id
-    ), inserted AS (
+  const sql = `WITH inserted AS (
       INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (${columns.join(', ')})
-      SELECT ${values.join(', ')} FROM guard
+      VALUES (${values.join(', ')})
       RETURNING *
     ), history AS (${historyInsert(table, bound, 'create', 'inserted', `VALUES ${cells.join(', ')}`)}
     ), activity AS (${activityInsert(params, table, input.event, bound, 'inserted')})
     SELECT ${rowProjection(table.fields, 'inserted')} FROM inserted`;
   return { sql, params: params.values };
+}
+
+/**
+ * The commit guard of a row create: counts the row against the table's limit, provided the table is still at
+ * the schema version the values were checked against. It returns no row when either check fails. It runs last,
+ * just before COMMIT (src/graph/idempotency.ts), so concurrent creates into one table hold its lock only briefly.
+ */
+export function claimRowCapacity(tableId: string, schemaVersion: number, rowLimit: number): Statement {
+  return {
+    sql: `UPDATE public.data_tables SET row_count = row_count + 1
+           WHERE id = $1::text AND state = 'active' AND schema_version = $2::int AND row_count < $3::bigint
+          RETURNING id`,
+    params: [tableId, schemaVersion, rowLimit],
+  };
+}
+
+/** The commit guard of a row delete: frees the row's place under the limit. */
+export function releaseRowCapacity(tableId: string): Statement {
+  return { sql: 'UPDATE public.data_tables SET row_count = row_count - 1 WHERE id = $1::text RETURNING id', params: [tableId] };
 }
 
 /** Why a guarded write found nothing to do: the current schema version and row count of the table, if it exists. */
@@ -207,22 +213,18 @@ export interface DeleteRow {
 }
 
 /**
- * Deletes the row at `expectedVersion`, frees its place under the row limit, and appends a `delete` entry (value
- * null, version + 1) for every cell, so the history of a deleted row stays readable. A row still referenced by a
+ * Deletes the row at `expectedVersion` and appends a `delete` entry (value null, version + 1) for every cell, so the history of a deleted row stays readable. A row still referenced by a
  * foreign key fails with 23503 (FOREIGN_KEY_CONFLICT).
  */
 export function deleteRow(table: PhysicalTable, input: DeleteRow): Statement {
   const params = new Params();
   const bound = bindEvent(params, input.event);
-  const tableId = params.add(table.tableId, 'text');
   const cells = table.fields.map((field) => `(${params.add(field.id, 'text')}, 'null'::jsonb)`);
   const sql = `WITH removed AS (
       DELETE FROM ${rowsTableOf(table.databaseId, table.tableId)} r
        WHERE r.id = ${params.add(input.rowId, 'text')} AND r.version = ${params.add(input.expectedVersion.toString(), 'bigint')}
          AND ${schemaGuard(params, table.tableId, input.schemaVersion)}
       RETURNING r.id, r.version + 1 AS version
-    ), counter AS (
-      UPDATE public.data_tables SET row_count = row_count - 1 WHERE id = ${tableId} AND EXISTS (SELECT 1 FROM removed)
     ), history AS (${historyInsert(table, bound, 'delete', 'removed', `VALUES ${cells.join(', ')}`)}
     ), activity AS (${activityInsert(params, table, input.event, bound, 'removed')})
     SELECT id, version::text AS version FROM removed`;

@@ -1,9 +1,26 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
 
 export type { PrismaClient };
 export type TransactionClient = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
 
+const pools = new WeakMap<PrismaClient, pg.Pool>();
+
+/**
+ * The catalog client. Prisma's pg adapter runs on a pool we create, so that the hot paths (credential lookup, row
+ * writes) can use the same connections through `pg` directly (`sqlPoolOf`) without Prisma's per-query overhead,
+ * which measured as the largest CPU cost of a row write (docs/decisions.md). `$disconnect` ends the pool.
+ */
 export function createPrisma(connectionString: string, poolSize = 10): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString, max: poolSize }) });
+  const pool = new pg.Pool({ connectionString, max: poolSize });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
+  pools.set(prisma, pool);
+  return prisma;
+}
+
+export function sqlPoolOf(prisma: PrismaClient): pg.Pool {
+  const pool = pools.get(prisma);
+  if (!pool) throw new Error('This PrismaClient was not made by createPrisma');
+  return pool;
 }

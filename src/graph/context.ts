@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
-import type { PrismaClient } from '../db/prisma.ts';
+import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
+import { pgExecutor, type SqlExecutor } from '../db/sql.ts';
 import type { Logger } from '../log.ts';
 import type { Caller } from './auth/caller.ts';
 import type { SchemaCache } from './tables/loader.ts';
@@ -20,4 +21,9 @@ export interface Context {
 export interface ServerContext {
   requestId: string;
   log: Logger;
+}
+
+/** Plain SQL on the catalog's connection pool, for the data plane's reads (no Prisma per-query overhead). */
+export function dataPlane(context: Pick<Context, 'prisma'>): SqlExecutor {
+  return pgExecutor(sqlPoolOf(context.prisma));
 }

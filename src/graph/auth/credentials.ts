@@ -1,4 +1,4 @@
-import type { PrismaClient } from '../../db/prisma.ts';
+import { sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
 import { DomainError } from '../../errors.ts';
 import { capabilitiesOfKey, intersect, type Role } from './authority.ts';
 import type { Caller, OrgAuthority } from './caller.ts';
@@ -33,7 +33,8 @@ interface KeyRow {
 // One round trip: the key, its owner and the owner's *current* role in the key's org.
 // A team key's authority is its own ceiling under the `admin` role of the org it belongs to.
 async function findKey(prisma: PrismaClient, hash: string): Promise<KeyRow | undefined> {
-  const rows = await prisma.$queryRaw<KeyRow[]>`
+  // Plain `pg` on Prisma's pool: this runs on every request, and Prisma's per-query cost showed in profiles.
+  const { rows } = await sqlPoolOf(prisma).query<KeyRow>(`
     SELECT k.id, k.prefix, k.scope::text AS scope, k.org_id, k.user_id, k.name AS key_name, u.name AS user_name,
            k.access::text AS access, k.include_admin,
            (k.expires_at IS NOT NULL AND k.expires_at <= now()) AS expired,
@@ -43,7 +44,7 @@ async function findKey(prisma: PrismaClient, hash: string): Promise<KeyRow | und
       FROM api_keys k
       LEFT JOIN users u ON u.id = k.user_id
       LEFT JOIN members m ON m.org_id = k.org_id AND m.user_id = k.user_id
-     WHERE k.secret_hash = ${hash}`;
+     WHERE k.secret_hash = $1::text`, [hash]);
   return rows[0];
 }
 

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
+import type { SqlExecutor } from '../../db/sql.ts';
 import { valueSchemaOf, type CellValue, type FieldDefinition, type FieldType } from '../../data/field-types.ts';
 import type { PhysicalTable } from '../../data/rows.ts';
 import { notFound } from '../../errors.ts';
@@ -59,11 +60,12 @@ export interface TableAddress {
 }
 
 /** The table, if it is in that database of that org; anything else is a 404 (DESIGN §3). */
-export async function loadTableHead(db: PrismaClient | TransactionClient, address: TableAddress): Promise<TableHead> {
-  const [head] = await db.$queryRaw<TableHead[]>`
-    SELECT id, org_id AS "orgId", database_id AS "databaseId", name, schema_version AS "schemaVersion"
-      FROM data_tables
-     WHERE id = ${address.tableId} AND database_id = ${address.databaseId} AND org_id = ${address.orgId} AND state = 'active'`;
+export async function loadTableHead(executor: SqlExecutor, address: TableAddress): Promise<TableHead> {
+  const [head] = await executor.query<TableHead>(
+    `SELECT id, org_id AS "orgId", database_id AS "databaseId", name, schema_version AS "schemaVersion"
+       FROM data_tables
+      WHERE id = $1::text AND database_id = $2::text AND org_id = $3::text AND state = 'active'`,
+    [address.tableId, address.databaseId, address.orgId]);
   if (!head) throw notFound('table');
   return head;
 }

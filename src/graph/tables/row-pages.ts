@@ -7,7 +7,7 @@ import type { Params, Statement } from '../../data/sql.ts';
 import { notFound, validationFailed, type FieldProblem } from '../../errors.ts';
 import { builder } from '../builder.ts';
 import { Id } from '../common.ts';
-import type { Context } from '../context.ts';
+import { dataPlane, type Context } from '../context.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
 import { canonicalJson, type Json } from '../idempotency.ts';
 import { pageOf, pageRef } from '../pages.ts';
@@ -94,7 +94,7 @@ function checkRowQuery(schema: TableSchema, where: unknown, orderBy: unknown): R
 }
 
 async function run<T>(context: Context, statement: Statement): Promise<T[]> {
-  return context.prisma.$queryRawUnsafe<T[]>(statement.sql, ...statement.params);
+  return dataPlane(context).query<T>(statement.sql, statement.params);
 }
 
 type RowPageRecord = RowRecord & Record<`k${number}`, string | null>;

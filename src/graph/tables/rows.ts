@@ -1,7 +1,10 @@
 import { z } from 'zod';
-import type { TransactionClient } from '../../db/prisma.ts';
+import type { SqlExecutor } from '../../db/sql.ts';
 import type { CellValue } from '../../data/field-types.ts';
-import { deleteRow, insertRow, rowGuardState, selectRow, toRowShape, updateRow, type RowEvent, type RowRecord, type RowShape } from '../../data/rows.ts';
+import {
+  claimRowCapacity, deleteRow, insertRow, releaseRowCapacity, rowGuardState, selectRow, toRowShape, updateRow, type RowEvent, type RowRecord,
+  type RowShape,
+} from '../../data/rows.ts';
 import type { Statement } from '../../data/sql.ts';
 import { DomainError, notFound } from '../../errors.ts';
 import { newId } from '../../ids.ts';
@@ -9,8 +12,8 @@ import { actorOf } from '../activity.ts';
 import { requireCaller } from '../auth/guards.ts';
 import { builder } from '../builder.ts';
 import { Id, SchemaVersion, storedVersion, VersionString } from '../common.ts';
-import type { Context } from '../context.ts';
-import { idempotent } from '../idempotency.ts';
+import { dataPlane, type Context } from '../context.ts';
+import { idempotentSql, type IdempotentTransaction } from '../idempotency.ts';
 import type { TableAddress, TableSchema } from './loader.ts';
 import { failureToDomainError } from './row-failures.ts';
 import { checkRowSize, checkValues } from './row-values.ts';
@@ -77,9 +80,9 @@ const DeleteRowInput = builder.inputType('DeleteRowInput', {
   validate: DeleteRowBody,
 });
 
-async function run<T>(tx: TransactionClient, schema: TableSchema, statement: Statement): Promise<T[]> {
+async function run<T>(executor: SqlExecutor, schema: TableSchema, statement: Statement): Promise<T[]> {
   try {
-    return await tx.$queryRawUnsafe<T[]>(statement.sql, ...statement.params);
+    return await executor.query<T>(statement.sql, statement.params);
   } catch (error) {
     throw failureToDomainError(schema, error) ?? error;
   }
@@ -100,62 +103,64 @@ function checkSchemaVersion(schema: TableSchema, expected: number | undefined): 
   if (expected !== undefined && expected !== schema.schemaVersion) throw schemaVersionConflict(expected, schema.schemaVersion);
 }
 
-/** Why a guarded write changed nothing: the schema moved on, the table filled up, or it is gone. */
-async function explainRefusedInsert(tx: TransactionClient, schema: TableSchema, rowLimit: number): Promise<never> {
-  const [state] = await tx.$queryRawUnsafe<{ schema_version: number; row_count: string }[]>(...spread(rowGuardState(schema.tableId)));
-  if (!state) throw notFound('table');
-  if (state.schema_version !== schema.schemaVersion) throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
-  throw new DomainError('ROW_LIMIT_REACHED', `The table holds its maximum of ${rowLimit} rows.`, { details: { limit: rowLimit } });
+/** Why the capacity guard refused a create: the schema moved on, the table filled up, or it is gone. */
+async function explainRefusedInsert(executor: SqlExecutor, schema: TableSchema, rowLimit: number): Promise<DomainError> {
+  const [state] = await run<{ schema_version: number }>(executor, schema, rowGuardState(schema.tableId));
+  if (!state) return notFound('table');
+  if (state.schema_version !== schema.schemaVersion) return schemaVersionConflict(schema.schemaVersion, state.schema_version);
+  return new DomainError('ROW_LIMIT_REACHED', `The table holds its maximum of ${rowLimit} rows.`, { details: { limit: rowLimit } });
 }
 
-async function explainMissedRow(tx: TransactionClient, schema: TableSchema, rowId: string, expectedVersion: string): Promise<never> {
-  const [state] = await tx.$queryRawUnsafe<{ schema_version: number }[]>(...spread(rowGuardState(schema.tableId)));
+async function explainMissedRow(executor: SqlExecutor, schema: TableSchema, rowId: string, expectedVersion: string): Promise<never> {
+  const [state] = await run<{ schema_version: number }>(executor, schema, rowGuardState(schema.tableId));
   if (state && state.schema_version !== schema.schemaVersion) throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
-  const [current] = await tx.$queryRawUnsafe<RowRecord[]>(...spread(selectRow(schema, rowId)));
+  const [current] = await run<RowRecord>(executor, schema, selectRow(schema, rowId));
   if (!current) throw notFound('row');
   throw new DomainError('ROW_VERSION_CONFLICT', 'The row was changed by someone else; read it again and retry.', {
     details: { expectedVersion, currentVersion: current.version },
   });
 }
 
-const spread = (statement: Statement): [string, ...unknown[]] => [statement.sql, ...statement.params];
-
-async function createRow(context: Context, tx: TransactionClient, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Promise<RowMutationShape> {
+async function createRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Promise<RowMutationShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const values = checkValues(schema, body.values, 'create');
   checkRowSize(values, context.config.ROW_SIZE_LIMIT_BYTES);
   const event = rowEvent(context, schema, 'Created 1 row');
   const rowLimit = context.config.TABLE_ROW_LIMIT;
-  const [record] = await run<RowRecord>(tx, schema, insertRow(schema, { rowId: newId(), values, schemaVersion: schema.schemaVersion, rowLimit, event }));
-  if (!record) return explainRefusedInsert(tx, schema, rowLimit);
-  return { row: toRowShape(schema.fields, record), mutationId: event.mutationId };
+  const [record] = await run<RowRecord>(tx.executor, schema, insertRow(schema, { rowId: newId(), values, event }));
+  tx.guardCommit({
+    statement: claimRowCapacity(schema.tableId, schema.schemaVersion, rowLimit),
+    explain: () => explainRefusedInsert(tx.executor, schema, rowLimit),
+  });
+  return { row: toRowShape(schema.fields, record!), mutationId: event.mutationId };
 }
 
-async function changeRow(context: Context, tx: TransactionClient, schema: TableSchema, rowId: string, body: z.infer<typeof UpdateRowBody>): Promise<RowMutationShape> {
+async function changeRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, rowId: string, body: z.infer<typeof UpdateRowBody>): Promise<RowMutationShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const values: Map<string, CellValue> = checkValues(schema, body.values, 'update');
   const expectedVersion = storedVersion(body.expectedVersion);
-  if (expectedVersion === null) return explainMissedRow(tx, schema, rowId, body.expectedVersion);
+  if (expectedVersion === null) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
   const event = rowEvent(context, schema, 'Updated 1 row');
-  const [record] = await run<RowRecord>(tx, schema, updateRow(schema, { rowId, expectedVersion, values, schemaVersion: schema.schemaVersion, event }));
-  if (!record) return explainMissedRow(tx, schema, rowId, body.expectedVersion);
+  const [record] = await run<RowRecord>(tx.executor, schema, updateRow(schema, { rowId, expectedVersion, values, schemaVersion: schema.schemaVersion, event }));
+  if (!record) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
   checkRowSize(new Map(Object.entries(toRowShape(schema.fields, record).values)), context.config.ROW_SIZE_LIMIT_BYTES);
   return { row: toRowShape(schema.fields, record), mutationId: event.mutationId };
 }
 
-async function removeRow(context: Context, tx: TransactionClient, schema: TableSchema, rowId: string, body: z.infer<typeof DeleteRowBody>): Promise<RowDeletionShape> {
+async function removeRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, rowId: string, body: z.infer<typeof DeleteRowBody>): Promise<RowDeletionShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const expectedVersion = storedVersion(body.expectedVersion);
-  if (expectedVersion === null) return explainMissedRow(tx, schema, rowId, body.expectedVersion);
+  if (expectedVersion === null) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
   const event = rowEvent(context, schema, 'Deleted 1 row');
-  const [removed] = await run<{ id: string; version: string }>(tx, schema, deleteRow(schema, { rowId, expectedVersion, schemaVersion: schema.schemaVersion, event }));
-  if (!removed) return explainMissedRow(tx, schema, rowId, body.expectedVersion);
+  const [removed] = await run<{ id: string; version: string }>(tx.executor, schema, deleteRow(schema, { rowId, expectedVersion, schemaVersion: schema.schemaVersion, event }));
+  if (!removed) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
+  tx.guardCommit({ statement: releaseRowCapacity(schema.tableId), explain: async () => notFound('table') });
   return { id: removed.id, deleted: true, version: removed.version, mutationId: event.mutationId };
 }
 
 export async function readRow(context: Context, address: TableAddress, rowId: string): Promise<RowShape> {
   const schema = await currentSchema(context, address);
-  const [record] = await context.prisma.$queryRawUnsafe<RowRecord[]>(...spread(selectRow(schema, rowId)));
+  const [record] = await run<RowRecord>(dataPlane(context), schema, selectRow(schema, rowId));
   if (!record) throw notFound('row');
   return toRowShape(schema.fields, record);
 }
@@ -191,7 +196,7 @@ builder.mutationFields((t) => ({
       const body = CreateRowBody.parse(args.input);
       const address = addressOf(args);
       const schema = await currentSchema(context, address);
-      return idempotent(context, { operation: 'createRow', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
+      return idempotentSql(context, { operation: 'createRow', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
         createRow(context, tx, schema, body));
     },
   }),
@@ -208,7 +213,7 @@ builder.mutationFields((t) => ({
       const address = addressOf(args);
       const rowId = String(args.rowId);
       const schema = await currentSchema(context, address);
-      return idempotent(context, { operation: 'updateRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } }, (tx) =>
+      return idempotentSql(context, { operation: 'updateRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } }, (tx) =>
         changeRow(context, tx, schema, rowId, body));
     },
   }),
@@ -225,7 +230,7 @@ builder.mutationFields((t) => ({
       const address = addressOf(args);
       const rowId = String(args.rowId);
       const schema = await currentSchema(context, address);
-      return idempotent(context, { operation: 'deleteRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } }, (tx) =>
+      return idempotentSql(context, { operation: 'deleteRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } }, (tx) =>
         removeRow(context, tx, schema, rowId, body));
     },
   }),

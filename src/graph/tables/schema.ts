@@ -2,7 +2,7 @@ import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../errors.ts';
 import { builder } from '../builder.ts';
 import { Id } from '../common.ts';
-import type { Context } from '../context.ts';
+import { dataPlane, type Context } from '../context.ts';
 import type { Json } from '../idempotency.ts';
 import { loadTableHead, type ForeignKeyDefinition, type TableAddress, type TableSchema, type UniqueRuleDefinition } from './loader.ts';
 import { Field, toFieldShape, type FieldShape } from './tables.ts';
@@ -96,7 +96,7 @@ export function toTableSchemaShape(schema: TableSchema): TableSchemaShape {
 
 /** The table's current definition (cached per schema version); 404 for a table outside this org and database. */
 export async function currentSchema(context: Context, address: TableAddress): Promise<TableSchema> {
-  const head = await loadTableHead(context.prisma, address);
+  const head = await loadTableHead(dataPlane(context), address);
   return context.schemas.get(context.prisma, head);
 }
 
