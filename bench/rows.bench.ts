@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -102,8 +102,9 @@ async function rawTransaction(pool: pg.Pool, orgId: string, actorId: string): Pr
     [rowId, mutationId, actorId, at, FIELD_IDS, cells.map((value) => JSON.stringify(value))]);
     await client.query(`INSERT INTO activity_events (id, org_id, occurred_at, category, event, summary, actor_id, actor_kind, actor_name, row_id, affected_rows, mutation_id)
       VALUES ($1, $2, $3, 'records', 'records.changed', 'Created 1 row', $4, 'user', 'Bench', $5, 1, $6)`, [ulid(), orgId, at, actorId, rowId, mutationId]);
-    await client.query(`INSERT INTO idempotency_records (actor_key, key, operation, fingerprint, outcome, expires_at)
-      VALUES ($1, $2, 'createRow', $3, $4, now() + interval '24 hours')`, [`user:${actorId}`, randomUUID(), 'f'.repeat(64), JSON.stringify({ ok: true, data: { rowId } })]);
+    await client.query(`INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, expires_at)
+      VALUES ($1, $2, $3, 'createRow', $4, $5, now() + interval '24 hours')`,
+    [`user:${actorId}`, randomUUID(), randomBytes(8).readBigInt64BE(0).toString(), 'f'.repeat(64), JSON.stringify({ ok: true, data: { rowId } })]);
     await client.query('COMMIT');
   } finally {
     client.release();

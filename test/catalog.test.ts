@@ -71,7 +71,7 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
       prefix: newId().slice(0, 12).toLowerCase(), secretHash: 'a'.repeat(64), access: 'read' } });
     await prisma.session.create({ data: { id: newId(), userId: user.id, tokenHash: 'b'.repeat(64), csrfTokenHash: 'c'.repeat(64), expiresAt: new Date(Date.now() + 60_000) } });
     await prisma.preference.create({ data: { userId: user.id, timezone: 'UTC', locale: 'en-US', dateFormat: 'year-month-day', timeFormat: '24-hour', theme: 'dark' } });
-    await prisma.idempotencyRecord.create({ data: { actorKey: `user:${user.id}`, key: 'roundtrip', operation: 'op', fingerprint: 'd'.repeat(64), outcome: { ok: true }, expiresAt: new Date() } });
+    await prisma.idempotencyRecord.create({ data: { actorKey: `user:${user.id}`, key: 'roundtrip', slot: 1n, operation: 'op', fingerprint: 'd'.repeat(64), outcome: { ok: true }, expiresAt: new Date() } });
     await prisma.activityEvent.create({ data: { id: newId(), orgId: org.id, category: 'records', event: 'records.changed', summary: 's', actorId: user.id, actorKind: 'user', actorName: 'Round Trip', affectedRows: 1 } });
     const database = await prisma.database.create({ data: { id: newId(), orgId: org.id, name: 'Round Trip DB' } });
     const table = await prisma.dataTable.create({ data: { id: newId(), orgId: org.id, databaseId: database.id, name: 'T' } });

@@ -8,6 +8,7 @@ export type DataPlaneFailure =
   | { kind: 'unique'; ruleId: string }
   | { kind: 'foreignKey'; foreignKeyId: string }
   | { kind: 'sequenceExhausted' }
+  | { kind: 'tableFull' }
   | { kind: 'schemaChanged' };
 
 interface AdapterCause {
@@ -52,6 +53,8 @@ export function recogniseFailure(error: unknown): DataPlaneFailure | null {
       const foreignKeyId = idFromConstraint(constraintName(cause), 'k');
       return foreignKeyId ? { kind: 'foreignKey', foreignKeyId } : null;
     }
+    case 'WDS01': // raised by wds_claim_row (prisma/migrations/*_row_capacity)
+      return { kind: 'tableFull' };
     case '2200H': // sequence_generator_limit_exceeded
       return { kind: 'sequenceExhausted' };
     case '42703': // undefined_column: a schema change committed between reading the schema and writing

@@ -1,4 +1,5 @@
 import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
+import { isId } from '../ids.ts';
 import { columnOf, historyTableOf, rowsTableOf } from './identifiers.ts';
 import { afterPosition, orderByClause, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
 import { Params, utcTimestamp, type Statement } from './sql.ts';
@@ -107,12 +108,18 @@ function cellValueSql(params: Params, field: FieldDefinition, value: CellValue):
 
 export interface InsertRow {
   rowId: string;
+  /** The version the values were checked against; a table at another version inserts nothing. */
+  schemaVersion: number;
   /** Every writable field's canonical value (null when empty); generated fields are filled by the database. */
   values: ReadonlyMap<string, CellValue>;
   event: RowEvent;
 }
 
-/** Inserts a row, its initial history (every cell, version 1) and a `records.changed` event, in one statement. */
+/**
+ * Inserts a row, its initial history (every cell, version 1) and a `records.changed` event, in one statement,
+ * provided the table is still at the schema version the values were checked against. Every schema change locks
+ * the physical table, and this statement takes its lock before its snapshot, so the check cannot go stale.
+ */
 export function insertRow(table: PhysicalTable, input: InsertRow): Statement {
   const params = new Params();
   const bound = bindEvent(params, input.event);
@@ -128,7 +135,7 @@ export function insertRow(table: PhysicalTable, input: InsertRow): Statement {
   });
   const sql = `WITH inserted AS (
       INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (${columns.join(', ')})
-      VALUES (${values.join(', ')})
+      SELECT ${values.join(', ')} WHERE ${schemaGuard(params, table.tableId, input.schemaVersion)}
       RETURNING *
     ), history AS (${historyInsert(table, bound, 'create', 'inserted', `VALUES ${cells.join(', ')}`)}
     ), activity AS (${activityInsert(params, table, input.event, bound, 'inserted')})
@@ -136,23 +143,23 @@ export function insertRow(table: PhysicalTable, input: InsertRow): Statement {
   return { sql, params: params.values };
 }
 
+function literalId(id: string): string {
+  if (!isId(id)) throw new Error(`Not an id: ${JSON.stringify(id)}`);
+  return `'${id}'`;
+}
+
 /**
- * The commit guard of a row create: counts the row against the table's limit, provided the table is still at
- * the schema version the values were checked against. It returns no row when either check fails. It runs last,
- * just before COMMIT (src/graph/idempotency.ts), so concurrent creates into one table hold its lock only briefly.
+ * The commit guard of a row create: counts the row against the table's limit, or raises SQLSTATE WDS01 (see the
+ * row_capacity migration). Parameter-free because it travels with COMMIT in one simple-protocol round trip.
  */
-export function claimRowCapacity(tableId: string, schemaVersion: number, rowLimit: number): Statement {
-  return {
-    sql: `UPDATE public.data_tables SET row_count = row_count + 1
-           WHERE id = $1::text AND state = 'active' AND schema_version = $2::int AND row_count < $3::bigint
-          RETURNING id`,
-    params: [tableId, schemaVersion, rowLimit],
-  };
+export function claimRowCapacity(tableId: string, rowLimit: number): string {
+  if (!Number.isSafeInteger(rowLimit)) throw new Error(`Not a row limit: ${rowLimit}`);
+  return `SELECT public.wds_claim_row(${literalId(tableId)}, ${rowLimit})`;
 }
 
 /** The commit guard of a row delete: frees the row's place under the limit. */
-export function releaseRowCapacity(tableId: string): Statement {
-  return { sql: 'UPDATE public.data_tables SET row_count = row_count - 1 WHERE id = $1::text RETURNING id', params: [tableId] };
+export function releaseRowCapacity(tableId: string): string {
+  return `UPDATE public.data_tables SET row_count = row_count - 1 WHERE id = ${literalId(tableId)}`;
 }
 
 /** Why a guarded write found nothing to do: the current schema version and row count of the table, if it exists. */

@@ -17,18 +17,40 @@ export function pgExecutor(client: pg.PoolClient | pg.Pool): SqlExecutor {
   return { query: async <Row>(sql: string, params: readonly unknown[] = []) => (await client.query(sql, params as unknown[])).rows as Row[] };
 }
 
-/** BEGIN … COMMIT on one pooled connection; any error rolls back and is rethrown. */
-export async function inPgTransaction<T>(pool: pg.Pool, work: (executor: SqlExecutor) => Promise<T>): Promise<T> {
+/** What a transaction's work returns: its value, and optionally a statement to send with COMMIT. */
+export interface TransactionResult<T> {
+  value: T;
+  /**
+   * Sent in the same simple-protocol round trip as COMMIT: parameter-free SQL built from IDs, digests and
+   * integers only, which must raise (not merely do nothing) when the transaction must not commit.
+   */
+  finalStatement?: string;
+}
+
+/**
+ * BEGIN … COMMIT on one pooled connection; any error rolls back and is rethrown. `opening` statements
+ * (parameter-free, same rule as `finalStatement`) travel with BEGIN in one round trip; each gets its own snapshot
+ * (READ COMMITTED), and their rows are handed to the work in order.
+ */
+export async function inPgTransaction<T>(
+  pool: pg.Pool,
+  opening: readonly string[],
+  work: (executor: SqlExecutor, opened: Record<string, unknown>[][]) => Promise<TransactionResult<T>>,
+): Promise<T> {
   const client = await pool.connect();
+  let broken = false;
   try {
-    await client.query('BEGIN');
-    const result = await work(pgExecutor(client));
-    await client.query('COMMIT');
-    return result;
+    const results = await client.query(['BEGIN', ...opening].join('; ')) as unknown as pg.QueryResult | pg.QueryResult[];
+    const opened = (Array.isArray(results) ? results.slice(1) : []).map((result) => result.rows as Record<string, unknown>[]);
+    const { value, finalStatement } = await work(pgExecutor(client), opened);
+    await client.query(finalStatement ? `${finalStatement}; COMMIT` : 'COMMIT');
+    return value;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await client.query('ROLLBACK').catch(() => {
+      broken = true;
+    });
     throw error;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }

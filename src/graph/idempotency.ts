@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
-import { inPgTransaction, prismaExecutor, type SqlExecutor } from '../db/sql.ts';
-import type { Statement } from '../data/sql.ts';
+import { inPgTransaction, prismaExecutor, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
 import { DomainError, httpStatusOf, type ErrorCode } from '../errors.ts';
 import { requireCaller } from './auth/guards.ts';
 import type { Context } from './context.ts';
@@ -64,15 +63,15 @@ function failureOf(error: DomainError): Outcome {
 const isExpected = (error: unknown): error is DomainError => error instanceof DomainError && httpStatusOf(error.code) < 500;
 
 /**
- * A last statement an effect may hand over to run together with the idempotency record, immediately before
- * COMMIT. Row writes put their capacity/schema guard here: its row lock is then held for the COMMIT alone
- * rather than across further round trips, which is what lets parallel creates into one table scale.
+ * A last statement an effect may hand over to run in the same round trip as COMMIT. Row writes put their capacity
+ * guard here: the lock it takes on the table's counter row is then held for the COMMIT alone, not across further
+ * round trips and event-loop turns, which is what lets parallel creates into one table scale (docs/decisions.md).
  */
 export interface CommitGuard {
-  /** An UPDATE … RETURNING that returns a row when the write may commit and none when it must not. */
-  statement: Statement;
-  /** Why it refused (the transaction is then rolled back). */
-  explain: () => Promise<DomainError>;
+  /** Parameter-free SQL from IDs and integers only; it must RAISE when the write must not commit. */
+  sql: string;
+  /** The domain error for what the guard raised, or null when the error is not the guard's. */
+  explain: (error: unknown) => Promise<DomainError | null>;
 }
 
 export interface IdempotentTransaction {
@@ -83,26 +82,40 @@ export interface IdempotentTransaction {
 interface Slot {
   actorKey: string;
   key: string;
+  /** First 64 bits of sha256(actorKey \n key), signed, as decimal: the advisory lock id and lookup column. */
+  number: string;
   fingerprint: string;
   operation: string;
   ttlMs: number;
 }
 
-async function claim(executor: SqlExecutor, slot: Slot): Promise<void> {
-  // A transaction-scoped advisory lock marks the key as in flight; a duplicate that arrives meanwhile is told
-  // to retry instead of queueing behind the first (DESIGN §4). The lock ends with the transaction.
-  const [row] = await executor.query<{ locked: boolean }>(
-    'SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0)) AS locked', [`${slot.actorKey}\n${slot.key}`]);
-  if (!row?.locked) {
-    throw new DomainError('IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still being processed.', { retryAfter: 1 });
-  }
+function slotNumber(actorKey: string, key: string): string {
+  return createHash('sha256').update(`${actorKey}\n${key}`, 'utf8').digest().readBigInt64BE(0).toString();
 }
 
-/** The stored outcome for this key, read after the lock is held (a new snapshot, so a just-committed record counts). */
-async function storedOutcome(executor: SqlExecutor, slot: Slot): Promise<Outcome | null> {
-  const [row] = await executor.query<{ fingerprint: string; operation: string; outcome: Outcome }>(
-    `SELECT fingerprint, operation, outcome FROM idempotency_records
-      WHERE actor_key = $1::text AND key = $2::text AND expires_at > now()`, [slot.actorKey, slot.key]);
+/**
+ * Two statements that open every idempotent transaction, parameter-free so that they travel with BEGIN:
+ * a transaction-scoped advisory lock that marks the key as in flight (a duplicate arriving meanwhile is told to
+ * retry instead of queueing behind the first, DESIGN §4), then the stored record, read in its own snapshot
+ * after the lock is held, so a record committed just before counts.
+ */
+function openingOf(slot: Slot): string[] {
+  return [
+    `SELECT pg_try_advisory_xact_lock(${slot.number}::bigint) AS locked`,
+    `SELECT actor_key, key, fingerprint, operation, outcome FROM idempotency_records WHERE slot = ${slot.number}::bigint AND expires_at > now()`,
+  ];
+}
+
+interface StoredRecord { actor_key: string; key: string; fingerprint: string; operation: string; outcome: Outcome }
+
+/** The stored outcome for this key, or null; throws when the key is in flight or was used for another request. */
+function storedOutcome(slot: Slot, opened: Record<string, unknown>[][]): Outcome | null {
+  const [[lock] = [], records = []] = opened as [{ locked: boolean }[], StoredRecord[]];
+  if (!lock?.locked) {
+    throw new DomainError('IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still being processed.', { retryAfter: 1 });
+  }
+  // The slot is a 64-bit digest: compare the full key so that a collision can never replay someone else's outcome.
+  const row = records.find((record) => record.actor_key === slot.actorKey && record.key === slot.key);
   if (!row) return null;
   if (row.fingerprint !== slot.fingerprint) {
     throw new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request.', {
@@ -112,24 +125,20 @@ async function storedOutcome(executor: SqlExecutor, slot: Slot): Promise<Outcome
   return row.outcome;
 }
 
-/** Saves the record; with a guard, only if the guard lets the write commit. Returns false when it refused. */
-async function save(executor: SqlExecutor, slot: Slot, outcome: Outcome, guard?: CommitGuard): Promise<boolean> {
-  const params = [...(guard?.statement.params ?? [])];
+async function save(executor: SqlExecutor, slot: Slot, outcome: Outcome): Promise<void> {
+  const params: unknown[] = [];
   const bind = (value: unknown, cast: string) => `$${params.push(value)}::${cast}`;
   // One clock for both instants, so the retention is exactly the configured TTL.
   const createdAt = new Date();
   const values = [
-    bind(slot.actorKey, 'text'), bind(slot.key, 'text'), bind(slot.operation, 'text'), bind(slot.fingerprint, 'text'),
+    bind(slot.actorKey, 'text'), bind(slot.key, 'text'), bind(slot.number, 'bigint'), bind(slot.operation, 'text'), bind(slot.fingerprint, 'text'),
     bind(JSON.stringify(outcome), 'jsonb'), bind(createdAt.toISOString(), 'timestamptz'),
     bind(new Date(createdAt.getTime() + slot.ttlMs).toISOString(), 'timestamptz'),
   ].join(', ');
-  const [prefix, source] = guard ? [`WITH guard AS (${guard.statement.sql})`, `SELECT ${values} FROM guard LIMIT 1`] : ['', `SELECT ${values}`];
-  const saved = await executor.query(
-    `${prefix} INSERT INTO idempotency_records (actor_key, key, operation, fingerprint, outcome, created_at, expires_at) ${source}
+  await executor.query(
+    `INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, created_at, expires_at) VALUES (${values})
      ON CONFLICT (actor_key, key) DO UPDATE SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
-       outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-     RETURNING 1 AS saved`, params);
-  return saved.length > 0;
+       outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`, params);
 }
 
 class ExpectedFailure extends Error {
@@ -138,15 +147,24 @@ class ExpectedFailure extends Error {
   }
 }
 
-type Transaction = <T>(work: (executor: SqlExecutor) => Promise<T>) => Promise<T>;
+/** Runs work in a transaction opened with `opening` (see inPgTransaction); `finalStatement` goes with the COMMIT. */
+type Transaction = <T>(
+  opening: readonly string[],
+  work: (executor: SqlExecutor, opened: Record<string, unknown>[][]) => Promise<TransactionResult<T>>,
+) => Promise<T>;
+
+async function expectedFailureOf(error: unknown, guard: CommitGuard | undefined): Promise<Outcome | null> {
+  if (error instanceof ExpectedFailure) return error.outcome;
+  const refusal = guard ? await guard.explain(error) : null;
+  return refusal ? failureOf(refusal) : null;
+}
 
 async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: IdempotentTransaction) => Promise<Json>): Promise<Outcome> {
+  let guard: CommitGuard | undefined;
   try {
-    return await transaction(async (executor) => {
-      await claim(executor, slot);
-      const stored = await storedOutcome(executor, slot);
-      if (stored) return stored;
-      let guard: CommitGuard | undefined;
+    return await transaction(openingOf(slot), async (executor, opened) => {
+      const stored = storedOutcome(slot, opened);
+      if (stored) return { value: stored };
       let data: Json;
       try {
         data = await effect({ executor, guardCommit: (next) => { guard = next; } });
@@ -155,28 +173,30 @@ async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: Idempo
         throw error;
       }
       const outcome: Outcome = { ok: true, data };
-      if (await save(executor, slot, outcome, guard)) return outcome;
-      throw new ExpectedFailure(failureOf(await guard!.explain()));
+      await save(executor, slot, outcome);
+      return guard ? { value: outcome, finalStatement: guard.sql } : { value: outcome };
     });
   } catch (error) {
-    if (!(error instanceof ExpectedFailure)) throw error;
+    const failure = await expectedFailureOf(error, guard);
+    if (!failure) throw error;
     // The effect's partial work is rolled back; record the 4xx so that a retry replays it. Someone else may
     // have recorded an outcome for this key in between: theirs wins, as it was committed first.
-    return transaction(async (executor) => {
-      await claim(executor, slot);
-      const stored = await storedOutcome(executor, slot);
-      if (stored) return stored;
-      await save(executor, slot, error.outcome);
-      return error.outcome;
+    return transaction(openingOf(slot), async (executor, opened) => {
+      const stored = storedOutcome(slot, opened);
+      if (stored) return { value: stored };
+      await save(executor, slot, failure);
+      return { value: failure };
     });
   }
 }
 
 function slotOf(context: Context, call: IdempotentCall): Slot {
   const { actorKey } = requireCaller(context);
+  const key = validKey(call.key);
   return {
     actorKey,
-    key: validKey(call.key),
+    key,
+    number: slotNumber(actorKey, key),
     fingerprint: fingerprintOf(call),
     operation: call.operation,
     ttlMs: context.config.IDEMPOTENCY_TTL_HOURS * 3_600_000,
@@ -192,19 +212,24 @@ function slotOf(context: Context, call: IdempotentCall): Slot {
 export async function idempotent<T extends Json>(context: Context, call: IdempotentCall, effect: (tx: TransactionClient) => Promise<T>): Promise<T> {
   const slot = slotOf(context, call);
   let current: TransactionClient | undefined;
-  const transaction: Transaction = (work) => context.prisma.$transaction((tx) => {
+  const transaction: Transaction = (opening, work) => context.prisma.$transaction(async (tx) => {
     current = tx;
-    return work(prismaExecutor(tx));
+    const executor = prismaExecutor(tx);
+    const opened: Record<string, unknown>[][] = [];
+    for (const statement of opening) opened.push(await executor.query(statement));
+    const { value, finalStatement } = await work(executor, opened);
+    if (finalStatement) await tx.$executeRawUnsafe(finalStatement);
+    return value;
   }, { timeout: 30_000, maxWait: 10_000 });
   return replay(await runOnce(transaction, slot, () => effect(current!))) as T;
 }
 
 /**
  * The same guarantees on a `pg` connection, for the data plane's hot paths (row writes): plain SQL, and an
- * optional commit guard that runs in the record's statement.
+ * optional commit guard sent with the COMMIT.
  */
 export async function idempotentSql<T extends Json>(context: Context, call: IdempotentCall, effect: (tx: IdempotentTransaction) => Promise<T>): Promise<T> {
   const slot = slotOf(context, call);
   const pool = sqlPoolOf(context.prisma);
-  return replay(await runOnce((work) => inPgTransaction(pool, work), slot, effect)) as T;
+  return replay(await runOnce((opening, work) => inPgTransaction(pool, opening, work), slot, effect)) as T;
 }

@@ -33,6 +33,8 @@ export function failureToDomainError(schema: TableSchema, error: unknown): Domai
         details: { fieldIds, fieldNames: namesOf(fieldIds) },
       });
     }
+    case 'tableFull':
+      return null; // the caller knows the limit it asked for (rows.ts)
     case 'schemaChanged':
       return new DomainError('SCHEMA_VERSION_CONFLICT', 'The table’s schema changed while the row was being written; read its schema again and retry.', {
         details: { expectedSchemaVersion: schema.schemaVersion },

@@ -16,6 +16,7 @@ import { dataPlane, type Context } from '../context.ts';
 import { idempotentSql, type IdempotentTransaction } from '../idempotency.ts';
 import type { TableAddress, TableSchema } from './loader.ts';
 import { failureToDomainError } from './row-failures.ts';
+import { recogniseFailure } from '../../data/errors.ts';
 import { checkRowSize, checkValues } from './row-values.ts';
 import { currentSchema, schemaVersionConflict } from './schema.ts';
 
@@ -103,11 +104,15 @@ function checkSchemaVersion(schema: TableSchema, expected: number | undefined): 
   if (expected !== undefined && expected !== schema.schemaVersion) throw schemaVersionConflict(expected, schema.schemaVersion);
 }
 
-/** Why the capacity guard refused a create: the schema moved on, the table filled up, or it is gone. */
-async function explainRefusedInsert(executor: SqlExecutor, schema: TableSchema, rowLimit: number): Promise<DomainError> {
+/** Why an insert found the table changed: its schema moved on, or it is gone. */
+async function explainRefusedInsert(executor: SqlExecutor, schema: TableSchema): Promise<never> {
   const [state] = await run<{ schema_version: number }>(executor, schema, rowGuardState(schema.tableId));
-  if (!state) return notFound('table');
-  if (state.schema_version !== schema.schemaVersion) return schemaVersionConflict(schema.schemaVersion, state.schema_version);
+  if (!state) throw notFound('table');
+  throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
+}
+
+function rowLimitReached(error: unknown, rowLimit: number): DomainError | null {
+  if (recogniseFailure(error)?.kind !== 'tableFull') return null;
   return new DomainError('ROW_LIMIT_REACHED', `The table holds its maximum of ${rowLimit} rows.`, { details: { limit: rowLimit } });
 }
 
@@ -127,12 +132,10 @@ async function createRow(context: Context, tx: IdempotentTransaction, schema: Ta
   checkRowSize(values, context.config.ROW_SIZE_LIMIT_BYTES);
   const event = rowEvent(context, schema, 'Created 1 row');
   const rowLimit = context.config.TABLE_ROW_LIMIT;
-  const [record] = await run<RowRecord>(tx.executor, schema, insertRow(schema, { rowId: newId(), values, event }));
-  tx.guardCommit({
-    statement: claimRowCapacity(schema.tableId, schema.schemaVersion, rowLimit),
-    explain: () => explainRefusedInsert(tx.executor, schema, rowLimit),
-  });
-  return { row: toRowShape(schema.fields, record!), mutationId: event.mutationId };
+  const [record] = await run<RowRecord>(tx.executor, schema, insertRow(schema, { rowId: newId(), schemaVersion: schema.schemaVersion, values, event }));
+  if (!record) return explainRefusedInsert(tx.executor, schema);
+  tx.guardCommit({ sql: claimRowCapacity(schema.tableId, rowLimit), explain: async (error) => rowLimitReached(error, rowLimit) });
+  return { row: toRowShape(schema.fields, record), mutationId: event.mutationId };
 }
 
 async function changeRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, rowId: string, body: z.infer<typeof UpdateRowBody>): Promise<RowMutationShape> {
@@ -154,7 +157,7 @@ async function removeRow(context: Context, tx: IdempotentTransaction, schema: Ta
   const event = rowEvent(context, schema, 'Deleted 1 row');
   const [removed] = await run<{ id: string; version: string }>(tx.executor, schema, deleteRow(schema, { rowId, expectedVersion, schemaVersion: schema.schemaVersion, event }));
   if (!removed) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
-  tx.guardCommit({ statement: releaseRowCapacity(schema.tableId), explain: async () => notFound('table') });
+  tx.guardCommit({ sql: releaseRowCapacity(schema.tableId), explain: async () => null });
   return { id: removed.id, deleted: true, version: removed.version, mutationId: event.mutationId };
 }
 
