@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import pg from 'pg';
 import { createApp } from '../src/app.ts';
 import { bootstrapOrg } from '../src/cli/provision.ts';
 import { ensureDatabase, openDatabase } from '../src/db/database.ts';
@@ -13,6 +14,13 @@ import { createLogger } from '../src/log.ts';
  * The benchmark's servers, in their own process so that the load generator does not share their event loop:
  * the service (REST and /graphql) and a bare Express handler doing the same Prisma read with no GraphQL at all.
  */
+async function dropBenchDatabase(serverUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  await client.query('DROP DATABASE IF EXISTS wds_bench WITH (FORCE)');
+  await client.end();
+}
+
 async function listen(server: Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return (server.address() as AddressInfo).port;
@@ -21,6 +29,8 @@ async function listen(server: Server): Promise<number> {
 const config = loadConfig(process.env, { LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' });
 const logger = createLogger('silent');
 const server = await openDatabase(loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' }), logger);
+// A fresh database per run: rows, history and activity left by earlier runs would make later runs slower.
+await dropBenchDatabase(server.url);
 const url = await ensureDatabase(server.url, 'wds_bench');
 await migrate(url);
 const prisma = createPrisma(url, config.DATABASE_POOL_SIZE);

@@ -66,6 +66,8 @@ export function createApp({ prisma, config, logger }: AppDependencies): Express 
   const openApi = openApiDocument(routes);
   const app = express();
   app.disable('x-powered-by');
+  // Express would hash every response body for an ETag, POSTs included; resources carry versions instead.
+  app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext(logger));
   app.use(health(prisma));

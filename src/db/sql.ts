@@ -13,8 +13,31 @@ export function prismaExecutor(tx: TransactionClient): SqlExecutor {
   return { query: (sql, params = []) => tx.$queryRawUnsafe(sql, ...params) };
 }
 
+/**
+ * Statement names by SQL text. A named statement is parsed and planned once per connection instead of on every
+ * call; for the data plane's row writes (one long statement per table and schema version) that is a large part of
+ * PostgreSQL's work. Bounded, because every connection keeps each prepared statement until it closes.
+ */
+const preparedNames = new Map<string, string>();
+const MAX_PREPARED = 2_000;
+
+function preparedName(sql: string): string | undefined {
+  let name = preparedNames.get(sql);
+  if (name === undefined && preparedNames.size < MAX_PREPARED) {
+    name = `wds_${preparedNames.size}`;
+    preparedNames.set(sql, name);
+  }
+  return name;
+}
+
 export function pgExecutor(client: pg.PoolClient | pg.Pool): SqlExecutor {
-  return { query: async <Row>(sql: string, params: readonly unknown[] = []) => (await client.query(sql, params as unknown[])).rows as Row[] };
+  return {
+    query: async <Row>(sql: string, params: readonly unknown[] = []) => {
+      const name = preparedName(sql);
+      const config = name === undefined ? { text: sql, values: params as unknown[] } : { name, text: sql, values: params as unknown[] };
+      return (await client.query(config)).rows as Row[];
+    },
+  };
 }
 
 /** What a transaction's work returns: its value, and optionally a statement to send with COMMIT. */

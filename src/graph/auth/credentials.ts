@@ -1,4 +1,5 @@
 import { sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
+import { pgExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../errors.ts';
 import { capabilitiesOfKey, intersect, type Role } from './authority.ts';
 import type { Caller, OrgAuthority } from './caller.ts';
@@ -34,7 +35,7 @@ interface KeyRow {
 // A team key's authority is its own ceiling under the `admin` role of the org it belongs to.
 async function findKey(prisma: PrismaClient, hash: string): Promise<KeyRow | undefined> {
   // Plain `pg` on Prisma's pool: this runs on every request, and Prisma's per-query cost showed in profiles.
-  const { rows } = await sqlPoolOf(prisma).query<KeyRow>(`
+  const rows = await pgExecutor(sqlPoolOf(prisma)).query<KeyRow>(`
     SELECT k.id, k.prefix, k.scope::text AS scope, k.org_id, k.user_id, k.name AS key_name, u.name AS user_name,
            k.access::text AS access, k.include_admin,
            (k.expires_at IS NOT NULL AND k.expires_at <= now()) AS expired,

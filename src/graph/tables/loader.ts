@@ -128,6 +128,11 @@ export class SchemaCache {
     return schema;
   }
 
+  /** The cached definition of a table at whatever version it was read, without asking the database. */
+  peek(tableId: string): TableSchema | undefined {
+    return this.entries.get(tableId);
+  }
+
   private remember(schema: TableSchema): void {
     this.entries.delete(schema.tableId);
     this.entries.set(schema.tableId, schema);

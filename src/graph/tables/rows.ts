@@ -18,7 +18,7 @@ import type { TableAddress, TableSchema } from './loader.ts';
 import { failureToDomainError } from './row-failures.ts';
 import { recogniseFailure } from '../../data/errors.ts';
 import { checkRowSize, checkValues } from './row-values.ts';
-import { currentSchema, schemaVersionConflict } from './schema.ts';
+import { currentSchema, schemaExpecting, schemaVersionConflict } from './schema.ts';
 
 /** Spec 4.8 / 2.6: create, read, update and delete rows, each write one statement in one transaction. */
 export const CreateRowBody = z.strictObject({
@@ -198,7 +198,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, context) => {
       const body = CreateRowBody.parse(args.input);
       const address = addressOf(args);
-      const schema = await currentSchema(context, address);
+      const schema = await schemaExpecting(context, address, body.expectedSchemaVersion);
       return idempotentSql(context, { operation: 'createRow', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
         createRow(context, tx, schema, body));
     },

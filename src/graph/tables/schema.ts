@@ -101,6 +101,18 @@ export async function currentSchema(context: Context, address: TableAddress): Pr
 }
 
 /**
+ * For a row create, which names the schema version it expects: the cached definition when it is at exactly that
+ * version, without a lookup. The insert re-checks the version (and that the table is still active) in the
+ * database, so a stale cache can only produce the SCHEMA_VERSION_CONFLICT the client's stale version deserves.
+ * A table never moves between orgs or databases, so the cached address is as good as a fresh one.
+ */
+export async function schemaExpecting(context: Context, address: TableAddress, expectedSchemaVersion: number): Promise<TableSchema> {
+  const cached = context.schemas.peek(address.tableId);
+  const usable = cached?.schemaVersion === expectedSchemaVersion && cached.orgId === address.orgId && cached.databaseId === address.databaseId;
+  return usable ? cached : currentSchema(context, address);
+}
+
+/**
  * Locks the table's catalog row for a schema change and checks the caller's `expectedSchemaVersion`. The lock
  * makes schema changes of one table take turns, and makes row writes (which update the same row) wait for them.
  */
