@@ -71,7 +71,27 @@ function jsonHasNul(value: unknown): boolean {
   return false;
 }
 
+/** JSON.parse turns 1e400 into Infinity, which JSON cannot hold: refuse it rather than store null. */
+function jsonHasNonFinite(value: unknown): boolean {
+  if (typeof value === 'number') return !Number.isFinite(value);
+  if (Array.isArray(value)) return value.some(jsonHasNonFinite);
+  if (value !== null && typeof value === 'object') return Object.values(value).some(jsonHasNonFinite);
+  return false;
+}
+
 const utf8Bytes = (value: string) => Buffer.byteLength(value, 'utf8');
+
+/**
+ * A JSON document with its object keys in jsonb's order (shorter keys first, then bytewise), so the value a write
+ * returns is exactly the value a later read returns.
+ */
+export function inJsonbOrder(value: CellValue): CellValue {
+  if (Array.isArray(value)) return value.map(inJsonbOrder);
+  if (value === null || typeof value !== 'object') return value;
+  const keys = Object.keys(value).map((key) => [key, Buffer.from(key, 'utf8')] as const)
+    .sort(([, a], [, b]) => a.length - b.length || Buffer.compare(a, b));
+  return Object.fromEntries(keys.map(([key]) => [key, inJsonbOrder(value[key]!)]));
+}
 
 const Choices = z.array(boundedText(100).pipe(z.string().min(1))).min(1).max(1000)
   .refine((choices) => new Set(choices).size === choices.length, 'choices must be distinct');
@@ -232,7 +252,8 @@ const TYPES: Record<FieldType, TypeSpec> = {
       if (jsonDepth(value) > options.maxDepth) context.addIssue({ code: 'custom', message: `must nest at most ${options.maxDepth} levels` });
       if (utf8Bytes(JSON.stringify(value)) > options.maxBytes) context.addIssue({ code: 'custom', message: `must be at most ${options.maxBytes} bytes as JSON` });
       if (jsonHasNul(value)) context.addIssue({ code: 'custom', message: 'must not contain the NUL character (U+0000)' });
-    }),
+      if (jsonHasNonFinite(value)) context.addIssue({ code: 'custom', message: 'must not contain numbers beyond the range of a double' });
+    }).transform(inJsonbOrder),
     indexBytes: () => null,
   },
   autoNumber: {

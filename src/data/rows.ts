@@ -1,6 +1,6 @@
 import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
 import { isId } from '../ids.ts';
-import { columnOf, historyTableOf, rowsTableOf } from './identifiers.ts';
+import { columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
 import { afterPosition, orderByClause, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
 import { Params, utcTimestamp, type Statement } from './sql.ts';
 
@@ -110,7 +110,7 @@ export interface InsertRow {
   rowId: string;
   /** The version the values were checked against; a table at another version inserts nothing. */
   schemaVersion: number;
-  /** Every writable field's canonical value (null when empty); generated fields are filled by the database. */
+  /** Every field's canonical value (null when empty), generated ones included (see `allocateGenerated`). */
   values: ReadonlyMap<string, CellValue>;
   event: RowEvent;
 }
@@ -119,28 +119,39 @@ export interface InsertRow {
  * Inserts a row, its initial history (every cell, version 1) and a `records.changed` event, in one statement,
  * provided the table is still at the schema version the values were checked against. Every schema change locks
  * the physical table, and this statement takes its lock before its snapshot, so the check cannot go stale.
+ * `also` may add one more CTE that runs for the inserted row (the caller's bookkeeping, e.g. an idempotency
+ * record), so that it costs no round trip of its own. Returns the row id, or no row when the schema moved on.
  */
-export function insertRow(table: PhysicalTable, input: InsertRow): Statement {
+export function insertRow(table: PhysicalTable, input: InsertRow, also?: (params: Params, source: string) => string): Statement {
   const params = new Params();
   const bound = bindEvent(params, input.event);
-  const writable = table.fields.filter((field) => !typeSpecOf(field.type).generated);
-  const columns = ['id', 'created_at', 'updated_at', ...writable.map((field) => columnOf(field.id))];
+  const columns = ['id', 'created_at', 'updated_at', ...table.fields.map((field) => columnOf(field.id))];
   const values = [params.add(input.rowId, 'text'), bound.at, bound.at,
-    ...writable.map((field) => cellValueSql(params, field, input.values.get(field.id) ?? null))];
-  const cells = table.fields.map((field) => {
-    const value = typeSpecOf(field.type).generated
-      ? `to_jsonb(s.${columnOf(field.id)})`
-      : params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb');
-    return `(${params.add(field.id, 'text')}, ${value})`;
-  });
+    ...table.fields.map((field) => cellValueSql(params, field, input.values.get(field.id) ?? null))];
+  const cells = table.fields.map((field) =>
+    `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb')})`);
   const sql = `WITH inserted AS (
       INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (${columns.join(', ')})
       SELECT ${values.join(', ')} WHERE ${schemaGuard(params, table.tableId, input.schemaVersion)}
-      RETURNING *
+      RETURNING id, version
     ), history AS (${historyInsert(table, bound, 'create', 'inserted', `VALUES ${cells.join(', ')}`)}
-    ), activity AS (${activityInsert(params, table, input.event, bound, 'inserted')})
-    SELECT ${rowProjection(table.fields, 'inserted')} FROM inserted`;
+    ), activity AS (${activityInsert(params, table, input.event, bound, 'inserted')})${also ? `, also AS (${also(params, 'inserted')})` : ''}
+    SELECT id FROM inserted`;
   return { sql, params: params.values };
+}
+
+/**
+ * The next value of each generated (autoNumber) field, drawn before the insert so the whole row is known up
+ * front. An exhausted sequence raises 2200H (AUTO_INCREMENT_EXHAUSTED); numbers drawn by a failed write are not
+ * reused, as with any PostgreSQL sequence.
+ */
+export function allocateGenerated(table: PhysicalTable): Statement | null {
+  const generated = table.fields.filter((field) => typeSpecOf(field.type).generated);
+  if (generated.length === 0) return null;
+  return {
+    sql: `SELECT ${generated.map((field, index) => `nextval('${sequenceOf(table.databaseId, field.id)}')::text AS g${index}`).join(', ')}`,
+    params: [],
+  };
 }
 
 function literalId(id: string): string {

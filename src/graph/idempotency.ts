@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
 import { inPgTransaction, prismaExecutor, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
+import { Params } from '../data/sql.ts';
 import { DomainError, httpStatusOf, type ErrorCode } from '../errors.ts';
 import { requireCaller } from './auth/guards.ts';
 import type { Context } from './context.ts';
@@ -77,6 +78,12 @@ export interface CommitGuard {
 export interface IdempotentTransaction {
   executor: SqlExecutor;
   guardCommit(guard: CommitGuard): void;
+  /**
+   * For an effect that knows its result before its last statement: the SQL of an INSERT that records `data` as
+   * this request's outcome, once per row of `source` (a CTE of that statement that yields a row only when the
+   * effect happened), binding through `params`. The effect embeds it in its statement and saves a round trip.
+   */
+  recordWith(data: Json, params: Params, source: string): string;
 }
 
 interface Slot {
@@ -125,20 +132,24 @@ function storedOutcome(slot: Slot, opened: Record<string, unknown>[][]): Outcome
   return row.outcome;
 }
 
-async function save(executor: SqlExecutor, slot: Slot, outcome: Outcome): Promise<void> {
-  const params: unknown[] = [];
-  const bind = (value: unknown, cast: string) => `$${params.push(value)}::${cast}`;
+/** The INSERT of a record, `FROM source` when given (see IdempotentTransaction.recordWith). */
+function recordSql(slot: Slot, outcome: Outcome, params: Params, source?: string): string {
   // One clock for both instants, so the retention is exactly the configured TTL.
   const createdAt = new Date();
   const values = [
-    bind(slot.actorKey, 'text'), bind(slot.key, 'text'), bind(slot.number, 'bigint'), bind(slot.operation, 'text'), bind(slot.fingerprint, 'text'),
-    bind(JSON.stringify(outcome), 'jsonb'), bind(createdAt.toISOString(), 'timestamptz'),
-    bind(new Date(createdAt.getTime() + slot.ttlMs).toISOString(), 'timestamptz'),
+    params.add(slot.actorKey, 'text'), params.add(slot.key, 'text'), params.add(slot.number, 'bigint'), params.add(slot.operation, 'text'),
+    params.add(slot.fingerprint, 'text'), params.add(JSON.stringify(outcome), 'jsonb'), params.add(createdAt.toISOString(), 'timestamptz'),
+    params.add(new Date(createdAt.getTime() + slot.ttlMs).toISOString(), 'timestamptz'),
   ].join(', ');
-  await executor.query(
-    `INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, created_at, expires_at) VALUES (${values})
-     ON CONFLICT (actor_key, key) DO UPDATE SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
-       outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`, params);
+  return `INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, created_at, expires_at)
+    SELECT ${values}${source ? ` FROM ${source}` : ''}
+    ON CONFLICT (actor_key, key) DO UPDATE SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
+      outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`;
+}
+
+async function save(executor: SqlExecutor, slot: Slot, outcome: Outcome): Promise<void> {
+  const params = new Params();
+  await executor.query(recordSql(slot, outcome, params), params.values);
 }
 
 class ExpectedFailure extends Error {
@@ -166,14 +177,19 @@ async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: Idempo
       const stored = storedOutcome(slot, opened);
       if (stored) return { value: stored };
       let data: Json;
+      let recorded: Json | undefined;
+      const recordWith = (result: Json, params: Params, source: string) => {
+        recorded = result;
+        return recordSql(slot, { ok: true, data: result }, params, source);
+      };
       try {
-        data = await effect({ executor, guardCommit: (next) => { guard = next; } });
+        data = await effect({ executor, guardCommit: (next) => { guard = next; }, recordWith });
       } catch (error) {
         if (isExpected(error)) throw new ExpectedFailure(failureOf(error));
         throw error;
       }
       const outcome: Outcome = { ok: true, data };
-      await save(executor, slot, outcome);
+      if (recorded !== data) await save(executor, slot, outcome);
       return guard ? { value: outcome, finalStatement: guard.sql } : { value: outcome };
     });
   } catch (error) {

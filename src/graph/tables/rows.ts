@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { SqlExecutor } from '../../db/sql.ts';
-import type { CellValue } from '../../data/field-types.ts';
+import { typeSpecOf, type CellValue } from '../../data/field-types.ts';
 import {
-  claimRowCapacity, deleteRow, insertRow, releaseRowCapacity, rowGuardState, selectRow, toRowShape, updateRow, type RowEvent, type RowRecord,
+  allocateGenerated, claimRowCapacity, deleteRow, insertRow, releaseRowCapacity, rowGuardState, selectRow, toRowShape, updateRow, type RowEvent, type RowRecord,
   type RowShape,
 } from '../../data/rows.ts';
 import type { Statement } from '../../data/sql.ts';
@@ -130,12 +130,37 @@ async function createRow(context: Context, tx: IdempotentTransaction, schema: Ta
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const values = checkValues(schema, body.values, 'create');
   checkRowSize(values, context.config.ROW_SIZE_LIMIT_BYTES);
+  await allocateGeneratedValues(tx.executor, schema, values);
   const event = rowEvent(context, schema, 'Created 1 row');
   const rowLimit = context.config.TABLE_ROW_LIMIT;
-  const [record] = await run<RowRecord>(tx.executor, schema, insertRow(schema, { rowId: newId(), schemaVersion: schema.schemaVersion, values, event }));
-  if (!record) return explainRefusedInsert(tx.executor, schema);
+  // Every cell is known before the insert (canonical values read back identically, src/data/field-types.ts),
+  // so the response is built here and recorded for replays by the insert statement itself.
+  const result: RowMutationShape = { row: newRowShape(schema, values, event), mutationId: event.mutationId };
+  const insert = insertRow(schema, { rowId: result.row.id, schemaVersion: schema.schemaVersion, values, event }, (params, source) =>
+    tx.recordWith(result, params, source));
+  const [inserted] = await run<{ id: string }>(tx.executor, schema, insert);
+  if (!inserted) return explainRefusedInsert(tx.executor, schema);
   tx.guardCommit({ sql: claimRowCapacity(schema.tableId, rowLimit), explain: async (error) => rowLimitReached(error, rowLimit) });
-  return { row: toRowShape(schema.fields, record), mutationId: event.mutationId };
+  return result;
+}
+
+/** Draws autoNumber values, so that the whole row is known before it is written. */
+async function allocateGeneratedValues(executor: SqlExecutor, schema: TableSchema, values: Map<string, CellValue>): Promise<void> {
+  const statement = allocateGenerated(schema);
+  if (!statement) return;
+  const [drawn] = await run<Record<string, string>>(executor, schema, statement);
+  schema.fields.filter((field) => typeSpecOf(field.type).generated)
+    .forEach((field, index) => values.set(field.id, Number(drawn![`g${index}`])));
+}
+
+function newRowShape(schema: TableSchema, values: ReadonlyMap<string, CellValue>, event: RowEvent): RowShape {
+  return {
+    id: newId(),
+    version: '1',
+    createdAt: event.at,
+    updatedAt: event.at,
+    values: Object.fromEntries(schema.fields.map((field) => [field.id, values.get(field.id) ?? null])),
+  };
 }
 
 async function changeRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, rowId: string, body: z.infer<typeof UpdateRowBody>): Promise<RowMutationShape> {
