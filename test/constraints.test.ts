@@ -5,7 +5,7 @@ import { ForeignKeyResponse, TableSchemaResponse, UniqueRuleResponse } from '../
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createDatabase, createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
+import { createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
 const suite = useServerWithOrg();
 

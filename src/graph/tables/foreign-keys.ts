@@ -16,7 +16,7 @@ import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageL
 import { idempotent } from '../idempotency.ts';
 import { pageOf, pageRef } from '../pages.ts';
 import type { TableAddress, TableSchema } from './loader.ts';
-import { tableAddressArgs } from './rows.ts';
+import { addressOf, tableAddressArgs } from './address.ts';
 import { bumpSchemaVersion, currentSchema, ForeignKey, lockTableForSchemaChange, toForeignKeyShape, type ForeignKeyShape } from './schema.ts';
 import { FieldReferences, resolveKeyFields } from './unique-rules.ts';
 
@@ -149,9 +149,6 @@ async function deleteForeignKey(tx: TransactionClient, caller: Caller, address: 
   });
   return { id: foreignKeyId, deleted: true, mutationId };
 }
-
-const addressOf = (args: { orgId: string | number; databaseId: string | number; tableId: string | number }): TableAddress =>
-  ({ orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) });
 
 const PagePosition = z.strictObject({ id: Id });
 

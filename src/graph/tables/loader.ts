@@ -18,7 +18,8 @@ export interface UniqueRuleDefinition {
   createdAt: string;
 }
 
-export interface ForeignKeyDefinition {
+/** Spec 2.13's foreign key, as cached and as answered. A type (not an interface) so it passes as JSON. */
+export type ForeignKeyDefinition = {
   id: string;
   tableId: string;
   fieldIds: string[];
@@ -28,7 +29,7 @@ export interface ForeignKeyDefinition {
   referencedFieldIds: string[];
   referencedFieldNames: string[];
   state: string;
-}
+};
 
 export interface TableSchema extends PhysicalTable {
   orgId: string;

@@ -12,7 +12,8 @@ import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageL
 import { canonicalJson, type Json } from '../idempotency.ts';
 import { pageOf, pageRef } from '../pages.ts';
 import type { TableSchema } from './loader.ts';
-import { Row, tableAddressArgs } from './rows.ts';
+import { addressOf, tableAddressArgs } from './address.ts';
+import { Row } from './rows.ts';
 import { currentSchema } from './schema.ts';
 
 /** Reading rows page by page (filter language of spec 2.4, keyset cursors) and a row's cell history. */
@@ -112,7 +113,7 @@ builder.queryFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
-      const schema = await currentSchema(context, { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) });
+      const schema = await currentSchema(context, addressOf(args));
       const query = checkRowQuery(schema, args.where, args.orderBy);
       const keys = sortKeysOf(schema, query.orderBy);
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
@@ -137,7 +138,7 @@ builder.queryFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'history:read' }),
     resolve: async (_root, args, context) => {
-      const schema = await currentSchema(context, { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) });
+      const schema = await currentSchema(context, addressOf(args));
       const rowId = String(args.rowId);
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
       const key = await cursorKey(context.prisma);

@@ -15,6 +15,7 @@ import { Id, SchemaVersion, storedVersion, VersionString } from '../common.ts';
 import { dataPlane, type Context } from '../context.ts';
 import { idempotentSql, type IdempotentTransaction } from '../idempotency.ts';
 import type { TableAddress, TableSchema } from './loader.ts';
+import { addressOf, tableAddressArgs } from './address.ts';
 import { failureToDomainError } from './row-failures.ts';
 import { recogniseFailure } from '../../data/errors.ts';
 import { checkRowSize, checkValues } from './row-values.ts';
@@ -191,17 +192,6 @@ export async function readRow(context: Context, address: TableAddress, rowId: st
   const [record] = await run<RowRecord>(dataPlane(context), schema, selectRow(schema, rowId));
   if (!record) throw notFound('row');
   return toRowShape(schema.fields, record);
-}
-
-/** The path of every table-scoped operation. */
-export const tableAddressArgs = builder.args((t) => ({
-  orgId: t.id({ required: true, validate: Id }),
-  databaseId: t.id({ required: true, validate: Id }),
-  tableId: t.id({ required: true, validate: Id }),
-}));
-
-function addressOf(args: { orgId: string | number; databaseId: string | number; tableId: string | number }): TableAddress {
-  return { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) };
 }
 
 builder.queryFields((t) => ({

@@ -18,17 +18,7 @@ export type UniqueRuleShape = {
 };
 
 /** Spec 2.13. */
-export type ForeignKeyShape = {
-  id: string;
-  tableId: string;
-  fieldIds: string[];
-  referencedTableId: string;
-  referencedTableName: string;
-  referencedRuleId: string;
-  referencedFieldIds: string[];
-  referencedFieldNames: string[];
-  state: string;
-};
+export type ForeignKeyShape = ForeignKeyDefinition;
 
 export type TableSchemaShape = {
   tableId: string;

@@ -14,7 +14,7 @@ import { builder } from '../builder.ts';
 import { SchemaVersion } from '../common.ts';
 import { idempotent, type Json } from '../idempotency.ts';
 import type { TableAddress, TableSchema } from './loader.ts';
-import { tableAddressArgs } from './rows.ts';
+import { addressOf, tableAddressArgs } from './address.ts';
 import { bumpSchemaVersion, lockTableForSchemaChange, toUniqueRuleShape, UniqueRule, type UniqueRuleShape } from './schema.ts';
 
 /**
@@ -136,7 +136,7 @@ builder.mutationFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'schema:manage' }),
     resolve: (_root, args, context) => {
       const body = CreateUniqueRuleBody.parse(args.input);
-      const address: TableAddress = { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) };
+      const address = addressOf(args);
       return idempotent(context, { operation: 'createUniqueRule', key: args.idempotencyKey, input: { ...address, ...body } }, async (tx) => {
         const schemaVersion = await lockTableForSchemaChange(tx, address, body.expectedSchemaVersion);
         const schema = await context.schemas.get(tx, { id: address.tableId, orgId: address.orgId, databaseId: address.databaseId, schemaVersion });
