@@ -200,3 +200,40 @@ describe('authority over rows', () => {
     expectError(await write(admin(), 'POST', misplaced, { expectedSchemaVersion: guarded.schemaVersion, values: { Name: 'x' } }), 404, 'RESOURCE_NOT_FOUND');
   });
 });
+
+describe('ordering by a long text', () => {
+  const long = (letter: string) => letter.repeat(1_500);
+
+  it('keeps cursors short (the position is read back from the row) and pages in order', async () => {
+    const notes = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text', options: { maxLength: 2_000 } }]);
+    for (const letter of ['c', 'a', 'b']) {
+      expect((await createRow(suite.server, admin(), notes, { Note: long(letter) })).status).toBe(201);
+    }
+    const orderBy = encodeURIComponent(JSON.stringify([{ field: 'Note', direction: 'asc' }]));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const response = await suite.server.request('GET', `${notes.path}/rows?limit=1&orderBy=${orderBy}${cursor ? `&cursor=${cursor}` : ''}`, { token: admin() });
+      expect(response.status, response.text).toBe(200);
+      const current = RowPage.parse(response.body);
+      seen.push(...current.data.map((row) => String(row.values[notes.fields.Note!]).slice(0, 1)));
+      cursor = current.nextCursor;
+      if (cursor) expect(cursor.length).toBeLessThanOrEqual(200);
+    } while (cursor);
+    expect(seen).toEqual(['a', 'b', 'c']);
+  });
+
+  it('answers 400 CURSOR_INVALID when the row a short cursor points at was deleted', async () => {
+    const notes = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text', options: { maxLength: 2_000 } }]);
+    const first = await createRow(suite.server, admin(), notes, { Note: long('a') });
+    await createRow(suite.server, admin(), notes, { Note: long('b') });
+    const orderBy = encodeURIComponent(JSON.stringify([{ field: 'Note', direction: 'asc' }]));
+    const response = await suite.server.request('GET', `${notes.path}/rows?limit=1&orderBy=${orderBy}`, { token: admin() });
+    const { nextCursor } = RowPage.parse(response.body);
+    const removed = await suite.server.request('DELETE', `${notes.path}/rows/${first.body.row.id}`, {
+      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' },
+    });
+    expect(removed.status, removed.text).toBe(200);
+    expectError(await suite.server.request('GET', `${notes.path}/rows?limit=1&orderBy=${orderBy}&cursor=${nextCursor}`, { token: admin() }), 400, 'CURSOR_INVALID');
+  });
+});

@@ -279,6 +279,14 @@ export function selectRowPage(table: PhysicalTable, query: RowPageQuery): Statem
   return { sql, params: params.values };
 }
 
+/** The sort values of one row, for a cursor that left them out. */
+export function selectSortValues(table: PhysicalTable, keys: readonly SortKey[], rowId: string): Statement {
+  return {
+    sql: `SELECT ${sortKeyProjection(keys, 'r').join(', ') || 'r.id'} FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE r.id = $1::text`,
+    params: [rowId],
+  };
+}
+
 export interface HistoryRecord {
   field_id: string;
   version: string;

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { checkFilter, checkOrderBy, compileFilter, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
-import type { SortKey } from '../../data/keyset.ts';
-import { selectHistoryPage, selectRowPage, selectRow, toRowShape, type HistoryRecord, type RowRecord } from '../../data/rows.ts';
+import type { Position, SortKey } from '../../data/keyset.ts';
+import { selectHistoryPage, selectRowPage, selectRow, selectSortValues, toRowShape, type HistoryRecord, type RowRecord } from '../../data/rows.ts';
 import type { Params, Statement } from '../../data/sql.ts';
-import { notFound, validationFailed, type FieldProblem } from '../../errors.ts';
+import { DomainError, notFound, validationFailed, type FieldProblem } from '../../errors.ts';
 import { builder } from '../builder.ts';
 import { Id } from '../common.ts';
 import { dataPlane, type Context } from '../context.ts';
@@ -53,7 +53,25 @@ const RowOrderInput = builder.inputType('RowOrderInput', {
   fields: (t) => ({ field: t.string({ required: true }), direction: t.string({ required: true }) }),
 });
 
-const RowPosition = z.strictObject({ values: z.array(z.string().nullable()), rowId: Id });
+/**
+ * Where a page ended: the last row's sort values and id. Values too long for a URL (ordering by a long text) are
+ * left out (`values: null`) and read again from that row when the next page is asked for.
+ */
+const RowPosition = z.strictObject({ values: z.array(z.string().nullable()).nullable(), rowId: Id });
+const MAX_INLINE_SORT_VALUES = 512; // characters of JSON; keeps cursors well under the 1024-character limit
+
+function positionAfter(keys: readonly SortKey[], last: RowPageRecord): z.infer<typeof RowPosition> {
+  const values = keys.map((_key, index) => last[`k${index}`] ?? null);
+  return { values: JSON.stringify(values).length <= MAX_INLINE_SORT_VALUES ? values : null, rowId: last.id };
+}
+
+/** The sort values a cursor left out, read from its row; a row deleted since then leaves nothing to resume from. */
+async function resolvePosition(context: Context, schema: TableSchema, keys: readonly SortKey[], position: z.infer<typeof RowPosition>): Promise<Position> {
+  if (position.values) return { values: position.values, rowId: position.rowId };
+  const [row] = await run<Record<string, string | null>>(context, selectSortValues(schema, keys, position.rowId));
+  if (!row) throw new DomainError('CURSOR_INVALID', 'The row this page ended on was deleted; start again without the cursor.');
+  return { values: keys.map((_key, index) => row[`k${index}`] ?? null), rowId: position.rowId };
+}
 const HistoryPosition = z.strictObject({ version: z.string().regex(/^[1-9][0-9]{0,18}$/), fieldId: Id });
 
 function prefixed(problems: FieldProblem[], prefix: string): FieldProblem[] {
@@ -119,12 +137,12 @@ builder.queryFields((t) => ({
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
       const key = await cursorKey(context.prisma);
       const scope = rowCursorScope(schema, query);
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, RowPosition) : null;
+      const after = args.cursor ? await resolvePosition(context, schema, keys, decodeCursor(key, scope, args.cursor, RowPosition)) : null;
       const where = query.where;
       const filter = where ? (params: Params) => compileFilter(where, schema.fields, (value, cast) => params.add(value, cast), 'r') : null;
       const records = await run<RowPageRecord>(context, selectRowPage(schema, { filter, keys, after, limit }));
       return pageOf(records, limit, (record) => toRowShape(schema.fields, record), (last) =>
-        encodeCursor(key, scope, { values: keys.map((_key, index) => last[`k${index}`] ?? null), rowId: last.id }));
+        encodeCursor(key, scope, positionAfter(keys, last)));
     },
   }),
   rowHistory: t.field({
