@@ -86,6 +86,33 @@ describe('POST …/rows (create row, spec 4.8)', () => {
     expect((await listRows(table)).map((row) => row.id)).toEqual([first.body.row.id]);
   });
 
+  it('applies a key sent eight times at once exactly once: the others replay it or are told it is in progress', async () => {
+    const table = await peopleTable();
+    const key = idempotencyKey();
+    const responses = await Promise.all(Array.from({ length: 8 }, () => createRow(suite.server, admin(), table, { Name: 'Burst' }, key)));
+    const created = responses.filter((response) => response.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(created.map((response) => response.text)).size).toBe(1);
+    for (const response of responses.filter((candidate) => candidate.status !== 201)) {
+      expectError(response, 409, 'IDEMPOTENCY_IN_PROGRESS');
+      expect(response.headers.get('retry-after')).toBe('1');
+    }
+    expect((await listRows(table)).map((row) => row.id)).toEqual([created[0]!.body.row.id]);
+    expect(await rowActivityOf({ tableId: table.tableId })).toHaveLength(1);
+  });
+
+  it('records a 4xx outcome and replays it for the same key and body', async () => {
+    const table = await peopleTable();
+    const key = idempotencyKey();
+    const stale = { expectedSchemaVersion: table.schemaVersion + 1, values: { Name: 'Later' } };
+    const first = await suite.server.request('POST', `${table.path}/rows`, { token: admin(), idempotencyKey: key, body: stale });
+    expectError(first, 409, 'SCHEMA_VERSION_CONFLICT');
+    const again = await suite.server.request('POST', `${table.path}/rows`, { token: admin(), idempotencyKey: key, body: stale });
+    expect({ status: again.status, error: again.body.error.code, details: again.body.error.details })
+      .toEqual({ status: 409, error: 'SCHEMA_VERSION_CONFLICT', details: first.body.error.details });
+    expect(await listRows(table)).toHaveLength(0);
+  });
+
   it('answers 409 IDEMPOTENCY_CONFLICT when the key comes back with a different body, and writes nothing', async () => {
     const table = await peopleTable();
     const key = idempotencyKey();
