@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { SqlExecutor } from '../../db/sql.ts';
+import { recogniseFailure } from '../../data/errors.ts';
 import { typeSpecOf, type CellValue } from '../../data/field-types.ts';
 import {
   allocateGenerated, claimRowCapacity, deleteRow, insertRow, releaseRowCapacity, rowGuardState, selectRow, toRowShape, updateRow, type RowEvent, type RowRecord,
@@ -17,7 +18,6 @@ import { idempotentSql, type IdempotentTransaction } from '../idempotency.ts';
 import type { TableAddress, TableSchema } from './loader.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import { failureToDomainError } from './row-failures.ts';
-import { recogniseFailure } from '../../data/errors.ts';
 import { checkRowSize, checkValues } from './row-values.ts';
 import { currentSchema, schemaExpecting, schemaVersionConflict } from './schema.ts';
 
@@ -107,8 +107,8 @@ function checkSchemaVersion(schema: TableSchema, expected: number | undefined): 
 
 /** Why an insert found the table changed: its schema moved on, or it is gone. */
 async function explainRefusedInsert(executor: SqlExecutor, schema: TableSchema): Promise<never> {
-  const [state] = await run<{ schema_version: number }>(executor, schema, rowGuardState(schema.tableId));
-  if (!state) throw notFound('table');
+  const [state] = await run<{ schema_version: number; state: string }>(executor, schema, rowGuardState(schema.tableId));
+  if (!state || state.state !== 'active') throw notFound('table');
   throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
 }
 
@@ -172,8 +172,9 @@ async function changeRow(context: Context, tx: IdempotentTransaction, schema: Ta
   const event = rowEvent(context, schema, 'Updated 1 row');
   const [record] = await run<RowRecord>(tx.executor, schema, updateRow(schema, { rowId, expectedVersion, values, schemaVersion: schema.schemaVersion, event }));
   if (!record) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
-  checkRowSize(new Map(Object.entries(toRowShape(schema.fields, record).values)), context.config.ROW_SIZE_LIMIT_BYTES);
-  return { row: toRowShape(schema.fields, record), mutationId: event.mutationId };
+  const row = toRowShape(schema.fields, record);
+  checkRowSize(new Map(Object.entries(row.values)), context.config.ROW_SIZE_LIMIT_BYTES);
+  return { row, mutationId: event.mutationId };
 }
 
 async function removeRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, rowId: string, body: z.infer<typeof DeleteRowBody>): Promise<RowDeletionShape> {
