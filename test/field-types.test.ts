@@ -126,6 +126,25 @@ describe('good cell values round-trip in their canonical form', () => {
     expectProblemPaths(response, [['values', 'Data']]);
   });
 
+  it('refuses unpaired surrogates (valid JSON escapes PostgreSQL cannot store) in text and json keys with 422', async () => {
+    const table = await typedTable();
+    const response = await suite.server.request('POST', `${table.path}/rows`, {
+      token: token(), idempotencyKey: idempotencyKey(),
+      rawBody: `{"expectedSchemaVersion":${table.schemaVersion},"values":{"Title":"a\\ud800","Data":{"\\udc00":1}}}`,
+    });
+    expectError(response, 422, 'VALIDATION_FAILED');
+    expectProblemPaths(response, [['values', 'Title'], ['values', 'Data']]);
+  });
+
+  it('keeps "" and [] in a json cell as the JSON values they are (only null empties a json cell)', async () => {
+    const table = await typedTable();
+    for (const value of ['', [], 0, false]) {
+      const row = await createdRow(table, { Data: value });
+      expect(row.values[table.fields.Data!]).toEqual(value);
+      expect((await getRow(table, row.id)).values[table.fields.Data!]).toEqual(value);
+    }
+  });
+
   it('stores omitted optional fields as null and keeps multiSelect order as sent', async () => {
     const table = await typedTable();
     const row = await createdRow(table, { Tags: ['green', 'red', 'blue'] });

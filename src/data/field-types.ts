@@ -22,13 +22,19 @@ export type ValueFamily = 'string' | 'number' | 'boolean' | 'date' | 'datetime' 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const SafeInteger = z.number().int().min(-MAX_SAFE).max(MAX_SAFE);
 
-/** PostgreSQL text and jsonb cannot hold U+0000; refusing it here turns a database error into a 422. */
-const hasNul = (value: string) => value.includes('\u0000');
+/**
+ * Text PostgreSQL can store: no U+0000, and well-formed UTF-16 (an unpaired surrogate, which JSON allows as an
+ * escape, cannot become UTF-8). Refusing them here turns a database error into a 422.
+ */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const isStorableText = (value: string): boolean => !UNSTORABLE.test(value);
+export const UNSTORABLE_TEXT = 'must not contain U+0000 or an unpaired surrogate (they cannot be stored)';
+const hasNul = (value: string) => !isStorableText(value);
 const codePoints = (value: string) => [...value].length;
 
 function boundedText(maxLength: number) {
   return z.string()
-    .refine((value) => !hasNul(value), 'must not contain the NUL character (U+0000)')
+    .refine((value) => !hasNul(value), UNSTORABLE_TEXT)
     .refine((value) => codePoints(value) <= maxLength, `must be at most ${maxLength} characters`);
 }
 
@@ -251,7 +257,7 @@ const TYPES: Record<FieldType, TypeSpec> = {
     value: (options: FieldOptions<'json'>) => z.custom<CellValue>(() => true).superRefine((value, context) => {
       if (jsonDepth(value) > options.maxDepth) context.addIssue({ code: 'custom', message: `must nest at most ${options.maxDepth} levels` });
       if (utf8Bytes(JSON.stringify(value)) > options.maxBytes) context.addIssue({ code: 'custom', message: `must be at most ${options.maxBytes} bytes as JSON` });
-      if (jsonHasNul(value)) context.addIssue({ code: 'custom', message: 'must not contain the NUL character (U+0000)' });
+      if (jsonHasNul(value)) context.addIssue({ code: 'custom', message: UNSTORABLE_TEXT });
       if (jsonHasNonFinite(value)) context.addIssue({ code: 'custom', message: 'must not contain numbers beyond the range of a double' });
     }).transform(inJsonbOrder),
     indexBytes: () => null,

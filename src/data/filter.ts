@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FieldProblem } from '../errors.ts';
-import { typeSpecOf, valueSchemaOf, type FieldDefinition, type ValueFamily } from './field-types.ts';
+import { isStorableText, typeSpecOf, UNSTORABLE_TEXT, valueSchemaOf, type FieldDefinition, type ValueFamily } from './field-types.ts';
 import { columnOf } from './identifiers.ts';
 
 /**
@@ -173,8 +173,7 @@ const VALUE_SHAPE: Record<FilterOp, 'none' | 'one' | 'pair' | 'list' | 'json'> =
 const PATH_OPS: readonly FilterOp[] = ['pathExists', 'pathEq', 'jsonContains'];
 /** Equality against a select's choices: a value that is not a choice is a typo or a stale view, never a match. */
 const SELECT_EQUALITY_OPS: readonly FilterOp[] = ['eq', 'ne', 'in'];
-const NUL = '\u0000';
-const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
+const NUL_MESSAGE = UNSTORABLE_TEXT;
 
 const familyOf = (field: FieldDefinition): ValueFamily => typeSpecOf(field.type).family;
 
@@ -200,7 +199,7 @@ function operandProblem(field: FieldDefinition, op: FilterOp, value: unknown): s
     }
     default:
       if (typeof value !== 'string') return 'must be a string';
-      return value.includes(NUL) ? NUL_MESSAGE : choiceProblem(field, op, value);
+      return !isStorableText(value) ? NUL_MESSAGE : choiceProblem(field, op, value);
   }
 }
 
@@ -212,9 +211,9 @@ function operandProblems(field: FieldDefinition, op: FilterOp, values: readonly 
 }
 
 function jsonHasNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes(NUL);
+  if (typeof value === 'string') return !isStorableText(value);
   if (Array.isArray(value)) return value.some(jsonHasNul);
-  return isRecord(value) && Object.entries(value).some(([key, item]) => key.includes(NUL) || jsonHasNul(item));
+  return isRecord(value) && Object.entries(value).some(([key, item]) => !isStorableText(key) || jsonHasNul(item));
 }
 
 function valueProblems(field: FieldDefinition, leaf: FilterLeaf): FieldProblem[] {
@@ -246,7 +245,7 @@ function pathProblems(leaf: FilterLeaf): FieldProblem[] {
   if (path === undefined) return required ? [{ path: ['path'], message: `is required for ${op}` }] : [];
   if (!PATH_OPS.includes(op)) return [{ path: ['path'], message: `must be absent: only ${PATH_OPS.join(', ')} take a path` }];
   if (required && path.length === 0) return [{ path: ['path'], message: `must have at least one item for ${op}` }];
-  return path.flatMap((item, index) => (typeof item === 'string' && item.includes(NUL) ? [{ path: ['path', index], message: NUL_MESSAGE }] : []));
+  return path.flatMap((item, index) => (typeof item === 'string' && !isStorableText(item) ? [{ path: ['path', index], message: NUL_MESSAGE }] : []));
 }
 
 function leafProblems(leaf: FilterLeaf, fields: readonly FieldDefinition[]): FieldProblem[] {

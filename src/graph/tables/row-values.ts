@@ -15,16 +15,21 @@ function fieldFor(schema: TableSchema, key: string): FieldDefinition | undefined
   return schema.fieldsById.get(key) ?? schema.fieldsByName.get(key);
 }
 
-/** A required field must hold something: not null, not an empty string, not an empty selection. */
-function isEmpty(value: unknown): boolean {
-  return value === null || value === '' || (Array.isArray(value) && value.length === 0);
+/**
+ * An empty cell: null, and for text and selections also `""` and `[]` (stored as null, so "required" means
+ * something). A json cell is empty only when null: `""` and `[]` are JSON values like any other.
+ */
+function isEmpty(field: FieldDefinition, value: unknown): boolean {
+  if (value === null) return true;
+  if (field.type === 'json') return false;
+  return value === '' || (Array.isArray(value) && value.length === 0);
 }
 
 function checkCell(schema: TableSchema, field: FieldDefinition, key: string, value: unknown, problems: FieldProblem[]): CellValue | undefined {
   const at = (message: string, path: (string | number)[] = []) => problems.push({ path: ['values', key, ...path], message, fieldId: field.id });
   if (typeSpecOf(field.type).generated) return at(`${field.name} is an ${field.type} field; its values are generated`), undefined;
   if (value === undefined) return at('must not be undefined'), undefined;
-  if (isEmpty(value)) {
+  if (isEmpty(field, value)) {
     if (field.required) return at(`${field.name} is required`), undefined;
     return null;
   }
