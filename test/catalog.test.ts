@@ -31,7 +31,7 @@ const snake = (name: string) => name.replace(/[A-Z]/g, (letter) => `_${letter.to
 const TABLE_OF_MODEL: Record<string, string> = {
   User: 'users', Org: 'orgs', Member: 'members', ApiKey: 'api_keys', Session: 'sessions', Preference: 'preferences',
   IdempotencyRecord: 'idempotency_records', ActivityEvent: 'activity_events', Database: 'databases', DataTable: 'data_tables',
-  Field: 'fields', UniqueRule: 'unique_rules', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets',
+  Field: 'fields', UniqueRule: 'unique_rules', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets', SavedView: 'saved_views',
 };
 
 interface Column { table_name: string; column_name: string; data_type: string; udt_name: string; is_nullable: 'YES' | 'NO' }

@@ -57,6 +57,20 @@ async function addForeignKey(): Promise<{ status: number; body: any }> {
   return suite.server.request('POST', `${child.path}/foreign-keys`, write({ fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId }));
 }
 
+async function addView(): Promise<{ status: number; body: any }> {
+  const { parent } = await sampleWorkspace();
+  const code = parent.fields.Code!;
+  return suite.server.request('POST', `${parent.path}/views`, write({
+    expectedSchemaVersion: parent.schemaVersion,
+    name: 'Codes A',
+    visibility: 'shared',
+    definition: {
+      columnOrder: [code], columnWidths: { [code]: 240 }, frozenColumns: 1, hiddenColumns: [],
+      query: { where: { field: 'Code', op: 'prefix', value: 'A' }, orderBy: [{ field: 'Code', direction: 'asc' }] },
+    },
+  }));
+}
+
 describe('real responses match the documented schemas', () => {
   const samples: Record<string, () => Promise<{ status: number; body: unknown }>> = {
     'GET /v1/me/preferences': () => suite.server.request('GET', '/v1/me/preferences', { token: suite.org.adminKey }),
@@ -109,6 +123,17 @@ describe('real responses match the documented schemas', () => {
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'P-1' });
       return suite.server.request('PATCH', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1', values: { Code: 'P-2' } }));
     },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => addView(),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => {
+      await addView();
+      return suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/views`, admin());
+    },
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views/{viewId}': async () =>
+      suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`, admin()),
+    'PATCH /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views/{viewId}': async () =>
+      suite.server.request('PATCH', `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`, write({ expectedVersion: '1', name: 'Renamed' })),
+    'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views/{viewId}': async () =>
+      suite.server.request('DELETE', `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`, write({ expectedVersion: '1' })),
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}': async () => {
       const { parent } = await sampleWorkspace();
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'D-1' });

@@ -10,6 +10,7 @@ import './tables/rows.ts';
 import './tables/row-pages.ts';
 import './tables/unique-rules.ts';
 import './tables/foreign-keys.ts';
+import './views/operations.ts';
 
 /** The whole graph: every domain file above registers its types, queries and mutations on the builder. */
 export const schema: GraphQLSchema = builder.toSchema({ sortSchema: true });

@@ -4,6 +4,7 @@ import { orgRoutes } from './routes/orgs.ts';
 import { preferenceRoutes } from './routes/preferences.ts';
 import { rowRoutes } from './routes/rows.ts';
 import { tableRoutes } from './routes/tables.ts';
+import { viewRoutes } from './routes/views.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes];

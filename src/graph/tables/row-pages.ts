@@ -2,10 +2,12 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { checkFilter, checkOrderBy, compileFilter, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
 import type { Position, SortKey } from '../../data/keyset.ts';
-import { selectHistoryPage, selectRowPage, selectRow, selectSortValues, toRowShape, type HistoryRecord, type RowRecord } from '../../data/rows.ts';
+import { selectHistoryPage, selectRowPage, selectRow, selectSortValues, toRowShape, type HistoryRecord, type RowRecord, type RowShape } from '../../data/rows.ts';
+import type { FieldDefinition } from '../../data/field-types.ts';
 import type { Params, Statement } from '../../data/sql.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../errors.ts';
 import { builder } from '../builder.ts';
+import { viewLens, type ViewLens } from '../views/views.ts';
 import { Id } from '../common.ts';
 import { dataPlane, type Context } from '../context.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
@@ -116,6 +118,20 @@ async function run<T>(context: Context, statement: Statement): Promise<T[]> {
   return dataPlane(context).query<T>(statement.sql, statement.params);
 }
 
+/** The view's filter and the request's together; the request's order wins, else the view's. */
+function throughView(lens: ViewLens, asked: RowQuery): RowQuery {
+  const filters = [lens.where, asked.where].filter((where): where is FilterExpression => where !== null);
+  return {
+    where: filters.length === 0 ? null : filters.length === 1 ? filters[0]! : { and: filters },
+    orderBy: asked.orderBy.length > 0 ? asked.orderBy : lens.orderBy,
+  };
+}
+
+function withoutHidden(row: RowShape, shown: readonly FieldDefinition[]): RowShape {
+  if (shown.length === Object.keys(row.values).length) return row;
+  return { ...row, values: Object.fromEntries(shown.map((field) => [field.id, row.values[field.id] ?? null])) };
+}
+
 type RowPageRecord = RowRecord & Record<`k${number}`, string | null>;
 
 builder.queryFields((t) => ({
@@ -124,6 +140,7 @@ builder.queryFields((t) => ({
     description: 'Rows matching `where` (spec 2.4) in `orderBy` order, row id last; `limit` 1..100 (default 50).',
     args: {
       ...tableAddressArgs,
+      viewId: t.arg.id({ validate: Id.optional(), description: 'Read through this saved view: its filter (and `where`), its order unless `orderBy` is given, without its hidden columns.' }),
       where: t.arg({ type: 'JSON' }),
       orderBy: t.arg({ type: [RowOrderInput] }),
       limit: t.arg.int({ validate: PageLimit.optional() }),
@@ -131,17 +148,21 @@ builder.queryFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
-      const schema = await currentSchema(context, addressOf(args));
-      const query = checkRowQuery(schema, args.where, args.orderBy);
+      const address = addressOf(args);
+      const schema = await currentSchema(context, address);
+      const lens = args.viewId ? await viewLens(context, address, String(args.viewId)) : null;
+      const asked = checkRowQuery(schema, args.where, args.orderBy);
+      const query = lens ? throughView(lens, asked) : asked;
       const keys = sortKeysOf(schema, query.orderBy);
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
       const key = await cursorKey(context.prisma);
-      const scope = rowCursorScope(schema, query);
+      const scope = `${rowCursorScope(schema, query)}:${lens?.tag ?? ''}`;
       const after = args.cursor ? await resolvePosition(context, schema, keys, decodeCursor(key, scope, args.cursor, RowPosition)) : null;
       const where = query.where;
       const filter = where ? (params: Params) => compileFilter(where, schema.fields, (value, cast) => params.add(value, cast), 'r') : null;
       const records = await run<RowPageRecord>(context, selectRowPage(schema, { filter, keys, after, limit }));
-      return pageOf(records, limit, (record) => toRowShape(schema.fields, record), (last) =>
+      const shown = lens ? schema.fields.filter((field) => !lens.hidden.has(field.id)) : schema.fields;
+      return pageOf(records, limit, (record) => withoutHidden(toRowShape(schema.fields, record), shown), (last) =>
         encodeCursor(key, scope, positionAfter(keys, last)));
     },
   }),

@@ -30,6 +30,7 @@ export const HistoryEntryResponse = z.strictObject({
 });
 
 const RowListQuery = PageQuery.extend({
+  viewId: Id.optional().describe('read through this saved view (its filter, order and hidden columns)'),
   where: JsonQueryParameter(FilterExpression, 'JSON filter expression (spec 2.4); fields by id or exact name').optional(),
   orderBy: JsonQueryParameter(OrderBy, 'JSON array of {field, direction} (at most 8); row id breaks ties').optional(),
 });

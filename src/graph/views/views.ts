@@ -1,0 +1,264 @@
+import { z } from 'zod';
+import type { TransactionClient } from '../../db/prisma.ts';
+import { DomainError, notFound, validationFailed } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import type { Caller, OrgAuthority } from '../auth/caller.ts';
+import { requireCaller, requireOrg } from '../auth/guards.ts';
+import { builder } from '../builder.ts';
+import { SchemaVersion, storedVersion, VersionString } from '../common.ts';
+import type { Context } from '../context.ts';
+import type { Json } from '../idempotency.ts';
+import type { TableAddress, TableSchema } from '../tables/loader.ts';
+import { currentSchema, schemaVersionConflict } from '../tables/schema.ts';
+import type { FilterExpression, OrderByItem } from '../../data/filter.ts';
+import { definitionProblems, queryIsBroken, validationErrorsOf, ViewDefinition } from './definition.ts';
+
+/**
+ * Saved views (spec 2.2, endpoints 1 and 2, and the reads and update users expect around them). A personal view is
+ * its owner's alone (others get 404); a shared view is visible to everyone who may read the table and managed by
+ * whoever currently holds row write authority.
+ */
+export const MAX_VIEWS_PER_SCOPE = 100;
+
+export const ViewName = z.string().trim().min(1).max(120);
+export const Visibility = z.enum(['personal', 'shared']);
+
+export const CreateViewBody = z.strictObject({
+  expectedSchemaVersion: SchemaVersion,
+  name: ViewName,
+  visibility: Visibility,
+  definition: ViewDefinition,
+});
+export const UpdateViewBody = z.strictObject({
+  expectedVersion: VersionString,
+  expectedSchemaVersion: SchemaVersion.optional(),
+  name: ViewName.optional(),
+  visibility: Visibility.optional(),
+  definition: ViewDefinition.optional(),
+}).refine((body) => body.definition === undefined || body.expectedSchemaVersion !== undefined, {
+  path: ['expectedSchemaVersion'], message: 'is required when the definition changes',
+});
+export const DeleteViewBody = z.strictObject({ expectedVersion: VersionString });
+
+/** Spec 2.2, exactly. */
+export type SavedViewShape = {
+  id: string;
+  tableId: string;
+  name: string;
+  visibility: string;
+  ownerUserId: string | null;
+  ownerName: string;
+  version: string;
+  schemaVersion: number;
+  canEdit: boolean;
+  canChangeVisibility: boolean;
+  createdAt: string;
+  updatedAt: string;
+  definition: Json;
+  validationErrors: string[];
+};
+export type ViewDeletionShape = { id: string; deleted: boolean; version: string };
+
+interface ViewRow {
+  id: string; orgId: string; tableId: string; name: string; visibility: string; ownerUserId: string | null; ownerName: string;
+  version: bigint; schemaVersion: number; definition: unknown; createdAt: Date; updatedAt: Date;
+}
+
+const isOwner = (caller: Caller, view: Pick<ViewRow, 'ownerUserId'>) => view.ownerUserId !== null && view.ownerUserId === caller.userId;
+const mayWriteRows = (authority: OrgAuthority) => authority.capabilities.has('write');
+
+/** Who may see a view: its owner for a personal view, anyone who may read the table for a shared one. */
+function visibleTo(caller: Caller, view: ViewRow): boolean {
+  return view.visibility === 'shared' || isOwner(caller, view);
+}
+
+function mayEdit(caller: Caller, authority: OrgAuthority, view: ViewRow): boolean {
+  return view.visibility === 'personal' ? isOwner(caller, view) : mayWriteRows(authority);
+}
+
+/** Moving a view between personal and shared: its owner, while holding row write authority (shared views need it). */
+function mayChangeVisibility(caller: Caller, authority: OrgAuthority, view: ViewRow): boolean {
+  return isOwner(caller, view) && mayWriteRows(authority);
+}
+
+export function toViewShape(caller: Caller, authority: OrgAuthority, schema: TableSchema, view: ViewRow): SavedViewShape {
+  const definition = view.definition as ViewDefinition;
+  // A definition is checked when written; only a table that changed since can have made it wrong.
+  const drifted = view.schemaVersion !== schema.schemaVersion;
+  return {
+    id: view.id,
+    tableId: view.tableId,
+    name: view.name,
+    visibility: view.visibility,
+    ownerUserId: view.ownerUserId,
+    ownerName: view.ownerName,
+    version: view.version.toString(),
+    schemaVersion: view.schemaVersion,
+    canEdit: mayEdit(caller, authority, view),
+    canChangeVisibility: mayChangeVisibility(caller, authority, view),
+    createdAt: view.createdAt.toISOString(),
+    updatedAt: view.updatedAt.toISOString(),
+    definition: view.definition as Json,
+    validationErrors: drifted ? validationErrorsOf(definitionProblems(definition, schema.fields)) : [],
+  };
+}
+
+function checkFits(schema: TableSchema, definition: ViewDefinition): void {
+  const problems = definitionProblems(definition, schema.fields);
+  if (problems.length) throw validationFailed(problems, 'The view definition does not fit the table.');
+}
+
+function checkExpectedSchema(schema: TableSchema, expected: number | undefined): void {
+  if (expected !== undefined && expected !== schema.schemaVersion) throw schemaVersionConflict(expected, schema.schemaVersion);
+}
+
+function requireRowWrite(authority: OrgAuthority): void {
+  if (!mayWriteRows(authority)) {
+    throw new DomainError('FORBIDDEN', 'Shared views need current row write authority.', { details: { requiredCapability: 'write' } });
+  }
+}
+
+function requirePersonalOwner(caller: Caller): string {
+  if (caller.userId === null) {
+    throw new DomainError('PERSONAL_IDENTITY_REQUIRED', 'A personal view belongs to a person; a team key can only save shared views.');
+  }
+  return caller.userId;
+}
+
+/** The view count of one scope, under a lock on that scope so that concurrent creates cannot pass the limit together. */
+async function checkCapacity(tx: TransactionClient, tableId: string, ownerUserId: string | null): Promise<void> {
+  const scope = ownerUserId === null ? 'shared' : `user:${ownerUserId}`;
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`views:${tableId}:${scope}`}, 0))`;
+  const count = await tx.savedView.count({
+    where: ownerUserId === null ? { tableId, visibility: 'shared' } : { tableId, visibility: 'personal', ownerUserId },
+  });
+  if (count >= MAX_VIEWS_PER_SCOPE) {
+    throw new DomainError('CAPACITY_LIMIT', `A table holds at most ${MAX_VIEWS_PER_SCOPE} ${ownerUserId === null ? 'shared' : 'personal'} views per scope.`, {
+      details: { limit: MAX_VIEWS_PER_SCOPE, scope: ownerUserId === null ? 'shared' : 'personal' },
+    });
+  }
+}
+
+export interface ViewContext {
+  caller: Caller;
+  authority: OrgAuthority;
+  schema: TableSchema;
+}
+
+export async function viewContext(context: Context, address: TableAddress): Promise<ViewContext> {
+  const caller = requireCaller(context);
+  return { caller, authority: requireOrg(context, address.orgId), schema: await currentSchema(context, address) };
+}
+
+/** A view of this table the caller may see; anything else, including another user's personal view, is 404. */
+export async function visibleView(db: TransactionClient | Context['prisma'], scope: ViewContext, viewId: string): Promise<ViewRow> {
+  const view = await db.savedView.findFirst({ where: { id: viewId, tableId: scope.schema.tableId, orgId: scope.schema.orgId } });
+  if (!view || !visibleTo(scope.caller, view)) throw notFound('view');
+  return view;
+}
+
+export async function createView(tx: TransactionClient, scope: ViewContext, body: z.infer<typeof CreateViewBody>): Promise<SavedViewShape> {
+  const { caller, authority, schema } = scope;
+  checkExpectedSchema(schema, body.expectedSchemaVersion);
+  const ownerUserId = body.visibility === 'personal' ? requirePersonalOwner(caller) : caller.userId;
+  if (body.visibility === 'shared') requireRowWrite(authority);
+  checkFits(schema, body.definition);
+  await checkCapacity(tx, schema.tableId, body.visibility === 'personal' ? ownerUserId : null);
+  const view = await tx.savedView.create({
+    data: {
+      id: newId(), orgId: schema.orgId, tableId: schema.tableId, name: body.name, visibility: body.visibility, ownerUserId,
+      ownerName: caller.name, schemaVersion: schema.schemaVersion, definition: body.definition as object,
+    },
+  });
+  return toViewShape(caller, authority, schema, view);
+}
+
+function versionConflict(expected: string, current: bigint): DomainError {
+  return new DomainError('ROW_VERSION_CONFLICT', 'The view was changed by someone else; read it again and retry.', {
+    details: { expectedVersion: expected, currentVersion: current.toString() },
+  });
+}
+
+export async function updateView(tx: TransactionClient, scope: ViewContext, viewId: string, body: z.infer<typeof UpdateViewBody>): Promise<SavedViewShape> {
+  const { caller, authority, schema } = scope;
+  const view = await visibleView(tx, scope, viewId);
+  if (!mayEdit(caller, authority, view)) throw new DomainError('FORBIDDEN', 'Your current authority does not let you change this view.');
+  const visibility = body.visibility ?? view.visibility;
+  if (visibility !== view.visibility && !mayChangeVisibility(caller, authority, view)) {
+    throw new DomainError('FORBIDDEN', 'Only the view’s owner, with row write authority, may change its visibility.');
+  }
+  if (body.definition) {
+    checkExpectedSchema(schema, body.expectedSchemaVersion);
+    checkFits(schema, body.definition);
+  }
+  if (visibility !== view.visibility) await checkCapacity(tx, schema.tableId, visibility === 'personal' ? view.ownerUserId : null);
+  const expected = storedVersion(body.expectedVersion);
+  const updated = expected === null ? [] : await tx.savedView.updateManyAndReturn({
+    where: { id: view.id, version: expected },
+    data: {
+      version: { increment: 1 },
+      ...(body.name === undefined ? {} : { name: body.name }),
+      visibility,
+      ...(body.definition === undefined ? {} : { definition: body.definition as object, schemaVersion: schema.schemaVersion }),
+    },
+  });
+  if (!updated[0]) throw versionConflict(body.expectedVersion, view.version);
+  return toViewShape(caller, authority, schema, updated[0]);
+}
+
+export async function deleteView(tx: TransactionClient, scope: ViewContext, viewId: string, body: z.infer<typeof DeleteViewBody>): Promise<ViewDeletionShape> {
+  const view = await visibleView(tx, scope, viewId);
+  if (!mayEdit(scope.caller, scope.authority, view)) throw new DomainError('FORBIDDEN', 'Deleting a shared view needs current row write authority.');
+  const expected = storedVersion(body.expectedVersion);
+  const { count } = expected === null ? { count: 0 } : await tx.savedView.deleteMany({ where: { id: view.id, version: expected } });
+  if (count === 0) throw versionConflict(body.expectedVersion, view.version);
+  return { id: view.id, deleted: true, version: (view.version + 1n).toString() };
+}
+
+export const SavedView = builder.objectRef<SavedViewShape>('SavedView').implement({
+  description: 'A saved view (spec 2.2). `validationErrors` lists what no longer fits the table since it was saved.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    tableId: t.exposeID('tableId'),
+    name: t.exposeString('name'),
+    visibility: t.exposeString('visibility'),
+    ownerUserId: t.exposeID('ownerUserId', { nullable: true }),
+    ownerName: t.exposeString('ownerName'),
+    version: t.exposeString('version'),
+    schemaVersion: t.exposeInt('schemaVersion'),
+    canEdit: t.exposeBoolean('canEdit'),
+    canChangeVisibility: t.exposeBoolean('canChangeVisibility'),
+    createdAt: t.field({ type: 'Timestamp', resolve: (view) => view.createdAt }),
+    updatedAt: t.field({ type: 'Timestamp', resolve: (view) => view.updatedAt }),
+    definition: t.field({ type: 'JSON', resolve: (view) => view.definition }),
+    validationErrors: t.exposeStringList('validationErrors'),
+  }),
+});
+
+
+/** What reading rows through a view applies: its filter and order, and the columns it hides. */
+export interface ViewLens {
+  where: FilterExpression | null;
+  orderBy: OrderByItem[];
+  hidden: ReadonlySet<string>;
+  /** Part of the rows cursor's scope: a changed view invalidates its cursors. */
+  tag: string;
+}
+
+/**
+ * The view a rows request names. A view whose query no longer fits the table (a field it filters on was removed)
+ * cannot select rows: 422 with its problems. Layout problems (a hidden column that is gone) do not matter here.
+ */
+export async function viewLens(context: Context, address: TableAddress, viewId: string): Promise<ViewLens> {
+  const scope = await viewContext(context, address);
+  const view = await visibleView(context.prisma, scope, viewId);
+  const definition = view.definition as ViewDefinition;
+  const problems = definitionProblems(definition, scope.schema.fields);
+  if (queryIsBroken(problems)) throw validationFailed(problems, 'The view no longer fits the table; fix its definition.');
+  return {
+    where: definition.query.where ?? null,
+    orderBy: definition.query.orderBy ?? [],
+    hidden: new Set(definition.hiddenColumns),
+    tag: `${view.id}@${view.version}`,
+  };
+}
