@@ -299,6 +299,15 @@ function bindOperand({ field, bind }: LeafContext, value: unknown): string {
   return bind(value as string | boolean, spec.cast);
 }
 
+/**
+ * LIKE / ILIKE (so trigram or pattern indexes can serve them) with the value's own `%`, `_` and `\` escaped:
+ * the user's text is always matched literally, and it is still a bound parameter.
+ */
+function likePattern({ bind }: LeafContext, value: unknown, before: string, after: string): string {
+  const literal = String(value).replace(/[\\%_]/g, (character) => `\\${character}`);
+  return bind(`${before}${literal}${after}`, 'text');
+}
+
 const bindList = (context: LeafContext, values: unknown): string[] => (values as unknown[]).map((value) => bindOperand(context, value));
 
 function bindPath({ bind }: LeafContext, path: readonly PathKey[]): string {
@@ -346,10 +355,9 @@ function scalarSql(context: LeafContext, leaf: FilterLeaf): string {
     case 'in': return `${column} IN (${bindList(context, leaf.value).join(', ')})`;
     case 'isNull': return `${column} IS NULL`;
     case 'isNotNull': return `${column} IS NOT NULL`;
-    // Not LIKE: `%` and `_` in the value must be literal, and these need no escaping.
-    case 'prefix': return `starts_with(${column}, ${bindOperand(context, leaf.value)})`;
-    case 'contains': return `strpos(${column}, ${bindOperand(context, leaf.value)}) > 0`;
-    case 'iContains': return `strpos(lower(${column}), lower(${bindOperand(context, leaf.value)})) > 0`;
+    case 'prefix': return `${column} LIKE ${likePattern(context, leaf.value, '', '%')} ESCAPE '\\'`;
+    case 'contains': return `${column} LIKE ${likePattern(context, leaf.value, '%', '%')} ESCAPE '\\'`;
+    case 'iContains': return `${column} ILIKE ${likePattern(context, leaf.value, '%', '%')} ESCAPE '\\'`;
     default: throw new Error(`compileFilter: ${leaf.op} does not apply to ${context.field.type}`);
   }
 }
