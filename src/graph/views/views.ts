@@ -6,7 +6,7 @@ import type { Caller, OrgAuthority } from '../auth/caller.ts';
 import { requireCaller, requireOrg } from '../auth/guards.ts';
 import { builder } from '../builder.ts';
 import { SchemaVersion, storedVersion, VersionString } from '../common.ts';
-import type { Context } from '../context.ts';
+import { dataPlane, type Context } from '../context.ts';
 import type { Json } from '../idempotency.ts';
 import type { TableAddress, TableSchema } from '../tables/loader.ts';
 import { currentSchema, schemaVersionConflict } from '../tables/schema.ts';
@@ -249,11 +249,16 @@ export interface ViewLens {
  * The view a rows request names. A view whose query no longer fits the table (a field it filters on was removed)
  * cannot select rows: 422 with its problems. Layout problems (a hidden column that is gone) do not matter here.
  */
-export async function viewLens(context: Context, address: TableAddress, viewId: string): Promise<ViewLens> {
-  const scope = await viewContext(context, address);
-  const view = await visibleView(context.prisma, scope, viewId);
+export async function viewLens(context: Context, schema: TableSchema, viewId: string): Promise<ViewLens> {
+  // On the rows read path: plain SQL on the pool, and the table schema the caller already holds (the benchmark
+  // measured a second table lookup and Prisma's findFirst at ~2 ms of a ~9 ms page).
+  const [view] = await dataPlane(context).query<Pick<ViewRow, 'id' | 'visibility' | 'ownerUserId' | 'definition'> & { version: string }>(
+    `SELECT id, visibility, owner_user_id AS "ownerUserId", version::text AS version, definition
+       FROM saved_views WHERE id = $1::text AND table_id = $2::text AND org_id = $3::text`,
+    [viewId, schema.tableId, schema.orgId]);
+  if (!view || !(view.visibility === 'shared' || isOwner(requireCaller(context), view))) throw notFound('view');
   const definition = view.definition as ViewDefinition;
-  const problems = definitionProblems(definition, scope.schema.fields);
+  const problems = definitionProblems(definition, schema.fields);
   if (queryIsBroken(problems)) throw validationFailed(problems, 'The view no longer fits the table; fix its definition.');
   return {
     where: definition.query.where ?? null,
