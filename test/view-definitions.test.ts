@@ -1,10 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Page } from '../src/rest/routes/pages.ts';
 import { RowResponse } from '../src/rest/routes/rows.ts';
-import { SavedViewResponse, ViewDeletionResponse } from '../src/rest/routes/views.ts';
-import type { ApiResponse } from './helpers/server.ts';
 import { expectError } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
+import { definitionOf, expectProblems, repeat, savedView, viewClient, type Body, type Path } from './helpers/views.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
@@ -17,47 +16,8 @@ const suite = useServerWithOrg();
 const RowPage = Page(RowResponse);
 const admin = () => suite.org.adminKey;
 
-type Path = (string | number)[];
-type Body = Record<string, unknown>;
-type View = ReturnType<typeof SavedViewResponse.parse>;
-
-const definitionOf = (query: Body = {}, layout: Body = {}): Body =>
-  ({ columnOrder: [], columnWidths: {}, frozenColumns: 0, hiddenColumns: [], query, ...layout });
-const repeat = <T>(length: number, item: T): T[] => Array.from({ length }, () => item);
+const { postView, deleteView, rowIdsThrough } = viewClient(suite);
 const nested = (depth: number, inner: unknown): unknown => (depth === 0 ? inner : { and: [nested(depth - 1, inner)] });
-
-function postView(table: TestTable, body: Body = {}, token = admin()): Promise<ApiResponse> {
-  return suite.server.request('POST', `${table.path}/views`, {
-    token, idempotencyKey: idempotencyKey(),
-    body: { expectedSchemaVersion: table.schemaVersion, name: 'View', visibility: 'personal', definition: definitionOf(), ...body },
-  });
-}
-
-function savedView(response: ApiResponse): View {
-  expect(response.status, response.text).toBe(201);
-  return SavedViewResponse.parse(response.body);
-}
-
-async function deleteView(table: TestTable, view: View): Promise<void> {
-  const response = await suite.server.request('DELETE', `${table.path}/views/${view.id}`, {
-    token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: view.version },
-  });
-  expect(response.status, response.text).toBe(200);
-  expect(ViewDeletionResponse.parse(response.body)).toEqual({ id: view.id, deleted: true, version: String(BigInt(view.version) + 1n) });
-}
-
-/** The ids of every row the view selects (one page of up to 100, so no paging is needed here). */
-async function rowIdsThrough(table: TestTable, view: View): Promise<string[]> {
-  const response = await suite.server.request('GET', `${table.path}/rows?viewId=${view.id}&limit=100`, { token: admin() });
-  expect(response.status, response.text).toBe(200);
-  return RowPage.parse(response.body).data.map((row) => row.id);
-}
-
-/** 422 VALIDATION_FAILED naming exactly these problem paths. */
-function expectProblems(response: ApiResponse, paths: Path[]): void {
-  expectError(response, 422, 'VALIDATION_FAILED');
-  expect((response.body.error.details.problems as { path: Path }[]).map((problem) => problem.path)).toEqual(paths);
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shape limits and pathological filters, on a table with 201 fields so that 200 and 201 columns both exist.

@@ -1,12 +1,10 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
-import { Page } from '../src/rest/routes/pages.ts';
-import { RowResponse } from '../src/rest/routes/rows.ts';
-import { SavedViewResponse, ViewDeletionResponse } from '../src/rest/routes/views.ts';
-import type { ApiResponse } from './helpers/server.ts';
+import { SavedViewResponse } from '../src/rest/routes/views.ts';
 import { expectError } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
+import { definitionOf, expectProblems, repeat, savedView, viewClient, type Body, type Path } from './helpers/views.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
@@ -16,49 +14,9 @@ import { createRow, createTable, type FieldSpec, type TestTable } from './helper
  * unchanged, random invalid ones get the right 4xx. test/view-definitions.test.ts has the shape limits.
  */
 const suite = useServerWithOrg();
-const RowPage = Page(RowResponse);
 const admin = () => suite.org.adminKey;
 
-type Path = (string | number)[];
-type Body = Record<string, unknown>;
-type View = ReturnType<typeof SavedViewResponse.parse>;
-
-const definitionOf = (query: Body = {}, layout: Body = {}): Body =>
-  ({ columnOrder: [], columnWidths: {}, frozenColumns: 0, hiddenColumns: [], query, ...layout });
-const repeat = <T>(length: number, item: T): T[] => Array.from({ length }, () => item);
-
-function postView(table: TestTable, body: Body = {}, token = admin()): Promise<ApiResponse> {
-  return suite.server.request('POST', `${table.path}/views`, {
-    token, idempotencyKey: idempotencyKey(),
-    body: { expectedSchemaVersion: table.schemaVersion, name: 'View', visibility: 'personal', definition: definitionOf(), ...body },
-  });
-}
-
-function savedView(response: ApiResponse): View {
-  expect(response.status, response.text).toBe(201);
-  return SavedViewResponse.parse(response.body);
-}
-
-async function deleteView(table: TestTable, view: View): Promise<void> {
-  const response = await suite.server.request('DELETE', `${table.path}/views/${view.id}`, {
-    token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: view.version },
-  });
-  expect(response.status, response.text).toBe(200);
-  expect(ViewDeletionResponse.parse(response.body)).toEqual({ id: view.id, deleted: true, version: String(BigInt(view.version) + 1n) });
-}
-
-/** The ids of every row the view selects (one page of up to 100, so no paging is needed here). */
-async function rowIdsThrough(table: TestTable, view: View): Promise<string[]> {
-  const response = await suite.server.request('GET', `${table.path}/rows?viewId=${view.id}&limit=100`, { token: admin() });
-  expect(response.status, response.text).toBe(200);
-  return RowPage.parse(response.body).data.map((row) => row.id);
-}
-
-/** 422 VALIDATION_FAILED naming exactly these problem paths. */
-function expectProblems(response: ApiResponse, paths: Path[]): void {
-  expectError(response, 422, 'VALIDATION_FAILED');
-  expect((response.body.error.details.problems as { path: Path }[]).map((problem) => problem.path)).toEqual(paths);
-}
+const { postView, deleteView, rowIdsThrough } = viewClient(suite);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Every operator on every field type it accepts (docs/decisions.md, "Filter language"), through rows?viewId.
