@@ -123,6 +123,14 @@ describe('real responses match the documented schemas', () => {
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'P-1' });
       return suite.server.request('PATCH', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1', values: { Code: 'P-2' } }));
     },
+    'GET /v1/orgs/{orgId}/activity': async () => {
+      const { parent } = await sampleWorkspace();
+      return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity?limit=2&tableId=${parent.tableId}`, admin());
+    },
+    'GET /v1/orgs/{orgId}/activity/filters': async () => {
+      await sampleWorkspace();
+      return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity/filters?type=resources`, admin());
+    },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => addView(),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => {
       await addView();

@@ -1,0 +1,130 @@
+import { Params, utcTimestamp, type Statement } from './sql.ts';
+
+/**
+ * The activity feed's SQL (spec 4.11, 4.12). A page is one keyset range scan on (org, occurred_at, id) — or on the
+ * (database | table | org+category, occurred_at, id) index a filter selects — whatever the size of the feed.
+ */
+export interface FeedFilter {
+  orgId: string;
+  databaseId?: string | undefined;
+  tableId?: string | undefined;
+  category?: string | undefined;
+  event?: string | undefined;
+  /** Case-insensitive substring of the summary, the actor's name or the database or table name. */
+  text?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+}
+
+export interface FeedPosition {
+  occurredAt: string;
+  id: string;
+}
+
+export interface FeedRecord {
+  id: string;
+  category: string;
+  occurred_at: string;
+  /** The same instant at microsecond precision, for the cursor. */
+  position: string;
+  summary: string;
+  event: string;
+  status: string;
+  actor_id: string;
+  actor_key: string | null;
+  actor_kind: string;
+  actor_name: string;
+  database_id: string | null;
+  database_name: string | null;
+  database_state: string | null;
+  table_id: string | null;
+  table_name: string | null;
+  table_state: string | null;
+  row_id: string | null;
+  affected_rows: number | null;
+  job_id: string | null;
+  file_name: string | null;
+  destination: string | null;
+}
+
+const escapeLike = (text: string) => text.replace(/[\\%_]/g, (character) => `\\${character}`);
+
+function conditions(filter: FeedFilter, asOf: string, params: Params): string[] {
+  const where = [`e.org_id = ${params.add(filter.orgId, 'text')}`, `e.occurred_at <= ${params.add(asOf, 'timestamptz')}`];
+  if (filter.databaseId) where.push(`e.database_id = ${params.add(filter.databaseId, 'text')}`);
+  if (filter.tableId) where.push(`e.table_id = ${params.add(filter.tableId, 'text')}`);
+  if (filter.category) where.push(`e.category = ${params.add(filter.category, 'text')}`);
+  if (filter.event) where.push(`e.event = ${params.add(filter.event, 'text')}`);
+  if (filter.from) where.push(`e.occurred_at >= ${params.add(filter.from, 'timestamptz')}`);
+  if (filter.to) where.push(`e.occurred_at < ${params.add(filter.to, 'timestamptz')}`);
+  if (filter.text) {
+    const pattern = params.add(`%${escapeLike(filter.text)}%`, 'text');
+    where.push(`(e.summary ILIKE ${pattern} OR e.actor_name ILIKE ${pattern} OR d.name ILIKE ${pattern} OR t.name ILIKE ${pattern})`);
+  }
+  return where;
+}
+
+/** Newest first; `after` is the last entry of the previous page; `asOf` is the first page's cutoff. */
+export function selectFeedPage(filter: FeedFilter, asOf: string, after: FeedPosition | null, limit: number): Statement {
+  const params = new Params();
+  const where = conditions(filter, asOf, params);
+  if (after) where.push(`(e.occurred_at, e.id) < (${params.add(after.occurredAt, 'timestamptz')}, ${params.add(after.id, 'text')})`);
+  const sql = `SELECT e.id, e.category, ${utcTimestamp('e.occurred_at')} AS occurred_at, e.occurred_at::text AS position, e.summary,
+           e.event, e.status, e.actor_id, e.actor_key, e.actor_kind, e.actor_name,
+           d.id AS database_id, d.name AS database_name, d.state AS database_state,
+           t.id AS table_id, t.name AS table_name, t.state AS table_state,
+           e.row_id, e.affected_rows, e.job_id, e.file_name, e.destination
+      FROM activity_events e
+      LEFT JOIN databases d ON d.id = e.database_id
+      LEFT JOIN data_tables t ON t.id = e.table_id
+     WHERE ${where.join(' AND ')}
+     ORDER BY e.occurred_at DESC, e.id DESC
+     LIMIT ${params.add(limit + 1, 'int')}`;
+  return { sql, params: params.values };
+}
+
+export interface ActorRecord { actor_id: string; actor_name: string; actor_kind: string; actor_key: string | null }
+
+/**
+ * The distinct actors of an org's history whose latest name matches `text`: a skip scan over the
+ * (org, actor, occurred_at) index — one probe per actor, not a pass over the feed.
+ */
+export function selectActors(orgId: string, text: string | undefined, limit: number): Statement {
+  const params = new Params();
+  const org = params.add(orgId, 'text');
+  const match = text ? `WHERE latest.actor_name ILIKE ${params.add(`%${escapeLike(text)}%`, 'text')}` : '';
+  const sql = `WITH RECURSIVE actors(actor_id) AS (
+        (SELECT actor_id FROM activity_events WHERE org_id = ${org} ORDER BY actor_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT e.actor_id FROM activity_events e WHERE e.org_id = ${org} AND e.actor_id > a.actor_id ORDER BY e.actor_id LIMIT 1)
+          FROM actors a WHERE a.actor_id IS NOT NULL
+      )
+      SELECT latest.* FROM actors a CROSS JOIN LATERAL (
+        SELECT e.actor_id, e.actor_name, e.actor_kind, e.actor_key FROM activity_events e
+         WHERE e.org_id = ${org} AND e.actor_id = a.actor_id ORDER BY e.occurred_at DESC LIMIT 1
+      ) latest
+      ${match}
+      ORDER BY lower(latest.actor_name), latest.actor_id
+      LIMIT ${params.add(limit + 1, 'int')}`;
+  return { sql, params: params.values };
+}
+
+export interface ResourceRecord { kind: 'database' | 'table'; id: string; name: string; database_name: string | null }
+
+/** Databases and tables of the org that appear in its history, by name. */
+export function selectResources(orgId: string, text: string | undefined, limit: number): Statement {
+  const params = new Params();
+  const org = params.add(orgId, 'text');
+  const match = text ? `AND name ILIKE ${params.add(`%${escapeLike(text)}%`, 'text')}` : '';
+  const sql = `SELECT * FROM (
+        SELECT 'database' AS kind, d.id, d.name, NULL::text AS database_name FROM databases d
+         WHERE d.org_id = ${org} AND EXISTS (SELECT 1 FROM activity_events e WHERE e.database_id = d.id)
+        UNION ALL
+        SELECT 'table' AS kind, t.id, t.name, d.name AS database_name FROM data_tables t JOIN databases d ON d.id = t.database_id
+         WHERE t.org_id = ${org} AND EXISTS (SELECT 1 FROM activity_events e WHERE e.table_id = t.id)
+      ) resources
+      WHERE true ${match}
+      ORDER BY lower(name), kind, id
+      LIMIT ${params.add(limit + 1, 'int')}`;
+  return { sql, params: params.values };
+}
