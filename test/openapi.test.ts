@@ -131,6 +131,9 @@ describe('real responses match the documented schemas', () => {
       await sampleWorkspace();
       return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity/filters?type=resources`, admin());
     },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule/preview': async () =>
+      suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/backup-schedule/preview`,
+        { ...admin(), body: { cron: '30 2 * * *', timezone: 'Europe/Berlin' } }),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => addView(),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => {
       await addView();

@@ -11,6 +11,7 @@ import './tables/row-pages.ts';
 import './tables/unique-rules.ts';
 import './tables/foreign-keys.ts';
 import './views/operations.ts';
+import './backup-schedule.ts';
 import './activity-feed.ts';
 
 /** The whole graph: every domain file above registers its types, queries and mutations on the builder. */

@@ -1,5 +1,6 @@
 import type { Route } from './route.ts';
 import { activityRoutes } from './routes/activity.ts';
+import { backupRoutes } from './routes/backups.ts';
 import { databaseRoutes } from './routes/databases.ts';
 import { orgRoutes } from './routes/orgs.ts';
 import { preferenceRoutes } from './routes/preferences.ts';
@@ -8,4 +9,4 @@ import { tableRoutes } from './routes/tables.ts';
 import { viewRoutes } from './routes/views.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes];

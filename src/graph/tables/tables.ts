@@ -136,7 +136,7 @@ function toTableShape(row: TableRow): TableShape {
 
 const withFields = { fields: { orderBy: { position: 'asc' } } } as const;
 
-async function requireDatabase(db: PrismaClient | TransactionClient, orgId: string, databaseId: string): Promise<void> {
+export async function requireDatabase(db: PrismaClient | TransactionClient, orgId: string, databaseId: string): Promise<void> {
   const database = await db.database.findFirst({ where: { id: databaseId, orgId, state: 'active' }, select: { id: true } });
   if (!database) throw notFound('database');
 }
