@@ -19,6 +19,12 @@ import { parseOrThrow } from './validation.ts';
 export const ACTIVITY_PAGE_SIZE = 50;
 export const FILTER_OPTIONS_PAGE_SIZE = 20;
 
+/** `resource` and `databaseId` / `tableId` narrow the same thing; when both are given they must name the same one. */
+function agrees(resource: string | undefined, kind: 'database' | 'table', id: string | undefined): boolean {
+  if (!resource || !id || !resource.startsWith(`${kind}:`)) return true;
+  return resource === `${kind}:${id}`;
+}
+
 const Resource = z.string().regex(/^(database|table):[0-9A-HJKMNP-TV-Z]{26}$/, 'must be database:<ID> or table:<ID>');
 
 /** Spec 4.11's parameters, named (the spec leaves them unnamed): shared by GraphQL arguments and the REST query. */
@@ -33,7 +39,10 @@ export const ActivityQuery = z.strictObject({
   from: Timestamp.optional(),
   to: Timestamp.optional(),
   limit: PageLimit.optional(),
-}).refine((query) => !query.from || !query.to || query.from < query.to, { path: ['to'], message: 'must be after from' });
+}).refine((query) => !query.from || !query.to || query.from < query.to, { path: ['to'], message: 'must be after from' })
+  .refine((query) => agrees(query.resource, 'database', query.databaseId) && agrees(query.resource, 'table', query.tableId), {
+    path: ['resource'], message: 'names another database or table than databaseId / tableId',
+  });
 export type ActivityQuery = z.infer<typeof ActivityQuery>;
 
 export const ActivityFilterQuery = z.strictObject({
@@ -153,12 +162,12 @@ function cursorScope(orgId: string, query: ActivityQuery): string {
 
 /** The database and table the query is scoped to, which must be the caller's org's (else 404). */
 async function scopeOf(context: Context, filter: FeedFilter): Promise<ActivityPageShape['scope']> {
-  const [database, table] = await Promise.all([
-    filter.databaseId ? context.prisma.database.findFirst({ where: { id: filter.databaseId, orgId: filter.orgId } }) : null,
-    filter.tableId ? context.prisma.dataTable.findFirst({ where: { id: filter.tableId, orgId: filter.orgId } }) : null,
-  ]);
-  if (filter.databaseId && !database) throw notFound('database');
+  const table = filter.tableId ? await context.prisma.dataTable.findFirst({ where: { id: filter.tableId, orgId: filter.orgId } }) : null;
   if (filter.tableId && !table) throw notFound('table');
+  // A table-scoped feed is also scoped to the table's database.
+  const databaseId = filter.databaseId ?? table?.databaseId;
+  const database = databaseId ? await context.prisma.database.findFirst({ where: { id: databaseId, orgId: filter.orgId } }) : null;
+  if (filter.databaseId && !database) throw notFound('database');
   return {
     database: database ? { id: database.id, name: database.name, state: database.state } : null,
     table: table ? { id: table.id, name: table.name, state: table.state } : null,

@@ -8,7 +8,14 @@ export const SchemaVersion = z.number().int().min(1).max(2_147_483_647);
 
 /** Spec 2.1 Timestamp: UTC `YYYY-MM-DDTHH:MM:SS.mmmZ`, exactly three fractional digits, year not 0000. */
 export const TIMESTAMP_PATTERN = /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-export const Timestamp = z.string().regex(TIMESTAMP_PATTERN, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SS.mmmZ');
+const TIMESTAMP_MESSAGE = 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SS.mmmZ';
+/** The pattern admits month 13, February 30 or hour 24; those would reach PostgreSQL and fail there (a 500). */
+export function isRealInstant(value: string): boolean {
+  if (!TIMESTAMP_PATTERN.test(value)) return true; // the pattern has reported it already
+  const time = Date.parse(value);
+  return !Number.isNaN(time) && new Date(time).toISOString() === value;
+}
+export const Timestamp = z.string().regex(TIMESTAMP_PATTERN, TIMESTAMP_MESSAGE).refine(isRealInstant, TIMESTAMP_MESSAGE);
 
 const MAX_STORED_VERSION = 9_223_372_036_854_775_807n; // PostgreSQL bigint
 

@@ -1,12 +1,12 @@
 import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
 import { builder } from './builder.ts';
-import { TIMESTAMP_PATTERN } from './common.ts';
+import { isRealInstant, TIMESTAMP_PATTERN } from './common.ts';
 
 // Resolvers may return a Date or, when an idempotent result is replayed, the stored string form.
 
 function toTimestamp(value: unknown): string {
   if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'string' && TIMESTAMP_PATTERN.test(value)) return value;
+  if (typeof value === 'string' && TIMESTAMP_PATTERN.test(value) && isRealInstant(value)) return value;
   throw new GraphQLError('Timestamp must be a UTC string YYYY-MM-DDTHH:MM:SS.mmmZ.');
 }
 
