@@ -1,4 +1,4 @@
-import { Params, utcTimestamp, type Statement } from './sql.ts';
+import { ID, Params, utcTimestamp, type Statement } from './sql.ts';
 
 /**
  * The activity feed's SQL (spec 4.11, 4.12). A page is one keyset range scan on (org, occurred_at, id) — or on the
@@ -50,9 +50,9 @@ export interface FeedRecord {
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (character) => `\\${character}`);
 
 function conditions(filter: FeedFilter, asOf: string, params: Params): string[] {
-  const where = [`e.org_id = ${params.add(filter.orgId, 'text')}`, `e.occurred_at <= ${params.add(asOf, 'timestamptz')}`];
-  if (filter.databaseId) where.push(`e.database_id = ${params.add(filter.databaseId, 'text')}`);
-  if (filter.tableId) where.push(`e.table_id = ${params.add(filter.tableId, 'text')}`);
+  const where = [`e.org_id = ${params.add(filter.orgId, ID)}`, `e.occurred_at <= ${params.add(asOf, 'timestamptz')}`];
+  if (filter.databaseId) where.push(`e.database_id = ${params.add(filter.databaseId, ID)}`);
+  if (filter.tableId) where.push(`e.table_id = ${params.add(filter.tableId, ID)}`);
   if (filter.category) where.push(`e.category = ${params.add(filter.category, 'text')}`);
   if (filter.event) where.push(`e.event = ${params.add(filter.event, 'text')}`);
   if (filter.from) where.push(`e.occurred_at >= ${params.add(filter.from, 'timestamptz')}`);
@@ -68,7 +68,7 @@ function conditions(filter: FeedFilter, asOf: string, params: Params): string[] 
 export function selectFeedPage(filter: FeedFilter, asOf: string, after: FeedPosition | null, limit: number): Statement {
   const params = new Params();
   const where = conditions(filter, asOf, params);
-  if (after) where.push(`(e.occurred_at, e.id) < (${params.add(after.occurredAt, 'timestamptz')}, ${params.add(after.id, 'text')})`);
+  if (after) where.push(`(e.occurred_at, e.id) < (${params.add(after.occurredAt, 'timestamptz')}, ${params.add(after.id, ID)})`);
   const sql = `SELECT e.id, e.category, ${utcTimestamp('e.occurred_at')} AS occurred_at, e.occurred_at::text AS position, e.summary,
            e.event, e.status, e.actor_id, e.actor_key, e.actor_kind, e.actor_name,
            d.id AS database_id, d.name AS database_name, d.state AS database_state,
@@ -91,7 +91,7 @@ export interface ActorRecord { actor_id: string; actor_name: string; actor_kind:
  */
 export function selectActors(orgId: string, text: string | undefined, limit: number): Statement {
   const params = new Params();
-  const org = params.add(orgId, 'text');
+  const org = params.add(orgId, ID);
   const match = text ? `WHERE latest.actor_name ILIKE ${params.add(`%${escapeLike(text)}%`, 'text')}` : '';
   const sql = `WITH RECURSIVE actors(actor_id) AS (
         (SELECT actor_id FROM activity_events WHERE org_id = ${org} ORDER BY actor_id LIMIT 1)
@@ -114,7 +114,7 @@ export interface ResourceRecord { kind: 'database' | 'table'; id: string; name: 
 /** Databases and tables of the org that appear in its history, by name. */
 export function selectResources(orgId: string, text: string | undefined, limit: number): Statement {
   const params = new Params();
-  const org = params.add(orgId, 'text');
+  const org = params.add(orgId, ID);
   const match = text ? `AND name ILIKE ${params.add(`%${escapeLike(text)}%`, 'text')}` : '';
   const sql = `SELECT * FROM (
         SELECT 'database' AS kind, d.id, d.name, NULL::text AS database_name FROM databases d

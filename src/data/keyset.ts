@@ -1,6 +1,6 @@
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
 import { columnOf } from './identifiers.ts';
-import type { Params } from './sql.ts';
+import { ID, type Params } from './sql.ts';
 
 /**
  * Keyset pagination over a user-chosen order. Every order ends with the row id, so positions are total.
@@ -40,7 +40,7 @@ function equalTo(column: string, key: SortKey, value: string | null, params: Par
 
 /** Rows strictly after `position` in the order of `keys` then id. */
 export function afterPosition(keys: readonly SortKey[], position: Position, alias: string, params: Params): string {
-  let condition = `${alias}.id > ${params.add(position.rowId, 'text')}`;
+  let condition = `${alias}.id > ${params.add(position.rowId, ID)}`;
   for (let index = keys.length - 1; index >= 0; index -= 1) {
     const key = keys[index]!;
     const column = `${alias}.${columnOf(key.field.id)}`;

@@ -2,7 +2,7 @@ import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './fie
 import { isId } from '../ids.ts';
 import { columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
 import { afterPosition, orderByClause, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
-import { Params, utcTimestamp, type Statement } from './sql.ts';
+import { ID, Params, utcTimestamp, type Statement } from './sql.ts';
 
 /**
  * Row SQL. Each mutation is ONE statement of data-modifying CTEs: the capacity/schema guard, the row, its cell
@@ -176,7 +176,7 @@ export function releaseRowCapacity(tableId: string): string {
 /** Why a guarded write found nothing to do: the current schema version and row count of the table, if it exists. */
 export function rowGuardState(tableId: string): Statement {
   return {
-    sql: `SELECT schema_version, row_count::text AS row_count, state FROM public.data_tables WHERE id = $1::text`,
+    sql: `SELECT schema_version, row_count::text AS row_count, state FROM public.data_tables WHERE id = $1::bpchar`,
     params: [tableId],
   };
 }
@@ -191,7 +191,7 @@ export interface UpdateRow {
 }
 
 function schemaGuard(params: Params, tableId: string, schemaVersion: number): string {
-  return `EXISTS (SELECT 1 FROM public.data_tables WHERE id = ${params.add(tableId, 'text')} AND state = 'active'
+  return `EXISTS (SELECT 1 FROM public.data_tables WHERE id = ${params.add(tableId, ID)} AND state = 'active'
                    AND schema_version = ${params.add(schemaVersion, 'int')})`;
 }
 
@@ -210,7 +210,7 @@ export function updateRow(table: PhysicalTable, input: UpdateRow): Statement {
     `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id)), 'jsonb')},
       s.old_${index} IS DISTINCT FROM s.${columnOf(field.id)})`);
   const rows = rowsTableOf(table.databaseId, table.tableId);
-  const rowId = params.add(input.rowId, 'text');
+  const rowId = params.add(input.rowId, ID);
   const sql = `WITH updated AS (
       UPDATE ${rows} r SET version = r.version + 1, updated_at = ${bound.at}${assignments.map((set) => `, ${set}`).join('')}
         FROM (SELECT * FROM ${rows} WHERE id = ${rowId}) old
@@ -240,7 +240,7 @@ export function deleteRow(table: PhysicalTable, input: DeleteRow): Statement {
   const cells = table.fields.map((field) => `(${params.add(field.id, 'text')}, 'null'::jsonb)`);
   const sql = `WITH removed AS (
       DELETE FROM ${rowsTableOf(table.databaseId, table.tableId)} r
-       WHERE r.id = ${params.add(input.rowId, 'text')} AND r.version = ${params.add(input.expectedVersion.toString(), 'bigint')}
+       WHERE r.id = ${params.add(input.rowId, ID)} AND r.version = ${params.add(input.expectedVersion.toString(), 'bigint')}
          AND ${schemaGuard(params, table.tableId, input.schemaVersion)}
       RETURNING r.id, r.version + 1 AS version
     ), history AS (${historyInsert(table, bound, 'delete', 'removed', `VALUES ${cells.join(', ')}`)}
@@ -252,7 +252,7 @@ export function deleteRow(table: PhysicalTable, input: DeleteRow): Statement {
 /** One row by id, or the current version of a row (for conflict details). */
 export function selectRow(table: PhysicalTable, rowId: string): Statement {
   return {
-    sql: `SELECT ${rowProjection(table.fields, 'r')} FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE r.id = $1::text`,
+    sql: `SELECT ${rowProjection(table.fields, 'r')} FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE r.id = $1::bpchar`,
     params: [rowId],
   };
 }
@@ -282,7 +282,7 @@ export function selectRowPage(table: PhysicalTable, query: RowPageQuery): Statem
 /** The sort values of one row, for a cursor that left them out. */
 export function selectSortValues(table: PhysicalTable, keys: readonly SortKey[], rowId: string): Statement {
   return {
-    sql: `SELECT ${sortKeyProjection(keys, 'r').join(', ') || 'r.id'} FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE r.id = $1::text`,
+    sql: `SELECT ${sortKeyProjection(keys, 'r').join(', ') || 'r.id'} FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE r.id = $1::bpchar`,
     params: [rowId],
   };
 }
@@ -302,8 +302,8 @@ export interface HistoryRecord {
 /** A row's cell history, newest version first, then by field id; keyset on (version, field_id). */
 export function selectHistoryPage(table: PhysicalTable, rowId: string, after: { version: string; fieldId: string } | null, limit: number): Statement {
   const params = new Params();
-  const row = params.add(rowId, 'text');
-  const position = after ? `AND (version, field_id) < (${params.add(after.version, 'bigint')}, ${params.add(after.fieldId, 'text')})` : '';
+  const row = params.add(rowId, ID);
+  const position = after ? `AND (version, field_id) < (${params.add(after.version, 'bigint')}, ${params.add(after.fieldId, ID)})` : '';
   const sql = `SELECT field_id, version::text AS version, operation, value::text AS value, mutation_id, actor_id, actor_kind, actor_name,
            ${utcTimestamp('changed_at')} AS changed_at
       FROM ${historyTableOf(table.databaseId, table.tableId)}

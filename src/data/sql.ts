@@ -14,6 +14,12 @@ export class Params {
   }
 }
 
+/**
+ * The cast for an ID compared with a `char(26)` column. It must be the column's own type: `char = text` compares
+ * as text, which casts the column and rules out its index (a row lookup by id became a sequential scan).
+ */
+export const ID = 'bpchar';
+
 /** Renders a timestamptz column in the spec's UTC format (2.1), independent of the session's TimeZone. */
 export function utcTimestamp(column: string): string {
   return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

@@ -45,7 +45,7 @@ async function findKey(prisma: PrismaClient, hash: string): Promise<KeyRow | und
       FROM api_keys k
       LEFT JOIN users u ON u.id = k.user_id
       LEFT JOIN members m ON m.org_id = k.org_id AND m.user_id = k.user_id
-     WHERE k.secret_hash = $1::text`, [hash]);
+     WHERE k.secret_hash = $1::bpchar`, [hash]);
   return rows[0];
 }
 

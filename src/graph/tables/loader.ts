@@ -65,7 +65,7 @@ export async function loadTableHead(executor: SqlExecutor, address: TableAddress
   const [head] = await executor.query<TableHead>(
     `SELECT id, org_id AS "orgId", database_id AS "databaseId", name, schema_version AS "schemaVersion"
        FROM data_tables
-      WHERE id = $1::text AND database_id = $2::text AND org_id = $3::text AND state = 'active'`,
+      WHERE id = $1::bpchar AND database_id = $2::bpchar AND org_id = $3::bpchar AND state = 'active'`,
     [address.tableId, address.databaseId, address.orgId]);
   if (!head) throw notFound('table');
   return head;

@@ -254,7 +254,7 @@ export async function viewLens(context: Context, schema: TableSchema, viewId: st
   // measured a second table lookup and Prisma's findFirst at ~2 ms of a ~9 ms page).
   const [view] = await dataPlane(context).query<Pick<ViewRow, 'id' | 'visibility' | 'ownerUserId' | 'definition'> & { version: string }>(
     `SELECT id, visibility, owner_user_id AS "ownerUserId", version::text AS version, definition
-       FROM saved_views WHERE id = $1::text AND table_id = $2::text AND org_id = $3::text`,
+       FROM saved_views WHERE id = $1::bpchar AND table_id = $2::bpchar AND org_id = $3::bpchar`,
     [viewId, schema.tableId, schema.orgId]);
   if (!view || !(view.visibility === 'shared' || isOwner(requireCaller(context), view))) throw notFound('view');
   const definition = view.definition as ViewDefinition;
