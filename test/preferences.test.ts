@@ -95,6 +95,14 @@ describe('PATCH /v1/me/preferences', () => {
       expect(response.status, locale).toBe(200);
     }
   });
+
+  it('accepts current IANA names the runtime knows as aliases (Asia/Kolkata, Europe/Kyiv), as the backup preview does', async () => {
+    const token = await freshUserKey();
+    for (const timezone of ['Asia/Kolkata', 'Europe/Kyiv']) {
+      const response = await suite.server.request('PATCH', '/v1/me/preferences', { token, idempotencyKey: idempotencyKey(), body: { timezone } });
+      expect({ status: response.status, timezone: response.body.timezone }, response.text).toEqual({ status: 200, timezone });
+    }
+  });
 });
 
 describe('GET /v1/preferences/options (endpoint 16)', () => {

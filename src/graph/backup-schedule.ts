@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { builder } from './builder.ts';
 import { Id } from './common.ts';
 import { requireDatabase } from './tables/tables.ts';
+import { isKnownTimezone } from './timezones.ts';
 
 /**
  * Spec 4.9 (endpoint 7): the next runs of a five-field cron schedule in an explicit timezone.
@@ -123,21 +124,6 @@ export function parseCron(expression: string): CronParse {
   return { ok: true, schedule };
 }
 
-/**
- * Time zone names the runtime's ICU knows: IANA canonical names and their aliases (`Asia/Kolkata`, `US/Eastern`,
- * `Etc/UTC`), plus `UTC`; matched as ICU matches them, ignoring case. UTC offsets such as `+01:00`, which newer
- * runtimes accept as well, are refused: the field is a zone name, and an offset has no DST rules.
- */
-export function isKnownTimezone(name: string): boolean {
-  if (!/^[A-Za-z]/.test(name)) return false;
-  try {
-    formatterFor(name);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 function formatterFor(zone: string): Intl.DateTimeFormat {
@@ -147,6 +133,8 @@ function formatterFor(zone: string): Intl.DateTimeFormat {
       timeZone: zone, hourCycle: 'h23',
       year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
     });
+    // Keyed by the name as sent; case variants of one zone are distinct keys, so keep the map bounded.
+    if (formatters.size >= 1_000) formatters.clear();
     formatters.set(zone, formatter);
   }
   return formatter;

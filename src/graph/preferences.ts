@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { TransactionClient } from '../db/prisma.ts';
 import { builder } from './builder.ts';
 import { idempotent } from './idempotency.ts';
+import { isKnownTimezone } from './timezones.ts';
 
 /** Spec 2.14 and 2.15: per-user display preferences and the values they may take. */
 export const DATE_FORMATS = ['day-short-month-year', 'short-month-day-year', 'year-month-day', 'day-month-year', 'month-day-year'] as const;
@@ -32,7 +33,8 @@ export const DEFAULT_PREFERENCES = {
 
 /** PATCH body: every member optional, none nullable, nothing else allowed. */
 export const PreferencesPatch = z.strictObject({
-  timezone: z.string().min(1).max(100).refine((zone) => timezoneSet.has(zone), 'unknown timezone (see /v1/preferences/options)').optional(),
+  // The listed zones, plus any other name the runtime knows (Node 20 lists `Asia/Calcutta` but not `Asia/Kolkata`).
+  timezone: z.string().min(1).max(100).refine((zone) => timezoneSet.has(zone) || isKnownTimezone(zone), 'unknown timezone (see /v1/preferences/options)').optional(),
   locale: z.string().min(2).max(64).refine((locale) => localeSet.has(locale), 'unsupported locale (see /v1/preferences/options)').optional(),
   dateFormat: z.enum(DATE_FORMATS).optional(),
   timeFormat: z.enum(TIME_FORMATS).optional(),
