@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { selectFeedPage } from '../src/data/activity.ts';
 import type { Statement } from '../src/data/sql.ts';
+import { api, figures, median, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * The activity feed on an org with 1,000,000 events (issue 7): p50/p99 of a filtered page of 100 through REST
@@ -23,29 +21,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const WARM_UP_SECONDS = 2;
 const PAGE_SIZE = 100;
-
-interface Figures { name: string; rps: number; p50: number; p99: number; errors: number }
-
-interface Servers { servicePort: number; apiKey: string; orgId: string; userId: string; databaseUrl: string; stop(): void }
-
-async function startServers(): Promise<Servers> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));
-  });
-  return { ...JSON.parse(line), stop: () => child.kill('SIGTERM') };
-}
-
-async function api(servers: Servers, method: string, path: string, body?: unknown): Promise<any> {
-  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return response.json();
-}
 
 interface Catalog { databaseId: string; tableIds: [string, string] }
 
@@ -124,15 +99,6 @@ const bareFirstPage = (orgId: string): Statement => ({
          ORDER BY occurred_at DESC, id DESC LIMIT ${PAGE_SIZE + 1}`,
   params: [orgId],
 });
-
-function percentile(sorted: number[], q: number): number {
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
-function figures(name: string, latencies: number[], seconds: number, errors: number): Figures {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return { name, rps: latencies.length / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors };
-}
 
 /**
  * autocannon for a fixed time. Rate from the start to the last response (autocannon's own duration is rounded to
@@ -270,7 +236,6 @@ const line = (f: Figures) =>
   `${f.name.padEnd(26)} ${rate(f.rps).padStart(6)} req/s   p50 ${ms(f.p50)} ms   p99 ${ms(f.p99)} ms   errors ${f.errors}`;
 /** Ratios far below 1 in significant digits, so 0.0012 does not print as 0.00. */
 const ratio = (value: number) => (value >= 0.1 ? value.toFixed(2) : value.toPrecision(2));
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 interface Scenario {
   label: string;

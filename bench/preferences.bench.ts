@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
+import { startServers, type Figures } from './harness.ts';
 
 /**
  * GET preferences three ways, same run, 16 connections: the REST facade, the same operation POSTed to /graphql,
@@ -8,17 +7,6 @@ import autocannon from 'autocannon';
  */
 const CONNECTIONS = 16;
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
-
-interface Figures { name: string; rps: number; p50: number; p99: number; errors: number }
-
-async function startServers(): Promise<{ servicePort: number; barePort: number; apiKey: string; stop(): void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));
-  });
-  return { ...JSON.parse(line), stop: () => child.kill('SIGTERM') };
-}
 
 async function measure(name: string, options: autocannon.Options): Promise<Figures> {
   await autocannon({ ...options, connections: CONNECTIONS, duration: 2 }); // warm-up: JIT, pools, caches

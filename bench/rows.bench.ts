@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ulid } from 'ulid';
+import { api, median, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * Create row (endpoint 6) through REST at concurrency 16 for a fixed number of rows, against the same transaction
@@ -15,19 +14,6 @@ const ROWS = Number(process.env.BENCH_ROWS ?? 2_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const WARM_UP_ROWS = 1_000;
 
-interface Figures { name: string; rps: number; p50: number; p99: number; errors: number }
-
-interface Servers { servicePort: number; apiKey: string; orgId: string; userId: string; databaseUrl: string; stop(): void }
-
-async function startServers(): Promise<Servers> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));
-  });
-  return { ...JSON.parse(line), stop: () => child.kill('SIGTERM') };
-}
-
 const FIELDS = [
   { name: 'Name', type: 'text', required: true },
   { name: 'Quantity', type: 'integer' },
@@ -37,16 +23,6 @@ const FIELDS = [
   { name: 'Status', type: 'select', options: { choices: ['open', 'closed'] } },
 ];
 const VALUES = { Name: 'Widget', Quantity: 3, Price: 19.99, Active: true, Due: '2026-12-01', Status: 'open' };
-
-async function api(servers: Servers, method: string, path: string, body: unknown): Promise<any> {
-  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return response.json();
-}
 
 async function createBenchTable(servers: Servers): Promise<{ path: string; schemaVersion: number }> {
   const { orgId } = servers;
@@ -145,7 +121,6 @@ async function rawCreates(servers: Servers, amount: number): Promise<Figures> {
 }
 
 const line = (f: Figures) => `${f.name.padEnd(24)} ${f.rps.toFixed(0).padStart(6)} rows/s   p50 ${f.p50} ms   p99 ${f.p99} ms   errors ${f.errors}`;
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const servers = await startServers();
 try {

@@ -1,6 +1,3 @@
-import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { compileFilter, resolveField, type FilterExpression, type OrderByItem } from '../src/data/filter.ts';
@@ -9,6 +6,7 @@ import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import type { SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
 import type { Params, Statement } from '../src/data/sql.ts';
+import { api, figures, median, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * List 100 rows through a shared view with a 3-clause filter on a 1,000,000-row table (issue 4): REST
@@ -31,19 +29,6 @@ const TABLE_ROWS = Number(process.env.BENCH_TABLE_ROWS ?? 1_000_000);
 const WARM_UP_SECONDS = 2;
 const PAGE_SIZE = 100;
 
-interface Figures { name: string; rps: number; p50: number; p99: number; errors: number }
-
-interface Servers { servicePort: number; apiKey: string; orgId: string; userId: string; databaseUrl: string; stop(): void }
-
-async function startServers(): Promise<Servers> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));
-  });
-  return { ...JSON.parse(line), stop: () => child.kill('SIGTERM') };
-}
-
 const STATUSES = ['open', 'pending', 'closed', 'archived'];
 const FIELDS = [
   { name: 'Name', type: 'text', required: true },
@@ -65,16 +50,6 @@ const VIEWS: { label: string; orderBy: OrderByItem[] }[] = [
   { label: 'id order', orderBy: [] },
   { label: 'Amount desc', orderBy: [{ field: 'Amount', direction: 'desc' }] },
 ];
-
-async function api(servers: Servers, method: string, path: string, body?: unknown): Promise<any> {
-  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return response.json();
-}
 
 interface BenchTable { databaseId: string; tableId: string; schemaVersion: number; path: string }
 
@@ -116,15 +91,6 @@ function viewPageStatement(table: BenchTable, fields: FieldDefinition[], orderBy
   const keys: SortKey[] = orderBy.map((item) => ({ field: resolveField(fields, item.field)!, direction: item.direction }));
   const filter = (params: Params) => compileFilter(WHERE, fields, (value, cast) => params.add(value, cast), 'r');
   return selectRowPage({ databaseId: table.databaseId, tableId: table.tableId, fields }, { filter, keys, after: null, limit: PAGE_SIZE });
-}
-
-function percentile(sorted: number[], q: number): number {
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
-function figures(name: string, latencies: number[], seconds: number, errors: number): Figures {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return { name, rps: latencies.length / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors };
 }
 
 /** autocannon for a fixed time; latencies from its per-response timings so both sides are summarised alike. */
@@ -185,7 +151,6 @@ interface PlanNode { 'Node Type': string; 'Index Name'?: string; Plans?: PlanNod
 const ms = (value: number) => value.toFixed(1);
 const line = (f: Figures) =>
   `${f.name.padEnd(24)} ${f.rps.toFixed(0).padStart(6)} req/s   p50 ${ms(f.p50)} ms   p99 ${ms(f.p99)} ms   errors ${f.errors}`;
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const servers = await startServers();
 const pool = new pg.Pool({ connectionString: servers.databaseUrl, max: CONCURRENCY });

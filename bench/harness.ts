@@ -1,0 +1,51 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createInterface } from 'node:readline';
+
+/** What every benchmark shares: the servers process, the API helper and how figures are summarised. */
+export interface Figures { name: string; rps: number; p50: number; p99: number; errors: number }
+
+export interface Servers {
+  servicePort: number;
+  barePort: number;
+  apiKey: string;
+  orgId: string;
+  userId: string;
+  databaseUrl: string;
+  stop(): void;
+}
+
+/**
+ * bench/servers.ts in its own process (node directly, so SIGTERM reaches it), so the load generator does not share
+ * the service's event loop. It prints one JSON line when ready.
+ */
+export async function startServers(): Promise<Servers> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));
+  });
+  return { ...JSON.parse(line), stop: () => child.kill('SIGTERM') };
+}
+
+/** A REST call as the bench org's admin, with a fresh Idempotency-Key. */
+export async function api(servers: Servers, method: string, path: string, body?: unknown): Promise<any> {
+  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+  return response.json();
+}
+
+export function percentile(sorted: number[], q: number): number {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+export function figures(name: string, latencies: number[], seconds: number, errors: number): Figures {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { name, rps: latencies.length / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors };
+}
+
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
