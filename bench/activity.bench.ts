@@ -220,16 +220,6 @@ async function plansOf(pool: pg.Pool, statement: Statement): Promise<string> {
   }
 }
 
-/**
- * The change this benchmark suggests for src/data/activity.ts, for its plan only: ID parameters cast to the columns'
- * type (char(26), i.e. bpchar) instead of text. `char_column = $1::text` compares as text, casting the column, so no
- * index on it applies.
- */
-function withBpcharIds(statement: Statement): Statement {
-  const ids = new Set(statement.params.flatMap((value, index) => (typeof value === 'string' && /^[0-9A-HJKMNP-TV-Z]{26}$/.test(value) ? [index + 1] : [])));
-  return { sql: statement.sql.replace(/\$(\d+)::text/g, (cast, n: string) => (ids.has(Number(n)) ? `$${n}::bpchar` : cast)), params: statement.params };
-}
-
 const ms = (value: number) => (Number.isNaN(value) ? '–' : value.toFixed(1));
 const rate = (value: number) => (value < 10 ? value.toFixed(2) : value.toFixed(0));
 const line = (f: Figures) =>
@@ -277,8 +267,6 @@ try {
     await checkSamePage(servers, scenario.url, pool, scenario.bare);
     process.stdout.write(`\n${scenario.label}, limit ${PAGE_SIZE}\n`
       + `  service SQL (selectFeedPage)\n${await plansOf(pool, scenario.service)}\n`
-      + `  service SQL with ID parameters cast to bpchar instead of text (suggested fix, not measured below)\n`
-      + `${await plansOf(pool, withBpcharIds(scenario.service))}\n`
       + `  bare SQL\n${await plansOf(pool, scenario.bare)}\n`);
     const run = async (seconds: number) => ({
       rest: await restPages(servers, scenario.url, seconds).finally(() => settle(pool)),
