@@ -6,17 +6,24 @@ import { isRealInstant, TIMESTAMP_PATTERN } from './common.ts';
 
 function toTimestamp(value: unknown): string {
   if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'string' && TIMESTAMP_PATTERN.test(value) && isRealInstant(value)) return value;
+  if (typeof value === 'string' && TIMESTAMP_PATTERN.test(value)) return value;
   throw new GraphQLError('Timestamp must be a UTC string YYYY-MM-DDTHH:MM:SS.mmmZ.');
+}
+
+/** Input must also be a real instant (no month 13, no February 30); output is ours and already is one. */
+function fromClient(value: unknown): Date {
+  const text = toTimestamp(value);
+  if (!isRealInstant(text)) throw new GraphQLError('Timestamp must be a real UTC instant.');
+  return new Date(text);
 }
 
 builder.scalarType('Timestamp', {
   description: 'UTC instant, `YYYY-MM-DDTHH:MM:SS.mmmZ` with exactly three fractional digits.',
   serialize: toTimestamp,
-  parseValue: (value) => new Date(toTimestamp(value)),
+  parseValue: fromClient,
   parseLiteral: (ast) => {
     if (ast.kind !== Kind.STRING) throw new GraphQLError('Timestamp must be a string.');
-    return new Date(toTimestamp(ast.value));
+    return fromClient(ast.value);
   },
 });
 
