@@ -29,6 +29,14 @@ const ConfigSchema = z.object({
   ROW_SIZE_LIMIT_BYTES: z.coerce.number().int().min(1024).default(524_288),
   /** How long SIGTERM waits for in-flight requests before closing connections. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Jobs one worker process runs at once. */
+  JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** A job whose worker sent no heartbeat for this long is taken over by another worker. */
+  JOB_LEASE_SECONDS: z.coerce.number().min(1).max(3600).default(30),
+  /** Idle workers look for due jobs this often (they also wake at once on NOTIFY). */
+  JOB_POLL_MS: z.coerce.number().int().min(10).default(1_000),
+  /** How long job artifacts (import error reports) can be downloaded (ARTIFACT_EXPIRED after). */
+  ARTIFACT_TTL_HOURS: z.coerce.number().min(0.001).default(72),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
   RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
 });

@@ -29,6 +29,8 @@ export const HTTP_STATUS_BY_CODE = {
   CAPACITY_LIMIT: 409,
   SCHEMA_MAINTENANCE: 409,
   JOB_FAILED: 409,
+  // Cancel of a finished job, retry of one that did not fail (issue 5).
+  JOB_STATE_CONFLICT: 409,
   ARTIFACT_UNVERIFIED: 409,
   ARTIFACT_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,

@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const { config, logger, prisma } = runtime;
   const server = createServer(createApp({ prisma, config, logger }));
   await listen(server, config.PORT, config.HOST);
-  const worker = config.RUN_WORKER ? startWorker(prisma, logger) : null;
+  const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
   shutdownOnSignal(server, runtime, worker);
   const address = server.address();
   logger.info({ port: typeof address === 'object' && address ? address.port : config.PORT, pid: process.pid, worker: Boolean(worker) }, 'listening');

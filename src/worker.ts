@@ -4,7 +4,7 @@ import { openRuntime } from './runtime.ts';
 /** `npm run worker`: the job worker alone, for scaling workers apart from HTTP processes. */
 async function main(): Promise<void> {
   const runtime = await openRuntime();
-  const worker = startWorker(runtime.prisma, runtime.logger);
+  const worker = startWorker(runtime.prisma, runtime.config, runtime.logger);
   runtime.logger.info('worker started');
   const stop = async () => {
     await worker.stop();

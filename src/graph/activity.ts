@@ -42,6 +42,7 @@ export interface ActivityInput {
   rowId?: string;
   affectedRows?: number;
   jobId?: string;
+  fileName?: string;
   mutationId?: string;
 }
 

@@ -13,6 +13,9 @@ import './tables/foreign-keys.ts';
 import './views/operations.ts';
 import './backup-schedule.ts';
 import './activity-feed.ts';
+import './jobs/jobs.ts';
+import './jobs/artifacts.ts';
+import './imports.ts';
 
 /** The whole graph: every domain file above registers its types, queries and mutations on the builder. */
 export const schema: GraphQLSchema = builder.toSchema({ sortSchema: true });

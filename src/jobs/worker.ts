@@ -1,7 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PrismaClient } from '../db/prisma.ts';
+import type { Config } from '../config.ts';
+import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import type { Logger } from '../log.ts';
 import { sweepIdempotencyRecords } from './idempotency-sweep.ts';
+import { JOB_HANDLERS } from './registry.ts';
+import { startJobRunner } from './runner.ts';
 
 export interface Worker {
   stop(): Promise<void>;
@@ -9,11 +12,7 @@ export interface Worker {
 
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 
-/**
- * The background worker of every process that runs it (`npm start` or `npm run worker`). Today it keeps the
- * catalog tidy; the durable job queue (imports, schema changes) plugs in here. Any number may run at once.
- */
-export function startWorker(prisma: PrismaClient, log: Logger): Worker {
+function startSweeper(prisma: PrismaClient, log: Logger): Worker {
   const abort = new AbortController();
   const loop = (async () => {
     while (!abort.signal.aborted) {
@@ -30,6 +29,23 @@ export function startWorker(prisma: PrismaClient, log: Logger): Worker {
     stop: async () => {
       abort.abort();
       await loop;
+    },
+  };
+}
+
+/**
+ * The background worker of every process that runs it (`npm start` or `npm run worker`): the durable job runner
+ * and the catalog sweeper. Any number may run at once; jobs are claimed with SKIP LOCKED.
+ */
+export function startWorker(prisma: PrismaClient, config: Config, log: Logger): Worker {
+  const sweeper = startSweeper(prisma, log);
+  const runner = startJobRunner({
+    pool: sqlPoolOf(prisma), prisma, config, log, handlers: JOB_HANDLERS,
+    concurrency: config.JOB_CONCURRENCY, leaseSeconds: config.JOB_LEASE_SECONDS, pollMs: config.JOB_POLL_MS,
+  });
+  return {
+    stop: async () => {
+      await Promise.all([sweeper.stop(), runner.stop()]);
     },
   };
 }

@@ -25,6 +25,11 @@ export interface Route<Data = any, Variables = any> {
   response: z.ZodType;
   /** Largest accepted JSON body in bytes, when a route needs more than BODY_LIMIT_BYTES. */
   bodyLimit?: number;
+  /**
+   * The operation answers a file `{name, contentType, sha256, content}`: it is sent as the body itself, with
+   * its content type and an RFC 9530 Content-Digest, instead of as JSON.
+   */
+  file?: boolean;
 }
 
 export function defineRoute<Data, Variables>(route: Route<Data, Variables>): Route<Data, Variables> {

@@ -73,8 +73,19 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     }
     // Every REST operation selects exactly one root field, and its value is the response body.
     const [payload] = Object.values(result.data as Record<string, unknown>);
-    res.status(route.successStatus).json(payload);
+    if (route.file) sendFile(res, route.successStatus, payload as FilePayload);
+    else res.status(route.successStatus).json(payload);
   };
+}
+
+interface FilePayload { name: string; contentType: string; sha256: string; content: string }
+
+function sendFile(res: Response, status: number, file: FilePayload): void {
+  res.status(status)
+    .type(file.contentType)
+    .set('Content-Disposition', `attachment; filename="${file.name.replace(/[^\w.-]/g, '_')}"`)
+    .set('Content-Digest', `sha-256=:${Buffer.from(file.sha256, 'hex').toString('base64')}:`)
+    .send(file.content);
 }
 
 function methodNotAllowed(allowed: string[]): RequestHandler {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createPrisma, type PrismaClient } from '../../src/db/prisma.ts';
+import { startWorker } from '../../src/jobs/worker.ts';
 import { createLogger } from '../../src/log.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
@@ -61,14 +62,18 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
   const database = await createTestDatabase();
   const config = loadConfig({}, {
     DATABASE_URL: database.url,
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     RATE_LIMIT_RPS: '0',
     CONCURRENCY_LIMIT: '0',
     DATABASE_POOL_SIZE: '5',
+    JOB_POLL_MS: '100',
     ...overrides,
   });
   const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
-  const server: Server = createServer(createApp({ prisma, config, logger: createLogger(config.LOG_LEVEL) }));
+  const logger = createLogger(config.LOG_LEVEL);
+  const server: Server = createServer(createApp({ prisma, config, logger }));
+  // The job worker runs beside the server as it does under `npm start` (RUN_WORKER=false leaves it out).
+  const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -80,6 +85,7 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
     request: (method, path, options = {}) => send(url, method, path, options),
     graphql: (query, variables = {}, options = {}) => send(url, 'POST', '/graphql', { ...options, body: { query, variables } }),
     close: async () => {
+      await worker?.stop();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await prisma.$disconnect();

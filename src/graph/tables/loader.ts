@@ -78,7 +78,7 @@ interface SchemaRow {
   foreignKeys: ForeignKeyDefinition[];
 }
 
-async function readSchema(db: PrismaClient | TransactionClient, head: TableVersion): Promise<TableSchema> {
+export async function readSchema(db: PrismaClient | TransactionClient, head: TableVersion): Promise<TableSchema> {
   const [row] = await db.$queryRaw<SchemaRow[]>`
     SELECT t.schema_version AS "schemaVersion",
       (SELECT coalesce(json_agg(json_build_object('id', f.id, 'name', f.name, 'type', f.type, 'required', f.required,

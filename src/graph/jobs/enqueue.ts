@@ -1,0 +1,82 @@
+import type { TransactionClient } from '../../db/prisma.ts';
+import { prismaExecutor } from '../../db/sql.ts';
+import { DomainError } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { insertJob, notifyWorkers } from '../../jobs/sql/queue.ts';
+import { actorOf, recordActivity, type ActivityCategory } from '../activity.ts';
+import type { Caller } from '../auth/caller.ts';
+import { builder } from '../builder.ts';
+import { isUniqueViolation } from '../prisma-errors.ts';
+
+/** Spec 2.7: what every accepted durable operation answers. */
+export type JobHandleShape = {
+  jobId: string;
+  state: 'queued';
+  statusUrl: string;
+};
+
+export const JobHandle = builder.objectRef<JobHandleShape>('JobHandle').implement({
+  description: 'An accepted durable job (spec 2.7). Poll `statusUrl` until the job reaches a terminal state.',
+  fields: (t) => ({
+    jobId: t.exposeID('jobId'),
+    state: t.exposeString('state', { description: '`queued` when accepted.' }),
+    statusUrl: t.exposeString('statusUrl', { description: 'The job status address, relative to the service’s base URL.' }),
+  }),
+});
+
+export function statusUrlOf(orgId: string, jobId: string): string {
+  return `/v1/orgs/${orgId}/jobs/${jobId}`;
+}
+
+export interface JobRequest {
+  kind: string;
+  category: ActivityCategory;
+  orgId: string;
+  databaseId?: string;
+  tableId?: string;
+  payload: unknown;
+  /** One unfinished job per key: a second gets SCHEMA_MAINTENANCE (e.g. `schema:<tableId>`). */
+  serialKey?: string;
+  /** The refusal when the serial key is taken; SCHEMA_MAINTENANCE by default. */
+  serialConflict?: () => DomainError;
+  summary: string;
+  fileName?: string;
+}
+
+const MAX_ATTEMPTS = 5;
+
+/**
+ * Enqueues a job in the request's transaction, with its `job.<kind>.queued` event: the job exists exactly when the
+ * request's effect does, and workers are woken when the transaction commits.
+ */
+export async function enqueueJob(tx: TransactionClient, caller: Caller, request: JobRequest, jobId = newId()): Promise<JobHandleShape> {
+  const sql = prismaExecutor(tx);
+  const statement = insertJob({
+    id: jobId, orgId: request.orgId, kind: request.kind, databaseId: request.databaseId ?? null, tableId: request.tableId ?? null,
+    payload: request.payload, serialKey: request.serialKey ?? null, maxAttempts: MAX_ATTEMPTS, actor: actorOf(caller),
+  });
+  try {
+    await tx.$executeRaw`SAVEPOINT enqueue_job`;
+    await sql.query(statement.sql, statement.params);
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    await tx.$executeRaw`ROLLBACK TO SAVEPOINT enqueue_job`;
+    throw (request.serialConflict ?? schemaMaintenance)();
+  }
+  await recordActivity(tx, caller, {
+    orgId: request.orgId, category: request.category, event: `job.${request.kind}.queued`, summary: request.summary,
+    ...(request.databaseId ? { databaseId: request.databaseId } : {}),
+    ...(request.tableId ? { tableId: request.tableId } : {}),
+    ...(request.fileName ? { fileName: request.fileName } : {}),
+    jobId,
+  });
+  const notify = notifyWorkers();
+  await sql.query(notify.sql, notify.params);
+  return { jobId, state: 'queued', statusUrl: statusUrlOf(request.orgId, jobId) };
+}
+
+export function schemaMaintenance(): DomainError {
+  return new DomainError('SCHEMA_MAINTENANCE', 'Another schema change of this table is queued or running; retry when it has finished.', {
+    retryAfter: 1,
+  });
+}
