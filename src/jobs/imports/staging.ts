@@ -45,18 +45,22 @@ export interface StagedRow {
   cells: Record<string, unknown>;
 }
 
-/** One batch of rows as one jsonb parameter; PostgreSQL converts each member to its column's type. */
+/**
+ * One batch of rows as one jsonb parameter; PostgreSQL converts each member to its column's type. The members
+ * are named `c<index>`: a staging column's name is a quoted identifier, which jsonb_to_recordset would look up
+ * with its quotes and never find (every typed column then stayed NULL, and no unique or foreign-key check fired).
+ */
 export function insertStagedRows(jobId: string, fields: readonly FieldDefinition[], rows: readonly StagedRow[]): Statement {
-  const columns = fields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
+  const members = fields.map((field, index) => `c${index} ${typeSpecOf(field.type).column(field.options)}`);
   const records = rows.map((row) => {
     const record: Record<string, unknown> = { line: row.line, ok: row.ok, cells: row.cells };
-    for (const field of fields) record[columnOf(field.id)] = row.cells[field.id] ?? null;
+    fields.forEach((field, index) => { record[`c${index}`] = row.cells[field.id] ?? null; });
     return record;
   });
   return {
     sql: `INSERT INTO ${stagingOf(jobId)} (line, ok, cells${fields.map((field) => `, ${columnOf(field.id)}`).join('')})
-          SELECT line, ok, cells${fields.map((field) => `, ${columnOf(field.id)}`).join('')}
-            FROM jsonb_to_recordset($1::jsonb) AS r(line integer, ok boolean, cells jsonb${columns.map((column) => `, ${column}`).join('')})`,
+          SELECT line, ok, cells${fields.map((_field, index) => `, c${index}`).join('')}
+            FROM jsonb_to_recordset($1::jsonb) AS r(line integer, ok boolean, cells jsonb${members.map((member) => `, ${member}`).join('')})`,
     params: [JSON.stringify(records)],
   };
 }
@@ -167,9 +171,15 @@ export function lastLine(jobId: string): Statement {
   return { sql: `SELECT coalesce(max(line), 0) AS last FROM ${stagingOf(jobId)}`, params: [] };
 }
 
+/**
+ * Every line the report names is an invalid row, staged or not: a structural CSV error is reported on a line
+ * that was never staged, and counts as a row too, so totalRows = validRows + invalidRows always holds.
+ */
 export function countOutcome(jobId: string): Statement {
   return {
-    sql: `SELECT (SELECT count(*) FROM ${stagingOf(jobId)})::int AS total,
+    sql: `SELECT (SELECT count(*) FROM ${stagingOf(jobId)})::int
+                   + (SELECT count(DISTINCT p.line) FROM ${problemsOf(jobId)} p
+                       WHERE NOT EXISTS (SELECT 1 FROM ${stagingOf(jobId)} s WHERE s.line = p.line))::int AS total,
                  (SELECT count(DISTINCT line) FROM ${problemsOf(jobId)})::int AS invalid`,
     params: [],
   };
