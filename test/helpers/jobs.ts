@@ -56,3 +56,51 @@ export async function reportOf(server: TestServer, token: string, job: any): Pro
   expect(response.status, response.text).toBe(200);
   return response.text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line));
 }
+
+export type ImportMode = 'valid-rows-only' | 'all-or-nothing';
+
+/** POST …/imports for a preview job; the table's current schema version unless told otherwise. */
+export function requestImport(server: TestServer, token: string, table: TestTable, previewJobId: string, mode: ImportMode, options: { key?: string; expectedSchemaVersion?: number } = {}): Promise<ApiResponse> {
+  return server.request('POST', `${table.path}/imports`, {
+    token, idempotencyKey: options.key ?? idempotencyKey(),
+    body: { previewJobId, expectedSchemaVersion: options.expectedSchemaVersion ?? table.schemaVersion, mode },
+  });
+}
+
+/** Imports a previewed file and waits for the import to finish; returns the terminal job. */
+export async function importPreviewed(server: TestServer, token: string, table: TestTable, previewJobId: string, mode: ImportMode): Promise<any> {
+  const accepted = await requestImport(server, token, table, previewJobId, mode);
+  expect(accepted.status, accepted.text).toBe(202);
+  return waitForJob(server, token, accepted.body.statusUrl);
+}
+
+/** POST …/jobs/{jobId}/cancel or /retry. */
+export function controlJob(server: TestServer, token: string, orgId: string, jobId: string, action: 'cancel' | 'retry', key = idempotencyKey()): Promise<ApiResponse> {
+  return server.request('POST', `/v1/orgs/${orgId}/jobs/${jobId}/${action}`, { token, idempotencyKey: key });
+}
+
+/** Every row of a table (pages of 100), in the API's order. */
+export async function allRows(server: TestServer, token: string, table: TestTable): Promise<{ id: string; version: string; values: Record<string, unknown> }[]> {
+  const rows = [];
+  let cursor: string | null = null;
+  do {
+    const response: ApiResponse = await server.request('GET', `${table.path}/rows?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token });
+    expect(response.status, response.text).toBe(200);
+    rows.push(...response.body.data);
+    cursor = response.body.nextCursor;
+  } while (cursor);
+  return rows;
+}
+
+/** The activity entries of one table, oldest first (at most 100: a test's own table holds a handful). */
+export async function tableActivity(server: TestServer, token: string, table: TestTable): Promise<any[]> {
+  const response = await server.request('GET', `/v1/orgs/${table.orgId}/activity?tableId=${table.tableId}&limit=100`, { token });
+  expect(response.status, response.text).toBe(200);
+  expect(response.body.nextCursor).toBeNull();
+  return [...response.body.data].reverse();
+}
+
+/** A mapping of CSV header names (or JSONL properties) to the fields of the same name. */
+export function mappingOf(table: TestTable, names: string[]): { source: string; fieldId: string }[] {
+  return names.map((name) => ({ source: name, fieldId: table.fields[name]! }));
+}
