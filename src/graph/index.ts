@@ -16,6 +16,7 @@ import './activity-feed.ts';
 import './jobs/jobs.ts';
 import './jobs/artifacts.ts';
 import './imports.ts';
+import './schema-changes.ts';
 
 /** The whole graph: every domain file above registers its types, queries and mutations on the builder. */
 export const schema: GraphQLSchema = builder.toSchema({ sortSchema: true });

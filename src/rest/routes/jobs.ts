@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { Id, Timestamp } from '../../graph/common.ts';
 import { IMPORT_BODY_LIMIT, ImportRowsBody, PreviewImportBody } from '../../graph/imports.ts';
 import { JobKindFilter, JobStateFilter } from '../../graph/jobs/jobs.ts';
+import { ApplySchemaChangeBody } from '../../graph/schema-changes.ts';
 import { JOB_STATES } from '../../jobs/sql/queue.ts';
 import {
-  CancelJobDocument, GetJobArtifactDocument, GetJobDocument, ImportRowsDocument, ListJobsDocument, PreviewImportRowsDocument, RetryJobDocument,
+  ApplySchemaChangeDocument, CancelJobDocument, GetJobArtifactDocument, GetJobDocument, ImportRowsDocument, ListJobsDocument, PreviewImportRowsDocument, RetryJobDocument,
 } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from './pages.ts';
@@ -59,6 +60,19 @@ export const jobRoutes = [
     params: TablePath,
     query: z.strictObject({}),
     body: ImportRowsBody,
+    idempotent: true,
+    successStatus: 202,
+    response: JobHandleResponse,
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/schema/operations',
+    summary: 'Apply schema change (endpoint 5)',
+    tags: ['schema'],
+    operation: ApplySchemaChangeDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    body: ApplySchemaChangeBody,
     idempotent: true,
     successStatus: 202,
     response: JobHandleResponse,
