@@ -1,0 +1,244 @@
+import { describe, expect, it } from 'vitest';
+import { JobHandleResponse, JobResponse } from '../src/rest/routes/jobs.ts';
+import { newId } from '../src/ids.ts';
+import { expectError } from './helpers/expectations.ts';
+import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
+import { allRows, importPreviewed, mappingOf, preview, reportOf, requestImport, tableActivity, waitForJob } from './helpers/jobs.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
+import { createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
+
+/** Import commit: `POST …/imports {previewJobId, expectedSchemaVersion, mode}` appends the previewed rows. */
+const suite = useServerWithOrg();
+const admin = () => suite.org.adminKey;
+const post = (path: string, body: unknown) => suite.server.request('POST', path, { token: admin(), idempotencyKey: idempotencyKey(), body });
+
+const FIELDS: FieldSpec[] = [
+  { name: 'Name', type: 'text', required: true },
+  { name: 'Age', type: 'integer' },
+  { name: 'Score', type: 'number', options: { precision: 8, scale: 2 } },
+  { name: 'Active', type: 'boolean' },
+  { name: 'Born', type: 'date' },
+  { name: 'Seen', type: 'datetime' },
+  { name: 'Colour', type: 'select', options: { choices: ['red', 'green'] } },
+  { name: 'Tags', type: 'multiSelect', options: { choices: ['a', 'b', 'c'] } },
+  { name: 'Doc', type: 'json' },
+  { name: 'Mail', type: 'email' },
+  { name: 'Site', type: 'url' },
+  { name: 'No', type: 'autoNumber' },
+];
+const IMPORTED = FIELDS.filter((field) => field.type !== 'autoNumber').map((field) => field.name);
+const HEADER = IMPORTED.join(',');
+
+async function previewOf(table: TestTable, content: string, fileName = 'people.csv') {
+  const job = await preview(suite.server, admin(), table, { content, fileName, mapping: mappingOf(table, IMPORTED) });
+  expect(job.state, JSON.stringify(job)).toBe('succeeded');
+  return job;
+}
+
+/** Row values by field name. */
+function named(table: TestTable, values: Record<string, unknown>): Record<string, unknown> {
+  const names = Object.fromEntries(Object.entries(table.fields).map(([name, id]) => [id, name]));
+  return Object.fromEntries(Object.entries(values).map(([id, value]) => [names[id], value]));
+}
+
+async function rowsByName(table: TestTable) {
+  return (await allRows(suite.server, admin(), table)).map((row) => named(table, row.values));
+}
+
+describe('POST …/imports, valid-rows-only', () => {
+  it('inserts the valid rows with exact typed values, ends partially_completed, and reports the skipped lines', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const content = [
+      HEADER,
+      'Ada,36,12.5,true,1815-12-10,2024-03-01T10:00:00.000Z,red,"a,c","{""k"":[1,{""z"":true}]}",ada@example.com,https://example.com/ada',
+      'Bob,old,,,,,,,,,',
+      'Cy,,,,,,,,,,',
+      ',1,,,,,,,,,',
+      'Dee,-4,0.01,FALSE,2000-02-29,,green,[],"""text""",,',
+    ].join('\r\n');
+    const previewJob = await previewOf(table, content);
+    const job = await importPreviewed(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only');
+    expect(JobResponse.safeParse(job).success, JSON.stringify(job)).toBe(true);
+    expect(job).toMatchObject({ kind: 'importRows', state: 'partially_completed', error: null, progress: { done: 5, total: 5 } });
+    expect(job.result).toEqual({
+      totalRows: 5, validRows: 3, invalidRows: 2, insertedRows: 3, skippedRows: 2, mode: 'valid-rows-only',
+      report: { name: 'errors.jsonl', size: expect.any(Number), sha256: expect.stringMatching(/^[0-9a-f]{64}$/), problems: 2, truncated: false },
+    });
+    expect((await reportOf(suite.server, admin(), job)).map(({ line, column, code }) => ({ line, column, code }))).toEqual([
+      { line: 3, column: 'Age', code: 'TYPE_MISMATCH' },
+      { line: 5, column: 'Name', code: 'REQUIRED' },
+    ]);
+    const empty = Object.fromEntries(IMPORTED.map((name) => [name, null]));
+    const rows = await rowsByName(table);
+    expect(rows.map((row) => ({ ...row, No: typeof row.No }))).toEqual(expect.arrayContaining([
+      { ...empty, No: 'number', Name: 'Ada', Age: 36, Score: 12.5, Active: true, Born: '1815-12-10', Seen: '2024-03-01T10:00:00.000Z', Colour: 'red', Tags: ['a', 'c'], Doc: { k: [1, { z: true }] }, Mail: 'ada@example.com', Site: 'https://example.com/ada' },
+      { ...empty, No: 'number', Name: 'Cy' },
+      { ...empty, No: 'number', Name: 'Dee', Age: -4, Score: 0.01, Active: false, Born: '2000-02-29', Colour: 'green', Tags: [], Doc: 'text' },
+    ]));
+    expect(rows).toHaveLength(3);
+    // autoNumber values are generated in file order.
+    const numbers = Object.fromEntries(rows.map((row) => [row.Name, row.No as number]));
+    expect(numbers.Ada! < numbers.Cy! && numbers.Cy! < numbers.Dee!).toBe(true);
+  });
+
+  it('gives each inserted row its initial cell history, attributed to the importer and the import job', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'Age', type: 'integer' }, { name: 'No', type: 'autoNumber' }]);
+    const previewJob = await preview(suite.server, admin(), table, { content: 'Name\nAda\nBob\n', mapping: mappingOf(table, ['Name']) });
+    const job = await importPreviewed(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only');
+    expect(job.state).toBe('succeeded');
+    const actor = { id: suite.org.adminUserId, kind: 'user', name: 'Ada Admin' };
+    for (const row of await allRows(suite.server, admin(), table)) {
+      const history = await suite.server.request('GET', `${table.path}/rows/${row.id}/history?limit=100`, { token: admin() });
+      expect(history.status, history.text).toBe(200);
+      const entries = history.body.data.map(({ changedAt: _changedAt, ...entry }: any) => entry);
+      expect(entries).toHaveLength(3);
+      expect(entries).toEqual(expect.arrayContaining([
+        { rowId: row.id, fieldId: table.fields.Name, version: '1', operation: 'create', value: row.values[table.fields.Name!], mutationId: job.jobId, actor },
+        { rowId: row.id, fieldId: table.fields.Age, version: '1', operation: 'create', value: null, mutationId: job.jobId, actor },
+        { rowId: row.id, fieldId: table.fields.No, version: '1', operation: 'create', value: row.values[table.fields.No!], mutationId: job.jobId, actor },
+      ]));
+      expect(row.version).toBe('1');
+    }
+  });
+
+  it('records one records.changed entry with affectedRows, between job.importRows.queued and its terminal event', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const previewJob = await previewOf(table, `${HEADER}\nAda,,,,,,,,,,\nBob,x,,,,,,,,,\nCy,,,,,,,,,,\n`, 'crew.csv');
+    const job = await importPreviewed(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only');
+    expect(job.state).toBe('partially_completed');
+    const events = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.category !== 'schema');
+    const of = (entry: any) => ({ category: entry.category, event: entry.event, jobId: entry.jobId, fileName: entry.fileName, affectedRows: entry.affectedRows });
+    expect(events.map(of)).toEqual([
+      { category: 'imports', event: 'job.previewImportRows.queued', jobId: previewJob.jobId, fileName: 'crew.csv', affectedRows: null },
+      { category: 'imports', event: 'job.previewImportRows.succeeded', jobId: previewJob.jobId, fileName: 'crew.csv', affectedRows: null },
+      { category: 'imports', event: 'job.importRows.queued', jobId: job.jobId, fileName: 'crew.csv', affectedRows: null },
+      { category: 'records', event: 'records.changed', jobId: job.jobId, fileName: 'crew.csv', affectedRows: 2 },
+      { category: 'imports', event: 'job.importRows.partially_completed', jobId: job.jobId, fileName: 'crew.csv', affectedRows: 2 },
+    ]);
+    expect(events.every((entry) => entry.actor.id === suite.org.adminUserId && entry.table.id === table.tableId)).toBe(true);
+  });
+
+  it('ends succeeded when every row is valid, with job.importRows.succeeded', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const previewJob = await previewOf(table, `${HEADER}\nAda,1,,,,,,,,,\nBob,2,,,,,,,,,\n`);
+    const job = await importPreviewed(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only');
+    expect(job).toMatchObject({ state: 'succeeded', result: { totalRows: 2, validRows: 2, invalidRows: 0, insertedRows: 2, skippedRows: 0 } });
+    expect((await rowsByName(table)).map((row) => row.Name).sort()).toEqual(['Ada', 'Bob']);
+    const events = (await tableActivity(suite.server, admin(), table)).map((entry) => entry.event);
+    expect(events.slice(-3)).toEqual(['job.importRows.queued', 'records.changed', 'job.importRows.succeeded']);
+  });
+
+  it('validates again at import time: a unique value written since the preview is skipped and reported', async () => {
+    const created = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    expect((await post(`${created.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    const table = await refreshSchemaVersion(suite.server, admin(), created);
+    const previewJob = await preview(suite.server, admin(), table, { content: 'Code\nA\nB\nC\n', mapping: mappingOf(table, ['Code']) });
+    expect(previewJob.result).toMatchObject({ validRows: 3, invalidRows: 0 });
+    expect((await createRow(suite.server, admin(), table, { Code: 'B' })).status).toBe(201);
+    const job = await importPreviewed(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only');
+    expect(job).toMatchObject({ state: 'partially_completed', result: { totalRows: 3, invalidRows: 1, insertedRows: 2, skippedRows: 1 } });
+    expect(await reportOf(suite.server, admin(), job)).toEqual([
+      { line: 3, column: 'Code', fieldId: table.fields.Code, code: 'UNIQUE_CONFLICT', message: 'an existing row already has these values of Code' },
+    ]);
+    expect((await rowsByName(table)).map((row) => row.Code).sort()).toEqual(['A', 'B', 'C']);
+  });
+});
+
+describe('POST …/imports, all-or-nothing', () => {
+  it('fails and inserts nothing when any row is invalid', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const previewJob = await previewOf(table, `${HEADER}\nAda,1,,,,,,,,,\nBob,x,,,,,,,,,\n`, 'strict.csv');
+    const job = await importPreviewed(suite.server, admin(), table, previewJob.jobId, 'all-or-nothing');
+    expect(job).toMatchObject({
+      state: 'failed', error: { code: 'JOB_FAILED', message: expect.stringContaining('1 of 2 rows are invalid') },
+      result: { totalRows: 2, validRows: 1, invalidRows: 1, insertedRows: 0, skippedRows: 2, mode: 'all-or-nothing' },
+    });
+    expect(await allRows(suite.server, admin(), table)).toEqual([]);
+    const events = (await tableActivity(suite.server, admin(), table)).map((entry) => ({ event: entry.event, jobId: entry.jobId, fileName: entry.fileName }));
+    expect(events.slice(-2)).toEqual([
+      { event: 'job.importRows.queued', jobId: job.jobId, fileName: 'strict.csv' },
+      { event: 'job.importRows.failed', jobId: job.jobId, fileName: 'strict.csv' },
+    ]);
+  });
+
+  it('inserts every row and succeeds when all are valid', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const previewJob = await previewOf(table, `${HEADER}\nAda,1,,,,,,,,,\nBob,2,,,,,,,,,\nCy,3,,,,,,,,,\n`);
+    const job = await importPreviewed(suite.server, admin(), table, previewJob.jobId, 'all-or-nothing');
+    expect(job).toMatchObject({ state: 'succeeded', error: null, result: { totalRows: 3, insertedRows: 3, skippedRows: 0, mode: 'all-or-nothing' } });
+    expect((await rowsByName(table)).map((row) => [row.Name, row.Age]).sort()).toEqual([['Ada', 1], ['Bob', 2], ['Cy', 3]]);
+  });
+});
+
+describe('POST …/imports: refusals', () => {
+  async function previewed(table: TestTable) {
+    return previewOf(table, `${HEADER}\nAda,1,,,,,,,,,\n`);
+  }
+
+  it('answers 202 with a job handle; importing the same preview again is 409 JOB_STATE_CONFLICT, while it runs and after', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const previewJob = await previewed(table);
+    const accepted = await requestImport(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only');
+    expect(accepted.status, accepted.text).toBe(202);
+    expect(JobHandleResponse.parse(accepted.body)).toEqual({ jobId: accepted.body.jobId, state: 'queued', statusUrl: `/v1/orgs/${suite.org.orgId}/jobs/${accepted.body.jobId}` });
+    const again = await requestImport(suite.server, admin(), table, previewJob.jobId, 'all-or-nothing');
+    expectError(again, 409, 'JOB_STATE_CONFLICT');
+    expect(again.body.error.details).toEqual({ importJobId: accepted.body.jobId });
+    expect((await waitForJob(suite.server, admin(), accepted.body.statusUrl)).state).toBe('succeeded');
+    expectError(await requestImport(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only'), 409, 'JOB_STATE_CONFLICT');
+    expect(await allRows(suite.server, admin(), table)).toHaveLength(1);
+  });
+
+  it('replays the same handle for the same Idempotency-Key and body, and 409 IDEMPOTENCY_CONFLICT for another mode', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const previewJob = await previewed(table);
+    const key = idempotencyKey();
+    const first = await requestImport(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only', { key });
+    expect(first.status, first.text).toBe(202);
+    const replay = await requestImport(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only', { key });
+    expect({ status: replay.status, body: replay.body }).toEqual({ status: 202, body: first.body });
+    expectError(await requestImport(suite.server, admin(), table, previewJob.jobId, 'all-or-nothing', { key }), 409, 'IDEMPOTENCY_CONFLICT');
+    await waitForJob(suite.server, admin(), first.body.statusUrl);
+  });
+
+  it('refuses a failed preview with 409 JOB_STATE_CONFLICT', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const failed = await preview(suite.server, admin(), table, { content: 'Name\n"unclosed\n', mapping: mappingOf(table, ['Name']) });
+    expect(failed.state).toBe('failed');
+    const response = await requestImport(suite.server, admin(), table, failed.jobId, 'valid-rows-only');
+    expectError(response, 409, 'JOB_STATE_CONFLICT');
+    expect(response.body.error.details).toEqual({ state: 'failed' });
+  });
+
+  it('answers 404 for an unknown previewJobId, a preview of another table, and a job that is not a preview', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    expectError(await requestImport(suite.server, admin(), table, newId(), 'valid-rows-only'), 404, 'RESOURCE_NOT_FOUND');
+    const other = await createTable(suite.server, suite.org, FIELDS);
+    const otherPreview = await previewed(other);
+    expectError(await requestImport(suite.server, admin(), table, otherPreview.jobId, 'valid-rows-only'), 404, 'RESOURCE_NOT_FOUND');
+    const imported = await importPreviewed(suite.server, admin(), other, otherPreview.jobId, 'valid-rows-only');
+    expectError(await requestImport(suite.server, admin(), other, imported.jobId, 'valid-rows-only'), 404, 'RESOURCE_NOT_FOUND');
+  });
+
+  it('answers 409 SCHEMA_VERSION_CONFLICT for a stale expectedSchemaVersion, and for a schema changed since the preview', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    const previewJob = await preview(suite.server, admin(), table, { content: 'Code\nA\n', mapping: mappingOf(table, ['Code']) });
+    expectError(await requestImport(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only', { expectedSchemaVersion: table.schemaVersion + 1 }), 409, 'SCHEMA_VERSION_CONFLICT');
+    expect((await post(`${table.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    const current = await refreshSchemaVersion(suite.server, admin(), table);
+    const response = await requestImport(suite.server, admin(), current, previewJob.jobId, 'valid-rows-only');
+    expectError(response, 409, 'SCHEMA_VERSION_CONFLICT');
+    expect(await allRows(suite.server, admin(), table)).toEqual([]);
+  });
+
+  it('a viewer: 403; another org: 404; an invalid mode: 422', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const previewJob = await previewed(table);
+    const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+    expectError(await requestImport(suite.server, viewer.apiKey, table, previewJob.jobId, 'valid-rows-only'), 403, 'FORBIDDEN');
+    const other = await createOrg(suite.server.prisma);
+    expectError(await requestImport(suite.server, other.adminKey, table, previewJob.jobId, 'valid-rows-only'), 404, 'RESOURCE_NOT_FOUND');
+    expectError(await requestImport(suite.server, admin(), table, previewJob.jobId, 'append' as 'all-or-nothing'), 422, 'VALIDATION_FAILED');
+    expect(await allRows(suite.server, admin(), table)).toEqual([]);
+  });
+});
