@@ -134,6 +134,21 @@ function stateConflict(job: JobRow, action: string, allowed: string): DomainErro
   });
 }
 
+/**
+ * Where a job's cancel and retry events belong: the database, table and file of its own queued event (written with
+ * the job by enqueueJob), so they appear in the table's activity next to the job's other events.
+ */
+async function eventContextOf(tx: TransactionClient, jobId: string): Promise<{ databaseId?: string; tableId?: string; fileName?: string }> {
+  const queued = await tx.activityEvent.findFirst({
+    where: { jobId, event: { endsWith: '.queued' } }, orderBy: { id: 'asc' }, select: { databaseId: true, tableId: true, fileName: true },
+  });
+  return {
+    ...(queued?.databaseId ? { databaseId: queued.databaseId } : {}),
+    ...(queued?.tableId ? { tableId: queued.tableId } : {}),
+    ...(queued?.fileName ? { fileName: queued.fileName } : {}),
+  };
+}
+
 async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAuthority, orgId: string, jobId: string): Promise<JobShape> {
   const job = await loadJob(tx, orgId, jobId);
   requireJobControl(caller, authority, job);
@@ -143,6 +158,7 @@ async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAu
   if (cancelled) {
     await recordActivity(tx, caller, {
       orgId, category: JOB_CATEGORIES[job.kind as JobKind], event: `job.${job.kind}.cancelled`, summary: `Cancelled a queued ${job.kind} job`, jobId,
+      ...await eventContextOf(tx, jobId),
     });
   } else {
     const running = requestCancel(jobId);
@@ -169,6 +185,7 @@ async function retryJob(tx: TransactionClient, caller: Caller, authority: OrgAut
   await tx.jobArtifact.deleteMany({ where: { jobId, listed: true } });
   await recordActivity(tx, caller, {
     orgId, category: JOB_CATEGORIES[job.kind as JobKind], event: `job.${job.kind}.queued`, summary: `Retried a ${job.kind} job`, jobId,
+    ...await eventContextOf(tx, jobId),
   });
   const notify = notifyWorkers();
   await sql.query(notify.sql, notify.params);
