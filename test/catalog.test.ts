@@ -24,6 +24,7 @@ const COLUMN_TYPES: Record<string, string[]> = {
   BigInt: ['bigint'],
   DateTime: ['timestamp with time zone'],
   Json: ['jsonb'],
+  Bytes: ['bytea'],
 };
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
@@ -32,6 +33,7 @@ const TABLE_OF_MODEL: Record<string, string> = {
   User: 'users', Org: 'orgs', Member: 'members', ApiKey: 'api_keys', Session: 'sessions', Preference: 'preferences',
   IdempotencyRecord: 'idempotency_records', ActivityEvent: 'activity_events', Database: 'databases', DataTable: 'data_tables',
   Field: 'fields', UniqueRule: 'unique_rules', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets', SavedView: 'saved_views',
+  Job: 'jobs', JobArtifact: 'job_artifacts',
 };
 
 interface Column { table_name: string; column_name: string; data_type: string; udt_name: string; is_nullable: 'YES' | 'NO' }
@@ -42,7 +44,7 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
       SELECT table_name, column_name, data_type, udt_name, is_nullable FROM information_schema.columns WHERE table_schema = 'public'`;
     const byKey = new Map(columns.map((column) => [`${column.table_name}.${column.column_name}`, column]));
     const { models } = getDatamodel().datamodel;
-    const enums = new Set(['Role', 'KeyScope', 'KeyAccess']);
+    const enums = new Set(['Role', 'KeyScope', 'KeyAccess', 'JobState']);
     const checked: string[] = [];
     for (const [model, { fields }] of Object.entries(models)) {
       const table = TABLE_OF_MODEL[model];
@@ -83,6 +85,10 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     expect(loadedTable.uniqueRules[0]!.fieldIds).toEqual([field.id]);
     expect(loadedTable.foreignKeys[0]!.referencedRuleId).toBe(rule.id);
     expect([loadedTable.schemaVersion, loadedTable.rowCount]).toEqual([1, 0n]);
+    const job = await prisma.job.create({ data: { id: newId(), orgId: org.id, kind: 'previewImportRows', payload: { a: 1 }, actorId: user.id, actorKind: 'user', actorName: 'Round Trip' } });
+    await prisma.jobArtifact.create({ data: { jobId: job.id, name: 'errors.jsonl', contentType: 'application/x-ndjson', content: Buffer.from('{}\n'), sizeBytes: 3n, sha256: 'e'.repeat(64), expiresAt: new Date() } });
+    const loadedJob = await prisma.job.findUniqueOrThrow({ where: { id: job.id }, include: { artifacts: true } });
+    expect([loadedJob.state, loadedJob.journal, Buffer.from(loadedJob.artifacts[0]!.content).toString()]).toEqual(['queued', {}, '{}\n']);
     const loaded = await prisma.user.findUniqueOrThrow({
       where: { id: user.id },
       include: { memberships: { include: { org: { include: { activity: true, apiKeys: true } } } }, sessions: true, preference: true },

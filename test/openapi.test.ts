@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { routes } from '../src/rest/routes.ts';
 import { idempotencyKey } from './helpers/factories.ts';
+import { waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
@@ -71,8 +72,65 @@ async function addView(): Promise<{ status: number; body: any }> {
   }));
 }
 
+let previewJob: Promise<any> | undefined;
+
+/** One finished import preview (with an error report artifact), for the job samples. */
+function finishedPreview(): Promise<any> {
+  previewJob ??= (async () => {
+    const { parent } = await sampleWorkspace();
+    const accepted = await suite.server.request('POST', `${parent.path}/imports/preview`, write({
+      expectedSchemaVersion: parent.schemaVersion, format: 'csv', content: 'Code\nA-1\nB-1\n', fileName: 'codes.csv', mapping: [{ source: 'Code', fieldId: 'Code' }],
+    }));
+    return waitForJob(suite.server, suite.org.adminKey, accepted.body.statusUrl);
+  })();
+  return previewJob;
+}
+
 describe('real responses match the documented schemas', () => {
   const samples: Record<string, () => Promise<{ status: number; body: unknown }>> = {
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/imports/preview': async () => {
+      const { parent } = await sampleWorkspace();
+      return suite.server.request('POST', `${parent.path}/imports/preview`, write({
+        expectedSchemaVersion: parent.schemaVersion, format: 'jsonl', content: '{"Code":"Z-1"}\n', fileName: 'codes.jsonl', mapping: [{ source: 'Code', fieldId: 'Code' }],
+      }));
+    },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/imports': async () => {
+      const { parent } = await sampleWorkspace();
+      const preview = await finishedPreview();
+      return suite.server.request('POST', `${parent.path}/imports`, write({ previewJobId: preview.jobId, expectedSchemaVersion: parent.schemaVersion, mode: 'valid-rows-only' }));
+    },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/schema/operations': async () => {
+      const child = await refreshSchemaVersion(suite.server, suite.org.adminKey, (await sampleWorkspace()).child);
+      return suite.server.request('POST', `${child.path}/schema/operations`, write({
+        expectedSchemaVersion: child.schemaVersion, change: { kind: 'rename_field', fieldId: child.fields['Parent code'], name: 'Parent' },
+      }));
+    },
+    'GET /v1/orgs/{orgId}/jobs': async () => {
+      await finishedPreview();
+      return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs?state=succeeded&kind=previewImportRows&limit=5`, admin());
+    },
+    'GET /v1/orgs/{orgId}/jobs/{jobId}': async () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/${(await finishedPreview()).jobId}`, admin()),
+    'POST /v1/orgs/{orgId}/jobs/{jobId}/cancel': async () => {
+      const { parent } = await sampleWorkspace();
+      // Cancelling races the worker: whichever state the job is in, the answer is the job record (or 409 once it finished).
+      const accepted = await suite.server.request('POST', `${parent.path}/imports/preview`, write({
+        expectedSchemaVersion: parent.schemaVersion, format: 'csv', content: 'Code\nC-1\n', fileName: 'cancel.csv', mapping: [{ source: 'Code', fieldId: 'Code' }],
+      }));
+      return suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/jobs/${accepted.body.jobId}/cancel`, write());
+    },
+    'POST /v1/orgs/{orgId}/jobs/{jobId}/retry': async () => {
+      const { parent } = await sampleWorkspace();
+      const failed = await suite.server.request('POST', `${parent.path}/imports/preview`, write({
+        expectedSchemaVersion: parent.schemaVersion, format: 'csv', content: 'Code\n"unclosed\n', fileName: 'broken.csv', mapping: [{ source: 'Code', fieldId: 'Code' }],
+      }));
+      await waitForJob(suite.server, suite.org.adminKey, failed.body.statusUrl);
+      return suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/jobs/${failed.body.jobId}/retry`, write());
+    },
+    'GET /v1/orgs/{orgId}/jobs/{jobId}/artifacts/{name}': async () => {
+      const preview = await finishedPreview();
+      const response = await suite.server.request('GET', preview.artifacts[0].url, admin());
+      return { status: response.status, body: response.text };
+    },
     'GET /v1/me/preferences': () => suite.server.request('GET', '/v1/me/preferences', { token: suite.org.adminKey }),
     'PATCH /v1/me/preferences': () => suite.server.request('PATCH', '/v1/me/preferences', { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { theme: 'dark' } }),
     'GET /v1/preferences/options': () => suite.server.request('GET', '/v1/preferences/options', { token: suite.org.adminKey }),

@@ -9,6 +9,8 @@ export const JOB_CATEGORIES = {
   deleteField: 'schema',
   reorderFields: 'schema',
   applySchemaChange: 'schema',
+  createUniqueRule: 'schema',
+  createForeignKey: 'schema',
 } as const satisfies Record<string, ActivityCategory>;
 
 export type JobKind = keyof typeof JOB_CATEGORIES;

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { pgExecutor, type SqlExecutor } from '../db/sql.ts';
 import { inlineLiterals, quoteLiterals } from '../data/ddl.ts';
 import { typeSpecOf, type FieldDefinition } from '../data/field-types.ts';
-import type { Statement } from '../data/sql.ts';
 import { DomainError } from '../errors.ts';
 import { loadTableHead, readSchema, type TableSchema } from '../graph/tables/loader.ts';
 import { schemaVersionConflict } from '../graph/tables/schema.ts';
@@ -12,6 +11,8 @@ import { JOB_CATEGORIES, type JobKind } from './kinds.ts';
 import { CHANGE_JOBS, PlannedChange } from './schema/change.ts';
 import { conversionSql } from './schema/conversions.ts';
 import * as ddl from './schema/sql.ts';
+import { bump, exec, lockVersion } from './schema/steps.ts';
+import { abandonConstraint, buildConstraint } from './schema-constraints.ts';
 
 /**
  * Schema changes as durable jobs (endpoint 5). Every change ends in one short transaction that holds the table's
@@ -40,27 +41,11 @@ const BACKFILL_BATCH = 5_000;
 export const UNCONVERTIBLE_ARTIFACT = 'unconvertible.jsonl';
 const MAX_REPORTED = 100_000;
 
-async function exec(sql: SqlExecutor, statements: readonly Statement[]): Promise<void> {
-  for (const statement of statements) await sql.query(statement.sql, statement.params);
-}
-
 async function schemaOf(run: Run): Promise<TableSchema> {
   const { orgId, databaseId, tableId, expectedSchemaVersion } = run.payload;
   const head = await loadTableHead(pgExecutor(run.pool), { orgId, databaseId, tableId });
   if (head.schemaVersion !== expectedSchemaVersion) throw schemaVersionConflict(expectedSchemaVersion, head.schemaVersion);
   return readSchema(run.prisma, head);
-}
-
-/** Holds the catalog row and proves no other change landed since the request (409 otherwise). */
-async function lockVersion(sql: SqlExecutor, payload: SchemaChangePayload): Promise<void> {
-  const [row] = await sql.query<{ schema_version: number }>(ddl.lockCatalogRow(payload.tableId).sql, ddl.lockCatalogRow(payload.tableId).params);
-  if (!row) throw new DomainError('RESOURCE_NOT_FOUND', 'The table no longer exists.');
-  if (row.schema_version !== payload.expectedSchemaVersion) throw schemaVersionConflict(payload.expectedSchemaVersion, row.schema_version);
-}
-
-async function bump(sql: SqlExecutor, tableId: string): Promise<number> {
-  const [row] = await sql.query<{ schema_version: number }>(ddl.bumpSchemaVersion(tableId).sql, ddl.bumpSchemaVersion(tableId).params);
-  return row!.schema_version;
 }
 
 function fieldIn(schema: TableSchema, fieldId: string): FieldDefinition {
@@ -205,16 +190,19 @@ function handlerFor(kind: JobKind): JobHandler<SchemaChangePayload, SchemaJourna
     async run(run) {
       if (run.journal.phase !== 'done') {
         const schema = await schemaOf(run);
-        if (run.payload.change.kind === 'convert_field') await convert(run, schema);
+        const { kind } = run.payload.change;
+        if (kind === 'convert_field') await convert(run, schema);
+        else if (kind === 'add_unique_rule' || kind === 'add_foreign_key') await buildConstraint(run as never, schema);
         else await run.step(async (sql) => ({ journal: { phase: 'done', outcome: await applyDirectly(sql, run, schema) }, progress: { done: 1, total: 1 } }));
       }
       return (run.journal as { outcome: JobOutcome }).outcome;
     },
     async discard(run) {
-      if (run.payload.change.kind !== 'convert_field') return;
-      await exec(pgExecutor(run.pool), ddl.abandonConversion(run.payload.databaseId, run.payload.tableId, run.job.id));
+      const { change, databaseId, tableId } = run.payload;
+      const undo = change.kind === 'convert_field' ? ddl.abandonConversion(databaseId, tableId, run.job.id) : abandonConstraint(run.payload, change);
+      await exec(pgExecutor(run.pool), undo);
     },
   };
 }
 
-export const schemaChangeHandlers = (['createField', 'updateField', 'deleteField', 'reorderFields', 'applySchemaChange'] as const).map(handlerFor);
+export const schemaChangeHandlers = (['createField', 'updateField', 'deleteField', 'reorderFields', 'applySchemaChange', 'createUniqueRule', 'createForeignKey'] as const).map(handlerFor);

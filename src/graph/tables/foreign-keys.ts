@@ -64,7 +64,7 @@ interface Endpoints {
   referencedFields: FieldDefinition[];
 }
 
-async function resolveEndpoints(context: Context, tx: TransactionClient, schema: TableSchema, body: CreateForeignKeyBody): Promise<Endpoints> {
+export async function resolveEndpoints(context: Context, tx: TransactionClient, schema: TableSchema, body: CreateForeignKeyBody): Promise<Endpoints> {
   const problems: FieldProblem[] = [];
   const fields = resolveKeyFields(schema, body.fieldIds, 'fieldIds', problems);
   const [head] = await tx.$queryRaw<{ schemaVersion: number }[]>`

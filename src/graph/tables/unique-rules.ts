@@ -58,7 +58,7 @@ export function resolveKeyFields(schema: TableSchema, references: readonly strin
   return fields;
 }
 
-function checkRule(schema: TableSchema, body: CreateUniqueRuleBody): FieldDefinition[] {
+export function checkRule(schema: TableSchema, body: CreateUniqueRuleBody): FieldDefinition[] {
   const problems: FieldProblem[] = [];
   const fields = resolveKeyFields(schema, body.fieldIds, 'fieldIds', problems);
   const bytes = fields.reduce((sum, field) => sum + typeSpecOf(field.type).indexBytes(field.options)!, 0);

@@ -3,6 +3,7 @@ import {
   FIELD_OPTIONS, FIELD_TYPES, FieldInput, FieldName, resolvedOptions, typeSpecOf, type FieldDefinition, type FieldType,
 } from '../../data/field-types.ts';
 import type { FieldProblem } from '../../errors.ts';
+import { FilterExpression } from '../../data/filter.ts';
 import { Id } from '../../graph/common.ts';
 import type { TableSchema } from '../../graph/tables/loader.ts';
 import type { JobKind } from '../kinds.ts';
@@ -31,8 +32,13 @@ export const ConvertField = z.strictObject({
 export const DeleteField = z.strictObject({ kind: z.literal('delete_field'), fieldId: Id });
 export const ReorderFields = z.strictObject({ kind: z.literal('reorder_fields'), fieldIds: z.array(Id).min(1).max(500) });
 
-export const SchemaChange = z.discriminatedUnion('kind', [AddField, RenameField, UpdateField, ConvertField, DeleteField, ReorderFields], {
-  error: 'kind must be one of add_field, rename_field, update_field, convert_field, delete_field, reorder_fields',
+/** Unique rules and foreign keys built online (CREATE UNIQUE INDEX CONCURRENTLY; NOT VALID + VALIDATE). */
+const FieldReferences = z.array(z.string().min(1).max(64)).min(1).max(8);
+export const AddUniqueRule = z.strictObject({ kind: z.literal('add_unique_rule'), fieldIds: FieldReferences, where: FilterExpression.optional() });
+export const AddForeignKey = z.strictObject({ kind: z.literal('add_foreign_key'), fieldIds: FieldReferences, referencedTableId: Id, referencedRuleId: Id });
+
+export const SchemaChange = z.discriminatedUnion('kind', [AddField, RenameField, UpdateField, ConvertField, DeleteField, ReorderFields, AddUniqueRule, AddForeignKey], {
+  error: 'kind must be one of add_field, rename_field, update_field, convert_field, delete_field, reorder_fields, add_unique_rule, add_foreign_key',
 });
 export type SchemaChange = z.infer<typeof SchemaChange>;
 
@@ -44,6 +50,8 @@ export const CHANGE_JOBS: Record<SchemaChange['kind'], { kind: JobKind; successE
   convert_field: { kind: 'applySchemaChange', successEvent: 'field.convert' },
   delete_field: { kind: 'deleteField', successEvent: 'field.delete' },
   reorder_fields: { kind: 'reorderFields', successEvent: 'fields.reorder' },
+  add_unique_rule: { kind: 'createUniqueRule', successEvent: 'rule.create' },
+  add_foreign_key: { kind: 'createForeignKey', successEvent: 'foreign-key.create' },
 };
 
 /** A change as the job runs it: field ids resolved, options with their defaults, the new field's id chosen. */
@@ -54,6 +62,11 @@ export const PlannedChange = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('convert_field'), fieldId: z.string(), type: z.enum(FIELD_TYPES), options: z.record(z.string(), z.unknown()), onUnconvertible: z.enum(['fail', 'empty']) }),
   z.object({ kind: z.literal('delete_field'), fieldId: z.string() }),
   z.object({ kind: z.literal('reorder_fields'), fieldIds: z.array(z.string()) }),
+  z.object({ kind: z.literal('add_unique_rule'), ruleId: z.string(), fieldIds: z.array(z.string()), where: z.unknown() }),
+  z.object({
+    kind: z.literal('add_foreign_key'), foreignKeyId: z.string(), fieldIds: z.array(z.string()), referencedTableId: z.string(),
+    referencedRuleId: z.string(), referencedFieldIds: z.array(z.string()),
+  }),
 ]);
 export type PlannedChange = z.infer<typeof PlannedChange>;
 
@@ -121,8 +134,11 @@ function planConvert(schema: TableSchema, change: z.infer<typeof ConvertField>, 
   return planned;
 }
 
-/** Checks a change against the table at the expected version: every problem at once (422), or the planned change. */
-export function planChange(schema: TableSchema, change: SchemaChange, newFieldId: string): Planned {
+/**
+ * Checks a field change against the table at the expected version: every problem at once (422), or the planned
+ * change. (Unique rules and foreign keys are checked by the rules' own code in src/graph/tables.)
+ */
+export function planChange(schema: TableSchema, change: Exclude<SchemaChange, { kind: 'add_unique_rule' | 'add_foreign_key' }>, newFieldId: string): Planned {
   const problems: FieldProblem[] = [];
   switch (change.kind) {
     case 'add_field': {

@@ -1,5 +1,5 @@
 import { typeSpecOf, type FieldDefinition, type FieldOptions } from '../../data/field-types.ts';
-import { columnOf, rowsTableOf, sequenceOf } from '../../data/identifiers.ts';
+import { columnOf, foreignKeyConstraintOf, rowsTableOf, schemaOf, sequenceOf, uniqueIndexOf } from '../../data/identifiers.ts';
 import { Params, type Statement } from '../../data/sql.ts';
 import { isId } from '../../ids.ts';
 
@@ -209,4 +209,55 @@ export function abandonConversion(databaseId: string, tableId: string, jobId: st
 
 export function countRows(databaseId: string, tableId: string): Statement {
   return plain(`SELECT count(*)::int AS count FROM ${rowsTableOf(databaseId, tableId)}`);
+}
+
+/** Built without blocking writes; a unique value written meanwhile that collides fails the build (23505). */
+export function buildUniqueIndex(databaseId: string, tableId: string, ruleId: string, fieldIds: readonly string[], predicate: string | null): Statement {
+  const where = predicate ? ` WHERE ${predicate}` : '';
+  return plain(`CREATE UNIQUE INDEX CONCURRENTLY ${uniqueIndexOf(ruleId)} ON ${rowsTableOf(databaseId, tableId)} (${fieldIds.map(columnOf).join(', ')})${where}`);
+}
+
+/** An interrupted concurrent build leaves an INVALID index behind; it is dropped before the build starts again. */
+export function dropUniqueIndex(databaseId: string, ruleId: string, concurrently: boolean): Statement {
+  return plain(`DROP INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF EXISTS ${schemaOf(databaseId)}.${uniqueIndexOf(ruleId)}`);
+}
+
+export function uniqueIndexIsValid(databaseId: string, ruleId: string): Statement {
+  return {
+    sql: `SELECT coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)), false) AS valid`,
+    params: [`${schemaOf(databaseId)}.${uniqueIndexOf(ruleId)}`],
+  };
+}
+
+export function insertUniqueRule(ruleId: string, tableId: string, fieldIds: readonly string[], where: unknown): Statement {
+  return {
+    sql: `INSERT INTO public.unique_rules (id, table_id, field_ids, "where") VALUES ($1::bpchar, $2::bpchar, $3::bpchar[], $4::jsonb)`,
+    params: [ruleId, tableId, fieldIds, where === null || where === undefined ? null : JSON.stringify(where)],
+  };
+}
+
+/** NOT VALID: enforced for new writes at once, existing rows checked by VALIDATE without blocking writes. */
+export function addForeignKeyNotValid(databaseId: string, tableId: string, foreignKeyId: string, fieldIds: readonly string[], referencedTableId: string, referencedFieldIds: readonly string[]): Statement[] {
+  const table = rowsTableOf(databaseId, tableId);
+  return [
+    plain(`ALTER TABLE ${table} DROP CONSTRAINT IF EXISTS ${foreignKeyConstraintOf(foreignKeyId)}`),
+    plain(`ALTER TABLE ${table} ADD CONSTRAINT ${foreignKeyConstraintOf(foreignKeyId)} FOREIGN KEY (${fieldIds.map(columnOf).join(', ')})`
+      + ` REFERENCES ${rowsTableOf(databaseId, referencedTableId)} (${referencedFieldIds.map(columnOf).join(', ')}) NOT VALID`),
+  ];
+}
+
+export function validateForeignKey(databaseId: string, tableId: string, foreignKeyId: string): Statement {
+  return plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} VALIDATE CONSTRAINT ${foreignKeyConstraintOf(foreignKeyId)}`);
+}
+
+export function dropForeignKeyIfExists(databaseId: string, tableId: string, foreignKeyId: string): Statement {
+  return plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} DROP CONSTRAINT IF EXISTS ${foreignKeyConstraintOf(foreignKeyId)}`);
+}
+
+export function insertForeignKey(foreignKeyId: string, tableId: string, fieldIds: readonly string[], referencedTableId: string, referencedRuleId: string): Statement {
+  return {
+    sql: `INSERT INTO public.foreign_keys (id, table_id, field_ids, referenced_table_id, referenced_rule_id)
+          VALUES ($1::bpchar, $2::bpchar, $3::bpchar[], $4::bpchar, $5::bpchar)`,
+    params: [foreignKeyId, tableId, fieldIds, referencedTableId, referencedRuleId],
+  };
 }
