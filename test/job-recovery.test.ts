@@ -1,0 +1,167 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { columnOf, historyTableOf, rowsTableOf } from '../src/data/identifiers.ts';
+import { JobResponse } from '../src/rest/routes/jobs.ts';
+import { idempotencyKey } from './helpers/factories.ts';
+import { allRows, mappingOf, reportOf, requestImport, requestPreview, waitForJob } from './helpers/jobs.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
+import { createTable, refreshSchemaVersion } from './helpers/workspace.ts';
+
+/**
+ * A worker killed mid-job (SIGKILL: no handover, its lease simply runs out) and a second worker that reclaims the
+ * job resume it from its last checkpoint to the same result as a run that was never interrupted. The server runs no
+ * worker; the workers are separate `src/worker.ts` processes with a 2 s lease.
+ */
+const suite = useServerWithOrg({ RUN_WORKER: 'false' });
+const admin = () => suite.org.adminKey;
+
+interface WorkerProcess {
+  child: ChildProcess;
+  kill(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function spawnWorker(): WorkerProcess {
+  // Its own process group, so that SIGKILL reaches tsx's node child too.
+  const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
+    detached: true,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: '2', LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },
+  });
+  const exited = once(child, 'exit');
+  const signal = async (name: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, name);
+    await exited;
+  };
+  return { child, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
+}
+
+async function withWorkers<T>(run: (workers: WorkerProcess[]) => Promise<T>): Promise<T> {
+  const workers: WorkerProcess[] = [];
+  try {
+    return await run(workers);
+  } finally {
+    await Promise.all(workers.map((worker) => worker.kill()));
+  }
+}
+
+const FIELDS = [
+  { name: 'Name', type: 'text', required: true },
+  { name: 'Code', type: 'text', options: { maxLength: 20 } },
+  { name: 'Age', type: 'integer' },
+];
+
+/** `rows` records; every 997th has a bad Age, every 1,009th repeats an earlier Code, every 1,013th has no Name. */
+function csvOf(rows: number): string {
+  const lines = ['Name,Code,Age'];
+  for (let index = 0; index < rows; index += 1) {
+    const code = index % 1_009 === 1_008 ? `C-${index - 500}` : `C-${index}`;
+    const age = index % 997 === 996 ? 'old' : String(index % 100);
+    const name = index % 1_013 === 1_012 ? '' : `"Person ${index}, the ${index % 7}th"`;
+    lines.push(`${name},${code},${age}`);
+  }
+  return `${lines.join('\r\n')}\r\n`;
+}
+
+async function accepted(response: Promise<{ status: number; text: string; body: any }>): Promise<{ jobId: string; statusUrl: string }> {
+  const result = await response;
+  expect(result.status, result.text).toBe(202);
+  return result.body;
+}
+
+async function attemptsOf(jobId: string): Promise<number> {
+  const job = await suite.server.prisma.job.findUniqueOrThrow({ where: { id: jobId }, select: { attempts: true } });
+  return job.attempts;
+}
+
+describe('a worker killed mid-job', () => {
+  it('a preview resumes on a second worker to the same counts, preview and report as an uninterrupted run', async () => {
+    const created = await createTable(suite.server, suite.org, FIELDS);
+    expect((await suite.server.request('POST', `${created.path}/unique-rules`, { token: admin(), idempotencyKey: idempotencyKey(), body: { fieldIds: ['Code'] } })).status).toBe(201);
+    const table = await refreshSchemaVersion(suite.server, admin(), created);
+    const request = { content: csvOf(60_000), fileName: 'big.csv', mapping: mappingOf(table, ['Name', 'Code', 'Age']) };
+
+    await withWorkers(async (workers) => {
+      const interrupted = await accepted(requestPreview(suite.server, admin(), table, request));
+      workers.push(spawnWorker());
+      const midway = await waitForJob(suite.server, admin(), interrupted.statusUrl, (job) => job.state === 'running' && job.progress.done > 0, 30_000);
+      await workers[0]!.kill();
+      const atKill = JobResponse.parse((await suite.server.request('GET', interrupted.statusUrl, { token: admin() })).body);
+      expect(atKill.state, 'the killed worker still holds the job until its lease runs out').toBe('running');
+      expect(atKill.progress.done).toBeLessThan(60_000);
+      expect(atKill.progress.done).toBeGreaterThanOrEqual(midway.progress.done);
+
+      workers.push(spawnWorker());
+      const resumed = await waitForJob(suite.server, admin(), interrupted.statusUrl, undefined, 40_000);
+      expect(await attemptsOf(resumed.jobId)).toBe(2);
+
+      // The reference: the same file on the same table (a preview inserts nothing), run once without interruption.
+      const clean = await waitForJob(suite.server, admin(), (await accepted(requestPreview(suite.server, admin(), table, request))).statusUrl, undefined, 40_000);
+      expect(await attemptsOf(clean.jobId)).toBe(1);
+
+      expect(resumed.state).toBe('succeeded');
+      expect(resumed.result).toEqual(clean.result);
+      expect(resumed.result).toMatchObject({ totalRows: 60_000, report: { truncated: false } });
+      const invalid = resumed.result.invalidRows;
+      expect(invalid).toBeGreaterThan(150);
+      const report = await reportOf(suite.server, admin(), resumed);
+      expect(new Set(report.map((problem) => problem.line)).size).toBe(invalid);
+      expect(report.filter((problem) => problem.code === 'UNIQUE_CONFLICT').length).toBeGreaterThan(50);
+      expect(resumed.artifacts[0].sha256).toBe(clean.artifacts[0].sha256);
+    });
+    // No staging table outlives either job.
+    const staging = await suite.server.prisma.$queryRaw<{ count: number }[]>`SELECT count(*)::int AS count FROM pg_tables WHERE schemaname = 'wds_jobs'`;
+    expect(staging).toEqual([{ count: 0 }]);
+  }, 90_000);
+
+  it('a row import resumes on a second worker and inserts every valid row exactly once', async () => {
+    const table = await createTable(suite.server, suite.org, FIELDS);
+    const request = { content: csvOf(30_000), fileName: 'rows.csv', mapping: mappingOf(table, ['Name', 'Code', 'Age']) };
+    let valid = 0;
+
+    await withWorkers(async (workers) => {
+      workers.push(spawnWorker());
+      const previewed = await waitForJob(suite.server, admin(), (await accepted(requestPreview(suite.server, admin(), table, request))).statusUrl, undefined, 40_000);
+      expect(previewed.state).toBe('succeeded');
+      valid = previewed.result.validRows;
+
+      const handle = await accepted(requestImport(suite.server, admin(), table, previewed.jobId, 'valid-rows-only'));
+      // Killed once the inserts have begun: some rows are in, not all.
+      const rowsTable = rowsTableOf(table.databaseId, table.tableId);
+      const deadline = Date.now() + 30_000;
+      let inserted = 0;
+      while (inserted === 0) {
+        if (Date.now() > deadline) throw new Error('the import inserted nothing in time');
+        const response = await suite.server.request('GET', `${table.path}/rows?limit=1`, { token: admin() });
+        expect(response.status, response.text).toBe(200);
+        inserted = response.body.data.length;
+      }
+      await workers[0]!.kill();
+      const [{ count: atKill }] = await suite.server.prisma.$queryRawUnsafe<{ count: number }[]>(`SELECT count(*)::int AS count FROM ${rowsTable}`) as [{ count: number }];
+      expect(atKill).toBeGreaterThan(0);
+      expect(atKill, 'the worker was killed before the last batch').toBeLessThan(valid);
+      expect(atKill % 1_000, 'inserts commit in whole batches of 1,000').toBe(0);
+
+      workers.push(spawnWorker());
+      const job = await waitForJob(suite.server, admin(), handle.statusUrl, undefined, 40_000);
+      expect(await attemptsOf(job.jobId)).toBe(2);
+      expect(job).toMatchObject({ state: 'partially_completed', result: { totalRows: 30_000, validRows: valid, insertedRows: valid, skippedRows: 30_000 - valid } });
+    });
+
+    const rows = await allRows(suite.server, admin(), table);
+    expect(rows).toHaveLength(valid);
+    // Names are unique per line of the file (codes repeat: this table has no unique rule).
+    const names = rows.map((row) => row.values[table.fields.Name!]);
+    expect(new Set(names).size, 'no row was inserted twice').toBe(names.length);
+    const name = columnOf(table.fields.Name!);
+    const [physical] = await suite.server.prisma.$queryRawUnsafe<{ rows: number; names: number; history: number; counted: number }[]>(`
+      SELECT (SELECT count(*)::int FROM ${rowsTableOf(table.databaseId, table.tableId)}) AS rows,
+             (SELECT count(DISTINCT ${name})::int FROM ${rowsTableOf(table.databaseId, table.tableId)}) AS names,
+             (SELECT count(*)::int FROM ${historyTableOf(table.databaseId, table.tableId)}) AS history,
+             (SELECT row_count::int FROM public.data_tables WHERE id = '${table.tableId}') AS counted`) as [{ rows: number; names: number; history: number; counted: number }];
+    expect(physical).toEqual({ rows: rows.length, names: rows.length, history: rows.length * FIELDS.length, counted: rows.length });
+    const events = await suite.server.prisma.activityEvent.findMany({ where: { tableId: table.tableId, event: 'records.changed' } });
+    expect(events.map((event) => event.affectedRows)).toEqual([rows.length]);
+  }, 90_000);
+});
