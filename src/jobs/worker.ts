@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import type { Logger } from '../log.ts';
+import { sweepExpiredArtifacts } from './artifact-sweep.ts';
 import { sweepIdempotencyRecords } from './idempotency-sweep.ts';
 import { JOB_HANDLERS } from './registry.ts';
 import { startJobRunner } from './runner.ts';
@@ -19,8 +20,10 @@ function startSweeper(prisma: PrismaClient, log: Logger): Worker {
       try {
         const removed = await sweepIdempotencyRecords(prisma);
         if (removed > 0) log.info({ removed }, 'expired idempotency records removed');
+        const freed = await sweepExpiredArtifacts(prisma);
+        if (freed > 0) log.info({ freed }, 'expired job artifacts freed');
       } catch (error) {
-        log.error({ err: error }, 'idempotency sweep failed');
+        log.error({ err: error }, 'catalog sweep failed');
       }
       await sleep(SWEEP_INTERVAL_MS, undefined, { signal: abort.signal }).catch(() => undefined);
     }

@@ -1,6 +1,7 @@
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../errors.ts';
 import { builder } from '../builder.ts';
+import { schemaMaintenance } from '../jobs/enqueue.ts';
 import { Id } from '../common.ts';
 import { dataPlane, type Context } from '../context.ts';
 import type { Json } from '../idempotency.ts';
@@ -113,6 +114,10 @@ export async function lockTableForSchemaChange(tx: TransactionClient, address: T
        FOR UPDATE`;
   if (!row) throw notFound('table');
   if (expectedSchemaVersion !== undefined && expectedSchemaVersion !== row.schema_version) throw schemaVersionConflict(expectedSchemaVersion, row.schema_version);
+  // A schema-change job of this table would otherwise fail at its cutover (the version moved): refuse this one instead.
+  const [active] = await tx.$queryRaw<{ id: string }[]>`
+    SELECT id FROM jobs WHERE serial_key = ${`schema:${address.tableId}`} AND state IN ('queued', 'running')`;
+  if (active) throw schemaMaintenance();
   return row.schema_version;
 }
 

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { sweepExpiredArtifacts } from '../src/jobs/artifact-sweep.ts';
+import { sweepIdempotencyRecords } from '../src/jobs/idempotency-sweep.ts';
+import { expectError } from './helpers/expectations.ts';
+import { preview } from './helpers/jobs.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
+import { createTable } from './helpers/workspace.ts';
+
+describe('the worker’s catalog sweeps', () => {
+  const suite = useServerWithOrg();
+
+  it('removes expired idempotency records in batches and keeps live ones', async () => {
+    const { prisma } = suite.server;
+    const expired = Array.from({ length: 5 }, (_, index) => ({
+      actorKey: 'user:sweep', key: `expired-${index}`, slot: BigInt(index), operation: 'op', fingerprint: 'a'.repeat(64), outcome: {}, expiresAt: new Date(Date.now() - 1_000),
+    }));
+    await prisma.idempotencyRecord.createMany({ data: [...expired, { ...expired[0]!, key: 'live', expiresAt: new Date(Date.now() + 60_000) }] });
+    expect(await sweepIdempotencyRecords(prisma, 2)).toBe(5);
+    expect(await prisma.idempotencyRecord.findMany({ where: { actorKey: 'user:sweep' }, select: { key: true } })).toEqual([{ key: 'live' }]);
+  });
+
+  it('frees the content of expired artifacts, which then answer 410 ARTIFACT_EXPIRED', async () => {
+    const { server, org } = suite;
+    const table = await createTable(server, org, [{ name: 'Count', type: 'integer' }]);
+    const job = await preview(server, org.adminKey, table, { content: 'Count\nnot a number\n', mapping: [{ source: 'Count', fieldId: table.fields.Count! }] });
+    const url = job.artifacts[0].url;
+    expect((await server.request('GET', url, { token: org.adminKey })).status).toBe(200);
+    await server.prisma.jobArtifact.updateMany({ where: { jobId: job.jobId }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+    expect(await sweepExpiredArtifacts(server.prisma)).toBe(2); // the report and the upload
+    const freed = await server.prisma.jobArtifact.findMany({ where: { jobId: job.jobId } });
+    expect(freed.map((artifact) => artifact.content.length)).toEqual([0, 0]);
+    expectError(await server.request('GET', url, { token: org.adminKey }), 410, 'ARTIFACT_EXPIRED');
+    expect(await sweepExpiredArtifacts(server.prisma)).toBe(0);
+  });
+});
