@@ -6,6 +6,7 @@ import { createGraphServer, type GraphServer } from './graph/yoga.ts';
 import type { Logger } from './log.ts';
 import { sendDomainError, sendError } from './rest/errors.ts';
 import { bodyReadDeadline } from './rest/middleware/body-deadline.ts';
+import { jsonBody } from './rest/middleware/json-body.ts';
 import { concurrencyLimit, rateLimit } from './rest/middleware/rate-limit.ts';
 import { requestContext } from './rest/middleware/request-context.ts';
 import { openApiDocument } from './rest/openapi.ts';
@@ -37,7 +38,7 @@ function health(prisma: PrismaClient): Express {
 /** /graphql for clients that write their own documents; the same Yoga instance serves src/rest. */
 function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
   return [
-    express.json({ limit: config.BODY_LIMIT_BYTES, type: 'application/json' }),
+    jsonBody(config.BODY_LIMIT_BYTES),
     // `handle` converts the Node request, runs the operation and writes the response.
     (req, res) => yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log }),
   ];

@@ -258,9 +258,7 @@ describe('POST …/imports/preview: refused before any job exists', () => {
     expect(job.result.totalRows).toBe(Math.floor((4_194_304 - header.length) / 100) + 1);
   }, 90_000);
 
-  // Known bug: express.json decodes invalid UTF-8 into U+FFFD, so the preview is accepted (202) with altered content.
-  // `it.fails` keeps the suite green until the body parser refuses it; then drop `.fails`.
-  it.fails('a body that is not UTF-8: a clear 400, no job', async () => {
+  it('a body that is not UTF-8: a clear 400, no job', async () => {
     const table = await peopleTable();
     const before = await jobCount();
     const json = JSON.stringify({ expectedSchemaVersion: table.schemaVersion, format: 'csv', fileName: 'a.csv', content: 'Name\nXX\n', mapping: mappingOf(table, ['Name']) });

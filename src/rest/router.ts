@@ -1,9 +1,10 @@
-import express, { Router, type Request, type RequestHandler, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import type { Config } from '../config.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
 import type { GraphServer } from '../graph/yoga.ts';
 import { sendError } from './errors.ts';
+import { jsonBody } from './middleware/json-body.ts';
 import { runOperation } from './execute.ts';
 import { expressPath, type Route } from './route.ts';
 
@@ -102,7 +103,7 @@ export function restRouter(routes: readonly Route[], yoga: GraphServer, config: 
   for (const route of routes) {
     const path = expressPath(route.path);
     const limit = route.bodyLimit ?? config.BODY_LIMIT_BYTES;
-    const parseBody = express.json({ limit, type: 'application/json' });
+    const parseBody = jsonBody(limit);
     const chain: RequestHandler[] = route.body ? [requireJson, parseBody] : [];
     router[route.method.toLowerCase() as 'get'](path, ...chain, handlerFor(route, yoga));
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
