@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobHandleResponse, JobResponse } from '../src/rest/routes/jobs.ts';
+import { historyTableOf } from '../src/data/identifiers.ts';
 import { newId } from '../src/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
@@ -241,4 +242,42 @@ describe('POST …/imports: refusals', () => {
     expectError(await requestImport(suite.server, admin(), table, previewJob.jobId, 'append' as 'all-or-nothing'), 422, 'VALIDATION_FAILED');
     expect(await allRows(suite.server, admin(), table)).toEqual([]);
   });
+});
+
+describe('POST …/jobs/{jobId}/cancel and /retry of a running import', () => {
+  it('a cancelled import takes out the batches it inserted, and its retry inserts every row exactly once', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text', required: true }, { name: 'Age', type: 'integer' }]);
+    const content = `Name,Age\n${Array.from({ length: 20_000 }, (_, index) => `Person ${index},${index % 90}`).join('\n')}\n`;
+    const previewJob = await preview(suite.server, admin(), table, { content, mapping: mappingOf(table, ['Name', 'Age']) });
+    expect(previewJob.result).toMatchObject({ totalRows: 20_000, validRows: 20_000 });
+    const accepted = await requestImport(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only');
+    expect(accepted.status, accepted.text).toBe(202);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const page = await suite.server.request('GET', `${table.path}/rows?limit=1`, { token: admin() });
+      if (page.body.data.length > 0) break;
+      if (Date.now() > deadline) throw new Error('the import inserted nothing in time');
+    }
+    const cancel = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/jobs/${accepted.body.jobId}/cancel`, { token: admin(), idempotencyKey: idempotencyKey() });
+    expect(cancel.status, cancel.text).toBe(200);
+    const cancelled = await waitForJob(suite.server, admin(), accepted.body.statusUrl);
+    expect(cancelled.state).toBe('cancelled');
+    // The batches inserted before the cancel are taken out again (a delete history entry per cell), so the
+    // cancelled import leaves the table as it found it.
+    expect(await allRows(suite.server, admin(), table)).toEqual([]);
+    const [{ counted, deleted }] = await suite.server.prisma.$queryRawUnsafe<{ counted: number; deleted: number }[]>(`
+      SELECT (SELECT row_count::int FROM public.data_tables WHERE id = '${table.tableId}') AS counted,
+             (SELECT count(*)::int FROM ${historyTableOf(table.databaseId, table.tableId)} WHERE operation = 'delete') AS deleted`) as [{ counted: number; deleted: number }];
+    expect(counted).toBe(0);
+    expect(deleted).toBeGreaterThan(0);
+    expect(deleted % 2_000, 'two cells per row, whole batches of 1,000 rows').toBe(0);
+
+    const retried = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/jobs/${accepted.body.jobId}/retry`, { token: admin(), idempotencyKey: idempotencyKey() });
+    expect(retried.status, retried.text).toBe(200);
+    const job = await waitForJob(suite.server, admin(), accepted.body.statusUrl);
+    expect(job.state).toBe('succeeded');
+    const names = (await allRows(suite.server, admin(), table)).map((row) => row.values[table.fields.Name!]);
+    expect(new Set(names).size).toBe(20_000);
+    expect(names).toHaveLength(20_000);
+  }, 60_000);
 });

@@ -8,7 +8,7 @@ import type { JobHandler, JobOutcome, JobRun } from './handler.ts';
 import { succeededEvent } from './handler.ts';
 import { countRows, readUpload, writeReport } from './import-preview.ts';
 import { ImportSpec, validateImport, type ValidationJournal } from './imports/pipeline.ts';
-import { dropStaging, insertProblems, insertStaged, runCheck, selectInsertable, type Problem } from './imports/staging.ts';
+import { dropStaging, insertProblems, insertStaged, removeImported, runCheck, selectInsertable, type Problem } from './imports/staging.ts';
 import { insertJobEvent } from './sql/queue.ts';
 import { JOB_CATEGORIES } from './kinds.ts';
 
@@ -170,7 +170,16 @@ export const importRows: JobHandler<ImportRowsPayload, ImportJournal> = {
     }
     return (run.journal as { outcome: JobOutcome }).outcome;
   },
+  /**
+   * valid-rows-only commits each batch as it goes: a cancelled or finally failed import takes its rows out again,
+   * or a retry (which starts from the beginning) would insert them twice.
+   */
   async discard(run) {
-    await pgExecutor(run.pool).query(dropStaging(run.job.id).sql);
+    const sql = pgExecutor(run.pool);
+    await sql.query(dropStaging(run.job.id).sql);
+    const { spec } = run.payload;
+    const removal = removeImported(run.job.id, spec.databaseId, spec.tableId, run.job.actor);
+    const [removed] = await sql.query<{ removed: number }>(removal.sql, removal.params);
+    if (removed && removed.removed > 0) run.log.info({ removed: removed.removed }, 'removed the rows of a stopped import');
   },
 };

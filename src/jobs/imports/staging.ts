@@ -244,3 +244,31 @@ export function insertStaged(jobId: string, schema: TableSchema, rows: { id: str
     SELECT id FROM ins`;
   return { sql, params: params.values };
 }
+
+/**
+ * Undoes the inserts of an import that stopped (cancelled, or failed on its last attempt): deletes the rows whose
+ * cells the job created, appends a `delete` history entry for each of those cells (history is append-only, as for
+ * a row delete), and takes them off the table's row_count. A retry or a new import of the same preview then starts
+ * from a table without them instead of inserting them a second time. Run again, it finds nothing left to delete.
+ * mutation_id is not indexed: this scans the table's history, which only a stopped import pays for.
+ */
+export function removeImported(jobId: string, databaseId: string, tableId: string, actor: ImportActor): Statement {
+  const history = historyTableOf(databaseId, tableId);
+  return {
+    sql: `WITH created AS (
+            SELECT row_id, array_agg(field_id) AS field_ids FROM ${history}
+             WHERE mutation_id = $1::bpchar AND operation = 'create' GROUP BY row_id
+          ), removed AS (
+            DELETE FROM ${rowsTableOf(databaseId, tableId)} r USING created c WHERE r.id = c.row_id
+            RETURNING r.id, r.version + 1 AS version, c.field_ids
+          ), logged AS (
+            INSERT INTO ${history} (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
+            SELECT removed.id, removed.version, cell.field_id, 'delete', 'null'::jsonb, $1::bpchar, $2::bpchar, $3, $4, now()
+              FROM removed CROSS JOIN LATERAL unnest(removed.field_ids) AS cell(field_id)
+          ), counted AS (
+            UPDATE public.data_tables SET row_count = row_count - (SELECT count(*) FROM removed) WHERE id = $5::bpchar
+          )
+          SELECT count(*)::int AS removed FROM removed`,
+    params: [jobId, actor.id, actor.kind, actor.name, tableId],
+  };
+}
