@@ -390,14 +390,19 @@ try {
   const e2eSeconds = median(rounds.map((round) => round.e2e.seconds));
   const bareSeconds = median(rounds.map((round) => round.bare));
   const phaseNames = PHASES.map(([, label]) => label);
-  const phaseMedians = phaseNames.map((name) => ({ name, seconds: median(rounds.map((round) => round.e2e.phases.find((phase) => phase.name === name)!.seconds)) }));
+  const phaseOf = (round: (typeof rounds)[number], name: string) => round.e2e.phases.find((phase) => phase.name === name)!.seconds;
+  const phaseMedians = phaseNames.map((name) => ({
+    name,
+    seconds: median(rounds.map((round) => phaseOf(round, name))),
+    share: median(rounds.map((round) => phaseOf(round, name) / round.e2e.seconds)),
+  }));
   process.stdout.write(`\nmedian of ${ROUNDS}\n`
     + `  end to end        ${s(e2eSeconds)} s   ${(file.rows / e2eSeconds).toFixed(0).padStart(7)} rows/s\n`
     + `  bare csv-parse    ${s(bareSeconds)} s   ${(file.rows / bareSeconds).toFixed(0).padStart(7)} rows/s\n`
     + `  service parseCsv  ${s(median(rounds.map((round) => round.service)))} s\n`
     + `  bare / end to end ${median(rounds.map((round) => round.bare / round.e2e.seconds)).toFixed(4)} (median of per-round ratios)\n`
-    + `  phases (median seconds each):\n`
-    + phaseMedians.map((phase) => `    ${phase.name.padEnd(44)} ${s(phase.seconds)} s  ${((phase.seconds / e2eSeconds) * 100).toFixed(0).padStart(3)}%\n`).join(''));
+    + `  phases (median seconds each, median share of its round's end to end):\n`
+    + phaseMedians.map((phase) => `    ${phase.name.padEnd(44)} ${s(phase.seconds)} s  ${(phase.share * 100).toFixed(0).padStart(3)}%\n`).join(''));
   if (SAMPLE_PG) {
     process.stdout.write(`\nPostgreSQL sessions of the service, sampled once per poll (all ${ROUNDS} rounds; share of the stretch's polls):\n`);
     for (const name of phaseNames) {
