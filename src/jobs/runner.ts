@@ -8,7 +8,7 @@ import {
   JobCancelled, LeaseLost, type ClaimedJob, type JobFailure, type JobHandler, type JobOutcome, type JobRun, type JobServices,
 } from './handler.ts';
 import {
-  backoffSeconds, checkpoint, claimJob, failExhausted, finishJob, heartbeat, insertJobEvent, NOTIFY_CHANNEL, retryLater,
+  backoffSeconds, checkpoint, claimJob, finishJob, heartbeat, insertJobEvent, NOTIFY_CHANNEL, retryLater,
   type ClaimedJobRow, type TerminalState,
 } from './sql/queue.ts';
 
@@ -40,6 +40,13 @@ async function inTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promi
 
 /** The process is shutting down: the job goes back to the queue at its last checkpoint. */
 class WorkerStopping extends Error {}
+
+/** Reclaimed once more after its last attempt's worker died: it is failed (and its partial work undone), not run. */
+class AttemptsExhausted extends Error {
+  constructor() {
+    super('The job’s worker stopped responding on its last attempt.');
+  }
+}
 
 function claimedJobOf(row: ClaimedJobRow): ClaimedJob {
   return {
@@ -126,9 +133,10 @@ class Execution {
     let run: JobRun<unknown, unknown> | undefined;
     try {
       run = this.runOf(this.handler.payload.parse(this.row.payload));
+      if (this.row.attempts > this.row.max_attempts) throw new AttemptsExhausted();
       if (this.row.reclaimed) log.info({ journal: this.row.journal }, 'resuming a job whose worker stopped');
+      // Once the handler has returned, its work is committed: a cancel or a shutdown arriving now changes nothing.
       const outcome = await this.handler.run(run);
-      this.throwIfStopped();
       await this.finish(outcome.state, outcome, run.payload);
     } catch (error) {
       await this.stopAfter(error, run, log);
@@ -154,7 +162,7 @@ class Execution {
       return;
     }
     const expected = error instanceof DomainError && isErrorCode(error.code);
-    if (!expected && this.row.attempts < this.row.max_attempts) {
+    if (!expected && !(error instanceof AttemptsExhausted) && this.row.attempts < this.row.max_attempts) {
       log.warn({ err: error }, 'job attempt failed; retrying');
       const statement = retryLater(this.row.id, this.row.lease_token, backoffSeconds(this.row.attempts), String((error as Error)?.message ?? error));
       await pgExecutor(this.options.pool).query(statement.sql, statement.params);
@@ -164,7 +172,7 @@ class Execution {
     await this.discard(run, log);
     const failure: JobFailure = expected
       ? { code: (error as DomainError).code as JobFailure['code'], message: (error as DomainError).message, ...detailsOf(error as DomainError) }
-      : { code: 'JOB_FAILED', message: 'The job failed after its last attempt.' };
+      : { code: 'JOB_FAILED', message: error instanceof AttemptsExhausted ? error.message : 'The job failed after its last attempt.' };
     await this.finish('failed', { state: 'failed', result: null, error: failure, summary: failure.message }, run?.payload);
   }
 
@@ -226,12 +234,6 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
     return row;
   }
 
-  async function failAbandoned(): Promise<void> {
-    const statement = failExhausted();
-    const rows = await pgExecutor(options.pool).query<{ id: string }>(statement.sql, statement.params);
-    if (rows.length > 0) options.log.warn({ jobIds: rows.map((row) => row.id) }, 'jobs failed: their worker stopped on the last attempt');
-  }
-
   const loop = (async () => {
     await listener.connect().then(() => listener.query(`LISTEN ${NOTIFY_CHANNEL}`)).catch((error: unknown) => {
       options.log.warn({ err: error }, 'job notifications unavailable; polling only');
@@ -250,7 +252,6 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
             running.add(execution);
             continue;
           }
-          await failAbandoned();
         }
       } catch (error) {
         options.log.error({ err: error }, 'claiming jobs failed');

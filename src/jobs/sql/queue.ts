@@ -55,14 +55,14 @@ export interface ClaimedJobRow {
 /**
  * Claims one job: a queued job that is due, or a running job whose lease expired (its worker died). SKIP LOCKED
  * lets any number of workers claim concurrently without waiting on each other. A reclaimed job counts as a new
- * attempt; one that has used up its attempts is failed by `failExhausted` instead of being claimed again.
+ * attempt; past its last one the runner fails it (undoing its partial work) instead of running it.
  */
 export function claimJob(owner: string, leaseToken: string, leaseSeconds: number, kinds: readonly string[]): Statement {
   return {
     sql: `WITH next AS (
             SELECT id, state = 'running' AS reclaimed FROM public.jobs
              WHERE kind = ANY($4::text[])
-               AND ((state = 'queued' AND run_at <= now()) OR (state = 'running' AND lease_expires_at < now() AND attempts < max_attempts))
+               AND ((state = 'queued' AND run_at <= now()) OR (state = 'running' AND lease_expires_at < now()))
              ORDER BY run_at, id
              LIMIT 1
                FOR UPDATE SKIP LOCKED
@@ -76,18 +76,6 @@ export function claimJob(owner: string, leaseToken: string, leaseSeconds: number
        RETURNING j.id, j.org_id, j.kind, j.database_id, j.table_id, j.payload, j.journal, j.attempts, j.max_attempts,
                  j.lease_token, j.actor_id, j.actor_kind, j.actor_key, j.actor_name, next.reclaimed`,
     params: [owner, leaseToken, leaseSeconds, kinds],
-  };
-}
-
-/** Running jobs whose worker died on their last attempt: failed, so they do not sit in `running` forever. */
-export function failExhausted(): Statement {
-  return {
-    sql: `UPDATE public.jobs
-             SET state = 'failed', finished_at = now(), updated_at = now(), lease_token = NULL, lease_owner = NULL,
-                 error = jsonb_build_object('code', 'JOB_FAILED', 'message', 'The job’s worker stopped responding on its last attempt.')
-           WHERE state = 'running' AND lease_expires_at < now() AND attempts >= max_attempts
-       RETURNING id, org_id, kind, database_id, table_id, actor_id, actor_kind, actor_key, actor_name`,
-    params: [],
   };
 }
 
