@@ -281,3 +281,27 @@ describe('POST …/jobs/{jobId}/cancel and /retry of a running import', () => {
     expect(names).toHaveLength(20_000);
   }, 60_000);
 });
+
+describe('with a table row limit of 3 (TABLE_ROW_LIMIT)', () => {
+  const limited = useServerWithOrg({ TABLE_ROW_LIMIT: '3' });
+
+  it('valid-rows-only inserts up to the limit and reports the rest ROW_LIMIT_REACHED; all-or-nothing inserts none', async () => {
+    const { server, org } = limited;
+    const table = await createTable(server, org, [{ name: 'Name', type: 'text' }]);
+    expect((await createRow(server, org.adminKey, table, { Name: 'existing' })).status).toBe(201);
+    const content = 'Name\nA\nB\nC\nD\n';
+    const strict = await preview(server, org.adminKey, table, { content, mapping: mappingOf(table, ['Name']) });
+    expect(strict.result).toMatchObject({ totalRows: 4, validRows: 4 });
+    const refused = await importPreviewed(server, org.adminKey, table, strict.jobId, 'all-or-nothing');
+    expect(refused).toMatchObject({ state: 'failed', error: { code: 'JOB_FAILED' }, result: { insertedRows: 0 } });
+    expect(await allRows(server, org.adminKey, table)).toHaveLength(1);
+
+    const lenient = await preview(server, org.adminKey, table, { content, mapping: mappingOf(table, ['Name']) });
+    const job = await importPreviewed(server, org.adminKey, table, lenient.jobId, 'valid-rows-only');
+    expect(job).toMatchObject({ state: 'partially_completed', result: { totalRows: 4, validRows: 2, invalidRows: 2, insertedRows: 2, skippedRows: 2 } });
+    expect(await reportOf(server, org.adminKey, job)).toEqual([3, 4].map((line) => ({
+      line: line + 1, column: null, fieldId: null, code: 'ROW_LIMIT_REACHED', message: 'the table holds its maximum of 3 rows',
+    })));
+    expect((await allRows(server, org.adminKey, table)).map((row) => row.values[table.fields.Name!]).sort()).toEqual(['A', 'B', 'existing']);
+  });
+});

@@ -307,6 +307,34 @@ describe('without a worker (jobs stay queued)', () => {
     expectError(await controlJob(suite.server, admin(), suite.org.orgId, newId(), 'cancel'), 404, 'RESOURCE_NOT_FOUND');
   });
 
+  it('a preview whose table changed between accept and run fails with SCHEMA_VERSION_CONFLICT', async () => {
+    const table = await peopleTable(suite);
+    const handle = await accept(suite.server, admin(), table, CLEAN, 'late.csv');
+    const rule = await suite.server.request('POST', `${table.path}/unique-rules`, { token: admin(), idempotencyKey: `rule-${handle.jobId}`, body: { fieldIds: ['Age'] } });
+    expect(rule.status, rule.text).toBe(201);
+    const job = await withWorker(() => waitForJob(suite.server, admin(), handle.statusUrl));
+    expect(job).toMatchObject({
+      state: 'failed', result: null, artifacts: [],
+      error: { code: 'SCHEMA_VERSION_CONFLICT', details: { expectedSchemaVersion: table.schemaVersion, currentSchemaVersion: table.schemaVersion + 1 } },
+    });
+    expect((await eventsOf(suite.server, admin(), table)).filter((entry) => entry.jobId === handle.jobId)).toEqual([
+      { event: 'job.previewImportRows.queued', jobId: handle.jobId, fileName: 'late.csv' },
+      { event: 'job.previewImportRows.failed', jobId: handle.jobId, fileName: 'late.csv' },
+    ]);
+  });
+
+  it('an import whose table changed between accept and run fails with SCHEMA_VERSION_CONFLICT and inserts nothing', async () => {
+    const table = await peopleTable(suite);
+    const previewed = await withWorker(async () => waitForJob(suite.server, admin(), (await accept(suite.server, admin(), table, CLEAN)).statusUrl));
+    const handle = await requestImport(suite.server, admin(), table, previewed.jobId, 'valid-rows-only');
+    expect(handle.status, handle.text).toBe(202);
+    const rule = await suite.server.request('POST', `${table.path}/unique-rules`, { token: admin(), idempotencyKey: `rule-${handle.body.jobId}`, body: { fieldIds: ['Age'] } });
+    expect(rule.status, rule.text).toBe(201);
+    const job = await withWorker(() => waitForJob(suite.server, admin(), handle.body.statusUrl));
+    expect(job).toMatchObject({ state: 'failed', error: { code: 'SCHEMA_VERSION_CONFLICT' } });
+    expect((await suite.server.request('GET', `${table.path}/rows`, { token: admin() })).body.data).toEqual([]);
+  });
+
   it('cancel needs an Idempotency-Key (400); the same key replays the same answer', async () => {
     const table = await peopleTable(suite);
     const handle = await accept(suite.server, admin(), table, CLEAN);
