@@ -200,6 +200,17 @@ describe('the error report: every validation class as {line, column, fieldId, co
   });
 });
 
+describe('a report past 100,000 problems', () => {
+  it('is cut at 100,000 lines with truncated:true, while the counts stay exact', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Age', type: 'integer' }]);
+    const { job, report } = await previewed(table, { content: `Age\n${'x\n'.repeat(100_001)}1\n`, mapping: mappingOf(table, ['Age']) });
+    expect(job.result).toMatchObject({ totalRows: 100_002, validRows: 1, invalidRows: 100_001 });
+    expect(job.result.report).toMatchObject({ problems: 100_000, truncated: true });
+    expect(report).toHaveLength(100_000);
+    expect(report.at(-1)).toEqual({ line: 100_001, column: 'Age', fieldId: table.fields.Age, code: 'TYPE_MISMATCH', message: 'Age must be an integer' });
+  }, 60_000);
+});
+
 describe('POST …/imports/preview: refused before any job exists', () => {
   const peopleTable = () => createTable(suite.server, suite.org, [
     { name: 'Name', type: 'text', required: true }, { name: 'Age', type: 'integer' }, { name: 'No', type: 'autoNumber' },

@@ -154,6 +154,32 @@ describe('POST …/imports, valid-rows-only', () => {
   });
 });
 
+describe('two imports into one table at once', () => {
+  it('each unique value is appended once: the import that meets a value the other appended reports it', async () => {
+    const created = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    expect((await post(`${created.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    const table = await refreshSchemaVersion(suite.server, admin(), created);
+    const codes = (from: number) => Array.from({ length: 3_000 }, (_, index) => `C-${from + index}`);
+    const [first, second] = await Promise.all([0, 2_000].map((from) => preview(suite.server, admin(), table, { content: `Code\n${codes(from).join('\n')}\n`, mapping: mappingOf(table, ['Code']) })));
+    expect([first.result.invalidRows, second.result.invalidRows]).toEqual([0, 0]);
+    const handles = await Promise.all([first, second].map((job) => requestImport(suite.server, admin(), table, job.jobId, 'valid-rows-only')));
+    const jobs = await Promise.all(handles.map((handle) => {
+      expect(handle.status, handle.text).toBe(202);
+      return waitForJob(suite.server, admin(), handle.body.statusUrl);
+    }));
+    const inserted = jobs.map((job) => job.result.insertedRows);
+    expect(inserted[0] + inserted[1]).toBe(5_000);
+    const overlaps = jobs.map((job) => job.result.invalidRows);
+    expect(overlaps.sort()).toEqual([0, 1_000]);
+    const stored = (await rowsByName(table)).map((row) => row.Code);
+    expect(stored).toHaveLength(5_000);
+    expect(new Set(stored).size).toBe(5_000);
+    const refused = jobs.find((job) => job.result.invalidRows === 1_000)!;
+    expect(refused.state).toBe('partially_completed');
+    expect(new Set((await reportOf(suite.server, admin(), refused)).map((problem) => problem.code))).toEqual(new Set(['UNIQUE_CONFLICT']));
+  }, 60_000);
+});
+
 describe('POST …/imports, all-or-nothing', () => {
   it('fails and inserts nothing when any row is invalid', async () => {
     const table = await createTable(suite.server, suite.org, FIELDS);
