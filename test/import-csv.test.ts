@@ -118,6 +118,13 @@ describe('CSV', () => {
     expect(await allRows(suite.server, admin(), table)).toEqual([]);
   });
 
+  it('an unclosed quote in the header row: the job fails at line 1 (not a 422 about unknown header names)', async () => {
+    const table = await peopleTable();
+    const { job, report } = await previewed(table, '"Name,Age\nAda,1\n', { names: ['Name', 'Age'] });
+    expect(job).toMatchObject({ state: 'failed', error: { code: 'VALIDATION_FAILED', details: { line: 1 } } });
+    expect(report).toEqual([{ line: 1, column: null, fieldId: null, code: 'CSV_MALFORMED', message: expect.any(String) }]);
+  });
+
   it('maps by header name and by 0-based column index in one mapping', async () => {
     const table = await peopleTable();
     const mapping = [{ source: 'Name', fieldId: table.fields.Name! }, { source: 2, fieldId: table.fields.Age! }];

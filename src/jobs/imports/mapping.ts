@@ -25,13 +25,19 @@ export type ResolvedMapping = {
   label: string;
 }[];
 
+/**
+ * A header row that cannot be parsed (e.g. an unclosed quote in it). Names cannot be checked against it; the job
+ * then reports the file as malformed at line 1, which says more than "is not a column of the header row".
+ */
+const UNREADABLE_HEADER: readonly string[] = Object.freeze([]);
+
 /** The header row of a CSV file: only its first record is parsed (the request stays cheap for a 4 MiB file). */
 export function csvHeaderOf(content: string): string[] {
   try {
     const [first] = parse(content, { bom: true, to: 1, relax_column_count: true, skip_empty_lines: true, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][];
     return first ?? [];
   } catch {
-    return []; // a malformed header is reported by the job with its line
+    return UNREADABLE_HEADER as string[]; // a malformed header is reported by the job with its line
   }
 }
 
@@ -46,6 +52,7 @@ function sourceOf(item: MappingItem, format: ImportFormat, header: string[] | nu
     problems.push({ path, message: 'a file without a header row is mapped by 0-based column index' });
     return { column: null, property: null, label: item.source };
   }
+  if (header === UNREADABLE_HEADER) return { column: null, property: null, label: item.source };
   const column = header.indexOf(item.source);
   if (column < 0) problems.push({ path, message: 'is not a column of the header row' });
   else if (header.indexOf(item.source, column + 1) >= 0) problems.push({ path, message: 'names a header that appears more than once; map it by column index' });
