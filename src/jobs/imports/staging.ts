@@ -114,6 +114,12 @@ export function indexStaging(jobId: string, checks: readonly Check[]): Statement
   }));
 }
 
+/** Statistics for the checks' plans, on the columns they use only (a full ANALYZE cost more than the checks). */
+export function analyzeStaging(jobId: string, checks: readonly Check[]): Statement {
+  const columns = new Set(['line', 'ok', ...checks.flatMap((check) => check.fields.map((field) => columnOf(field.id)))]);
+  return { sql: `ANALYZE ${stagingOf(jobId)} (${[...columns].join(', ')})`, params: [] };
+}
+
 function notNull(alias: string, fields: readonly FieldDefinition[]): string {
   return fields.map((field) => `${alias}.${columnOf(field.id)} IS NOT NULL`).join(' AND ');
 }
