@@ -222,6 +222,7 @@ describe('POST …/imports/preview: refused before any job exists', () => {
     ['an unmapped required field', (table) => ({ mapping: mappingOf(table, ['Age']) }), [['mapping']]],
     ['an unknown header name', (table) => ({ mapping: [...mappingOf(table, ['Name']), { source: 'Years', fieldId: table.fields.Age! }] }), [['mapping', 1, 'source']]],
     ['a header name the header row holds twice', (table) => ({ content: 'Name,Age,Age\nAda,1,2\n', mapping: mappingOf(table, ['Name', 'Age']) }), [['mapping', 1, 'source']]],
+    ['a column index past the header row', (table) => ({ mapping: [...mappingOf(table, ['Name']), { source: 2, fieldId: table.fields.Age! }] }), [['mapping', 1, 'source']]],
     ['a column index for JSONL', (table) => ({ format: 'jsonl', content: '{"Name":"Ada"}\n', mapping: [{ source: 0, fieldId: table.fields.Name! }] }), [['mapping', 0, 'source']]],
     ['an autoNumber target', (table) => ({ mapping: [...mappingOf(table, ['Name']), { source: 'Age', fieldId: table.fields.No! }] }), [['mapping', 1, 'fieldId']]],
     ['201 mapping items', (table) => ({ mapping: Array.from({ length: 201 }, (_, index) => ({ source: index, fieldId: table.fields.Name! })) }), [['body', 'mapping']]],

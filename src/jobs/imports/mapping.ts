@@ -47,7 +47,13 @@ function sourceOf(item: MappingItem, format: ImportFormat, header: string[] | nu
     if (typeof item.source === 'number') problems.push({ path, message: 'JSONL sources are property names, not column indexes' });
     return { column: null, property: String(item.source), label: String(item.source) };
   }
-  if (typeof item.source === 'number') return { column: item.source, property: null, label: String(item.source) };
+  if (typeof item.source === 'number') {
+    // With a header row the width is known: a column past it would read as empty on every line, without a word.
+    if (header !== null && header !== UNREADABLE_HEADER && item.source >= header.length) {
+      problems.push({ path, message: `is past the header row, which has ${header.length} columns (indexes are 0-based)` });
+    }
+    return { column: item.source, property: null, label: String(item.source) };
+  }
   if (header === null) {
     problems.push({ path, message: 'a file without a header row is mapped by 0-based column index' });
     return { column: null, property: null, label: item.source };
