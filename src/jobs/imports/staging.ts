@@ -45,23 +45,30 @@ export interface StagedRow {
   cells: Record<string, unknown>;
 }
 
+/** A cell of the staged row's `cells` document in its column's type (the id is a ULID, safe as a key literal). */
+function cellAs(field: FieldDefinition): string {
+  if (!isId(field.id)) throw new Error(`Not a field id: ${field.id}`);
+  const member = `r.cells->'${field.id}'`;
+  switch (field.type) {
+    case 'json':
+      return `nullif(${member}, 'null'::jsonb)`;
+    case 'multiSelect':
+      return `CASE WHEN jsonb_typeof(${member}) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(${member})) END`;
+    default:
+      return `(r.cells->>'${field.id}')::${typeSpecOf(field.type).column(field.options)}`;
+  }
+}
+
 /**
- * One batch of rows as one jsonb parameter; PostgreSQL converts each member to its column's type. The members
- * are named `c<index>`: a staging column's name is a quoted identifier, which jsonb_to_recordset would look up
- * with its quotes and never find (every typed column then stayed NULL, and no unique or foreign-key check fired).
+ * One batch of rows as one jsonb parameter holding each row's canonical cells once; PostgreSQL fills the typed
+ * columns from them (the values were validated already, so every conversion succeeds).
  */
 export function insertStagedRows(jobId: string, fields: readonly FieldDefinition[], rows: readonly StagedRow[]): Statement {
-  const members = fields.map((field, index) => `c${index} ${typeSpecOf(field.type).column(field.options)}`);
-  const records = rows.map((row) => {
-    const record: Record<string, unknown> = { line: row.line, ok: row.ok, cells: row.cells };
-    fields.forEach((field, index) => { record[`c${index}`] = row.cells[field.id] ?? null; });
-    return record;
-  });
   return {
     sql: `INSERT INTO ${stagingOf(jobId)} (line, ok, cells${fields.map((field) => `, ${columnOf(field.id)}`).join('')})
-          SELECT line, ok, cells${fields.map((_field, index) => `, c${index}`).join('')}
-            FROM jsonb_to_recordset($1::jsonb) AS r(line integer, ok boolean, cells jsonb${members.map((member) => `, ${member}`).join('')})`,
-    params: [JSON.stringify(records)],
+          SELECT r.line, r.ok, r.cells${fields.map((field) => `, ${cellAs(field)}`).join('')}
+            FROM jsonb_to_recordset($1::jsonb) AS r(line integer, ok boolean, cells jsonb)`,
+    params: [JSON.stringify(rows.map((row) => ({ line: row.line, ok: row.ok, cells: row.cells })))],
   };
 }
 
