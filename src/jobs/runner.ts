@@ -135,6 +135,7 @@ class Execution {
       run = this.runOf(this.handler.payload.parse(this.row.payload));
       if (this.row.attempts > this.row.max_attempts) throw new AttemptsExhausted();
       if (this.row.reclaimed) log.info({ journal: this.row.journal }, 'resuming a job whose worker stopped');
+      else log.info('job started');
       // Once the handler has returned, its work is committed: a cancel or a shutdown arriving now changes nothing.
       const outcome = await this.handler.run(run);
       await this.finish(outcome.state, outcome, run.payload);
@@ -188,6 +189,7 @@ class Execution {
   private async finish(state: TerminalState, outcome: JobOutcome, payload: unknown): Promise<void> {
     const event = state === 'succeeded' && payload !== undefined ? this.handler.successEvent(payload) : `job.${this.row.kind}.${SUFFIX[state]}`;
     const description = payload === undefined ? this.row.kind : this.handler.describe(payload);
+    this.options.log.info({ jobId: this.row.id, kind: this.row.kind, state, error: outcome.error?.code }, 'job finished');
     await inTransaction(this.options.pool, async (sql) => {
       const done = finishJob(this.row.id, this.row.lease_token, state, outcome.result, outcome.error);
       const [finished] = await sql.query(done.sql, done.params);
