@@ -197,6 +197,21 @@ describe('POST …/imports, all-or-nothing', () => {
     ]);
   });
 
+  it('fails and inserts nothing when a row became invalid after the preview (a unique value written since)', async () => {
+    const created = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    expect((await post(`${created.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    const table = await refreshSchemaVersion(suite.server, admin(), created);
+    const previewJob = await preview(suite.server, admin(), table, { content: 'Code\nA\nB\nC\n', mapping: mappingOf(table, ['Code']) });
+    expect(previewJob.result).toMatchObject({ validRows: 3, invalidRows: 0 });
+    expect((await createRow(suite.server, admin(), table, { Code: 'C' })).status).toBe(201);
+    const job = await importPreviewed(suite.server, admin(), table, previewJob.jobId, 'all-or-nothing');
+    expect(job).toMatchObject({ state: 'failed', error: { code: 'JOB_FAILED' }, result: { totalRows: 3, invalidRows: 1, insertedRows: 0 } });
+    expect(await reportOf(suite.server, admin(), job)).toEqual([
+      { line: 4, column: 'Code', fieldId: table.fields.Code, code: 'UNIQUE_CONFLICT', message: 'an existing row already has these values of Code' },
+    ]);
+    expect((await rowsByName(table)).map((row) => row.Code)).toEqual(['C']);
+  });
+
   it('inserts every row and succeeds when all are valid', async () => {
     const table = await createTable(suite.server, suite.org, FIELDS);
     const previewJob = await previewOf(table, `${HEADER}\nAda,1,,,,,,,,,\nBob,2,,,,,,,,,\nCy,3,,,,,,,,,\n`);
