@@ -1,0 +1,283 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
+import { JobHandleResponse, JobResponse } from '../src/rest/routes/jobs.ts';
+import { TableSchemaResponse } from '../src/rest/routes/tables.ts';
+import { idempotencyKey } from './helpers/factories.ts';
+import { allRows, controlJob, tableActivity, waitForJob } from './helpers/jobs.ts';
+import type { ApiResponse } from './helpers/server.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
+import { createTable, type TestTable } from './helpers/workspace.ts';
+
+/**
+ * A conversion whose worker is killed mid-backfill resumes on another worker to the same result, and a conversion
+ * cancelled mid-backfill leaves the table exactly as it was (and runs again to completion on retry). The server
+ * runs no worker; workers are `src/worker.ts` processes. The backfill is held at exact points by row locks the
+ * test takes (no sleeps): pg_stat_activity shows when the worker waits on them.
+ */
+const suite = useServerWithOrg({ RUN_WORKER: 'false' });
+const admin = () => suite.org.adminKey;
+type Body = Record<string, unknown>;
+
+interface WorkerProcess {
+  kill(): Promise<void>;
+}
+
+const workers: WorkerProcess[] = [];
+const sessions: Session[] = [];
+afterEach(async () => {
+  await Promise.all(sessions.splice(0).map((session) => session.release().catch(() => undefined)));
+  await Promise.all(workers.splice(0).map((worker) => worker.kill()));
+});
+
+function spawnWorker(leaseSeconds: number): WorkerProcess {
+  // Its own process group, so that SIGKILL reaches tsx's node child too.
+  const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
+    detached: true,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: String(leaseSeconds), LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },
+  });
+  const exited = once(child, 'exit');
+  const worker = {
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+      await exited;
+    },
+  };
+  workers.push(worker);
+  return worker;
+}
+
+/** A test-held connection: its transaction's locks hold the worker at a known point. */
+class Session {
+  private constructor(readonly client: pg.Client, readonly pid: number) {}
+
+  static async open(): Promise<Session> {
+    const client = new pg.Client({ connectionString: suite.server.database.url });
+    await client.connect();
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    await client.query('BEGIN');
+    const session = new Session(client, rows[0]!.pid);
+    sessions.push(session);
+    return session;
+  }
+
+  async release(): Promise<void> {
+    await this.client.query('COMMIT');
+    await this.client.end();
+  }
+}
+
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not in time`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** Some backend waits on a lock while running a statement like `pattern`. */
+const lockWait = (pattern: string) => waitUntil(async () => (await suite.server.prisma.$queryRaw<{ pid: number }[]>`
+  SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${pattern}`).length > 0,
+`a lock wait on ${pattern}`);
+
+function apply(table: TestTable, change: Body): Promise<ApiResponse> {
+  return suite.server.request('POST', `${table.path}/schema/operations`, {
+    token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion, change },
+  });
+}
+
+function accepted(response: ApiResponse): { jobId: string; statusUrl: string } {
+  expect(response.status, response.text).toBe(202);
+  return JobHandleResponse.parse(response.body);
+}
+
+async function finished(statusUrl: string) {
+  return JobResponse.parse(await waitForJob(suite.server, admin(), statusUrl, undefined, 60_000));
+}
+
+async function schemaOf(table: TestTable) {
+  const response = await suite.server.request('GET', `${table.path}/schema`, { token: admin() });
+  expect(response.status, response.text).toBe(200);
+  return TableSchemaResponse.parse(response.body);
+}
+
+async function journalOf(jobId: string): Promise<{ state: string; attempts: number; journal: { phase?: string; done?: number } }> {
+  const job = await suite.server.prisma.job.findUniqueOrThrow({ where: { id: jobId } });
+  return { state: job.state, attempts: job.attempts, journal: job.journal as { phase?: string; done?: number } };
+}
+
+const SEEDED = 30_000;
+const seededId = (n: number) => `0${String(n).padStart(25, '0')}`;
+
+/** `SEEDED` rows in one statement; Code is the row's number as text, except every 1,000th, which is `x<n>`. */
+async function seededTable(): Promise<TestTable> {
+  const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'Code', type: 'text', options: { maxLength: 30 } }]);
+  await suite.server.prisma.$executeRawUnsafe(`
+    INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)}, ${columnOf(table.fields.Code!)})
+    SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'Seed ' || g, CASE WHEN g % 1000 = 0 THEN 'x' || g ELSE g::text END
+      FROM generate_series(1, $1::int) AS g`, SEEDED);
+  await suite.server.prisma.$executeRawUnsafe('UPDATE public.data_tables SET row_count = $1 WHERE id = $2', SEEDED, table.tableId);
+  return table;
+}
+
+/**
+ * Starts a conversion and holds its worker inside a backfill step: the catalog row is held so the first step waits
+ * in its transaction, the job row is then requested FOR SHARE behind it (the next steps wait for it), a row two
+ * batches further is locked, and the gate opens: the worker commits one batch and waits inside the next, on that row.
+ * Returns the rows backfilled (committed) at that point.
+ */
+async function holdInsideBackfill(table: TestTable, change: Body): Promise<{ jobId: string; statusUrl: string; done: number; releaseRow(): Promise<void> }> {
+  const catalog = await Session.open();
+  await catalog.client.query('SELECT 1 FROM public.data_tables WHERE id = $1 FOR UPDATE', [table.tableId]);
+  const handle = accepted(await apply(table, change));
+  await lockWait('SELECT schema_version FROM public.data_tables WHERE id = $1::bpchar%');
+  const gate = await Session.open();
+  const gated = gate.client.query('SELECT 1 FROM public.jobs WHERE id = $1 FOR SHARE', [handle.jobId]);
+  await waitUntil(async () => (await suite.server.prisma.$queryRaw<{ waiting: boolean }[]>`
+    SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = ${gate.pid}`)[0]?.waiting === true, 'the gate waiting');
+  await catalog.release();
+  await gated;
+  const paused = await journalOf(handle.jobId);
+  expect(paused.journal.phase).toBe('backfill');
+  const before = paused.journal.done!;
+  expect(before).toBeLessThanOrEqual(15_000);
+  const row = await Session.open();
+  await row.client.query(`SELECT 1 FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id = $1 FOR UPDATE`, [seededId(before + 7_345)]);
+  await gate.release();
+  await lockWait(`UPDATE ${rowsTableOf(table.databaseId, table.tableId)} t SET%`);
+  const held = await journalOf(handle.jobId);
+  expect(held).toMatchObject({ state: 'running', journal: { phase: 'backfill', done: before + 5_000 } });
+  return { ...handle, done: before + 5_000, releaseRow: () => row.release() };
+}
+
+/** Shadow columns, conversion triggers, their functions and side tables (none outside a running conversion). */
+async function leftovers(table: TestTable): Promise<Record<string, string[]>> {
+  const [row] = await suite.server.prisma.$queryRaw<Record<string, string[]>[]>`
+    SELECT
+      ARRAY(SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = ${`d_${table.databaseId.toLowerCase()}`} AND table_name = ${`t_${table.tableId.toLowerCase()}`}
+               AND column_name LIKE 'x\\_%') AS columns,
+      ARRAY(SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(${rowsTableOf(table.databaseId, table.tableId)}) AND NOT tgisinternal) AS triggers,
+      ARRAY(SELECT proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'wds_jobs') AS functions,
+      ARRAY(SELECT tablename::text FROM pg_tables WHERE schemaname = 'wds_jobs' AND tablename LIKE 'r\\_%') AS "sideTables"`;
+  return row!;
+}
+const NONE = { columns: [], triggers: [], functions: [], sideTables: [] };
+
+/** The Code cell of every row, by row id. */
+async function codes(table: TestTable): Promise<Map<string, unknown>> {
+  return new Map((await allRows(suite.server, admin(), table)).map((row) => [row.id, row.values[table.fields.Code!]]));
+}
+
+/** What a conversion to integer with empty mode must produce: each row's number, empty for every 1,000th. */
+function expectConverted(values: Map<string, unknown>): void {
+  expect(values.size).toBe(SEEDED);
+  const wrong: number[] = [];
+  for (let n = 1; n <= SEEDED; n += 1) if (values.get(seededId(n)) !== (n % 1000 === 0 ? null : n)) wrong.push(n);
+  expect(wrong).toEqual([]);
+}
+
+const CONVERT = (table: TestTable): Body => ({ kind: 'convert_field', fieldId: table.fields.Code, type: 'integer', onUnconvertible: 'empty' });
+
+describe('a worker killed mid-backfill', () => {
+  it('resumes on a second worker from its last checkpoint to the same result as an uninterrupted run', async () => {
+    const table = await seededTable();
+    spawnWorker(2);
+    const job = await holdInsideBackfill(table, CONVERT(table));
+    const killed = workers[0]!;
+    await killed.kill();
+    // The killed worker's statement still waits on the row; once it gets it, its connection is gone and the batch
+    // rolls back with it.
+    await job.releaseRow();
+    await waitUntil(async () => (await suite.server.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE ${`UPDATE ${rowsTableOf(table.databaseId, table.tableId)} t SET%`} AND state <> 'idle'`)[0]!.n === 0,
+    'the killed worker’s batch ending');
+    const atKill = await journalOf(job.jobId);
+    expect(atKill).toMatchObject({ state: 'running', attempts: 1, journal: { phase: 'backfill', done: job.done } });
+
+    spawnWorker(2);
+    const resumed = await finished(job.statusUrl);
+    expect((await journalOf(job.jobId)).attempts).toBe(2);
+    expect(resumed.state, JSON.stringify(resumed)).toBe('partially_completed');
+
+    // The reference: an identical table converted once, without interruption.
+    const reference = await seededTable();
+    const clean = await finished(accepted(await apply(reference, CONVERT(reference))).statusUrl);
+    expect((await journalOf(clean.jobId)).attempts).toBe(1);
+    const shape = (result: unknown) => {
+      const { fieldId: _fieldId, report, ...rest } = result as { fieldId: string; report: Body };
+      return { ...rest, report: { ...report, sha256: 'x', size: 'x' } };
+    };
+    expect(shape(resumed.result)).toEqual(shape(clean.result));
+    expect(resumed.result).toMatchObject({ schemaVersion: table.schemaVersion + 1, converted: SEEDED - 30, emptied: 30, report: { rows: 30, truncated: false } });
+    expect(resumed.progress).toEqual({ done: SEEDED, total: SEEDED });
+
+    expectConverted(await codes(table));
+    expectConverted(await codes(reference));
+    expect((await schemaOf(table)).fields[1]).toMatchObject({ type: 'integer', options: {} });
+    expect(await leftovers(table)).toEqual(NONE);
+    const events = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.jobId === job.jobId).map((entry) => entry.event);
+    expect(events).toEqual(['job.applySchemaChange.queued', 'job.applySchemaChange.partially_completed']);
+  }, 120_000);
+});
+
+describe('cancelling a running conversion', () => {
+  it('leaves the table exactly as before (no shadow column, trigger or side table); a retry then converts it', async () => {
+    const table = await seededTable();
+    const schemaBefore = await schemaOf(table);
+    const codesBefore = await codes(table);
+    spawnWorker(30);
+    const job = await holdInsideBackfill(table, CONVERT(table));
+    const during = await leftovers(table);
+    expect(during.columns).toEqual([`x_${job.jobId.toLowerCase()}`]);
+    expect(during.triggers).toEqual([`c_${job.jobId.toLowerCase()}`]);
+
+    // The cancel waits for the job row (the step in progress holds it), so it lands between two steps.
+    const cancel = controlJob(suite.server, admin(), suite.org.orgId, job.jobId, 'cancel');
+    await lockWait('%SET cancel_requested = true%');
+    await job.releaseRow();
+    const response = await cancel;
+    expect(response.status, response.text).toBe(200);
+    expect(response.body).toMatchObject({ jobId: job.jobId, state: 'running' });
+
+    const cancelled = await finished(job.statusUrl);
+    expect(cancelled).toMatchObject({ state: 'cancelled', result: null, error: null });
+    expect(cancelled.progress.done).toBeLessThan(SEEDED);
+    expect(await leftovers(table)).toEqual(NONE);
+    expect(await schemaOf(table)).toEqual(schemaBefore);
+    expect(await codes(table)).toEqual(codesBefore);
+
+    const retried = await controlJob(suite.server, admin(), suite.org.orgId, job.jobId, 'retry');
+    expect(retried.status, retried.text).toBe(200);
+    expect(retried.body).toMatchObject({ jobId: job.jobId, state: 'queued', progress: { done: 0, total: null } });
+    const done = await finished(job.statusUrl);
+    expect(done.state, JSON.stringify(done)).toBe('partially_completed');
+    expect(done.result).toMatchObject({ schemaVersion: table.schemaVersion + 1, converted: SEEDED - 30, emptied: 30 });
+    expectConverted(await codes(table));
+    expect(await leftovers(table)).toEqual(NONE);
+
+    const events = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.jobId === job.jobId).map((entry) => entry.event);
+    expect(events).toEqual(['job.applySchemaChange.queued', 'job.applySchemaChange.cancelled', 'job.applySchemaChange.queued', 'job.applySchemaChange.partially_completed']);
+  }, 120_000);
+
+  it('a failed conversion, retried once its bad values are fixed, succeeds', async () => {
+    const table = await seededTable();
+    spawnWorker(30);
+    const handle = accepted(await apply(table, { kind: 'convert_field', fieldId: table.fields.Code, type: 'integer' }));
+    const failed = await finished(handle.statusUrl);
+    expect(failed.state).toBe('failed');
+    expect(failed.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { unconvertible: 30 } });
+    await suite.server.prisma.$executeRawUnsafe(
+      `UPDATE ${rowsTableOf(table.databaseId, table.tableId)} SET ${columnOf(table.fields.Code!)} = NULL WHERE ${columnOf(table.fields.Code!)} LIKE 'x%'`);
+    expect((await controlJob(suite.server, admin(), suite.org.orgId, failed.jobId, 'retry')).status).toBe(200);
+    const done = await finished(handle.statusUrl);
+    expect(done.state, JSON.stringify(done)).toBe('succeeded');
+    expect(done.result).toMatchObject({ converted: SEEDED, emptied: 0 });
+    // The retried job's listed artifacts were replaced: one (empty) report.
+    expect(done.artifacts.map((artifact) => [artifact.name, artifact.size])).toEqual([['unconvertible.jsonl', 0]]);
+    expectConverted(await codes(table));
+  }, 120_000);
+});
