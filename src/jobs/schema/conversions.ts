@@ -108,7 +108,8 @@ export function conversionSql(from: FieldDefinition, to: Target, source: string)
       break;
     case 'date':
       if (TEXT_FAMILY.has(from.type)) sql = `public.wds_try_date(${source})`;
-      else if (from.type === 'datetime') sql = `(${source} AT TIME ZONE 'UTC')::date`;
+      // Only a timestamp at midnight UTC is exactly a date; any other would lose its time of day.
+      else if (from.type === 'datetime') sql = `CASE WHEN (${source} AT TIME ZONE 'UTC')::time = time '00:00' THEN (${source} AT TIME ZONE 'UTC')::date END`;
       break;
     case 'datetime':
       if (TEXT_FAMILY.has(from.type)) sql = `public.wds_try_timestamptz(${source})`;
