@@ -8,7 +8,7 @@ import { schemaVersionConflict } from '../graph/tables/schema.ts';
 import { saveArtifact, sha256Of } from './artifacts.ts';
 import type { JobHandler, JobOutcome, JobRun } from './handler.ts';
 import { JOB_CATEGORIES, type JobKind } from './kinds.ts';
-import { CHANGE_JOBS, PlannedChange } from './schema/change.ts';
+import { CHANGE_JOBS, PlannedChange, renamedInWhere } from './schema/change.ts';
 import { conversionSql } from './schema/conversions.ts';
 import * as ddl from './schema/sql.ts';
 import { bump, exec, lockVersion } from './schema/steps.ts';
@@ -72,10 +72,16 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
       result.fieldId = change.field.id;
       break;
     }
-    case 'rename_field':
-      await exec(sql, [ddl.renameField(fieldIn(schema, change.fieldId).id, change.name)]);
+    case 'rename_field': {
+      // Conditional rules name fields in their `where` as the client wrote it, often by name: follow the rename.
+      const wheres = schema.uniqueRules.flatMap((rule) => {
+        const where = renamedInWhere(schema, rule.where, change.fieldId, change.name);
+        return where === null ? [] : [ddl.updateRuleWhere(rule.id, where)];
+      });
+      await exec(sql, [ddl.renameField(fieldIn(schema, change.fieldId).id, change.name), ...wheres]);
       result.fieldId = change.fieldId;
       break;
+    }
     case 'update_field': {
       const field = fieldIn(schema, change.fieldId);
       await exec(sql, [ddl.blockWrites(databaseId, tableId)]);
@@ -106,9 +112,12 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
   return { state: 'succeeded', result: result as JobOutcome['result'], summary: run.payload.summary };
 }
 
-/** The conversion expression with the server-quoted choice literals inlined ($SOURCE is the trigger's NEW column). */
+/**
+ * The conversion expression over the trigger's NEW column, with the server-quoted choice literals inlined last (a
+ * choice's text is never rewritten after it is quoted).
+ */
 async function conversionOf(sql: SqlExecutor, source: FieldDefinition, change: Extract<PlannedChange, { kind: 'convert_field' }>): Promise<string> {
-  const conversion = conversionSql(source, { type: change.type, options: change.options }, '$SOURCE');
+  const conversion = conversionSql(source, { type: change.type, options: change.options }, ddl.triggerSourceOf(source.id));
   if (!conversion) throw new DomainError('VALIDATION_FAILED', `A ${source.type} field cannot be converted to ${change.type}.`);
   if (conversion.literals.length === 0) return conversion.sql;
   const quote = quoteLiterals(conversion.literals);

@@ -3,7 +3,7 @@ import {
   FIELD_OPTIONS, FIELD_TYPES, FieldInput, FieldName, resolvedOptions, typeSpecOf, type FieldDefinition, type FieldType,
 } from '../../data/field-types.ts';
 import type { FieldProblem } from '../../errors.ts';
-import { FilterExpression } from '../../data/filter.ts';
+import { FilterExpression, resolveField } from '../../data/filter.ts';
 import { Id } from '../../graph/common.ts';
 import type { TableSchema } from '../../graph/tables/loader.ts';
 import type { JobKind } from '../kinds.ts';
@@ -88,9 +88,39 @@ function fieldOf(schema: TableSchema, fieldId: string, problems: FieldProblem[])
   return field;
 }
 
+/** Whether a rule's stored `where` names the field (by id or by name, as filters resolve them). */
+function whereNames(schema: TableSchema, where: unknown, fieldId: string): boolean {
+  if (where === null || typeof where !== 'object') return false;
+  const node = where as { and?: unknown[]; or?: unknown[]; field?: unknown };
+  const items = node.and ?? node.or;
+  if (Array.isArray(items)) return items.some((item) => whereNames(schema, item, fieldId));
+  return typeof node.field === 'string' && resolveField(schema.fields, node.field)?.id === fieldId;
+}
+
+/**
+ * A rule's `where` after the field is renamed: leaves that name it by its old name name it by the new one (by id
+ * they need nothing). Null when nothing changes.
+ */
+export function renamedInWhere(schema: TableSchema, where: unknown, fieldId: string, name: string): unknown {
+  const rename = (node: unknown): unknown => {
+    if (node === null || typeof node !== 'object') return node;
+    const { and, or, field } = node as { and?: unknown[]; or?: unknown[]; field?: unknown };
+    if (Array.isArray(and)) return { ...node, and: and.map(rename) };
+    if (Array.isArray(or)) return { ...node, or: or.map(rename) };
+    const named = typeof field === 'string' && field !== fieldId && resolveField(schema.fields, field)?.id === fieldId;
+    return named ? { ...node, field: name } : node;
+  };
+  const renamed = rename(where);
+  return JSON.stringify(renamed) === JSON.stringify(where) ? null : renamed;
+}
+
+/**
+ * The rules and keys a field takes part in. A conditional rule's `where` counts: its partial index reads the
+ * column, and PostgreSQL drops such an index with the column, which would leave the rule unenforced.
+ */
 function constraintsOn(schema: TableSchema, fieldId: string): string[] {
   return [
-    ...schema.uniqueRules.filter((rule) => rule.fieldIds.includes(fieldId)).map((rule) => `unique rule ${rule.id}`),
+    ...schema.uniqueRules.filter((rule) => rule.fieldIds.includes(fieldId) || whereNames(schema, rule.where, fieldId)).map((rule) => `unique rule ${rule.id}`),
     ...schema.foreignKeys.filter((key) => key.fieldIds.includes(fieldId)).map((key) => `foreign key ${key.id}`),
     ...schema.foreignKeys.filter((key) => key.referencedFieldIds.includes(fieldId)).map((key) => `foreign key ${key.id}`),
   ];

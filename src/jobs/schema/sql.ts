@@ -70,6 +70,10 @@ export function renameField(fieldId: string, name: string): Statement {
   return { sql: 'UPDATE public.fields SET name = $2 WHERE id = $1::bpchar', params: [fieldId, name] };
 }
 
+export function updateRuleWhere(ruleId: string, where: unknown): Statement {
+  return { sql: 'UPDATE public.unique_rules SET "where" = $2::jsonb WHERE id = $1::bpchar', params: [ruleId, JSON.stringify(where)] };
+}
+
 export function updateFieldSettings(fieldId: string, type: string, required: boolean, options: unknown): Statement {
   return {
     sql: 'UPDATE public.fields SET type = $2, required = $3, options = $4::jsonb WHERE id = $1::bpchar',
@@ -130,26 +134,37 @@ export function reorderFields(tableId: string, fieldIds: readonly string[]): Sta
   ];
 }
 
+/** The column of a field as the conversion trigger sees it: the row being written. */
+export const triggerSourceOf = (fieldId: string) => `NEW.${columnOf(fieldId)}`;
+
+/** A dollar-quoted body whose tag does not occur in it (choice literals are user text and may hold `$fn$`). */
+function dollarQuoted(body: string): string {
+  let tag = '$fn$';
+  for (let n = 0; body.includes(tag); n += 1) tag = `$fn${n}$`;
+  return `${tag}${body}${tag}`;
+}
+
 /**
  * The start of a conversion: a shadow column of the target type, and a trigger that fills it on every insert and
  * update from now on (so writes during the backfill are never lost) and records rows whose value cannot convert.
+ * `conversion` reads the source through `triggerSourceOf`, with its literals already inlined.
  */
 export function startConversion(databaseId: string, tableId: string, jobId: string, source: FieldDefinition, targetColumn: string, conversion: string): Statement[] {
   const table = rowsTableOf(databaseId, tableId);
   const shadow = shadowColumnOf(jobId);
   const failures = failuresTableOf(jobId);
-  const converted = conversion.replaceAll('$SOURCE', `NEW.${columnOf(source.id)}`);
-  return [
-    plain(`ALTER TABLE ${table} ADD COLUMN ${shadow} ${targetColumn}`),
-    plain(`CREATE TABLE ${failures} (row_id char(26) PRIMARY KEY)`),
-    plain(`CREATE FUNCTION ${triggerFunctionOf(jobId)}() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  const body = `
       BEGIN
-        NEW.${shadow} := ${converted};
-        IF NEW.${columnOf(source.id)} IS NOT NULL AND NEW.${shadow} IS NULL THEN
+        NEW.${shadow} := ${conversion};
+        IF ${triggerSourceOf(source.id)} IS NOT NULL AND NEW.${shadow} IS NULL THEN
           INSERT INTO ${failures} (row_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
         END IF;
         RETURN NEW;
-      END $fn$`),
+      END `;
+  return [
+    plain(`ALTER TABLE ${table} ADD COLUMN ${shadow} ${targetColumn}`),
+    plain(`CREATE TABLE ${failures} (row_id char(26) PRIMARY KEY)`),
+    plain(`CREATE FUNCTION ${triggerFunctionOf(jobId)}() RETURNS trigger LANGUAGE plpgsql AS ${dollarQuoted(body)}`),
     plain(`CREATE TRIGGER ${triggerOf(jobId)} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION ${triggerFunctionOf(jobId)}()`),
   ];
 }
