@@ -410,7 +410,7 @@ describe('refusals before any job', () => {
     expect(await jobsOfTable(suite, table)).toBe(1);
   });
 
-  it('403 for a viewer; 404 for another org’s admin and for an unknown table', async () => {
+  it('403 for a viewer; 404 for another org’s admin and for an unknown table; 202 for a member', async () => {
     const table = await api.create([TEXT('Name')]);
     const change = { kind: 'add_field', field: { name: 'X', type: 'text' } };
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
@@ -421,6 +421,9 @@ describe('refusals before any job', () => {
     expectError(await api.apply({ ...otherTable }, change), 404, 'RESOURCE_NOT_FOUND');
     expectError(await api.apply({ ...table, path: table.path.replace(table.tableId, newId()) }, change), 404, 'RESOURCE_NOT_FOUND');
     expect(await jobsOfTable(suite, table)).toBe(0);
+    // Schema is the `manage` capability: members have it (docs/decisions.md, Authority).
+    const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
+    api.accepted(await api.apply(table, change, { token: member.apiKey }));
   });
 
   it('400 without an Idempotency-Key; a replayed key returns the same handle and creates one job; changed input is 409', async () => {

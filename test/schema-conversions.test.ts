@@ -289,20 +289,21 @@ describe('convert_field: values that cannot convert', () => {
     expect(notNull).toEqual([{ nullable: 'NO' }]);
   });
 
-  it('a conversion whose expected schema version moved on before it ran fails with SCHEMA_VERSION_CONFLICT', async () => {
+  it('a conversion whose expected schema version moved on before it ran fails with SCHEMA_VERSION_CONFLICT and changes nothing', async () => {
     const { table, fieldId } = await tableWith({ name: 'V', type: 'text' }, ['1']);
-    // Queue a rename and a conversion expecting the same version: the second one in is refused at request time.
-    const rename = accepted(await apply(table, { kind: 'rename_field', fieldId, name: 'W' }));
-    const racing = await apply(table, { kind: 'convert_field', fieldId, type: 'integer' });
-    expect([202, 409]).toContain(racing.status);
-    await finished(rename.statusUrl);
-    if (racing.status === 202) {
-      const job = await finished(racing.body.statusUrl);
-      expect(job.error?.code).toBe('SCHEMA_VERSION_CONFLICT');
-    } else {
-      expect(racing.body.error.code).toBe('SCHEMA_MAINTENANCE');
-    }
-    expect((await schemaOf(table)).fields[1]).toMatchObject({ name: 'W', type: 'text' });
+    // The catalog row is held, so the job waits at its version check; meanwhile the version moves on.
+    const catalog = await open();
+    await catalog.client.query('UPDATE public.data_tables SET schema_version = schema_version + 1 WHERE id = $1', [table.tableId]);
+    const handle = accepted(await apply(table, { kind: 'convert_field', fieldId, type: 'integer' }));
+    await waitForLockWait('SELECT schema_version FROM public.data_tables WHERE id = $1::bpchar%');
+    await catalog.release();
+    const job = await finished(handle.statusUrl);
+    expect(job).toMatchObject({
+      state: 'failed', result: null,
+      error: { code: 'SCHEMA_VERSION_CONFLICT', details: { expectedSchemaVersion: table.schemaVersion, currentSchemaVersion: table.schemaVersion + 1 } },
+    });
+    expect((await schemaOf(table)).fields[1]).toMatchObject({ type: 'text' });
+    expect(await leftovers(table)).toEqual(NONE);
   });
 });
 
@@ -500,4 +501,39 @@ describe('writes during a backfill', () => {
     expect((await valuesById(table, codeId))[rowId]).toBe(12);
     expect(await unconvertibleReport(done)).toEqual([]);
   }, 120_000);
+});
+
+describe('writes that wait for the cutover', () => {
+  /**
+   * Holds a conversion inside its cutover transaction, after it has blocked writes: the cutover reads the job's side
+   * table, which the test holds in ACCESS EXCLUSIVE mode (taken between two steps, while nothing else uses it).
+   */
+  async function holdInsideCutover(table: TestTable, change: Body): Promise<{ jobId: string; statusUrl: string; release(): Promise<void> }> {
+    const job = await startPaused(table, change);
+    const side = await open();
+    await side.client.query(`LOCK TABLE wds_jobs.r_${job.jobId.toLowerCase()} IN ACCESS EXCLUSIVE MODE`);
+    await job.resume();
+    await waitForLockWait('SELECT count(*)::int AS count%wds_jobs.r_%');
+    return { jobId: job.jobId, statusUrl: job.statusUrl, release: () => side.release() };
+  }
+
+  // Known bug, kept as a reproduction: the waiting statements are parsed after the swap, against the new column type,
+  // and fail with 42804 (500 INTERNAL_ERROR). The row write path (src/graph/tables/rows.ts) should explain such a
+  // failure by the moved schema version, as it does an insert its guard refused. Drop `.fails` once it does.
+  it.fails('a row create or update sent with the old schema version gets 409 SCHEMA_VERSION_CONFLICT, not an error of the new column type', async () => {
+    const { table, rowIds, fieldId } = await tableWith({ name: 'V', type: 'text' }, ['1', '2']);
+    const job = await holdInsideCutover(table, { kind: 'convert_field', fieldId, type: 'integer' });
+    const created = createRow(suite.server, admin(), table, { Label: 'late', V: '3' });
+    const updated = suite.server.request('PATCH', `${table.path}/rows/${rowIds[0]}`, {
+      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', expectedSchemaVersion: table.schemaVersion, values: { V: '10' } },
+    });
+    await waitForLockWait(`%INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)}%`);
+    await waitForLockWait(`%UPDATE ${rowsTableOf(table.databaseId, table.tableId)}%`);
+    await job.release();
+    expect((await finished(job.statusUrl)).state).toBe('succeeded');
+    const [create, update] = await Promise.all([created, updated]);
+    expect({ status: create.status, code: create.body?.error?.code }, create.text).toEqual({ status: 409, code: 'SCHEMA_VERSION_CONFLICT' });
+    expect({ status: update.status, code: update.body?.error?.code }, update.text).toEqual({ status: 409, code: 'SCHEMA_VERSION_CONFLICT' });
+    expect(await valuesById(table, fieldId)).toEqual({ [rowIds[0]!]: 1, [rowIds[1]!]: 2 });
+  });
 });

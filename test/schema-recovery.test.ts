@@ -281,3 +281,44 @@ describe('cancelling a running conversion', () => {
     expectConverted(await codes(table));
   }, 120_000);
 });
+
+describe('a worker killed during an online unique-rule build', () => {
+  it('leaves no rule behind, and a second worker drops the interrupted index, builds it again and cuts over', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    const physical = rowsTableOf(table.databaseId, table.tableId);
+    await suite.server.prisma.$executeRawUnsafe(`
+      INSERT INTO ${physical} (id, version, created_at, updated_at, ${columnOf(table.fields.Code!)})
+      SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'C-' || g FROM generate_series(1, 1000) AS g`);
+    await suite.server.prisma.$executeRawUnsafe('UPDATE public.data_tables SET row_count = 1000 WHERE id = $1', table.tableId);
+
+    // An open writing transaction: CREATE INDEX CONCURRENTLY waits for it before it builds.
+    const writer = await Session.open();
+    await writer.client.query(`UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`, [seededId(1)]);
+    spawnWorker(2);
+    const handle = accepted(await apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }));
+    await lockWait('CREATE UNIQUE INDEX CONCURRENTLY%');
+    await workers[0]!.kill();
+    await writer.release();
+    await waitUntil(async () => (await suite.server.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE UNIQUE INDEX CONCURRENTLY%' AND state <> 'idle'`)[0]!.n === 0,
+    'the killed worker’s build ending');
+    expect(await journalOf(handle.jobId)).toMatchObject({ state: 'running', attempts: 1, journal: { phase: 'build' } });
+    expect((await schemaOf(table)).uniqueRules).toEqual([]);
+
+    spawnWorker(2);
+    const job = await finished(handle.statusUrl);
+    expect(job.state, JSON.stringify(job)).toBe('succeeded');
+    expect((await journalOf(handle.jobId)).attempts).toBe(2);
+    const ruleId = (job.result as { ruleId: string }).ruleId;
+    const schema = await schemaOf(table);
+    expect(schema.uniqueRules.map((rule) => rule.id)).toEqual([ruleId]);
+    const indexes = await suite.server.prisma.$queryRaw<{ name: string; valid: boolean }[]>`
+      SELECT c.relname::text AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+       WHERE i.indrelid = to_regclass(${physical}) AND starts_with(c.relname, 'u_')`;
+    expect(indexes).toEqual([{ name: `u_${ruleId.toLowerCase()}`, valid: true }]);
+    const clash = await suite.server.request('POST', `${table.path}/rows`, {
+      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: schema.schemaVersion, values: { Code: 'C-7' } },
+    });
+    expect(clash.status, clash.text).toBe(409);
+  }, 120_000);
+});
