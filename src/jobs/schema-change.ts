@@ -179,6 +179,8 @@ async function convert(run: Run, schema: TableSchema): Promise<void> {
         return { journal: { phase: 'done', outcome }, progress: { done: total, total } };
       }
       await exec(sql, ddl.swapColumns(databaseId, tableId, run.job.id, source.id));
+      // An autoNumber converted away leaves its sequence unused: the old column's default was its only user.
+      if (typeSpecOf(source.type).generated) await exec(sql, [ddl.dropSequence(databaseId, source.id)]);
       await exec(sql, [ddl.updateFieldSettings(source.id, change.type, source.required, change.options)]);
       if (source.required) await exec(sql, [ddl.setRequired(databaseId, tableId, source.id, true)]);
       const schemaVersion = await bump(sql, tableId);

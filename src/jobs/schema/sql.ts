@@ -118,8 +118,13 @@ export function deleteField(databaseId: string, tableId: string, field: FieldDef
     { sql: 'UPDATE public.fields SET position = -position - 2 WHERE table_id = $1::bpchar AND position < 0', params: [tableId] },
     plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} DROP COLUMN ${columnOf(field.id)}`),
   ];
-  if (typeSpecOf(field.type).generated) statements.push(plain(`DROP SEQUENCE IF EXISTS ${sequenceOf(databaseId, field.id)}`));
+  if (typeSpecOf(field.type).generated) statements.push(dropSequence(databaseId, field.id));
   return statements;
+}
+
+/** An autoNumber field's sequence, once no column default uses it (it is not owned by the column). */
+export function dropSequence(databaseId: string, fieldId: string): Statement {
+  return plain(`DROP SEQUENCE IF EXISTS ${sequenceOf(databaseId, fieldId)}`);
 }
 
 export function reorderFields(tableId: string, fieldIds: readonly string[]): Statement[] {
