@@ -537,3 +537,24 @@ describe('writes that wait for the cutover', () => {
     expect(await valuesById(table, fieldId)).toEqual({ [rowIds[0]!]: 1, [rowIds[1]!]: 2 });
   });
 });
+
+describe('convert_field of an autoNumber', () => {
+  it('keeps the numbers as plain integers and drops the field’s sequence', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Label', type: 'text' }, { name: 'No', type: 'autoNumber', options: { start: 5 } }]);
+    for (const label of ['a', 'b']) expect((await createRow(suite.server, admin(), table, { Label: label })).status).toBe(201);
+    const fieldId = table.fields.No!;
+    const sequence = `d_${table.databaseId.toLowerCase()}.s_${fieldId.toLowerCase()}`;
+    const sequenceExists = async () => (await suite.server.prisma.$queryRaw<{ found: boolean }[]>`SELECT to_regclass(${sequence}) IS NOT NULL AS found`)[0]!.found;
+    expect(await sequenceExists()).toBe(true);
+    const job = await finished(accepted(await apply(table, { kind: 'convert_field', fieldId, type: 'integer' })).statusUrl);
+    expect(job.state, JSON.stringify(job)).toBe('succeeded');
+    expect(Object.values(await valuesById(table, fieldId)).sort()).toEqual([5, 6]);
+    const schema = await schemaOf(table);
+    expect(schema.fields[1]).toMatchObject({ type: 'integer', required: false, options: {} });
+    // An integer now: written by clients, no longer drawn from the sequence.
+    const written = await createRow(suite.server, admin(), { ...table, schemaVersion: schema.schemaVersion }, { Label: 'c', No: 42 });
+    expect(written.status, written.text).toBe(201);
+    expect(written.body.row.values[fieldId]).toBe(42);
+    expect(await sequenceExists()).toBe(false);
+  });
+});
