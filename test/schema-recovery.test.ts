@@ -322,3 +322,34 @@ describe('a worker killed during an online unique-rule build', () => {
     expect(clash.status, clash.text).toBe(409);
   }, 120_000);
 });
+
+describe('cancelling a running unique-rule build', () => {
+  it('drops the index built so far, records no rule, and finishes cancelled', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    const physical = rowsTableOf(table.databaseId, table.tableId);
+    await suite.server.prisma.$executeRawUnsafe(`
+      INSERT INTO ${physical} (id, version, created_at, updated_at, ${columnOf(table.fields.Code!)})
+      SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'C-' || g FROM generate_series(1, 100) AS g`);
+    await suite.server.prisma.$executeRawUnsafe('UPDATE public.data_tables SET row_count = 100 WHERE id = $1', table.tableId);
+    const before = await schemaOf(table);
+
+    const writer = await Session.open();
+    await writer.client.query(`UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`, [seededId(1)]);
+    spawnWorker(30);
+    const handle = accepted(await apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }));
+    await lockWait('CREATE UNIQUE INDEX CONCURRENTLY%');
+    const cancel = await controlJob(suite.server, admin(), suite.org.orgId, handle.jobId, 'cancel');
+    expect(cancel.status, cancel.text).toBe(200);
+    expect(cancel.body).toMatchObject({ jobId: handle.jobId, state: 'running' });
+    await writer.release();
+
+    const job = await finished(handle.statusUrl);
+    expect(job).toMatchObject({ state: 'cancelled', result: null, error: null });
+    expect(await schemaOf(table)).toEqual(before);
+    const indexes = await suite.server.prisma.$queryRaw<{ name: string }[]>`
+      SELECT c.relname::text AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(${physical}) AND starts_with(c.relname, 'u_')`;
+    expect(indexes).toEqual([]);
+    const events = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.jobId === handle.jobId).map((entry) => entry.event);
+    expect(events).toEqual(['job.createUniqueRule.queued', 'job.createUniqueRule.cancelled']);
+  }, 120_000);
+});
