@@ -517,10 +517,9 @@ describe('writes that wait for the cutover', () => {
     return { jobId: job.jobId, statusUrl: job.statusUrl, release: () => side.release() };
   }
 
-  // Known bug, kept as a reproduction: the waiting statements are parsed after the swap, against the new column type,
-  // and fail with 42804 (500 INTERNAL_ERROR). The row write path (src/graph/tables/rows.ts) should explain such a
-  // failure by the moved schema version, as it does an insert its guard refused. Drop `.fails` once it does.
-  it.fails('a row create or update sent with the old schema version gets 409 SCHEMA_VERSION_CONFLICT, not an error of the new column type', async () => {
+  // The waiting statements are parsed after the swap, against the new column type, and fail with 42804; the row
+  // write path explains that by the moved schema version, as it does an insert its guard refused.
+  it('a row create or update sent with the old schema version gets 409 SCHEMA_VERSION_CONFLICT, not an error of the new column type', async () => {
     const { table, rowIds, fieldId } = await tableWith({ name: 'V', type: 'text' }, ['1', '2']);
     const job = await holdInsideCutover(table, { kind: 'convert_field', fieldId, type: 'integer' });
     const created = createRow(suite.server, admin(), table, { Label: 'late', V: '3' });

@@ -59,6 +59,7 @@ export function recogniseFailure(error: unknown): DataPlaneFailure | null {
       return { kind: 'sequenceExhausted' };
     case '42703': // undefined_column: a schema change committed between reading the schema and writing
     case '42P01': // undefined_table
+    case '42804': // datatype_mismatch: a write that waited behind a conversion's cutover meets the new column type
       return { kind: 'schemaChanged' };
     default:
       return null;
