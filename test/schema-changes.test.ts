@@ -455,8 +455,10 @@ describe('one change per table at a time (no worker: jobs stay queued)', () => {
   it('409 SCHEMA_MAINTENANCE while another change of the table is queued; accepted once it is cancelled; other tables unaffected', async () => {
     const table = await api.create([TEXT('Name'), TEXT('Code')]);
     const first = api.accepted(await api.apply(table, { kind: 'rename_field', fieldId: table.fields.Name, name: 'Title' }));
-    const second = await api.apply(table, { kind: 'delete_field', fieldId: table.fields.Code });
+    const secondKey = idempotencyKey();
+    const second = await api.apply(table, { kind: 'delete_field', fieldId: table.fields.Code }, { key: secondKey });
     expectError(second, 409, 'SCHEMA_MAINTENANCE');
+    expect(second.headers.get('retry-after')).toBe('1');
     // Unique rules and foreign keys share the table's turn, through endpoint 5 and the synchronous endpoint alike.
     expectError(await api.apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }), 409, 'SCHEMA_MAINTENANCE');
     expectError(await suite.server.request('POST', `${table.path}/unique-rules`, { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { fieldIds: ['Code'] } }),
@@ -470,7 +472,8 @@ describe('one change per table at a time (no worker: jobs stay queued)', () => {
     const cancelled = await controlJob(suite.server, suite.org.adminKey, suite.org.orgId, first.jobId, 'cancel');
     expect(cancelled.status, cancelled.text).toBe(200);
     expect(cancelled.body.state).toBe('cancelled');
-    const accepted = api.accepted(await api.apply(table, { kind: 'delete_field', fieldId: table.fields.Code }));
+    // The refusal was transient, so it was not recorded under its Idempotency-Key: the same request now goes through.
+    const accepted = api.accepted(await api.apply(table, { kind: 'delete_field', fieldId: table.fields.Code }, { key: secondKey }));
     expect((await suite.server.request('GET', accepted.statusUrl, { token: suite.org.adminKey })).body.state).toBe('queued');
     // A retry of the cancelled change would interleave with the queued one: refused too.
     expectError(await controlJob(suite.server, suite.org.adminKey, suite.org.orgId, first.jobId, 'retry'), 409, 'SCHEMA_MAINTENANCE');

@@ -185,7 +185,9 @@ async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: Idempo
       try {
         data = await effect({ executor, guardCommit: (next) => { guard = next; }, recordWith });
       } catch (error) {
-        if (isExpected(error)) throw new ExpectedFailure(failureOf(error));
+        // A refusal that says when to come back (Retry-After, e.g. SCHEMA_MAINTENANCE) is transient: it is not
+        // recorded, so a retry with the same key gets a fresh answer once the obstacle has gone.
+        if (isExpected(error) && error.retryAfter === undefined) throw new ExpectedFailure(failureOf(error));
         throw error;
       }
       const outcome: Outcome = { ok: true, data };
