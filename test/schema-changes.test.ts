@@ -231,6 +231,15 @@ describe('each change kind end to end', () => {
     expect((await api.schema(table)).fields[0]!.options).toEqual({ choices: ['new', 'open'] });
   });
 
+  it('update_field: json maxBytes is measured as row writes measure it (compact JSON), so a value that fits stays', async () => {
+    const table0 = await api.create([{ name: 'Doc', type: 'json' }]);
+    const row = await api.row(table0, { Doc: { a: 1, b: [1, 2] } }); // {"a":1,"b":[1,2]}: 17 bytes compact, 20 as jsonb prints it
+    const tooSmall = await api.run(table0, { kind: 'update_field', fieldId: table0.fields.Doc, options: { maxBytes: 16 } });
+    expect(tooSmall.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { violations: 1, rowIds: [row] } });
+    const { table } = await api.succeed(table0, { kind: 'update_field', fieldId: table0.fields.Doc, options: { maxBytes: 17 } });
+    expect((await api.schema(table)).fields[0]!.options).toMatchObject({ maxBytes: 17 });
+  });
+
   it('update_field: multiSelect choices narrowed fail while a row holds a dropped choice', async () => {
     const table = await api.create([{ name: 'Tags', type: 'multiSelect', options: { choices: ['a', 'b', 'c'] } }]);
     const both = await api.row(table, { Tags: ['a', 'c'] });

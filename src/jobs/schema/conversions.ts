@@ -127,7 +127,7 @@ export function conversionSql(from: FieldDefinition, to: Target, source: string)
         : from.type === 'number' ? `to_jsonb(trim_scale(${source}))`
         : text === null ? null : `to_jsonb(${text})`;
       const max = Number((to.options as FieldOptions<'json'>).maxBytes);
-      sql = json === null ? null : `CASE WHEN octet_length((${json})::text) <= ${max} THEN ${json} END`;
+      sql = json === null ? null : `CASE WHEN public.wds_json_bytes(${json}) <= ${max} THEN ${json} END`;
       break;
     }
     default:

@@ -98,7 +98,7 @@ export function selectViolations(databaseId: string, tableId: string, field: Fie
   if (maxLength !== undefined) broken.push(`char_length(${column}) > ${params.add(maxLength, 'integer')}`);
   if (min !== undefined && (field.type === 'integer' || field.type === 'number')) broken.push(`${column} < ${params.add(min, 'numeric')}`);
   if (max !== undefined && (field.type === 'integer' || field.type === 'number')) broken.push(`${column} > ${params.add(max, 'numeric')}`);
-  if (maxBytes !== undefined) broken.push(`octet_length(${column}::text) > ${params.add(maxBytes, 'integer')}`);
+  if (maxBytes !== undefined) broken.push(`public.wds_json_bytes(${column}) > ${params.add(maxBytes, 'integer')}`);
   if (choices !== undefined && field.type === 'select') broken.push(`${column} <> ALL(${params.add(choices, 'text[]')})`);
   if (choices !== undefined && field.type === 'multiSelect') broken.push(`NOT (${column} <@ ${params.add(choices, 'text[]')})`);
   if (broken.length === 0) return plain(`SELECT 0 AS count, ARRAY[]::text[] AS sample`);
