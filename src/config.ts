@@ -29,6 +29,8 @@ const ConfigSchema = z.object({
   ROW_SIZE_LIMIT_BYTES: z.coerce.number().int().min(1024).default(524_288),
   /** How long SIGTERM waits for in-flight requests before closing connections. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** A browser session older than this since its last password (and TOTP) check must step up for sensitive operations. */
+  STEP_UP_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
   RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { routes } from '../src/rest/routes.ts';
-import { idempotencyKey } from './helpers/factories.ts';
+import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
@@ -149,6 +149,15 @@ describe('real responses match the documented schemas', () => {
       const { parent } = await sampleWorkspace();
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'D-1' });
       return suite.server.request('DELETE', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1' }));
+    },
+    'GET /v1/orgs/{orgId}/members': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/members`, admin()),
+    'PATCH /v1/orgs/{orgId}/members/{id}': async () => {
+      const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
+      return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`, write({ expectedVersion: '1', role: 'viewer' }));
+    },
+    'DELETE /v1/orgs/{orgId}/members/{id}': async () => {
+      const member = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`, write({ expectedVersion: '1' }));
     },
   };
 

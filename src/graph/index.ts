@@ -3,6 +3,7 @@ import { builder } from './builder.ts';
 import './scalars.ts';
 import './preferences.ts';
 import './orgs.ts';
+import './members.ts';
 import './databases.ts';
 import './tables/tables.ts';
 import './tables/schema.ts';
