@@ -159,6 +159,18 @@ describe('real responses match the documented schemas', () => {
       const member = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
       return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`, write({ expectedVersion: '1' }));
     },
+    'POST /v1/me/keys': () => suite.server.request('POST', '/v1/me/keys', write({ name: 'Sample', orgId: suite.org.orgId, access: 'read' })),
+    'GET /v1/me/keys': () => suite.server.request('GET', '/v1/me/keys', admin()),
+    'DELETE /v1/me/keys/{id}': async () => {
+      const created = await suite.server.request('POST', '/v1/me/keys', write({ name: 'Doomed', orgId: suite.org.orgId, access: 'read' }));
+      return suite.server.request('DELETE', `/v1/me/keys/${created.body.key.id}`, write());
+    },
+    'POST /v1/orgs/{orgId}/keys': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/keys`, write({ name: 'Team', access: 'read' })),
+    'GET /v1/orgs/{orgId}/keys': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/keys`, admin()),
+    'DELETE /v1/orgs/{orgId}/keys/{id}': async () => {
+      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/keys`, write({ name: 'Doomed team key', access: 'read' }));
+      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/keys/${created.body.key.id}`, write());
+    },
   };
 
   it('has a sample for every route', () => {

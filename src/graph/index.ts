@@ -4,6 +4,8 @@ import './scalars.ts';
 import './preferences.ts';
 import './orgs.ts';
 import './members.ts';
+import './keys/personal.ts';
+import './keys/team.ts';
 import './databases.ts';
 import './tables/tables.ts';
 import './tables/schema.ts';
