@@ -31,6 +31,8 @@ const ConfigSchema = z.object({
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /** A browser session older than this since its last password (and TOTP) check must step up for sensitive operations. */
   STEP_UP_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** How long an invitation's token can be accepted. */
+  INVITATION_TTL_HOURS: z.coerce.number().int().min(1).default(168),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
   RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
 });

@@ -32,6 +32,7 @@ const TABLE_OF_MODEL: Record<string, string> = {
   User: 'users', Org: 'orgs', Member: 'members', ApiKey: 'api_keys', Session: 'sessions', Preference: 'preferences',
   IdempotencyRecord: 'idempotency_records', ActivityEvent: 'activity_events', Database: 'databases', DataTable: 'data_tables',
   Field: 'fields', UniqueRule: 'unique_rules', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets', SavedView: 'saved_views',
+  Invitation: 'invitations',
 };
 
 interface Column { table_name: string; column_name: string; data_type: string; udt_name: string; is_nullable: 'YES' | 'NO' }
@@ -70,6 +71,8 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     await prisma.apiKey.create({ data: { id: newId(), scope: 'personal', orgId: org.id, userId: user.id, createdByUserId: user.id, name: 'k',
       prefix: newId().slice(0, 12).toLowerCase(), secretHash: 'a'.repeat(64), access: 'read' } });
     await prisma.session.create({ data: { id: newId(), userId: user.id, tokenHash: 'b'.repeat(64), csrfTokenHash: 'c'.repeat(64), expiresAt: new Date(Date.now() + 60_000) } });
+    await prisma.invitation.create({ data: { id: newId(), orgId: org.id, email: 'invitee@example.com', role: 'member', tokenHash: 'e'.repeat(64), invitedByUserId: user.id, expiresAt: new Date(Date.now() + 60_000) } });
+    await prisma.user.update({ where: { id: user.id }, data: { failedLogins: 1, lockedUntil: new Date(), totpSecret: 'JBSWY3DPEHPK3PXP' } });
     await prisma.preference.create({ data: { userId: user.id, timezone: 'UTC', locale: 'en-US', dateFormat: 'year-month-day', timeFormat: '24-hour', theme: 'dark' } });
     await prisma.idempotencyRecord.create({ data: { actorKey: `user:${user.id}`, key: 'roundtrip', slot: 1n, operation: 'op', fingerprint: 'd'.repeat(64), outcome: { ok: true }, expiresAt: new Date() } });
     await prisma.activityEvent.create({ data: { id: newId(), orgId: org.id, category: 'records', event: 'records.changed', summary: 's', actorId: user.id, actorKind: 'user', actorName: 'Round Trip', affectedRows: 1 } });
@@ -89,6 +92,8 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     });
     expect(loaded.memberships[0]!.org.activity).toHaveLength(1);
     expect(loaded.memberships[0]!.org.apiKeys).toHaveLength(1);
+    expect(await prisma.invitation.count({ where: { orgId: org.id, invitedByUserId: user.id } })).toBe(1);
+    expect(loaded).toMatchObject({ failedLogins: 1, totpSecret: 'JBSWY3DPEHPK3PXP' });
     expect(loaded.sessions).toHaveLength(1);
     expect(loaded.preference!.theme).toBe('dark');
     expect(loaded.memberships[0]!.version).toBe(1n);

@@ -171,6 +171,16 @@ describe('real responses match the documented schemas', () => {
       const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/keys`, write({ name: 'Doomed team key', access: 'read' }));
       return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/keys/${created.body.key.id}`, write());
     },
+    'POST /v1/orgs/{orgId}/invitations': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `sample-${idempotencyKey()}@example.com`, role: 'member' })),
+    'GET /v1/orgs/{orgId}/invitations': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/invitations`, admin()),
+    'DELETE /v1/orgs/{orgId}/invitations/{id}': async () => {
+      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `cancel-${idempotencyKey()}@example.com`, role: 'viewer' }));
+      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/invitations/${created.body.invitation.id}`, write());
+    },
+    'POST /v1/invitations/accept': async () => {
+      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `accept-${idempotencyKey()}@example.com`, role: 'viewer' }));
+      return suite.server.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { token: created.body.token, name: 'Sample', password: 'sample password 1' } });
+    },
   };
 
   it('has a sample for every route', () => {

@@ -6,6 +6,7 @@ import './orgs.ts';
 import './members.ts';
 import './keys/personal.ts';
 import './keys/team.ts';
+import './invitations.ts';
 import './databases.ts';
 import './tables/tables.ts';
 import './tables/schema.ts';

@@ -61,7 +61,7 @@ const DeleteMemberInput = builder.inputType('DeleteMemberInput', {
   validate: DeleteMemberBody,
 });
 
-const memberSelect = {
+export const memberSelect = {
   id: true, orgId: true, userId: true, role: true, version: true,
   user: { select: { name: true, email: true, verified: true, twoFactorEnabled: true } },
 } as const;

@@ -2,6 +2,7 @@ import type { Route } from './route.ts';
 import { activityRoutes } from './routes/activity.ts';
 import { backupRoutes } from './routes/backups.ts';
 import { databaseRoutes } from './routes/databases.ts';
+import { invitationRoutes } from './routes/invitations.ts';
 import { keyRoutes } from './routes/keys.ts';
 import { memberRoutes } from './routes/members.ts';
 import { orgRoutes } from './routes/orgs.ts';
@@ -11,4 +12,4 @@ import { tableRoutes } from './routes/tables.ts';
 import { viewRoutes } from './routes/views.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes];

@@ -8,7 +8,8 @@ import { issueApiKeySecret } from '../auth/secrets.ts';
 import { builder } from '../builder.ts';
 import { Timestamp } from '../common.ts';
 import type { Context } from '../context.ts';
-import { idempotent, type IdempotentCall } from '../idempotency.ts';
+import type { IdempotentCall } from '../idempotency.ts';
+import { idempotentWithSecret } from '../one-time-secret.ts';
 import { pageRef } from '../pages.ts';
 
 /** Spec 2.12 (personal keys); team keys have the same metadata with `scope: "team"` and `userId: null`. */
@@ -136,20 +137,15 @@ export async function revokeKey(tx: TransactionClient, where: { id: string; scop
   return count === 1;
 }
 
-/**
- * Runs a key creation through `idempotent`, recording the answer with `secret: null` so that the secret is never
- * stored (idempotency records keep outcomes for a day). The live answer carries the secret; a replay does not.
- */
+/** Creates a key through `idempotentWithSecret`: the token is in the live answer only (a replay answers null). */
 export async function createOnce(
   context: Context,
   call: IdempotentCall,
   create: (tx: TransactionClient) => Promise<{ shape: KeyShape; token: string }>,
 ): Promise<CreatedKeyShape> {
-  let issued: { id: string; token: string } | undefined;
-  const recorded = await idempotent(context, call, async (tx) => {
+  const { value, secret } = await idempotentWithSecret(context, call, async (tx) => {
     const { shape, token } = await create(tx);
-    issued = { id: shape.id, token };
-    return { key: shape, secret: null } satisfies CreatedKeyShape;
+    return { value: shape, secret: token };
   });
-  return issued && issued.id === recorded.key.id ? { key: recorded.key, secret: issued.token } : recorded;
+  return { key: value, secret };
 }
