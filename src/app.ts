@@ -11,6 +11,7 @@ import { requestContext } from './rest/middleware/request-context.ts';
 import { openApiDocument } from './rest/openapi.ts';
 import { restRouter } from './rest/router.ts';
 import { routes } from './rest/routes.ts';
+import { sessionRoutes } from './rest/session-routes.ts';
 
 export interface AppDependencies {
   prisma: PrismaClient;
@@ -76,6 +77,7 @@ export function createApp({ prisma, config, logger }: AppDependencies): Express 
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openApi);
   });
+  app.use(sessionRoutes(prisma, config));
   app.use(restRouter(routes, yoga, config));
   // app.all, not app.use: Yoga must see the full path to recognise its endpoint.
   app.all('/graphql', ...graphqlEndpoint(yoga, config));

@@ -31,6 +31,13 @@ const ConfigSchema = z.object({
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /** A browser session older than this since its last password (and TOTP) check must step up for sensitive operations. */
   STEP_UP_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** Absolute lifetime of a browser session. */
+  SESSION_TTL_HOURS: z.coerce.number().int().min(1).default(12),
+  /** Consecutive failed logins after which an account is locked for a while. */
+  LOGIN_LOCKOUT_THRESHOLD: z.coerce.number().int().min(1).default(5),
+  /** The first lock lasts this long and doubles with every further failure, up to LOGIN_LOCKOUT_MAX_SECONDS. */
+  LOGIN_LOCKOUT_BASE_SECONDS: z.coerce.number().int().min(1).default(30),
+  LOGIN_LOCKOUT_MAX_SECONDS: z.coerce.number().int().min(1).default(900),
   /** How long an invitation's token can be accepted. */
   INVITATION_TTL_HOURS: z.coerce.number().int().min(1).default(168),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */

@@ -11,11 +11,13 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run('npm', ['run', '-s', 'cli', '--', ...args], {
+    const child = run('npm', ['run', '-s', 'cli', '--', ...args], {
       env: { ...process.env, DATABASE_URL: server.database.url, LOG_LEVEL: 'warn' },
     });
+    child.child.stdin?.end(stdin);
+    const { stdout, stderr } = await child;
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -73,5 +75,20 @@ describe('npm run cli', () => {
     const result = await cli(['add-user', '--org', '01J00000000000000000000000', '--email', 'a@example.com', '--name', 'A', '--role', 'admin']);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/No organisation/);
+  });
+
+  it('set-password reads the password from stdin; the user can then sign in', async () => {
+    const created = JSON.parse((await cli(['bootstrap', '--org-name', 'Pw', '--email', 'pw@example.com', '--name', 'Pat'])).stdout.trim());
+    const result = await cli(['set-password', '--email', 'PW@example.com'], 'a password from stdin\n');
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout.trim())).toEqual({ userId: created.userId });
+    const login = await server.request('POST', '/v1/auth/login', { body: { email: 'pw@example.com', password: 'a password from stdin' } });
+    expect(login.status).toBe(201);
+    const short = await cli(['set-password', '--email', 'pw@example.com'], 'short\n');
+    expect(short.code).toBe(2);
+    expect(short.stderr).toMatch(/10 to 256/);
+    const unknown = await cli(['set-password', '--email', 'nobody@example.com'], 'a password from stdin\n');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No user/);
   });
 });

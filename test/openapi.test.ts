@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { currentTotp } from '../src/graph/auth/totp.ts';
 import { routes } from '../src/rest/routes.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
+import { signIn, withPassword } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
@@ -180,6 +182,21 @@ describe('real responses match the documented schemas', () => {
     'POST /v1/invitations/accept': async () => {
       const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `accept-${idempotencyKey()}@example.com`, role: 'viewer' }));
       return suite.server.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { token: created.body.token, name: 'Sample', password: 'sample password 1' } });
+    },
+    'GET /v1/me/sessions': () => suite.server.request('GET', '/v1/me/sessions', admin()),
+    'DELETE /v1/me/sessions/{id}': async () => {
+      const email = await withPassword(suite.server, suite.org.adminUserId);
+      const session = await signIn(suite.server, email);
+      return suite.server.request('DELETE', `/v1/me/sessions/${session.id}`, write());
+    },
+    'POST /v1/me/two-factor': async () => {
+      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+      return suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
+    },
+    'POST /v1/me/two-factor/confirm': async () => {
+      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
+      return suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
     },
   };
 

@@ -1,5 +1,6 @@
 import type { PrismaClient, TransactionClient } from '../db/prisma.ts';
 import type { Role } from '../graph/auth/authority.ts';
+import { hashPassword } from '../graph/auth/passwords.ts';
 import { issueApiKeySecret } from '../graph/auth/secrets.ts';
 import { newId } from '../ids.ts';
 
@@ -64,4 +65,16 @@ export async function addUser(
     const apiKey = await createPersonalKey(tx, org.id, userId, input.role);
     return { userId, memberId: member.id, apiKey };
   });
+}
+
+/** Sets (or replaces) a user's password and lifts any login lockout. Existing sessions stay valid. */
+export async function setPassword(prisma: PrismaClient, input: { email: string; password: string }): Promise<{ userId: string }> {
+  const passwordHash = await hashPassword(input.password);
+  const updated = await prisma.user.updateManyAndReturn({
+    where: { email: input.email },
+    data: { passwordHash, failedLogins: 0, lockedUntil: null },
+    select: { id: true },
+  });
+  if (!updated[0]) throw new ProvisionError(`No user with e-mail ${input.email}.`);
+  return { userId: updated[0].id };
 }

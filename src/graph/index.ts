@@ -7,6 +7,7 @@ import './members.ts';
 import './keys/personal.ts';
 import './keys/team.ts';
 import './invitations.ts';
+import './sessions.ts';
 import './databases.ts';
 import './tables/tables.ts';
 import './tables/schema.ts';

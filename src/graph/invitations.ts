@@ -7,7 +7,7 @@ import type { Role } from './auth/authority.ts';
 import { requireCaller, requirePersonalIdentity } from './auth/guards.ts';
 import { hashPassword, Password } from './auth/passwords.ts';
 import { builder } from './builder.ts';
-import { Id } from './common.ts';
+import { Email, Id } from './common.ts';
 import type { Context } from './context.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
 import { Deletion } from './deletion.ts';
@@ -31,7 +31,6 @@ export type InvitationShape = {
 };
 
 export const INVITATION_STATES = ['pending', 'accepted', 'cancelled', 'expired'] as const;
-export const Email = z.email().max(254).transform((email) => email.toLowerCase());
 export const InvitationToken = z.string().regex(/^wdsi_[A-Za-z0-9_-]{43}$/, 'must be an invitation token');
 export const CreateInvitationBody = z.strictObject({ email: Email, role: z.enum(ROLES) });
 /** With a personal credential: `{token}`. Without one, a new user signs up: `{token, name, password}`. */
