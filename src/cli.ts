@@ -2,6 +2,7 @@ import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { addUser, bootstrapOrg, ProvisionError, setPassword } from './cli/provision.ts';
+import { ClientRegistrationError, registerClient } from './graph/auth/oauth/clients.ts';
 import { Password } from './graph/auth/passwords.ts';
 import { Email, Id } from './graph/common.ts';
 import { openRuntime } from './runtime.ts';
@@ -10,6 +11,7 @@ const USAGE = `Usage:
   npm run -s cli -- bootstrap --org-name NAME --email EMAIL --name NAME
   npm run -s cli -- add-user --org ORG_ID --email EMAIL --name NAME --role admin|member|viewer
   npm run -s cli -- set-password --email EMAIL   (reads the password from stdin, never from the command line)
+  npm run -s cli -- register-oauth-client --name NAME --redirect-uri URI [--redirect-uri URI…] [--confidential]
 Each prints one line of JSON. DATABASE_URL selects the database (default: the embedded one under ./.data).`;
 
 class UsageError extends Error {}
@@ -19,7 +21,8 @@ const Name = z.string().trim().min(1).max(120);
 const BootstrapArgs = z.strictObject({ 'org-name': Name, email: Email, name: Name });
 const AddUserArgs = z.strictObject({ org: Id, email: Email, name: Name, role: z.enum(['admin', 'member', 'viewer']) });
 const SetPasswordArgs = z.strictObject({ email: Email });
-const COMMANDS = ['bootstrap', 'add-user', 'set-password'];
+const RegisterClientArgs = z.strictObject({ name: Name, 'redirect-uri': z.array(z.string()).min(1), confidential: z.boolean().default(false) });
+const COMMANDS = ['bootstrap', 'add-user', 'set-password', 'register-oauth-client'];
 
 function parse<T extends z.ZodType>(schema: T, values: unknown): z.output<T> {
   const result = schema.safeParse(values);
@@ -40,6 +43,8 @@ function readCommand(argv: string[]): { command: string; values: Record<string, 
         name: { type: 'string' },
         org: { type: 'string' },
         role: { type: 'string' },
+        'redirect-uri': { type: 'string', multiple: true },
+        confidential: { type: 'boolean' },
       },
     });
     if (positionals.length !== 1) throw new UsageError(`Give exactly one command: ${COMMANDS.join(', ')}.`);
@@ -74,6 +79,10 @@ async function commandOf(command: string, values: Record<string, unknown>): Prom
     const password = await passwordFromStdin();
     return (runtime) => setPassword(runtime.prisma, { email: args.email, password });
   }
+  if (command === 'register-oauth-client') {
+    const args = parse(RegisterClientArgs, values);
+    return (runtime) => registerClient(runtime.prisma, { name: args.name, redirectUris: args['redirect-uri'], confidential: args.confidential });
+  }
   throw new UsageError(`Unknown command "${command}".`);
 }
 
@@ -95,7 +104,7 @@ run(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}\n`);
-    else if (error instanceof ProvisionError) process.stderr.write(`${error.message}\n`);
+    else if (error instanceof ProvisionError || error instanceof ClientRegistrationError) process.stderr.write(`${error.message}\n`);
     else process.stderr.write(`cli failed: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = error instanceof UsageError ? 2 : 1;
   },

@@ -38,6 +38,11 @@ const ConfigSchema = z.object({
   /** The first lock lasts this long and doubles with every further failure, up to LOGIN_LOCKOUT_MAX_SECONDS. */
   LOGIN_LOCKOUT_BASE_SECONDS: z.coerce.number().int().min(1).default(30),
   LOGIN_LOCKOUT_MAX_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** The audience OAuth access tokens are issued for; a token minted for another one is refused (401). */
+  OAUTH_AUDIENCE: z.string().min(1).max(255).default('workspace-data-service'),
+  OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).default(600),
+  OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).default(30),
+  OAUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(10).default(60),
   /** How long an invitation's token can be accepted. */
   INVITATION_TTL_HOURS: z.coerce.number().int().min(1).default(168),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */

@@ -63,7 +63,7 @@ export function createGraphServer(prisma: PrismaClient, config: Config): GraphSe
       config,
       requestId,
       log,
-      caller: await resolveCredential(prisma, request.headers),
+      caller: await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
       schemas,
     }),
     plugins: [

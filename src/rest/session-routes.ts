@@ -48,7 +48,7 @@ export function sessionRoutes(prisma: PrismaClient, config: Config): Router {
   router.post('/v1/auth/step-up', ...json, (req, res) => answer(req, res, async () => {
     const body = parsed(req, res, StepUpBody);
     if (!body) return;
-    const caller = await resolveCredential(prisma, new Headers(credentialHeaders(req)));
+    const caller = await resolveCredential(prisma, new Headers(credentialHeaders(req)), config.OAUTH_AUDIENCE);
     const session = caller?.credential.session;
     if (!caller?.userId || !session) throw new DomainError('UNAUTHENTICATED', 'Step-up needs a browser session.');
     if (!session.csrfVerified) throw new DomainError('ACCESS_DENIED', 'Cookie-authenticated changes need the session’s X-CSRF-Token header.', { details: { reason: 'csrf_token_mismatch' } });

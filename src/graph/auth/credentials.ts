@@ -3,11 +3,13 @@ import { pgExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../errors.ts';
 import { capabilitiesOfKey, CAPABILITIES_BY_ROLE, intersect, type Role } from './authority.ts';
 import type { Caller, OrgAuthority } from './caller.ts';
+import { resolveAccessToken } from './oauth/access-tokens.ts';
+import { looksLike } from './oauth/protocol.ts';
 import { looksLikeApiKey, sha256Hex } from './secrets.ts';
 import { cookieValue, CSRF_HEADER, csrfMatches, looksLikeSessionToken, SESSION_COOKIE } from './session-tokens.ts';
 
 /** Why a presented credential was refused; the reason goes to logs, never to the client. */
-export type CredentialProblem = 'malformed' | 'unknown' | 'expired' | 'revoked';
+export type CredentialProblem = 'malformed' | 'unknown' | 'expired' | 'revoked' | 'wrong-audience';
 
 export class CredentialRejected extends DomainError {
   constructor(readonly reason: CredentialProblem) {
@@ -135,21 +137,26 @@ async function resolveSession(prisma: PrismaClient, token: string, csrfHeader: s
  * The caller of a request: the bearer credential when there is one, else the browser session cookie.
  * Returns null when neither was presented.
  */
-export async function resolveCredential(prisma: PrismaClient, headers: Headers): Promise<Caller | null> {
+export async function resolveCredential(prisma: PrismaClient, headers: Headers, audience: string): Promise<Caller | null> {
   const authorization = headers.get('authorization');
-  if (authorization) return resolveBearer(prisma, authorization);
+  if (authorization) return resolveBearer(prisma, authorization, audience);
   const session = cookieValue(headers.get('cookie'), SESSION_COOKIE);
   if (session) return resolveSession(prisma, session, headers.get(CSRF_HEADER));
   return null;
 }
 
 /**
- * Resolves `Authorization: Bearer <token>` into a Caller. Returns null when no credential was presented;
+ * Resolves `Authorization: Bearer <token>` (an API key or an OAuth access token for `audience`) into a Caller. Returns null when no credential was presented;
  * throws CredentialRejected for a malformed, unknown, expired or revoked one.
  */
-export async function resolveBearer(prisma: PrismaClient, authorization: string | null): Promise<Caller | null> {
+export async function resolveBearer(prisma: PrismaClient, authorization: string | null, audience: string): Promise<Caller | null> {
   if (authorization === null || authorization === '') return null;
   const match = /^Bearer ([^\s]+)$/i.exec(authorization);
+  if (match && looksLike('access', match[1]!)) {
+    const resolved = await resolveAccessToken(prisma, match[1]!, audience);
+    if (typeof resolved === 'string') throw new CredentialRejected(resolved);
+    return resolved;
+  }
   if (!match || !looksLikeApiKey(match[1]!)) throw new CredentialRejected('malformed');
   const row = await findKey(prisma, sha256Hex(match[1]!));
   if (!row) throw new CredentialRejected('unknown');
