@@ -4,7 +4,7 @@ import type { TransactionClient } from '../db/prisma.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Role } from './auth/authority.ts';
-import { requireCaller, requirePersonalIdentity } from './auth/guards.ts';
+import { requireCaller, requirePersonalIdentity, requireScope } from './auth/guards.ts';
 import { hashPassword, Password } from './auth/passwords.ts';
 import { builder } from './builder.ts';
 import { Email, Id } from './common.ts';
@@ -211,7 +211,10 @@ builder.mutationFields((t) => ({
     args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: AcceptInvitationInput, required: true }) },
     resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = AcceptInvitationBody.parse(input);
-      if (context.caller) requirePersonalIdentity(context);
+      if (context.caller) {
+        requirePersonalIdentity(context);
+        requireScope(context, 'profile:manage');
+      }
       const signUp = { name: body.name, passwordHash: !context.caller && body.password ? await hashPassword(body.password) : undefined };
       const call = { operation: 'acceptInvitation', key: idempotencyKey, input: { token: tokenHash(body.token), name: body.name ?? null }, actorKey: `invitation:${tokenHash(body.token).slice(0, 48)}` };
       return idempotent(context, call, (tx) => acceptInvitation(context, tx, body.token, signUp));
