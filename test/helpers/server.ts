@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createPrisma, type PrismaClient } from '../../src/db/prisma.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface ApiResponse<Body = any> {
@@ -57,7 +57,7 @@ async function send(baseUrl: string, method: string, path: string, options: Requ
  * The real service on a real port, over its own freshly migrated database. Limits default to off so that tests
  * of other rules are not throttled; tests of the limits pass their own values.
  */
-export async function startTestServer(overrides: Partial<Record<keyof Config, string>> = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<Record<keyof Config, string>> = {}, logger?: Logger): Promise<TestServer> {
   const database = await createTestDatabase();
   const config = loadConfig({}, {
     DATABASE_URL: database.url,
@@ -68,7 +68,7 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
     ...overrides,
   });
   const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
-  const server: Server = createServer(createApp({ prisma, config, logger: createLogger(config.LOG_LEVEL) }));
+  const server: Server = createServer(createApp({ prisma, config, logger: logger ?? createLogger(config.LOG_LEVEL) }));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
