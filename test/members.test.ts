@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { MemberResponse } from '../src/rest/routes/members.ts';
 import { DeletionResponse } from '../src/rest/routes/formats.ts';
@@ -112,15 +113,24 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
   });
 
   it('two admins demoting each other at the same time: exactly one succeeds, the other is LAST_ADMIN', async () => {
-    for (let round = 0; round < 5; round += 1) {
+    for (let round = 0; round < 3; round += 1) {
       const org = await createOrg(suite.server.prisma);
       const first = { id: await adminMemberId(org), key: org.adminKey };
       const other = await addMember(suite.server.prisma, org.orgId, 'admin');
       const second = { id: other.memberId, key: other.apiKey };
-      const [a, b] = await Promise.all([
+      // Hold the admin rows so that both requests pass their authority check and then meet at the lock.
+      const gate = new pg.Client({ connectionString: suite.server.database.url });
+      await gate.connect();
+      await gate.query('BEGIN');
+      await gate.query(`SELECT id FROM members WHERE org_id = $1::bpchar AND role = 'admin' FOR UPDATE`, [org.orgId]);
+      const both = Promise.all([
         patch(first.key, org.orgId, second.id, { expectedVersion: '1', role: 'member' }),
         patch(second.key, org.orgId, first.id, { expectedVersion: '1', role: 'member' }),
       ]);
+      await waitForLockWaiters(2);
+      await gate.query('COMMIT');
+      await gate.end();
+      const [a, b] = await both;
       expect([a.status, b.status].sort()).toEqual([200, 409]);
       expectError(a.status === 409 ? a : b, 409, 'LAST_ADMIN');
       const admins = await suite.server.prisma.member.count({ where: { orgId: org.orgId, role: 'admin' } });
@@ -128,6 +138,18 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
     }
   });
 });
+
+/** Polls (with a deadline) until `count` sessions of this database wait for a lock. */
+async function waitForLockWaiters(count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const [{ waiting }] = await suite.server.prisma.$queryRaw<{ waiting: number }[]>`
+      SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+    if (waiting >= count) return;
+    if (Date.now() > deadline) throw new Error(`only ${waiting} of ${count} requests reached the lock`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
 
 describe('DELETE /v1/orgs/{orgId}/members/{id}', () => {
   it('an admin removes a member: {deleted, mutationId}; their key then reaches nothing (404)', async () => {
