@@ -91,6 +91,20 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
     expectError(await patch(teamKey, org.orgId, viewer.memberId, { expectedVersion: '2', role: 'admin' }), 403, 'FORBIDDEN');
   });
 
+  it('an admin’s personal read key cannot change roles; a replay answers the same body; a changed body with the same key is 409', async () => {
+    const org = await createOrg(suite.server.prisma);
+    const member = await addMember(suite.server.prisma, org.orgId, 'member');
+    const readKey = await suite.server.request('POST', '/v1/me/keys', { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { name: 'Read', orgId: org.orgId, access: 'read' } });
+    expectError(await patch(readKey.body.secret, org.orgId, member.memberId, { expectedVersion: '1', role: 'viewer' }), 403, 'FORBIDDEN');
+    const key = idempotencyKey();
+    const send = (body: unknown) => suite.server.request('PATCH', `${membersOf(org)}/${member.memberId}`, { token: org.adminKey, idempotencyKey: key, body });
+    const first = await send({ expectedVersion: '1', role: 'viewer' });
+    expect(first.status).toBe(200);
+    const replay = await send({ expectedVersion: '1', role: 'viewer' });
+    expect([replay.status, replay.text]).toEqual([200, first.text]);
+    expectError(await send({ expectedVersion: '1', role: 'admin' }), 409, 'IDEMPOTENCY_CONFLICT');
+  });
+
   it('bad input is a 4xx envelope: unknown role, long name, extra member, missing version, malformed id', async () => {
     const id = await adminMemberId(suite.org);
     const { orgId, adminKey } = suite.org;
@@ -143,8 +157,9 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
 async function waitForLockWaiters(count: number): Promise<void> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const [{ waiting }] = await suite.server.prisma.$queryRaw<{ waiting: number }[]>`
+    const [row] = await suite.server.prisma.$queryRaw<{ waiting: number }[]>`
       SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+    const waiting = row?.waiting ?? 0;
     if (waiting >= count) return;
     if (Date.now() > deadline) throw new Error(`only ${waiting} of ${count} requests reached the lock`);
     await new Promise((resolve) => setImmediate(resolve));

@@ -4,7 +4,7 @@ import { currentTotp } from '../src/graph/auth/totp.ts';
 import { DeletionResponse } from '../src/rest/routes/formats.ts';
 import { EnrolmentResponse, SessionResponse } from '../src/rest/routes/sessions.ts';
 import { expectError } from './helpers/expectations.ts';
-import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
+import { addMember, createOrg, createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import { browser, signIn, withPassword } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 
@@ -127,6 +127,13 @@ describe('GET /v1/me/sessions and DELETE /v1/me/sessions/{id} (endpoint 10)', ()
     const after = await suite.server.request('GET', '/v1/me/preferences', { headers: browser(mine) });
     expectError(after, 401, 'UNAUTHENTICATED');
     expect(after.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+  });
+
+  it('a team key has no sessions: 403 PERSONAL_IDENTITY_REQUIRED', async () => {
+    const teamKey = await createTeamKey(suite.server.prisma, suite.org, 'write');
+    expectError(await suite.server.request('GET', '/v1/me/sessions', { token: teamKey }), 403, 'PERSONAL_IDENTITY_REQUIRED');
+    expectError(await suite.server.request('DELETE', '/v1/me/sessions/01J00000000000000000000000', { token: teamKey, idempotencyKey: idempotencyKey() }), 403, 'PERSONAL_IDENTITY_REQUIRED');
+    expectError(await suite.server.request('POST', '/v1/me/two-factor', { token: teamKey, idempotencyKey: idempotencyKey() }), 403, 'PERSONAL_IDENTITY_REQUIRED');
   });
 
   it('an expired session fails at once', async () => {
