@@ -175,6 +175,9 @@ describe('OAuth 2.0 authorization code + PKCE, over real HTTP', () => {
     expectError(await suite.server.request('GET', `/v1/orgs/${other.orgId}/databases`, { token: access }), 404, 'RESOURCE_NOT_FOUND');
     await suite.server.prisma.member.updateMany({ where: { userId: flow.userId }, data: { role: 'member' } });
     expect((await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases`, { token: access, idempotencyKey: idempotencyKey(), body: { name: `By OAuth ${idempotencyKey()}` } })).status).toBe(201);
+    // The audit feed records the person and the application that acted for them.
+    const event = await suite.server.prisma.activityEvent.findFirstOrThrow({ where: { event: 'database.create', actorId: flow.userId } });
+    expect(event).toMatchObject({ actorKind: 'user', actorKey: `oauth:${flow.clientId}` });
   });
 
   it('expired and wrong-audience access tokens are 401 with WWW-Authenticate', async () => {

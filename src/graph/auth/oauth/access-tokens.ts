@@ -7,6 +7,7 @@ import type { CredentialProblem } from '../credentials.ts';
 
 interface AccessTokenRow {
   id: string;
+  client_id: string;
   user_id: string;
   user_name: string;
   scopes: string[];
@@ -19,7 +20,7 @@ interface AccessTokenRow {
 // One round trip: the token, its user, whether its client is still registered, and every current role.
 async function findAccessToken(prisma: PrismaClient, hash: string): Promise<AccessTokenRow | undefined> {
   const rows = await pgExecutor(sqlPoolOf(prisma)).query<AccessTokenRow>(`
-    SELECT t.id, t.user_id, u.name AS user_name, t.scopes, t.audience,
+    SELECT t.id, t.client_id, t.user_id, u.name AS user_name, t.scopes, t.audience,
            (t.expires_at <= now()) AS expired, (t.revoked_at IS NOT NULL OR c.revoked_at IS NOT NULL) AS revoked,
            coalesce(json_agg(json_build_object('orgId', m.org_id, 'role', m.role, 'memberId', m.id))
                     FILTER (WHERE m.id IS NOT NULL), '[]') AS memberships
@@ -51,7 +52,8 @@ export async function resolveAccessToken(prisma: PrismaClient, token: string, au
     actorKey: `user:${row.user_id}`,
     userId: row.user_id,
     name: row.user_name,
-    credential: { type: 'oauth', id: row.id, prefix: 'oauth' },
+    // The audit feed names the application that acted (`oauth:<client id>`, 32 characters).
+    credential: { type: 'oauth', id: row.id, prefix: `oauth:${row.client_id}` },
     scopes: new Set(row.scopes as OAuthScope[]),
     orgs,
   };
