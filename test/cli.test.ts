@@ -84,6 +84,11 @@ describe('npm run cli', () => {
     expect(JSON.parse(result.stdout.trim())).toEqual({ userId: created.userId });
     const login = await server.request('POST', '/v1/auth/login', { body: { email: 'pw@example.com', password: 'a password from stdin' } });
     expect(login.status).toBe(201);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    expect((await server.request('GET', '/v1/me/sessions', { headers: { cookie } })).status).toBe(200);
+    // A new password ends the user's sessions.
+    expect((await cli(['set-password', '--email', 'pw@example.com'], 'another password here\n')).code).toBe(0);
+    expect((await server.request('GET', '/v1/me/sessions', { headers: { cookie } })).status).toBe(401);
     const short = await cli(['set-password', '--email', 'pw@example.com'], 'short\n');
     expect(short.code).toBe(2);
     expect(short.stderr).toMatch(/10 to 256/);

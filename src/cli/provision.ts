@@ -67,14 +67,20 @@ export async function addUser(
   });
 }
 
-/** Sets (or replaces) a user's password and lifts any login lockout. Existing sessions stay valid. */
+/**
+ * Sets (or replaces) a user's password and lifts any login lockout. The user's browser sessions end: a reset is
+ * what one does after a compromise. API keys and OAuth grants are separate credentials and stay.
+ */
 export async function setPassword(prisma: PrismaClient, input: { email: string; password: string }): Promise<{ userId: string }> {
   const passwordHash = await hashPassword(input.password);
-  const updated = await prisma.user.updateManyAndReturn({
-    where: { email: input.email },
-    data: { passwordHash, failedLogins: 0, lockedUntil: null },
-    select: { id: true },
+  return prisma.$transaction(async (tx) => {
+    const updated = await tx.user.updateManyAndReturn({
+      where: { email: input.email },
+      data: { passwordHash, failedLogins: 0, lockedUntil: null },
+      select: { id: true },
+    });
+    if (!updated[0]) throw new ProvisionError(`No user with e-mail ${input.email}.`);
+    await tx.session.updateMany({ where: { userId: updated[0].id, revokedAt: null }, data: { revokedAt: new Date() } });
+    return { userId: updated[0].id };
   });
-  if (!updated[0]) throw new ProvisionError(`No user with e-mail ${input.email}.`);
-  return { userId: updated[0].id };
 }
