@@ -46,6 +46,7 @@ const INPUT_OVERRIDES: () => Record<string, Record<string, unknown>> = () => ({
   updateMember: { input: { expectedVersion: '1', role: 'viewer' } },
   backupSchedulePreview: { input: { cron: '0 3 * * *', timezone: 'UTC' } },
   confirmTwoFactor: { input: { code: '123456' } },
+  disableTwoFactor: { input: { code: '123456' } },
   createForeignKey: { input: { fieldIds: ['Code'], referencedRuleId: newId(), referencedTableId: newId() } },
   createUniqueRule: { input: { fieldIds: ['Code'] } },
   createInvitation: { input: { email: 'probe@example.com', role: 'viewer' } },

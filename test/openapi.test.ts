@@ -198,6 +198,12 @@ describe('real responses match the documented schemas', () => {
       const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
       return suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
     },
+    'POST /v1/me/two-factor/disable': async () => {
+      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
+      await suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
+      return suite.server.request('POST', '/v1/me/two-factor/disable', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
+    },
   };
 
   it('has a sample for every route', () => {

@@ -166,6 +166,11 @@ describe('two-factor (TOTP) and step-up', () => {
     expectError(await login({ email: user.email, password: 'a long test password', totp: wrongCode }), 401, 'UNAUTHENTICATED');
     expect((await login({ email: user.email, password: 'a long test password', totp: currentTotp(secret!) })).status).toBe(201);
     expectError(await suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() }), 409, 'TWO_FACTOR_ENABLED');
+
+    const disable = (code: string) => suite.server.request('POST', '/v1/me/two-factor/disable', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code } });
+    expectError(await disable(wrongCode), 422, 'VALIDATION_FAILED');
+    expect((await disable(currentTotp(secret!))).body).toEqual({ twoFactorEnabled: false });
+    expect((await login({ email: user.email, password: 'a long test password' })).status).toBe(201);
   });
 
   it('creating keys and changing roles need a recent strong authentication (STEP_UP_REQUIRED), API keys do not', async () => {

@@ -142,4 +142,22 @@ builder.mutationFields((t) => ({
       });
     },
   }),
+  disableTwoFactor: t.withAuth({ personal: true, oauth: 'account:security' }).field({
+    type: TwoFactorStatus,
+    description: 'Turns two-factor off with a current code (and, from a browser session, a recent step-up).',
+    args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
+    resolve: (_root, { idempotencyKey, input }, context) => {
+      const body = ConfirmTwoFactorBody.parse(input);
+      requireFreshStrongAuth(context);
+      const userId = context.caller.userId;
+      return idempotent(context, { operation: 'disableTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
+        const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
+        if (!user.twoFactorEnabled || !user.totpSecret || !totpMatches(user.totpSecret, body.code)) {
+          throw new DomainError('VALIDATION_FAILED', 'Two-factor is off, or the code does not match it.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
+        }
+        await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: false, totpSecret: null } });
+        return { twoFactorEnabled: false };
+      });
+    },
+  }),
 }));

@@ -45,6 +45,7 @@ export const SCOPE_OF_FIELD: Record<string, OAuthScope | null> = {
   deleteMember: 'members:manage',
   deleteRow: 'rows:write',
   deleteView: 'rows:read',
+  disableTwoFactor: 'account:security',
   revokeMyKey: 'keys:manage',
   revokeMySession: 'account:security',
   revokeTeamKey: 'team-keys:manage',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Id, Timestamp } from '../../graph/common.ts';
 import { ConfirmTwoFactorBody } from '../../graph/sessions.ts';
-import { ConfirmTwoFactorDocument, ListMySessionsDocument, RevokeMySessionDocument, StartTwoFactorEnrolmentDocument } from '../operations/documents.ts';
+import { ConfirmTwoFactorDocument, DisableTwoFactorDocument, ListMySessionsDocument, RevokeMySessionDocument, StartTwoFactorEnrolmentDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { DeletionResponse } from './formats.ts';
 import { Page, PageQuery } from './pages.ts';
@@ -19,6 +19,7 @@ export const SessionResponse = z.strictObject({
 export const EnrolmentResponse = z.strictObject({ secret: z.string().regex(/^[A-Z2-7]+$/).nullable(), otpauthUri: z.string().startsWith('otpauth://totp/').nullable() });
 
 const NoQuery = z.strictObject({});
+const TwoFactorStatusResponse = z.strictObject({ twoFactorEnabled: z.boolean() });
 
 export const sessionRoutes = [
   defineRoute({
@@ -35,6 +36,10 @@ export const sessionRoutes = [
   }),
   defineRoute({
     method: 'POST', path: '/v1/me/two-factor/confirm', summary: 'Turn two-factor on with a current code', tags: ['sessions'],
-    operation: ConfirmTwoFactorDocument, query: NoQuery, body: ConfirmTwoFactorBody, idempotent: true, successStatus: 200, response: z.strictObject({ twoFactorEnabled: z.boolean() }),
+    operation: ConfirmTwoFactorDocument, query: NoQuery, body: ConfirmTwoFactorBody, idempotent: true, successStatus: 200, response: TwoFactorStatusResponse,
+  }),
+  defineRoute({
+    method: 'POST', path: '/v1/me/two-factor/disable', summary: 'Turn two-factor off with a current code', tags: ['sessions'],
+    operation: DisableTwoFactorDocument, query: NoQuery, body: ConfirmTwoFactorBody, idempotent: true, successStatus: 200, response: TwoFactorStatusResponse,
   }),
 ];
