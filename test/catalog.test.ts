@@ -76,7 +76,7 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     await prisma.oAuthCode.create({ data: { id: newId(), codeHash: 'f'.repeat(64), clientId: client.id, userId: user.id, redirectUri: 'https://app.example/cb', scopes: ['rows:read'], codeChallenge: 'x'.repeat(43), familyId: newId(), expiresAt: new Date() } });
     await prisma.oAuthToken.create({ data: { id: newId(), kind: 'access', tokenHash: '1'.repeat(64), familyId: newId(), clientId: client.id, userId: user.id, scopes: ['rows:read'], audience: 'a', expiresAt: new Date() } });
     expect(await prisma.oAuthClient.findUniqueOrThrow({ where: { id: client.id }, include: { codes: true, tokens: true } })).toMatchObject({ redirectUris: ['https://app.example/cb'], codes: [{ scopes: ['rows:read'] }], tokens: [{ kind: 'access' }] });
-    await prisma.user.update({ where: { id: user.id }, data: { failedLogins: 1, lockedUntil: new Date(), totpSecret: 'JBSWY3DPEHPK3PXP' } });
+    await prisma.user.update({ where: { id: user.id }, data: { failedLogins: 1, lockedUntil: new Date(), totpSecret: 'JBSWY3DPEHPK3PXP', totpLastStep: 12345 } });
     await prisma.preference.create({ data: { userId: user.id, timezone: 'UTC', locale: 'en-US', dateFormat: 'year-month-day', timeFormat: '24-hour', theme: 'dark' } });
     await prisma.idempotencyRecord.create({ data: { actorKey: `user:${user.id}`, key: 'roundtrip', slot: 1n, operation: 'op', fingerprint: 'd'.repeat(64), outcome: { ok: true }, expiresAt: new Date() } });
     await prisma.activityEvent.create({ data: { id: newId(), orgId: org.id, category: 'records', event: 'records.changed', summary: 's', actorId: user.id, actorKind: 'user', actorName: 'Round Trip', affectedRows: 1 } });
@@ -97,7 +97,7 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     expect(loaded.memberships[0]!.org.activity).toHaveLength(1);
     expect(loaded.memberships[0]!.org.apiKeys).toHaveLength(1);
     expect(await prisma.invitation.count({ where: { orgId: org.id, invitedByUserId: user.id } })).toBe(1);
-    expect(loaded).toMatchObject({ failedLogins: 1, totpSecret: 'JBSWY3DPEHPK3PXP' });
+    expect(loaded).toMatchObject({ failedLogins: 1, totpSecret: 'JBSWY3DPEHPK3PXP', totpLastStep: 12345 });
     expect(loaded.sessions).toHaveLength(1);
     expect(loaded.preference!.theme).toBe('dark');
     expect(loaded.memberships[0]!.version).toBe(1n);

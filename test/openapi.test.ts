@@ -201,7 +201,7 @@ describe('real responses match the documented schemas', () => {
     'POST /v1/me/two-factor/disable': async () => {
       const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
       const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
-      await suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
+      await suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret, -1) } });
       return suite.server.request('POST', '/v1/me/two-factor/disable', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
     },
   };

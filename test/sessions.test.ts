@@ -154,9 +154,10 @@ describe('two-factor (TOTP) and step-up', () => {
     const { secret } = EnrolmentResponse.parse(enrolled.body);
     expect(enrolled.body.otpauthUri).toContain(`secret=${secret}`);
     const confirm = (code: string) => suite.server.request('POST', '/v1/me/two-factor/confirm', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code } });
-    const wrongCode = currentTotp(secret!) === '000000' ? '111111' : '000000';
+    const valid = new Set([-1, 0, 1].map((steps) => currentTotp(secret!, steps)));
+    const wrongCode = ['000000', '111111', '222222', '333333'].find((code) => !valid.has(code))!;
     expectError(await confirm(wrongCode), 422, 'VALIDATION_FAILED');
-    expect((await confirm(currentTotp(secret!))).body).toEqual({ twoFactorEnabled: true });
+    expect((await confirm(currentTotp(secret!, -1))).body).toEqual({ twoFactorEnabled: true });
     const members = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/members?limit=100`, { headers: browser(session) });
     expect(members.body.data.find((m: { userId: string }) => m.userId === user.userId).twoFactorEnabled).toBe(true);
 
@@ -164,12 +165,16 @@ describe('two-factor (TOTP) and step-up', () => {
     expectError(withoutCode, 401, 'UNAUTHENTICATED');
     expect(withoutCode.body.error.details).toEqual({ totpRequired: true });
     expectError(await login({ email: user.email, password: 'a long test password', totp: wrongCode }), 401, 'UNAUTHENTICATED');
-    expect((await login({ email: user.email, password: 'a long test password', totp: currentTotp(secret!) })).status).toBe(201);
+    const code = currentTotp(secret!);
+    expect((await login({ email: user.email, password: 'a long test password', totp: code })).status).toBe(201);
+    // A code is accepted once (RFC 6238 §5.2), and so is any earlier one.
+    expectError(await login({ email: user.email, password: 'a long test password', totp: code }), 401, 'UNAUTHENTICATED');
+    await suite.server.prisma.user.update({ where: { id: user.userId }, data: { failedLogins: 0 } });
     expectError(await suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() }), 409, 'TWO_FACTOR_ENABLED');
 
     const disable = (code: string) => suite.server.request('POST', '/v1/me/two-factor/disable', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code } });
     expectError(await disable(wrongCode), 422, 'VALIDATION_FAILED');
-    expect((await disable(currentTotp(secret!))).body).toEqual({ twoFactorEnabled: false });
+    expect((await disable(currentTotp(secret!, 1))).body).toEqual({ twoFactorEnabled: false });
     expect((await login({ email: user.email, password: 'a long test password' })).status).toBe(201);
   });
 

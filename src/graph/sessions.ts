@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { requireFreshStrongAuth } from './auth/step-up.ts';
-import { newTotpSecret, totpMatches, totpUri } from './auth/totp.ts';
+import { consumeTotp, newTotpSecret, totpUri } from './auth/totp.ts';
 import { builder } from './builder.ts';
 import { Id } from './common.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
@@ -118,7 +118,7 @@ builder.mutationFields((t) => ({
         if (user.twoFactorEnabled) throw new DomainError('TWO_FACTOR_ENABLED', 'Two-factor authentication is already on.');
         email = user.email;
         const totpSecret = newTotpSecret();
-        await tx.user.update({ where: { id: userId }, data: { totpSecret } });
+        await tx.user.update({ where: { id: userId }, data: { totpSecret, totpLastStep: null } });
         return { value: { id: userId, secret: null, otpauthUri: null }, secret: totpSecret };
       });
       return secret === null ? value : { id: value.id, secret, otpauthUri: totpUri(secret, email) };
@@ -134,7 +134,7 @@ builder.mutationFields((t) => ({
       return idempotent(context, { operation: 'confirmTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
         const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
         if (user.twoFactorEnabled) throw new DomainError('TWO_FACTOR_ENABLED', 'Two-factor authentication is already on.');
-        if (!user.totpSecret || !totpMatches(user.totpSecret, body.code)) {
+        if (!user.totpSecret || !(await consumeTotp(tx, userId, user.totpSecret, body.code))) {
           throw new DomainError('VALIDATION_FAILED', 'The code does not match the enrolled secret.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
         }
         await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: true } });
@@ -152,10 +152,10 @@ builder.mutationFields((t) => ({
       const userId = context.caller.userId;
       return idempotent(context, { operation: 'disableTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
         const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
-        if (!user.twoFactorEnabled || !user.totpSecret || !totpMatches(user.totpSecret, body.code)) {
+        if (!user.twoFactorEnabled || !user.totpSecret || !(await consumeTotp(tx, userId, user.totpSecret, body.code))) {
           throw new DomainError('VALIDATION_FAILED', 'Two-factor is off, or the code does not match it.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
         }
-        await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: false, totpSecret: null } });
+        await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: false, totpSecret: null, totpLastStep: null } });
         return { twoFactorEnabled: false };
       });
     },

@@ -6,7 +6,7 @@ import { newId } from '../../ids.ts';
 import { Email } from '../common.ts';
 import { verifyPassword } from './passwords.ts';
 import { issueSessionSecrets } from './session-tokens.ts';
-import { totpMatches } from './totp.ts';
+import { consumeTotp } from './totp.ts';
 
 /**
  * Password login and step-up: the decisions behind `POST /v1/auth/login` and `POST /v1/auth/step-up`, which are
@@ -61,7 +61,7 @@ async function checkSecrets(prisma: PrismaClient, config: Config, user: LoginUse
   }
   if (user.twoFactorEnabled) {
     if (totp === undefined) throw new DomainError('UNAUTHENTICATED', 'This account needs its two-factor code (`totp`).', { details: { totpRequired: true } });
-    if (!user.totpSecret || !totpMatches(user.totpSecret, totp)) {
+    if (!user.totpSecret || !(await consumeTotp(prisma, user.id, user.totpSecret, totp))) {
       await recordFailure(prisma, config, user.id);
       throw new DomainError('UNAUTHENTICATED', REFUSED, { details: { totpRequired: true } });
     }
