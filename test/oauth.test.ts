@@ -204,6 +204,10 @@ describe('OAuth 2.0 authorization code + PKCE, over real HTTP', () => {
     const basic = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
     expect((await token(fields, { authorization: basic })).status).toBe(200);
     expect((await token({ grant_type: 'password', client_id: clientId, client_secret: clientSecret })).body.error).toBe('unsupported_grant_type');
+    for (const malformed of ['Basic %%%', `Basic ${Buffer.from('no-colon').toString('base64')}`, `Basic ${Buffer.from(`${clientId}:%E0%A4%A`).toString('base64')}`]) {
+      const refused = await token(fields, { authorization: malformed });
+      expect([refused.status, refused.body?.error], malformed).toEqual([401, 'invalid_client']);
+    }
     const json = await raw('POST', '/oauth/token', { headers: { 'content-type': 'application/json' }, body: JSON.stringify(fields) });
     expect(json.status).toBe(400);
     expect(json.body.error).toBe('invalid_request');

@@ -27,8 +27,12 @@ function basicCredentials(req: Request): { clientId: string; clientSecret: strin
   const match = /^Basic ([A-Za-z0-9+/=]+)$/.exec(req.get('authorization') ?? '');
   if (!match) return null;
   const [id, secret] = Buffer.from(match[1]!, 'base64').toString('utf8').split(':');
-  if (id === undefined || secret === undefined) return null;
-  return { clientId: decodeURIComponent(id), clientSecret: decodeURIComponent(secret) };
+  if (id === undefined || secret === undefined) throw new OAuthError('invalid_client', 'Malformed Basic credentials.');
+  try {
+    return { clientId: decodeURIComponent(id), clientSecret: decodeURIComponent(secret) };
+  } catch {
+    throw new OAuthError('invalid_client', 'Malformed Basic credentials.');
+  }
 }
 
 function sendOAuthError(res: Response, error: OAuthError): void {
