@@ -214,3 +214,24 @@ describe('OAuth 2.0 authorization code + PKCE, over real HTTP', () => {
     await expect(registerClient(suite.server.prisma, { name: 'Bad', redirectUris: ['http://evil.example/cb'], confidential: false })).rejects.toThrow(/https/);
   });
 });
+
+describe('odd requests to the plain handlers are 4xx, never 500', () => {
+  it.each([
+    ['POST', '/v1/auth/login', { 'content-type': 'application/json' }, '"just a string"'],
+    ['POST', '/v1/auth/login', { 'content-type': 'application/json' }, '[1,2]'],
+    ['POST', '/v1/auth/login', { 'content-type': 'application/json' }, '{"email":'],
+    ['POST', '/v1/auth/login', { 'content-type': 'text/plain' }, 'email=a'],
+    ['POST', '/v1/auth/login', { 'content-type': 'application/json' }, JSON.stringify({ email: 'a@example.com', password: 'x'.repeat(300) })],
+    ['POST', '/v1/auth/step-up', { 'content-type': 'application/json', cookie: '__Host-wds_session=' }, '{"password":"x"}'],
+    ['POST', '/v1/auth/step-up', { 'content-type': 'application/json', cookie: `__Host-wds_session=wdss_${'A'.repeat(43)}` }, '{"password":"x"}'],
+    ['GET', '/oauth/authorize?client_id=nope&client_id=twice', {}, undefined],
+    ['POST', '/oauth/authorize', { 'content-type': 'application/x-www-form-urlencoded' }, 'a[b]=c&client_id=%FF'],
+    ['POST', '/oauth/token', { 'content-type': 'application/x-www-form-urlencoded' }, 'grant_type=refresh_token&refresh_token=wdsr_x&client_id=01J00000000000000000000000'],
+    ['POST', '/oauth/token', {}, undefined],
+    ['POST', '/oauth/revoke', { 'content-type': 'application/x-www-form-urlencoded' }, 'token=abc'],
+  ])('%s %s %j %s', async (method, path, headers, body) => {
+    const response = await raw(method, path, { headers, ...(body === undefined ? {} : { body }) });
+    expect(response.status, response.text).toBeGreaterThanOrEqual(400);
+    expect(response.status, response.text).toBeLessThan(500);
+  });
+});
