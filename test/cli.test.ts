@@ -96,4 +96,20 @@ describe('npm run cli', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No user/);
   });
+
+  it('register-oauth-client prints the client id (and a secret once for confidential clients); bad redirect URIs fail', async () => {
+    const publicClient = await cli(['register-oauth-client', '--name', 'CLI app', '--redirect-uri', 'http://127.0.0.1:8765/cb']);
+    expect(publicClient.code, publicClient.stderr).toBe(0);
+    const { clientId } = JSON.parse(publicClient.stdout.trim());
+    expect(await server.prisma.oAuthClient.findUniqueOrThrow({ where: { id: clientId } })).toMatchObject({ name: 'CLI app', redirectUris: ['http://127.0.0.1:8765/cb'], secretHash: null });
+    const confidential = await cli(['register-oauth-client', '--name', 'Server', '--redirect-uri', 'https://a.example/cb', '--redirect-uri', 'https://b.example/cb', '--confidential']);
+    const created = JSON.parse(confidential.stdout.trim());
+    expect(Object.keys(created).sort()).toEqual(['clientId', 'clientSecret']);
+    const stored = await server.prisma.oAuthClient.findUniqueOrThrow({ where: { id: created.clientId } });
+    expect(stored.redirectUris).toEqual(['https://a.example/cb', 'https://b.example/cb']);
+    expect(JSON.stringify(stored)).not.toContain(created.clientSecret);
+    const bad = await cli(['register-oauth-client', '--name', 'Bad', '--redirect-uri', 'http://evil.example/cb']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/https/);
+  });
 });
