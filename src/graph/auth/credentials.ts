@@ -1,12 +1,13 @@
 import { sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
 import { pgExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../errors.ts';
-import { capabilitiesOfKey, CAPABILITIES_BY_ROLE, intersect, type Role } from './authority.ts';
+import { capabilitiesOfKey, intersect, type Role } from './authority.ts';
 import type { Caller, OrgAuthority } from './caller.ts';
 import { resolveAccessToken } from './oauth/access-tokens.ts';
 import { looksLike } from './oauth/protocol.ts';
 import { looksLikeApiKey, sha256Hex } from './secrets.ts';
-import { cookieValue, CSRF_HEADER, csrfMatches, looksLikeSessionToken, SESSION_COOKIE } from './session-tokens.ts';
+import { resolveSession } from './session-credentials.ts';
+import { cookieValue, CSRF_HEADER, SESSION_COOKIE } from './session-tokens.ts';
 
 /** Why a presented credential was refused; the reason goes to logs, never to the client. */
 export type CredentialProblem = 'malformed' | 'unknown' | 'expired' | 'revoked' | 'wrong-audience';
@@ -73,66 +74,6 @@ function callerOf(row: KeyRow): Caller {
   };
 }
 
-interface SessionRow {
-  id: string;
-  user_id: string;
-  user_name: string;
-  csrf_token_hash: string;
-  strong_auth_at: Date;
-  expired: boolean;
-  revoked: boolean;
-  stale_last_seen: boolean;
-  memberships: { orgId: string; role: Role; memberId: string }[];
-}
-
-// One round trip: the session, its user and every membership with its *current* role.
-async function findSession(prisma: PrismaClient, hash: string): Promise<SessionRow | undefined> {
-  const rows = await pgExecutor(sqlPoolOf(prisma)).query<SessionRow>(`
-    SELECT s.id, s.user_id, u.name AS user_name, s.csrf_token_hash, s.strong_auth_at,
-           (s.expires_at <= now()) AS expired, (s.revoked_at IS NOT NULL) AS revoked,
-           (s.last_seen_at < now() - interval '60 seconds') AS stale_last_seen,
-           coalesce(json_agg(json_build_object('orgId', m.org_id, 'role', m.role, 'memberId', m.id))
-                    FILTER (WHERE m.id IS NOT NULL), '[]') AS memberships
-      FROM sessions s
-      JOIN users u ON u.id = s.user_id
-      LEFT JOIN members m ON m.user_id = s.user_id
-     WHERE s.token_hash = $1::bpchar
-     GROUP BY s.id, u.id`, [hash]);
-  return rows[0];
-}
-
-/** A browser session acts as its user with the full authority of each current role (no key ceiling). */
-function sessionCaller(row: SessionRow, csrfHeader: string | null): Caller {
-  const orgs = new Map<string, OrgAuthority>(row.memberships.map(({ orgId, role, memberId }) => [
-    orgId, { orgId, role, memberId, capabilities: new Set(CAPABILITIES_BY_ROLE[role]) },
-  ]));
-  return {
-    kind: 'user',
-    actorId: row.user_id,
-    actorKey: `user:${row.user_id}`,
-    userId: row.user_id,
-    name: row.user_name,
-    credential: {
-      type: 'session',
-      id: row.id,
-      prefix: 'session',
-      session: { strongAuthAt: new Date(row.strong_auth_at), csrfVerified: csrfMatches(csrfHeader, row.csrf_token_hash) },
-    },
-    scopes: 'all',
-    orgs,
-  };
-}
-
-async function resolveSession(prisma: PrismaClient, token: string, csrfHeader: string | null): Promise<Caller> {
-  if (!looksLikeSessionToken(token)) throw new CredentialRejected('malformed');
-  const row = await findSession(prisma, sha256Hex(token));
-  if (!row) throw new CredentialRejected('unknown');
-  if (row.revoked) throw new CredentialRejected('revoked');
-  if (row.expired) throw new CredentialRejected('expired');
-  if (row.stale_last_seen) await prisma.$executeRaw`UPDATE sessions SET last_seen_at = now() WHERE id = ${row.id}::bpchar`;
-  return sessionCaller(row, csrfHeader);
-}
-
 /**
  * The caller of a request: the bearer credential when there is one, else the browser session cookie.
  * Returns null when neither was presented.
@@ -141,13 +82,16 @@ export async function resolveCredential(prisma: PrismaClient, headers: Headers, 
   const authorization = headers.get('authorization');
   if (authorization) return resolveBearer(prisma, authorization, audience);
   const session = cookieValue(headers.get('cookie'), SESSION_COOKIE);
-  if (session) return resolveSession(prisma, session, headers.get(CSRF_HEADER));
-  return null;
+  if (!session) return null;
+  const resolved = await resolveSession(prisma, session, headers.get(CSRF_HEADER));
+  if (typeof resolved === 'string') throw new CredentialRejected(resolved);
+  return resolved;
 }
 
 /**
- * Resolves `Authorization: Bearer <token>` (an API key or an OAuth access token for `audience`) into a Caller. Returns null when no credential was presented;
- * throws CredentialRejected for a malformed, unknown, expired or revoked one.
+ * Resolves `Authorization: Bearer <token>` (an API key, or an OAuth access token for `audience`) into a Caller.
+ * Returns null when no credential was presented; throws CredentialRejected for a malformed, unknown, expired,
+ * revoked or wrong-audience one.
  */
 export async function resolveBearer(prisma: PrismaClient, authorization: string | null, audience: string): Promise<Caller | null> {
   if (authorization === null || authorization === '') return null;
