@@ -8,10 +8,12 @@ import { sendDomainError, sendError } from './rest/errors.ts';
 import { bodyReadDeadline } from './rest/middleware/body-deadline.ts';
 import { jsonBody } from './rest/middleware/json-body.ts';
 import { concurrencyLimit, rateLimit } from './rest/middleware/rate-limit.ts';
+import { oauthRoutes } from './oauth/routes.ts';
 import { requestContext } from './rest/middleware/request-context.ts';
 import { openApiDocument } from './rest/openapi.ts';
 import { restRouter } from './rest/router.ts';
 import { routes } from './rest/routes.ts';
+import { sessionRoutes } from './rest/session-routes.ts';
 
 export interface AppDependencies {
   prisma: PrismaClient;
@@ -73,10 +75,12 @@ export function createApp({ prisma, config, logger }: AppDependencies): Express 
   app.use(requestContext(logger));
   app.use(health(prisma));
   app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
-  app.use(['/v1', '/graphql'], rateLimit(config), concurrencyLimit(config));
+  app.use(['/v1', '/graphql', '/oauth'], rateLimit(config), concurrencyLimit(config));
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openApi);
   });
+  app.use(sessionRoutes(prisma, config));
+  app.use(oauthRoutes(prisma, config));
   app.use(restRouter(routes, yoga, config));
   // app.all, not app.use: Yoga must see the full path to recognise its endpoint.
   app.all('/graphql', ...graphqlEndpoint(yoga, config));

@@ -1,21 +1,28 @@
+import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { addUser, bootstrapOrg, ProvisionError } from './cli/provision.ts';
-import { Id } from './graph/common.ts';
+import { addUser, bootstrapOrg, ProvisionError, setPassword } from './cli/provision.ts';
+import { ClientRegistrationError, registerClient } from './graph/auth/oauth/clients.ts';
+import { Password } from './graph/auth/passwords.ts';
+import { Email, Id } from './graph/common.ts';
 import { openRuntime } from './runtime.ts';
 
 const USAGE = `Usage:
   npm run -s cli -- bootstrap --org-name NAME --email EMAIL --name NAME
   npm run -s cli -- add-user --org ORG_ID --email EMAIL --name NAME --role admin|member|viewer
-Both print one line of JSON. DATABASE_URL selects the database (default: the embedded one under ./.data).`;
+  npm run -s cli -- set-password --email EMAIL   (reads the password from stdin, never from the command line)
+  npm run -s cli -- register-oauth-client --name NAME --redirect-uri URI [--redirect-uri URI…] [--confidential]
+Each prints one line of JSON. DATABASE_URL selects the database (default: the embedded one under ./.data).`;
 
 class UsageError extends Error {}
 
 const Name = z.string().trim().min(1).max(120);
-const Email = z.email().max(254).transform((email) => email.toLowerCase());
 
 const BootstrapArgs = z.strictObject({ 'org-name': Name, email: Email, name: Name });
 const AddUserArgs = z.strictObject({ org: Id, email: Email, name: Name, role: z.enum(['admin', 'member', 'viewer']) });
+const SetPasswordArgs = z.strictObject({ email: Email });
+const RegisterClientArgs = z.strictObject({ name: Name, 'redirect-uri': z.array(z.string()).min(1), confidential: z.boolean().default(false) });
+const COMMANDS = ['bootstrap', 'add-user', 'set-password', 'register-oauth-client'];
 
 function parse<T extends z.ZodType>(schema: T, values: unknown): z.output<T> {
   const result = schema.safeParse(values);
@@ -36,24 +43,56 @@ function readCommand(argv: string[]): { command: string; values: Record<string, 
         name: { type: 'string' },
         org: { type: 'string' },
         role: { type: 'string' },
+        'redirect-uri': { type: 'string', multiple: true },
+        confidential: { type: 'boolean' },
       },
     });
-    if (positionals.length !== 1) throw new UsageError('Give exactly one command: bootstrap or add-user.');
+    if (positionals.length !== 1) throw new UsageError(`Give exactly one command: ${COMMANDS.join(', ')}.`);
     return { command: positionals[0]!, values };
   } catch (error) {
     throw error instanceof UsageError ? error : new UsageError((error as Error).message);
   }
 }
 
+/** The password from stdin (its first line), so that it stays out of shell history and `ps`. */
+async function passwordFromStdin(): Promise<string> {
+  const [line = ''] = (await text(process.stdin)).split(/\r?\n/);
+  const parsed = Password.safeParse(line);
+  if (!parsed.success) throw new UsageError('stdin: the password must be 10 to 256 characters.');
+  return parsed.data;
+}
+
+type Runtime = Awaited<ReturnType<typeof openRuntime>>;
+
+/** Checks the arguments (and reads stdin) before anything connects to the database. */
+async function commandOf(command: string, values: Record<string, unknown>): Promise<(runtime: Runtime) => Promise<unknown>> {
+  if (command === 'bootstrap') {
+    const args = parse(BootstrapArgs, values);
+    return (runtime) => bootstrapOrg(runtime.prisma, { orgName: args['org-name'], email: args.email, name: args.name });
+  }
+  if (command === 'add-user') {
+    const args = parse(AddUserArgs, values);
+    return (runtime) => addUser(runtime.prisma, { orgId: args.org, email: args.email, name: args.name, role: args.role });
+  }
+  if (command === 'set-password') {
+    const args = parse(SetPasswordArgs, values);
+    const password = await passwordFromStdin();
+    return (runtime) => setPassword(runtime.prisma, { email: args.email, password });
+  }
+  if (command === 'register-oauth-client') {
+    const args = parse(RegisterClientArgs, values);
+    return (runtime) => registerClient(runtime.prisma, { name: args.name, redirectUris: args['redirect-uri'], confidential: args.confidential });
+  }
+  throw new UsageError(`Unknown command "${command}".`);
+}
+
 async function run(argv: string[]): Promise<unknown> {
   const { command, values } = readCommand(argv);
-  if (command !== 'bootstrap' && command !== 'add-user') throw new UsageError(`Unknown command "${command}".`);
-  const args = command === 'bootstrap' ? parse(BootstrapArgs, values) : parse(AddUserArgs, values);
+  const execute = await commandOf(command, values);
   // Logs go to stderr so that stdout carries exactly one line of JSON.
   const runtime = await openRuntime({ LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' }, 'stderr');
   try {
-    if ('org-name' in args) return await bootstrapOrg(runtime.prisma, { orgName: args['org-name'], email: args.email, name: args.name });
-    return await addUser(runtime.prisma, { orgId: args.org, email: args.email, name: args.name, role: args.role });
+    return await execute(runtime);
   } finally {
     await runtime.close();
   }
@@ -65,7 +104,7 @@ run(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}\n`);
-    else if (error instanceof ProvisionError) process.stderr.write(`${error.message}\n`);
+    else if (error instanceof ProvisionError || error instanceof ClientRegistrationError) process.stderr.write(`${error.message}\n`);
     else process.stderr.write(`cli failed: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = error instanceof UsageError ? 2 : 1;
   },

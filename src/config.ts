@@ -37,6 +37,22 @@ const ConfigSchema = z.object({
   JOB_POLL_MS: z.coerce.number().int().min(10).default(1_000),
   /** How long job artifacts (import error reports) can be downloaded (ARTIFACT_EXPIRED after). */
   ARTIFACT_TTL_HOURS: z.coerce.number().min(0.001).default(72),
+  /** A browser session older than this since its last password (and TOTP) check must step up for sensitive operations. */
+  STEP_UP_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** Absolute lifetime of a browser session. */
+  SESSION_TTL_HOURS: z.coerce.number().int().min(1).default(12),
+  /** Consecutive failed logins after which an account is locked for a while. */
+  LOGIN_LOCKOUT_THRESHOLD: z.coerce.number().int().min(1).default(5),
+  /** The first lock lasts this long and doubles with every further failure, up to LOGIN_LOCKOUT_MAX_SECONDS. */
+  LOGIN_LOCKOUT_BASE_SECONDS: z.coerce.number().int().min(1).default(30),
+  LOGIN_LOCKOUT_MAX_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** The audience OAuth access tokens are issued for; a token minted for another one is refused (401). */
+  OAUTH_AUDIENCE: z.string().min(1).max(255).default('workspace-data-service'),
+  OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).default(600),
+  OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).default(30),
+  OAUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(10).default(60),
+  /** How long an invitation's token can be accepted. */
+  INVITATION_TTL_HOURS: z.coerce.number().int().min(1).default(168),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
   RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
 });

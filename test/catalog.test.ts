@@ -34,6 +34,7 @@ const TABLE_OF_MODEL: Record<string, string> = {
   IdempotencyRecord: 'idempotency_records', ActivityEvent: 'activity_events', Database: 'databases', DataTable: 'data_tables',
   Field: 'fields', UniqueRule: 'unique_rules', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets', SavedView: 'saved_views',
   Job: 'jobs', JobArtifact: 'job_artifacts',
+  Invitation: 'invitations', OAuthClient: 'oauth_clients', OAuthCode: 'oauth_codes', OAuthToken: 'oauth_tokens',
 };
 
 interface Column { table_name: string; column_name: string; data_type: string; udt_name: string; is_nullable: 'YES' | 'NO' }
@@ -72,6 +73,12 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     await prisma.apiKey.create({ data: { id: newId(), scope: 'personal', orgId: org.id, userId: user.id, createdByUserId: user.id, name: 'k',
       prefix: newId().slice(0, 12).toLowerCase(), secretHash: 'a'.repeat(64), access: 'read' } });
     await prisma.session.create({ data: { id: newId(), userId: user.id, tokenHash: 'b'.repeat(64), csrfTokenHash: 'c'.repeat(64), expiresAt: new Date(Date.now() + 60_000) } });
+    await prisma.invitation.create({ data: { id: newId(), orgId: org.id, email: 'invitee@example.com', role: 'member', tokenHash: 'e'.repeat(64), invitedByUserId: user.id, expiresAt: new Date(Date.now() + 60_000) } });
+    const client = await prisma.oAuthClient.create({ data: { id: newId(), name: 'Client', redirectUris: ['https://app.example/cb'] } });
+    await prisma.oAuthCode.create({ data: { id: newId(), codeHash: 'f'.repeat(64), clientId: client.id, userId: user.id, redirectUri: 'https://app.example/cb', scopes: ['rows:read'], codeChallenge: 'x'.repeat(43), familyId: newId(), expiresAt: new Date() } });
+    await prisma.oAuthToken.create({ data: { id: newId(), kind: 'access', tokenHash: '1'.repeat(64), familyId: newId(), clientId: client.id, userId: user.id, scopes: ['rows:read'], audience: 'a', expiresAt: new Date() } });
+    expect(await prisma.oAuthClient.findUniqueOrThrow({ where: { id: client.id }, include: { codes: true, tokens: true } })).toMatchObject({ redirectUris: ['https://app.example/cb'], codes: [{ scopes: ['rows:read'] }], tokens: [{ kind: 'access' }] });
+    await prisma.user.update({ where: { id: user.id }, data: { failedLogins: 1, lockedUntil: new Date(), totpSecret: 'JBSWY3DPEHPK3PXP', totpLastStep: 12345 } });
     await prisma.preference.create({ data: { userId: user.id, timezone: 'UTC', locale: 'en-US', dateFormat: 'year-month-day', timeFormat: '24-hour', theme: 'dark' } });
     await prisma.idempotencyRecord.create({ data: { actorKey: `user:${user.id}`, key: 'roundtrip', slot: 1n, operation: 'op', fingerprint: 'd'.repeat(64), outcome: { ok: true }, expiresAt: new Date() } });
     await prisma.activityEvent.create({ data: { id: newId(), orgId: org.id, category: 'records', event: 'records.changed', summary: 's', actorId: user.id, actorKind: 'user', actorName: 'Round Trip', affectedRows: 1 } });
@@ -95,6 +102,8 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     });
     expect(loaded.memberships[0]!.org.activity).toHaveLength(1);
     expect(loaded.memberships[0]!.org.apiKeys).toHaveLength(1);
+    expect(await prisma.invitation.count({ where: { orgId: org.id, invitedByUserId: user.id } })).toBe(1);
+    expect(loaded).toMatchObject({ failedLogins: 1, totpSecret: 'JBSWY3DPEHPK3PXP', totpLastStep: 12345 });
     expect(loaded.sessions).toHaveLength(1);
     expect(loaded.preference!.theme).toBe('dark');
     expect(loaded.memberships[0]!.version).toBe(1n);

@@ -11,11 +11,13 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run('npm', ['run', '-s', 'cli', '--', ...args], {
+    const child = run('npm', ['run', '-s', 'cli', '--', ...args], {
       env: { ...process.env, DATABASE_URL: server.database.url, LOG_LEVEL: 'warn' },
     });
+    child.child.stdin?.end(stdin);
+    const { stdout, stderr } = await child;
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -73,5 +75,41 @@ describe('npm run cli', () => {
     const result = await cli(['add-user', '--org', '01J00000000000000000000000', '--email', 'a@example.com', '--name', 'A', '--role', 'admin']);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/No organisation/);
+  });
+
+  it('set-password reads the password from stdin; the user can then sign in', async () => {
+    const created = JSON.parse((await cli(['bootstrap', '--org-name', 'Pw', '--email', 'pw@example.com', '--name', 'Pat'])).stdout.trim());
+    const result = await cli(['set-password', '--email', 'PW@example.com'], 'a password from stdin\n');
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout.trim())).toEqual({ userId: created.userId });
+    const login = await server.request('POST', '/v1/auth/login', { body: { email: 'pw@example.com', password: 'a password from stdin' } });
+    expect(login.status).toBe(201);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    expect((await server.request('GET', '/v1/me/sessions', { headers: { cookie } })).status).toBe(200);
+    // A new password ends the user's sessions.
+    expect((await cli(['set-password', '--email', 'pw@example.com'], 'another password here\n')).code).toBe(0);
+    expect((await server.request('GET', '/v1/me/sessions', { headers: { cookie } })).status).toBe(401);
+    const short = await cli(['set-password', '--email', 'pw@example.com'], 'short\n');
+    expect(short.code).toBe(2);
+    expect(short.stderr).toMatch(/10 to 256/);
+    const unknown = await cli(['set-password', '--email', 'nobody@example.com'], 'a password from stdin\n');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No user/);
+  });
+
+  it('register-oauth-client prints the client id (and a secret once for confidential clients); bad redirect URIs fail', async () => {
+    const publicClient = await cli(['register-oauth-client', '--name', 'CLI app', '--redirect-uri', 'http://127.0.0.1:8765/cb']);
+    expect(publicClient.code, publicClient.stderr).toBe(0);
+    const { clientId } = JSON.parse(publicClient.stdout.trim());
+    expect(await server.prisma.oAuthClient.findUniqueOrThrow({ where: { id: clientId } })).toMatchObject({ name: 'CLI app', redirectUris: ['http://127.0.0.1:8765/cb'], secretHash: null });
+    const confidential = await cli(['register-oauth-client', '--name', 'Server', '--redirect-uri', 'https://a.example/cb', '--redirect-uri', 'https://b.example/cb', '--confidential']);
+    const created = JSON.parse(confidential.stdout.trim());
+    expect(Object.keys(created).sort()).toEqual(['clientId', 'clientSecret']);
+    const stored = await server.prisma.oAuthClient.findUniqueOrThrow({ where: { id: created.clientId } });
+    expect(stored.redirectUris).toEqual(['https://a.example/cb', 'https://b.example/cb']);
+    expect(JSON.stringify(stored)).not.toContain(created.clientSecret);
+    const bad = await cli(['register-oauth-client', '--name', 'Bad', '--redirect-uri', 'http://evil.example/cb']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/https/);
   });
 });

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { currentTotp } from '../src/graph/auth/totp.ts';
 import { routes } from '../src/rest/routes.ts';
-import { idempotencyKey } from './helpers/factories.ts';
+import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { waitForJob } from './helpers/jobs.ts';
+import { signIn, withPassword } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
@@ -207,6 +209,58 @@ describe('real responses match the documented schemas', () => {
       const { parent } = await sampleWorkspace();
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'D-1' });
       return suite.server.request('DELETE', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1' }));
+    },
+    'GET /v1/orgs/{orgId}/members': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/members`, admin()),
+    'PATCH /v1/orgs/{orgId}/members/{id}': async () => {
+      const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
+      return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`, write({ expectedVersion: '1', role: 'viewer' }));
+    },
+    'DELETE /v1/orgs/{orgId}/members/{id}': async () => {
+      const member = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`, write({ expectedVersion: '1' }));
+    },
+    'POST /v1/me/keys': () => suite.server.request('POST', '/v1/me/keys', write({ name: 'Sample', orgId: suite.org.orgId, access: 'read' })),
+    'GET /v1/me/keys': () => suite.server.request('GET', '/v1/me/keys', admin()),
+    'DELETE /v1/me/keys/{id}': async () => {
+      const created = await suite.server.request('POST', '/v1/me/keys', write({ name: 'Doomed', orgId: suite.org.orgId, access: 'read' }));
+      return suite.server.request('DELETE', `/v1/me/keys/${created.body.key.id}`, write());
+    },
+    'POST /v1/orgs/{orgId}/keys': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/keys`, write({ name: 'Team', access: 'read' })),
+    'GET /v1/orgs/{orgId}/keys': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/keys`, admin()),
+    'DELETE /v1/orgs/{orgId}/keys/{id}': async () => {
+      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/keys`, write({ name: 'Doomed team key', access: 'read' }));
+      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/keys/${created.body.key.id}`, write());
+    },
+    'POST /v1/orgs/{orgId}/invitations': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `sample-${idempotencyKey()}@example.com`, role: 'member' })),
+    'GET /v1/orgs/{orgId}/invitations': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/invitations`, admin()),
+    'DELETE /v1/orgs/{orgId}/invitations/{id}': async () => {
+      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `cancel-${idempotencyKey()}@example.com`, role: 'viewer' }));
+      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/invitations/${created.body.invitation.id}`, write());
+    },
+    'POST /v1/invitations/accept': async () => {
+      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `accept-${idempotencyKey()}@example.com`, role: 'viewer' }));
+      return suite.server.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { token: created.body.token, name: 'Sample', password: 'sample password 1' } });
+    },
+    'GET /v1/me/sessions': () => suite.server.request('GET', '/v1/me/sessions', admin()),
+    'DELETE /v1/me/sessions/{id}': async () => {
+      const email = await withPassword(suite.server, suite.org.adminUserId);
+      const session = await signIn(suite.server, email);
+      return suite.server.request('DELETE', `/v1/me/sessions/${session.id}`, write());
+    },
+    'POST /v1/me/two-factor': async () => {
+      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+      return suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
+    },
+    'POST /v1/me/two-factor/confirm': async () => {
+      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
+      return suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
+    },
+    'POST /v1/me/two-factor/disable': async () => {
+      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
+      await suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret, -1) } });
+      return suite.server.request('POST', '/v1/me/two-factor/disable', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
     },
   };
 

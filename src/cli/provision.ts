@@ -1,5 +1,6 @@
 import type { PrismaClient, TransactionClient } from '../db/prisma.ts';
 import type { Role } from '../graph/auth/authority.ts';
+import { hashPassword } from '../graph/auth/passwords.ts';
 import { issueApiKeySecret } from '../graph/auth/secrets.ts';
 import { newId } from '../ids.ts';
 
@@ -63,5 +64,23 @@ export async function addUser(
     const member = await tx.member.create({ data: { id: newId(), orgId: org.id, userId, role: input.role }, select: { id: true } });
     const apiKey = await createPersonalKey(tx, org.id, userId, input.role);
     return { userId, memberId: member.id, apiKey };
+  });
+}
+
+/**
+ * Sets (or replaces) a user's password and lifts any login lockout. The user's browser sessions end: a reset is
+ * what one does after a compromise. API keys and OAuth grants are separate credentials and stay.
+ */
+export async function setPassword(prisma: PrismaClient, input: { email: string; password: string }): Promise<{ userId: string }> {
+  const passwordHash = await hashPassword(input.password);
+  return prisma.$transaction(async (tx) => {
+    const updated = await tx.user.updateManyAndReturn({
+      where: { email: input.email },
+      data: { passwordHash, failedLogins: 0, lockedUntil: null },
+      select: { id: true },
+    });
+    if (!updated[0]) throw new ProvisionError(`No user with e-mail ${input.email}.`);
+    await tx.session.updateMany({ where: { userId: updated[0].id, revokedAt: null }, data: { revokedAt: new Date() } });
+    return { userId: updated[0].id };
   });
 }

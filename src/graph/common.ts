@@ -4,6 +4,8 @@ import { ID_PATTERN } from '../ids.ts';
 /** Spec 2.1 formats as zod schemas, shared by GraphQL inputs, REST declarations and the OpenAPI document. */
 export const Id = z.string().regex(ID_PATTERN, 'must be a 26-character ULID');
 export const VersionString = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a decimal version string');
+/** An e-mail address as users and invitations store it: lowercased. */
+export const Email = z.email().max(254).transform((email) => email.toLowerCase());
 export const SchemaVersion = z.number().int().min(1).max(2_147_483_647);
 
 /** Spec 2.1 Timestamp: UTC `YYYY-MM-DDTHH:MM:SS.mmmZ`, exactly three fractional digits, year not 0000. */

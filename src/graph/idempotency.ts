@@ -22,6 +22,8 @@ export interface IdempotentCall {
   key: string;
   /** Target IDs, expectedSchemaVersion and payload: everything that makes two requests "the same". */
   input: unknown;
+  /** For the few mutations open to anonymous callers (accepting an invitation): whom the key is scoped to. */
+  actorKey?: string;
 }
 
 /** Canonical JSON (sorted keys) so that key order or whitespace never changes a fingerprint. */
@@ -208,8 +210,23 @@ async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: Idempo
   }
 }
 
+/**
+ * Every mutation passes here, so this is where cookie-authenticated requests prove they are not cross-site
+ * forgeries: a browser session's mutation must carry the session's CSRF token (double submit, X-CSRF-Token).
+ */
+function actorKeyOf(context: Context, call: IdempotentCall): string {
+  if (call.actorKey !== undefined && context.caller === null) return call.actorKey;
+  const caller = requireCaller(context);
+  if (caller.credential.session && !caller.credential.session.csrfVerified) {
+    throw new DomainError('ACCESS_DENIED', 'Cookie-authenticated changes need the session’s X-CSRF-Token header.', {
+      details: { reason: 'csrf_token_mismatch' },
+    });
+  }
+  return caller.actorKey;
+}
+
 function slotOf(context: Context, call: IdempotentCall): Slot {
-  const { actorKey } = requireCaller(context);
+  const actorKey = actorKeyOf(context, call);
   const key = validKey(call.key);
   return {
     actorKey,

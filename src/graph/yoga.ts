@@ -3,7 +3,7 @@ import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../config.ts';
 import type { PrismaClient } from '../db/prisma.ts';
 import { DomainError } from '../errors.ts';
-import { resolveBearer } from './auth/credentials.ts';
+import { resolveCredential } from './auth/credentials.ts';
 import type { Context, ServerContext } from './context.ts';
 import { schema } from './index.ts';
 import { SchemaCache } from './tables/loader.ts';
@@ -63,7 +63,7 @@ export function createGraphServer(prisma: PrismaClient, config: Config): GraphSe
       config,
       requestId,
       log,
-      caller: await resolveBearer(prisma, request.headers.get('authorization')),
+      caller: await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
       schemas,
     }),
     plugins: [

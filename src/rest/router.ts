@@ -15,7 +15,7 @@ function hasBody(req: Request): boolean {
 }
 
 /** 415 for a body that is not JSON; body-parser would otherwise silently skip it and report a missing body. */
-const requireJson: RequestHandler = (req, res, next) => {
+export const requireJson: RequestHandler = (req, res, next) => {
   if (hasBody(req) && !req.is('application/json')) {
     sendError(req, res, { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request bodies must be application/json.' });
     return;
@@ -48,6 +48,16 @@ function idempotencyKeyOf(req: Request, res: Response, route: Route): string | n
   return key; // its format is checked in src/graph, where GraphQL clients get the same rule
 }
 
+/** The headers the GraphQL context resolves the caller from: a bearer credential, or a session cookie and its CSRF token. */
+export function credentialHeaders(req: Request): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ['authorization', 'cookie', 'x-csrf-token'] as const) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  return headers;
+}
+
 function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
   return async (req, res) => {
     const params = parsePart(req, res, route.params, req.params, 'path');
@@ -65,7 +75,7 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
       ...(body ? { input: body.value } : {}),
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     };
-    const headers: Record<string, string> = req.headers.authorization ? { authorization: req.headers.authorization } : {};
+    const headers = credentialHeaders(req);
     const { requestId, log } = res.locals;
     const result = await runOperation(yoga, { requestId, log }, headers, route.operation, variables);
     if (!result.ok) {

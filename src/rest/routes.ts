@@ -3,11 +3,15 @@ import { activityRoutes } from './routes/activity.ts';
 import { backupRoutes } from './routes/backups.ts';
 import { databaseRoutes } from './routes/databases.ts';
 import { jobRoutes } from './routes/jobs.ts';
+import { invitationRoutes } from './routes/invitations.ts';
+import { keyRoutes } from './routes/keys.ts';
+import { memberRoutes } from './routes/members.ts';
 import { orgRoutes } from './routes/orgs.ts';
 import { preferenceRoutes } from './routes/preferences.ts';
 import { rowRoutes } from './routes/rows.ts';
+import { sessionRoutes } from './routes/sessions.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { viewRoutes } from './routes/views.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes];

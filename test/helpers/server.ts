@@ -5,7 +5,7 @@ import { createApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createPrisma, type PrismaClient } from '../../src/db/prisma.ts';
 import { startWorker } from '../../src/jobs/worker.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface ApiResponse<Body = any> {
@@ -58,7 +58,7 @@ async function send(baseUrl: string, method: string, path: string, options: Requ
  * The real service on a real port, over its own freshly migrated database. Limits default to off so that tests
  * of other rules are not throttled; tests of the limits pass their own values.
  */
-export async function startTestServer(overrides: Partial<Record<keyof Config, string>> = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<Record<keyof Config, string>> = {}, logger?: Logger): Promise<TestServer> {
   const database = await createTestDatabase();
   const config = loadConfig({}, {
     DATABASE_URL: database.url,
@@ -70,10 +70,10 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
     ...overrides,
   });
   const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
-  const logger = createLogger(config.LOG_LEVEL);
-  const server: Server = createServer(createApp({ prisma, config, logger }));
+  const effectiveLogger = logger ?? createLogger(config.LOG_LEVEL);
+  const server: Server = createServer(createApp({ prisma, config, logger: effectiveLogger }));
   // The job worker runs beside the server as it does under `npm start` (RUN_WORKER=false leaves it out).
-  const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
+  const worker = config.RUN_WORKER ? startWorker(prisma, config, effectiveLogger) : null;
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -13,11 +13,20 @@ export interface Caller {
   actorKey: string;
   userId: string | null;
   name: string;
-  credential: { type: 'api-key'; id: string; prefix: string };
+  credential: Credential;
   /** OAuth scopes the credential carries; API keys carry all of them. */
   scopes: ReadonlySet<OAuthScope> | 'all';
   /** Authority in each org the credential reaches, from the role as read for this request. */
   orgs: ReadonlyMap<string, OrgAuthority>;
+}
+
+/** The credential presented. `prefix` names it in logs and activity without revealing it. */
+export interface Credential {
+  type: 'api-key' | 'session' | 'oauth';
+  id: string;
+  prefix: string;
+  /** Browser sessions only: when the user last proved a password (and TOTP), and whether the CSRF header matched. */
+  session?: { strongAuthAt: Date; csrfVerified: boolean };
 }
 
 export interface OrgAuthority {

@@ -3,10 +3,14 @@ import { pgExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../errors.ts';
 import { capabilitiesOfKey, intersect, type Role } from './authority.ts';
 import type { Caller, OrgAuthority } from './caller.ts';
+import { resolveAccessToken } from './oauth/access-tokens.ts';
+import { looksLike } from './oauth/protocol.ts';
 import { looksLikeApiKey, sha256Hex } from './secrets.ts';
+import { resolveSession } from './session-credentials.ts';
+import { cookieValue, CSRF_HEADER, SESSION_COOKIE } from './session-tokens.ts';
 
 /** Why a presented credential was refused; the reason goes to logs, never to the client. */
-export type CredentialProblem = 'malformed' | 'unknown' | 'expired' | 'revoked';
+export type CredentialProblem = 'malformed' | 'unknown' | 'expired' | 'revoked' | 'wrong-audience';
 
 export class CredentialRejected extends DomainError {
   constructor(readonly reason: CredentialProblem) {
@@ -71,12 +75,32 @@ function callerOf(row: KeyRow): Caller {
 }
 
 /**
- * Resolves `Authorization: Bearer <token>` into a Caller. Returns null when no credential was presented;
- * throws CredentialRejected for a malformed, unknown, expired or revoked one.
+ * The caller of a request: the bearer credential when there is one, else the browser session cookie.
+ * Returns null when neither was presented.
  */
-export async function resolveBearer(prisma: PrismaClient, authorization: string | null): Promise<Caller | null> {
+export async function resolveCredential(prisma: PrismaClient, headers: Headers, audience: string): Promise<Caller | null> {
+  const authorization = headers.get('authorization');
+  if (authorization) return resolveBearer(prisma, authorization, audience);
+  const session = cookieValue(headers.get('cookie'), SESSION_COOKIE);
+  if (!session) return null;
+  const resolved = await resolveSession(prisma, session, headers.get(CSRF_HEADER));
+  if (typeof resolved === 'string') throw new CredentialRejected(resolved);
+  return resolved;
+}
+
+/**
+ * Resolves `Authorization: Bearer <token>` (an API key, or an OAuth access token for `audience`) into a Caller.
+ * Returns null when no credential was presented; throws CredentialRejected for a malformed, unknown, expired,
+ * revoked or wrong-audience one.
+ */
+export async function resolveBearer(prisma: PrismaClient, authorization: string | null, audience: string): Promise<Caller | null> {
   if (authorization === null || authorization === '') return null;
   const match = /^Bearer ([^\s]+)$/i.exec(authorization);
+  if (match && looksLike('access', match[1]!)) {
+    const resolved = await resolveAccessToken(prisma, match[1]!, audience);
+    if (typeof resolved === 'string') throw new CredentialRejected(resolved);
+    return resolved;
+  }
   if (!match || !looksLikeApiKey(match[1]!)) throw new CredentialRejected('malformed');
   const row = await findKey(prisma, sha256Hex(match[1]!));
   if (!row) throw new CredentialRejected('unknown');

@@ -9,3 +9,6 @@ export const ErrorEnvelope = z.strictObject({
     details: z.unknown().optional(),
   }),
 });
+
+/** Spec 2.8: cancel invitation, revoke team key, revoke session (and the other revocations). */
+export const DeletionResponse = z.strictObject({ deleted: z.boolean(), mutationId: z.string().regex(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/) });

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import { notFound } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { requireOrg } from '../auth/guards.ts';
+import { requireFreshStrongAuth } from '../auth/step-up.ts';
+import { builder } from '../builder.ts';
+import { Id } from '../common.ts';
+import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
+import { Deletion } from '../deletion.ts';
+import { idempotent } from '../idempotency.ts';
+import { pageOf } from '../pages.ts';
+import { ApiKeyPage, checkDelegation, CreatedApiKey, createOnce, insertKey, KeyCeiling, KeyName, keySelect, revokeKey, toKeyShape } from './shape.ts';
+
+/** `POST /v1/me/keys`: a key that acts as the caller inside one org, within the caller's current authority there. */
+export const CreatePersonalKeyBody = z.strictObject({ name: KeyName, orgId: Id, ...KeyCeiling });
+
+const CreatePersonalKeyInput = builder.inputType('CreatePersonalKeyInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    orgId: t.id({ required: true }),
+    access: t.string({ required: true }),
+    includeAdmin: t.boolean({ required: false }),
+    expiresAt: t.string({ required: false }),
+  }),
+  validate: CreatePersonalKeyBody,
+});
+
+const PagePosition = z.strictObject({ id: Id });
+
+builder.queryFields((t) => ({
+  myKeys: t.withAuth({ personal: true, oauth: 'keys:manage' }).field({
+    type: ApiKeyPage,
+    description: 'Metadata of the caller’s personal keys, newest first, revoked ones included (endpoint 13).',
+    args: { limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    resolve: async (_root, args, context) => {
+      const userId = context.caller.userId;
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const key = await cursorKey(context.prisma);
+      const scope = `my-keys:${userId}`;
+      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
+      const rows = await context.prisma.apiKey.findMany({
+        where: { userId, scope: 'personal', ...(before ? { id: { lt: before } } : {}) },
+        orderBy: { id: 'desc' },
+        take: limit + 1,
+        select: keySelect,
+      });
+      return pageOf(rows, limit, toKeyShape, (last) => encodeCursor(key, scope, { id: last.id }));
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createMyKey: t.withAuth({ personal: true, oauth: 'keys:manage' }).field({
+    type: CreatedApiKey,
+    description: 'Creates a personal key. Asking for more than your current authority is DELEGATION_EXCEEDS_AUTHORITY.',
+    args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: CreatePersonalKeyInput, required: true }) },
+    resolve: (_root, { idempotencyKey, input }, context) => {
+      const body = CreatePersonalKeyBody.parse(input);
+      const authority = requireOrg(context, body.orgId);
+      checkDelegation(context.caller, authority, body);
+      requireFreshStrongAuth(context);
+      const userId = context.caller.userId;
+      return createOnce(context, { operation: 'createMyKey', key: idempotencyKey, input: body }, (tx) =>
+        insertKey(tx, { scope: 'personal', orgId: body.orgId, userId, createdByUserId: userId, name: body.name, access: body.access, includeAdmin: body.includeAdmin, expiresAt: body.expiresAt }),
+      );
+    },
+  }),
+  revokeMyKey: t.withAuth({ personal: true, oauth: 'keys:manage' }).field({
+    type: Deletion,
+    description: 'Revokes one of the caller’s personal keys; it fails from the next request on.',
+    args: { idempotencyKey: t.arg.string({ required: true }), id: t.arg.id({ required: true, validate: Id }) },
+    resolve: (_root, { idempotencyKey, id }, context) => {
+      const target = String(id);
+      return idempotent(context, { operation: 'revokeMyKey', key: idempotencyKey, input: { id: target } }, async (tx) => {
+        if (!(await revokeKey(tx, { id: target, scope: 'personal', userId: context.caller.userId }))) throw notFound('key');
+        return { deleted: true, mutationId: newId() };
+      });
+    },
+  }),
+}));

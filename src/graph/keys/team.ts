@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { notFound } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { requireOrg, requirePersonalIdentity } from '../auth/guards.ts';
+import { requireFreshStrongAuth } from '../auth/step-up.ts';
+import { builder } from '../builder.ts';
+import { Id } from '../common.ts';
+import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
+import { Deletion } from '../deletion.ts';
+import { idempotent } from '../idempotency.ts';
+import { pageOf } from '../pages.ts';
+import { ApiKeyPage, checkDelegation, CreatedApiKey, createOnce, insertKey, KeyCeiling, KeyName, keySelect, revokeKey, toKeyShape } from './shape.ts';
+
+/** `POST /v1/orgs/{orgId}/keys`: a workspace-owned key. It acts under the org's admin role, capped by its access. */
+export const CreateTeamKeyBody = z.strictObject({ name: KeyName, ...KeyCeiling });
+
+const CreateTeamKeyInput = builder.inputType('CreateTeamKeyInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    access: t.string({ required: true }),
+    includeAdmin: t.boolean({ required: false }),
+    expiresAt: t.string({ required: false }),
+  }),
+  validate: CreateTeamKeyBody,
+});
+
+const PagePosition = z.strictObject({ id: Id });
+const adminOf = (orgId: unknown) => ({ org: { orgId: String(orgId), capability: 'admin' as const }, oauth: 'team-keys:manage' as const });
+
+builder.queryFields((t) => ({
+  teamKeys: t.field({
+    type: ApiKeyPage,
+    description: 'Metadata of the organisation’s team keys, newest first, revoked ones included (admins).',
+    args: {
+      orgId: t.arg.id({ required: true, validate: Id }),
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: async (_root, args, context) => {
+      const orgId = String(args.orgId);
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const key = await cursorKey(context.prisma);
+      const scope = `team-keys:${orgId}`;
+      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
+      const rows = await context.prisma.apiKey.findMany({
+        where: { orgId, scope: 'team', ...(before ? { id: { lt: before } } : {}) },
+        orderBy: { id: 'desc' },
+        take: limit + 1,
+        select: keySelect,
+      });
+      return pageOf(rows, limit, toKeyShape, (last) => encodeCursor(key, scope, { id: last.id }));
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createTeamKey: t.field({
+    type: CreatedApiKey,
+    description: 'Creates a team key (admins, with a personal credential so that the key has an accountable creator).',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      orgId: t.arg.id({ required: true, validate: Id }),
+      input: t.arg({ type: CreateTeamKeyInput, required: true }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: (_root, { idempotencyKey, orgId, input }, context) => {
+      const body = CreateTeamKeyBody.parse(input);
+      const target = String(orgId);
+      const caller = requirePersonalIdentity(context);
+      checkDelegation(caller, requireOrg(context, target), body);
+      requireFreshStrongAuth(context);
+      return createOnce(context, { operation: 'createTeamKey', key: idempotencyKey, input: { orgId: target, ...body } }, (tx) =>
+        insertKey(tx, { scope: 'team', orgId: target, userId: null, createdByUserId: caller.userId, name: body.name, access: body.access, includeAdmin: body.includeAdmin, expiresAt: body.expiresAt }),
+      );
+    },
+  }),
+  revokeTeamKey: t.field({
+    type: Deletion,
+    description: 'Revokes a team key (endpoint 9, admins only).',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      orgId: t.arg.id({ required: true, validate: Id }),
+      id: t.arg.id({ required: true, validate: Id }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: (_root, { idempotencyKey, orgId, id }, context) => {
+      const target = { orgId: String(orgId), id: String(id) };
+      return idempotent(context, { operation: 'revokeTeamKey', key: idempotencyKey, input: target }, async (tx) => {
+        if (!(await revokeKey(tx, { ...target, scope: 'team' }))) throw notFound('key');
+        return { deleted: true, mutationId: newId() };
+      });
+    },
+  }),
+}));

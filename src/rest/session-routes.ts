@@ -1,0 +1,59 @@
+import express, { Router, type Request, type Response } from 'express';
+import type { z } from 'zod';
+import type { Config } from '../config.ts';
+import type { PrismaClient } from '../db/prisma.ts';
+import { DomainError } from '../errors.ts';
+import { resolveCredential } from '../graph/auth/credentials.ts';
+import { login, LoginBody, stepUp, StepUpBody } from '../graph/auth/login.ts';
+import { sessionCookie } from '../graph/auth/session-tokens.ts';
+import { problemsFromIssues } from '../graph/validation.ts';
+import { sendDomainError, sendError } from './errors.ts';
+import { credentialHeaders, requireJson } from './router.ts';
+
+/**
+ * `POST /v1/auth/login` and `POST /v1/auth/step-up`: plain handlers because they set or need a session cookie and
+ * there is no caller yet to scope an Idempotency-Key to (docs/decisions.md). The decisions live in
+ * src/graph/auth/login.ts; these only parse, call and answer.
+ */
+function parsed<T extends z.ZodType>(req: Request, res: Response, schema: T): z.output<T> | undefined {
+  const result = schema.safeParse(req.body ?? {});
+  if (result.success) return result.data;
+  const problems = problemsFromIssues(result.error.issues).map((problem) => ({ ...problem, path: ['body', ...problem.path] }));
+  sendError(req, res, { code: 'VALIDATION_FAILED', message: 'The request body did not pass validation.', details: { problems } });
+  return undefined;
+}
+
+async function answer(req: Request, res: Response, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (error) {
+    if (error instanceof DomainError) sendDomainError(req, res, error);
+    else throw error;
+  }
+}
+
+export function sessionRoutes(prisma: PrismaClient, config: Config): Router {
+  const router = Router({ strict: true });
+  const json = [requireJson, express.json({ limit: 16_384, type: 'application/json' })];
+
+  router.post('/v1/auth/login', ...json, (req, res) => answer(req, res, async () => {
+    const body = parsed(req, res, LoginBody);
+    if (!body) return;
+    const issued = await login(prisma, config, body, req.get('user-agent'));
+    res.setHeader('Set-Cookie', sessionCookie(issued.token, issued.maxAgeSeconds));
+    res.setHeader('Cache-Control', 'no-store');
+    res.status(201).json(issued.body);
+  }));
+
+  router.post('/v1/auth/step-up', ...json, (req, res) => answer(req, res, async () => {
+    const body = parsed(req, res, StepUpBody);
+    if (!body) return;
+    const caller = await resolveCredential(prisma, new Headers(credentialHeaders(req)), config.OAUTH_AUDIENCE);
+    const session = caller?.credential.session;
+    if (!caller?.userId || !session) throw new DomainError('UNAUTHENTICATED', 'Step-up needs a browser session.');
+    if (!session.csrfVerified) throw new DomainError('ACCESS_DENIED', 'Cookie-authenticated changes need the session’s X-CSRF-Token header.', { details: { reason: 'csrf_token_mismatch' } });
+    res.json(await stepUp(prisma, config, { id: caller.credential.id, userId: caller.userId }, body));
+  }));
+
+  return router;
+}
