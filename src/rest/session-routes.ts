@@ -1,4 +1,4 @@
-import express, { Router, type Request, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import type { Config } from '../config.ts';
 import type { PrismaClient } from '../db/prisma.ts';
@@ -8,6 +8,7 @@ import { login, LoginBody, stepUp, StepUpBody } from '../graph/auth/login.ts';
 import { sessionCookie } from '../graph/auth/session-tokens.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
 import { sendDomainError, sendError } from './errors.ts';
+import { jsonBody } from './middleware/json-body.ts';
 import { credentialHeaders, requireJson } from './router.ts';
 
 /**
@@ -34,7 +35,7 @@ async function answer(req: Request, res: Response, run: () => Promise<void>): Pr
 
 export function sessionRoutes(prisma: PrismaClient, config: Config): Router {
   const router = Router({ strict: true });
-  const json = [requireJson, express.json({ limit: 16_384, type: 'application/json' })];
+  const json = [requireJson, jsonBody(16_384)];
 
   router.post('/v1/auth/login', ...json, (req, res) => answer(req, res, async () => {
     const body = parsed(req, res, LoginBody);
