@@ -1,11 +1,10 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { JobHandleResponse, JobResponse } from '../src/rest/routes/jobs.ts';
-import { TableSchemaResponse } from '../src/rest/routes/tables.ts';
+import { JobResponse } from '../src/rest/routes/jobs.ts';
 import { idempotencyKey } from './helpers/factories.ts';
-import { allRows, tableActivity, waitForJob } from './helpers/jobs.ts';
-import type { ApiResponse } from './helpers/server.ts';
+import { allRows, tableActivity } from './helpers/jobs.ts';
+import { schemaChangeApi } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
@@ -19,26 +18,7 @@ const suite = useServerWithOrg();
 const admin = () => suite.org.adminKey;
 type Body = Record<string, unknown>;
 
-function apply(table: TestTable, change: Body): Promise<ApiResponse> {
-  return suite.server.request('POST', `${table.path}/schema/operations`, {
-    token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion, change },
-  });
-}
-
-function accepted(response: ApiResponse): { jobId: string; statusUrl: string } {
-  expect(response.status, response.text).toBe(202);
-  return JobHandleResponse.parse(response.body);
-}
-
-async function finished(statusUrl: string) {
-  return JobResponse.parse(await waitForJob(suite.server, admin(), statusUrl, undefined, 60_000));
-}
-
-async function schemaOf(table: TestTable) {
-  const response = await suite.server.request('GET', `${table.path}/schema`, { token: admin() });
-  expect(response.status, response.text).toBe(200);
-  return TableSchemaResponse.parse(response.body);
-}
+const { apply, accepted, finished, schemaOf } = schemaChangeApi(suite);
 
 /** A one-field table holding these values (one row each, in order); returns the table and the row ids. */
 async function tableWith(field: FieldSpec, values: unknown[]): Promise<{ table: TestTable; rowIds: string[]; fieldId: string }> {

@@ -3,11 +3,9 @@ import { once } from 'node:events';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { JobHandleResponse, JobResponse } from '../src/rest/routes/jobs.ts';
-import { TableSchemaResponse } from '../src/rest/routes/tables.ts';
 import { idempotencyKey } from './helpers/factories.ts';
-import { allRows, controlJob, tableActivity, waitForJob } from './helpers/jobs.ts';
-import type { ApiResponse } from './helpers/server.ts';
+import { allRows, controlJob, tableActivity } from './helpers/jobs.ts';
+import { schemaChangeApi } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createTable, type TestTable } from './helpers/workspace.ts';
 
@@ -83,26 +81,7 @@ const lockWait = (pattern: string) => waitUntil(async () => (await suite.server.
   SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${pattern}`).length > 0,
 `a lock wait on ${pattern}`);
 
-function apply(table: TestTable, change: Body): Promise<ApiResponse> {
-  return suite.server.request('POST', `${table.path}/schema/operations`, {
-    token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion, change },
-  });
-}
-
-function accepted(response: ApiResponse): { jobId: string; statusUrl: string } {
-  expect(response.status, response.text).toBe(202);
-  return JobHandleResponse.parse(response.body);
-}
-
-async function finished(statusUrl: string) {
-  return JobResponse.parse(await waitForJob(suite.server, admin(), statusUrl, undefined, 60_000));
-}
-
-async function schemaOf(table: TestTable) {
-  const response = await suite.server.request('GET', `${table.path}/schema`, { token: admin() });
-  expect(response.status, response.text).toBe(200);
-  return TableSchemaResponse.parse(response.body);
-}
+const { apply, accepted, finished, schemaOf } = schemaChangeApi(suite);
 
 async function journalOf(jobId: string): Promise<{ state: string; attempts: number; journal: { phase?: string; done?: number } }> {
   const job = await suite.server.prisma.job.findUniqueOrThrow({ where: { id: jobId } });
