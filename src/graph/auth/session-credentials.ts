@@ -1,7 +1,7 @@
 import { sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
 import { pgExecutor } from '../../db/sql.ts';
-import { CAPABILITIES_BY_ROLE, type Role } from './authority.ts';
-import type { Caller, OrgAuthority } from './caller.ts';
+import type { Caller } from './caller.ts';
+import { authorityByOrg, MEMBERSHIPS_COLUMN, type Membership } from './memberships.ts';
 import type { CredentialProblem } from './credentials.ts';
 import { sha256Hex } from './secrets.ts';
 import { csrfMatches, looksLikeSessionToken } from './session-tokens.ts';
@@ -15,7 +15,7 @@ interface SessionRow {
   expired: boolean;
   revoked: boolean;
   stale_last_seen: boolean;
-  memberships: { orgId: string; role: Role; memberId: string }[];
+  memberships: Membership[];
 }
 
 // One round trip: the session, its user and every membership with its *current* role.
@@ -24,8 +24,7 @@ async function findSession(prisma: PrismaClient, hash: string): Promise<SessionR
     SELECT s.id, s.user_id, u.name AS user_name, s.csrf_token_hash, s.strong_auth_at,
            (s.expires_at <= now()) AS expired, (s.revoked_at IS NOT NULL) AS revoked,
            (s.last_seen_at < now() - interval '60 seconds') AS stale_last_seen,
-           coalesce(json_agg(json_build_object('orgId', m.org_id, 'role', m.role, 'memberId', m.id))
-                    FILTER (WHERE m.id IS NOT NULL), '[]') AS memberships
+           ${MEMBERSHIPS_COLUMN}
       FROM sessions s
       JOIN users u ON u.id = s.user_id
       LEFT JOIN members m ON m.user_id = s.user_id
@@ -36,9 +35,7 @@ async function findSession(prisma: PrismaClient, hash: string): Promise<SessionR
 
 /** A browser session acts as its user with the full authority of each current role (no key ceiling). */
 function sessionCaller(row: SessionRow, csrfHeader: string | null): Caller {
-  const orgs = new Map<string, OrgAuthority>(row.memberships.map(({ orgId, role, memberId }) => [
-    orgId, { orgId, role, memberId, capabilities: new Set(CAPABILITIES_BY_ROLE[role]) },
-  ]));
+  const orgs = authorityByOrg(row.memberships);
   return {
     kind: 'user',
     actorId: row.user_id,

@@ -1,7 +1,8 @@
 import { sqlPoolOf, type PrismaClient } from '../../../db/prisma.ts';
 import { pgExecutor } from '../../../db/sql.ts';
-import { CAPABILITIES_BY_ROLE, type OAuthScope, type Role } from '../authority.ts';
-import type { Caller, OrgAuthority } from '../caller.ts';
+import type { OAuthScope } from '../authority.ts';
+import type { Caller } from '../caller.ts';
+import { authorityByOrg, MEMBERSHIPS_COLUMN, type Membership } from '../memberships.ts';
 import { sha256Hex } from '../secrets.ts';
 import type { CredentialProblem } from '../credentials.ts';
 
@@ -14,7 +15,7 @@ interface AccessTokenRow {
   audience: string;
   expired: boolean;
   revoked: boolean;
-  memberships: { orgId: string; role: Role; memberId: string }[];
+  memberships: Membership[];
 }
 
 // One round trip: the token, its user, whether its client is still registered, and every current role.
@@ -22,8 +23,7 @@ async function findAccessToken(prisma: PrismaClient, hash: string): Promise<Acce
   const rows = await pgExecutor(sqlPoolOf(prisma)).query<AccessTokenRow>(`
     SELECT t.id, t.client_id, t.user_id, u.name AS user_name, t.scopes, t.audience,
            (t.expires_at <= now()) AS expired, (t.revoked_at IS NOT NULL OR c.revoked_at IS NOT NULL) AS revoked,
-           coalesce(json_agg(json_build_object('orgId', m.org_id, 'role', m.role, 'memberId', m.id))
-                    FILTER (WHERE m.id IS NOT NULL), '[]') AS memberships
+           ${MEMBERSHIPS_COLUMN}
       FROM oauth_tokens t
       JOIN users u ON u.id = t.user_id
       JOIN oauth_clients c ON c.id = t.client_id
@@ -43,9 +43,7 @@ export async function resolveAccessToken(prisma: PrismaClient, token: string, au
   if (row.revoked) return 'revoked';
   if (row.expired) return 'expired';
   if (row.audience !== audience) return 'wrong-audience';
-  const orgs = new Map<string, OrgAuthority>(row.memberships.map(({ orgId, role, memberId }) => [
-    orgId, { orgId, role, memberId, capabilities: new Set(CAPABILITIES_BY_ROLE[role]) },
-  ]));
+  const orgs = authorityByOrg(row.memberships);
   return {
     kind: 'user',
     actorId: row.user_id,
