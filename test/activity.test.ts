@@ -3,7 +3,7 @@ import { ActivityPageResponse } from '../src/rest/routes/activity.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createDatabase, createRow, createTable, refreshSchemaVersion } from './helpers/workspace.ts';
+import { addForeignKey, addUniqueRule, createDatabase, createRow, createTable, refreshSchemaVersion } from './helpers/workspace.ts';
 
 /** Endpoint 11: the events each mutation writes, the page and entry shape, paging, cursors, validation, access. */
 const suite = useServerWithOrg();
@@ -33,7 +33,6 @@ async function walk(query: Query, token = admin(), org: TestOrg = suite.org): Pr
   return pages;
 }
 const idsOf = (pages: Page[]) => pages.flatMap((each) => each.data.map((entry) => entry.id));
-const post = (path: string, body: unknown, token = admin()) => suite.server.request('POST', path, { token, idempotencyKey: idempotencyKey(), body });
 const prefixOf = (token: string) => token.split('_')[1]!;
 
 /** Two linked tables in their own database; every kind of event the service writes today, made through REST. */
@@ -43,11 +42,11 @@ async function fullHistory() {
   const databaseId = await createDatabase(server, org, databaseName);
   const invoices = await createTable(server, org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }], { databaseId, name: 'Invoices' });
   const payments = await createTable(server, org, [{ name: 'Invoice code', type: 'text', options: { maxLength: 20 } }], { databaseId, name: 'Payments' });
-  const rule = await post(`${invoices.path}/unique-rules`, { fieldIds: ['Code'] });
-  expect(rule.status, rule.text).toBe(201);
-  const key = await post(`${payments.path}/foreign-keys`, { fieldIds: ['Invoice code'], referencedTableId: invoices.tableId, referencedRuleId: rule.body.id });
-  expect(key.status, key.text).toBe(201);
-  const unlinked = await server.request('DELETE', `${payments.path}/foreign-keys/${key.body.id}`, { token: admin(), idempotencyKey: idempotencyKey() });
+  const rule = await addUniqueRule(server, admin(), invoices, { fieldIds: ['Code'] });
+  expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+  const key = await addForeignKey(server, admin(), payments, { fieldIds: ['Invoice code'], referencedTableId: invoices.tableId, referencedRuleId: rule.ruleId });
+  expect(key.job.state, JSON.stringify(key.job)).toBe('succeeded');
+  const unlinked = await server.request('DELETE', `${payments.path}/foreign-keys/${key.foreignKeyId}`, { token: admin(), idempotencyKey: idempotencyKey() });
   expect(unlinked.status, unlinked.text).toBe(200);
   const created = await createRow(server, admin(), await refreshSchemaVersion(server, admin(), invoices), { Code: 'A-1' });
   expect(created.status, created.text).toBe(201);
@@ -56,7 +55,7 @@ async function fullHistory() {
   expect(changed.status, changed.text).toBe(200);
   const removed = await server.request('DELETE', rowPath, { token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '2' } });
   expect(removed.status, removed.text).toBe(200);
-  return { databaseId, databaseName, invoices, payments, rowId: created.body.row.id as string };
+  return { databaseId, databaseName, invoices, payments, rowId: created.body.row.id as string, ruleJobId: rule.job.jobId as string, keyJobId: key.job.jobId as string };
 }
 
 const ENTRY_KEYS = ['actor', 'affectedRows', 'category', 'database', 'destination', 'event', 'fileName', 'id', 'jobId', 'occurredAt', 'rowId', 'status', 'summary', 'table'];
@@ -72,12 +71,16 @@ describe('GET /v1/orgs/{orgId}/activity: the events each mutation writes', () =>
     const none = { rowId: null, affectedRows: null, jobId: null, fileName: null, destination: null };
     const schema = (event: string, summary: string, table: typeof invoices | null) => ({ category: 'schema', event, summary, database, table, ...none });
     const row = (summary: string) => ({ category: 'records', event: 'records.changed', summary, database, table: invoices, ...none, rowId: history.rowId, affectedRows: 1 });
+    // Rules and keys are jobs: queued at request time, then the worker's event (with the job's id) at the cutover.
+    const ofJob = (jobId: string, event: string, summary: string, table: typeof invoices) => ({ ...schema(event, summary, table), jobId });
     const expected = [
       schema('database.create', `Created database ${history.databaseName}`, null),
       schema('table.create', 'Created table Invoices', invoices),
       schema('table.create', 'Created table Payments', payments),
-      schema('rule.create', 'Created a unique rule on Code', invoices),
-      schema('foreign-key.create', 'Linked Invoice code to Invoices', payments),
+      ofJob(history.ruleJobId, 'job.createUniqueRule.queued', 'Queued: Create a unique rule on Code', invoices),
+      ofJob(history.ruleJobId, 'rule.create', 'Create a unique rule on Code: succeeded', invoices),
+      ofJob(history.keyJobId, 'job.createForeignKey.queued', 'Queued: Link Invoice code to Invoices', payments),
+      ofJob(history.keyJobId, 'foreign-key.create', 'Link Invoice code to Invoices: succeeded', payments),
       schema('foreign-key.delete', 'Removed a foreign key', payments),
       row('Created 1 row'), row('Updated 1 row'), row('Deleted 1 row'),
     ].map((entry) => ({ ...entry, status: 'requested', actor, id: expect.any(String), occurredAt: expect.any(String) }));
@@ -85,7 +88,7 @@ describe('GET /v1/orgs/{orgId}/activity: the events each mutation writes', () =>
     const bySummary = (a: { summary: string }, b: { summary: string }) => a.summary.localeCompare(b.summary);
     expect([...result.data].sort(bySummary)).toEqual(expected.sort(bySummary));
     for (const entry of result.data) expect(Object.keys(entry).sort()).toEqual(ENTRY_KEYS);
-    expect(new Set(result.data.map((entry) => entry.id)).size).toBe(9);
+    expect(new Set(result.data.map((entry) => entry.id)).size).toBe(11);
     expect(result).toMatchObject({ hasMore: false, nextCursor: null, availableCategories: ['records', 'schema', 'imports', 'exports', 'backups', 'restores'] });
   });
 
@@ -170,7 +173,7 @@ describe('cursors', () => {
     const others: Query[] = [{}, { tableId: history.invoices.tableId }, { databaseId: history.databaseId, category: 'schema' },
       { databaseId: history.databaseId, q: 'Ledger' }, { databaseId: history.databaseId, from: '2000-01-01T00:00:00.000Z' }];
     for (const filters of others) expectError(await feed({ ...filters, cursor }), 400, 'CURSOR_INVALID');
-    expect((await page({ databaseId: history.databaseId, limit: 100, cursor })).data).toHaveLength(8);
+    expect((await page({ databaseId: history.databaseId, limit: 100, cursor })).data).toHaveLength(10);
   });
 
   it('refuses a cursor minted for another org', async () => {

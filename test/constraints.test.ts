@@ -1,18 +1,32 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { RowMutationResponse } from '../src/rest/routes/rows.ts';
+import { JobHandleResponse } from '../src/rest/routes/jobs.ts';
 import { ForeignKeyResponse, TableSchemaResponse, UniqueRuleResponse } from '../src/rest/routes/tables.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
+import { waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
+import { addForeignKey, addUniqueRule, createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
 const suite = useServerWithOrg();
 
 const admin = () => suite.org.adminKey;
 const post = (path: string, body: unknown, token = admin()) => suite.server.request('POST', path, { token, idempotencyKey: idempotencyKey(), body });
-const addRule = (table: TestTable, body: unknown, token = admin()) => post(`${table.path}/unique-rules`, body, token);
-const addForeignKey = (table: TestTable, body: unknown, token = admin()) => post(`${table.path}/foreign-keys`, body, token);
+/** The raw requests, for the refusals that still happen at request time (422, 409, 403). */
+const postRule = (table: TestTable, body: unknown, token = admin()) => post(`${table.path}/unique-rules`, body, token);
+const postForeignKey = (table: TestTable, body: unknown, token = admin()) => post(`${table.path}/foreign-keys`, body, token);
+/** Rule and key creation are jobs (202 + handle); these wait for the terminal job. */
+const addRule = (table: TestTable, body: Record<string, unknown>) => addUniqueRule(suite.server, admin(), table, body);
+const addKey = (table: TestTable, body: Record<string, unknown>) => addForeignKey(suite.server, admin(), table, body);
+
+/** The spec 2.7 job handle, exactly: queued, with the org's status URL for the job. */
+function expectJobHandle(response: { status: number; text: string; body: any }) {
+  expect(response.status, response.text).toBe(202);
+  const handle = JobHandleResponse.parse(response.body);
+  expect(handle).toEqual({ jobId: handle.jobId, state: 'queued', statusUrl: `/v1/orgs/${suite.org.orgId}/jobs/${handle.jobId}` });
+  return handle;
+}
 
 async function readSchema(table: TestTable) {
   const response = await suite.server.request('GET', `${table.path}/schema`, { token: admin() });
@@ -40,22 +54,24 @@ const events = (event: string, tableId: string) => suite.server.prisma.activityE
 async function tableWithRule(fields: FieldSpec[], ruleFields: string[], options: { databaseId?: string; where?: unknown } = {}) {
   const table = await createTable(suite.server, suite.org, fields, options.databaseId ? { databaseId: options.databaseId } : {});
   const rule = await addRule(table, { fieldIds: ruleFields, ...(options.where ? { where: options.where } : {}) });
-  expect(rule.status, rule.text).toBe(201);
-  return { table: await refreshSchemaVersion(suite.server, admin(), table), ruleId: rule.body.id as string };
+  expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+  return { table: await refreshSchemaVersion(suite.server, admin(), table), ruleId: rule.ruleId };
 }
 
 const CODE: FieldSpec = { name: 'Code', type: 'text', options: { maxLength: 20 } };
 
 describe('POST …/unique-rules', () => {
-  it('creates the rule, bumps schemaVersion by one, records rule.create, and refuses duplicates with 409', async () => {
+  it('creates the rule as a job (202), bumps schemaVersion by one, records rule.create, and refuses duplicates with 409', async () => {
     const table = await createTable(suite.server, suite.org, [CODE, { name: 'Label', type: 'text' }]);
-    const response = await addRule(table, { fieldIds: ['Code'] });
-    expect(response.status, response.text).toBe(201);
-    const rule = UniqueRuleResponse.parse(response.body);
-    expect(rule).toMatchObject({ tableId: table.tableId, fieldIds: [table.fields.Code], where: null, state: 'active' });
+    const handle = expectJobHandle(await postRule(table, { fieldIds: ['Code'] }));
+    expect((await events('job.createUniqueRule.queued', table.tableId)).map((event) => event.category)).toEqual(['schema']);
+    const job = await waitForJob(suite.server, admin(), handle.statusUrl);
+    expect(job).toMatchObject({ jobId: handle.jobId, kind: 'createUniqueRule', state: 'succeeded', result: { ruleId: expect.any(String), schemaVersion: table.schemaVersion + 1 } });
     const schema = await readSchema(table);
     expect(schema.schemaVersion).toBe(table.schemaVersion + 1);
-    expect(schema.uniqueRules).toEqual([rule]);
+    expect(schema.uniqueRules).toHaveLength(1);
+    const rule = UniqueRuleResponse.parse(schema.uniqueRules[0]);
+    expect(rule).toMatchObject({ id: job.result.ruleId, tableId: table.tableId, fieldIds: [table.fields.Code], where: null, state: 'active' });
     expect((await events('rule.create', table.tableId)).map((event) => event.category)).toEqual(['schema']);
     expect((await uniqueIndexes(table)).map((index) => index.name)).toEqual([`u_${rule.id.toLowerCase()}`]);
 
@@ -78,9 +94,9 @@ describe('POST …/unique-rules', () => {
   it('enforces a composite rule (by field ids) on the combination only', async () => {
     const fields: FieldSpec[] = [{ name: 'First', type: 'text', options: { maxLength: 50 } }, { name: 'Born', type: 'date' }];
     const created = await createTable(suite.server, suite.org, fields);
-    const rule = await addRule(created, { fieldIds: [created.fields.First, created.fields.Born] });
-    expect(rule.status, rule.text).toBe(201);
-    const [table, ruleId] = [await refreshSchemaVersion(suite.server, admin(), created), rule.body.id];
+    const rule = await addRule(created, { fieldIds: [created.fields.First!, created.fields.Born!] });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+    const [table, ruleId] = [await refreshSchemaVersion(suite.server, admin(), created), rule.ruleId];
     const row = (First: string, Born: string) => createRow(suite.server, admin(), table, { First, Born });
     expect((await row('Ada', '1815-12-10')).status).toBe(201);
     expect((await row('Ada', '1816-01-01')).status).toBe(201);
@@ -90,7 +106,7 @@ describe('POST …/unique-rules', () => {
     expect(clash.body.error.details).toEqual({ ruleId, fieldIds: [table.fields.First, table.fields.Born], fieldNames: ['First', 'Born'] });
   });
 
-  it('refuses a rule over existing duplicates with 409 listing them, and creates nothing', async () => {
+  it('fails the job over existing duplicates with UNIQUE_CONFLICT listing them, and creates nothing', async () => {
     const table = await createTable(suite.server, suite.org, [CODE]);
     const ids: Record<string, string[]> = {};
     for (const code of ['X', 'Y', 'X', 'Z', 'Z', 'X']) {
@@ -98,10 +114,11 @@ describe('POST …/unique-rules', () => {
       (ids[code] ??= []).push(created.body.row.id);
     }
     const before = await readSchema(table);
-    const response = await addRule(table, { fieldIds: ['Code'] });
-    expectError(response, 409, 'UNIQUE_CONFLICT');
+    const { job } = await addRule(table, { fieldIds: ['Code'] });
+    expect(job).toMatchObject({ kind: 'createUniqueRule', state: 'failed', error: { code: 'UNIQUE_CONFLICT', message: expect.any(String) } });
+    expect(job.result ?? null).toBeNull();
     const codeId = table.fields.Code!;
-    expect(response.body.error.details).toEqual({
+    expect(job.error.details).toEqual({
       fieldIds: [codeId],
       duplicates: [{ rowIds: ids.X, values: { [codeId]: 'X' } }, { rowIds: ids.Z, values: { [codeId]: 'Z' } }],
       truncated: false,
@@ -109,6 +126,7 @@ describe('POST …/unique-rules', () => {
     expect(await readSchema(table)).toEqual(before);
     expect(await uniqueIndexes(table)).toEqual([]);
     expect(await events('rule.create', table.tableId)).toEqual([]);
+    expect(await events('job.createUniqueRule.failed', table.tableId)).toHaveLength(1);
   });
 
   it('enforces a conditional rule only among rows matching its where, as a partial index', async () => {
@@ -144,33 +162,35 @@ describe('POST …/unique-rules', () => {
       CODE, { name: 'Notes', type: 'longText' }, { name: 'Data', type: 'json' }, { name: 'Tags', type: 'multiSelect', options: { choices: ['a'] } },
       { name: 'Wide', type: 'text' }, { name: 'Half', type: 'text', options: { maxLength: 400 } }, { name: 'Other half', type: 'text', options: { maxLength: 400 } },
     ]);
-    const response = await addRule(table, body);
+    const response = await postRule(table, body);
     expectError(response, 422, 'VALIDATION_FAILED');
     expectProblemPaths(response, [path]);
     expect(await readSchema(table)).toMatchObject({ schemaVersion: 1, uniqueRules: [] });
+    expect(await events('job.createUniqueRule.queued', table.tableId)).toEqual([]);
   });
 
   it('accepts text fields that fill the 2600-byte budget exactly, but not the identical rule twice', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Edge', type: 'text', options: { maxLength: 650 } }]);
-    expect((await addRule(table, { fieldIds: ['Edge'] })).status).toBe(201);
-    const again = await addRule(table, { fieldIds: [table.fields.Edge] });
+    expect((await addRule(table, { fieldIds: ['Edge'] })).job.state).toBe('succeeded');
+    const again = await postRule(table, { fieldIds: [table.fields.Edge] });
     expectError(again, 422, 'VALIDATION_FAILED');
     expectProblemPaths(again, [['fieldIds']]);
     expect((await readSchema(table)).uniqueRules).toHaveLength(1);
   });
 
-  it('checks expectedSchemaVersion: stale → 409 SCHEMA_VERSION_CONFLICT, current → 201', async () => {
+  it('checks expectedSchemaVersion: stale → 409 SCHEMA_VERSION_CONFLICT, current → 202 and a job that succeeds', async () => {
     const { table } = await tableWithRule([CODE, { name: 'Other', type: 'integer' }], ['Code']);
-    const stale = await addRule(table, { fieldIds: ['Other'], expectedSchemaVersion: 1 });
+    const stale = await postRule(table, { fieldIds: ['Other'], expectedSchemaVersion: 1 });
     expectError(stale, 409, 'SCHEMA_VERSION_CONFLICT');
     expect(stale.body.error.details).toEqual({ expectedSchemaVersion: 1, currentSchemaVersion: 2 });
-    expect((await addRule(table, { fieldIds: ['Other'], expectedSchemaVersion: 2 })).status).toBe(201);
+    const current = await addRule(table, { fieldIds: ['Other'], expectedSchemaVersion: 2 });
+    expect(current.job).toMatchObject({ state: 'succeeded', result: { ruleId: expect.any(String), schemaVersion: 3 } });
   });
 
   it('is refused to a viewer with 403 FORBIDDEN', async () => {
     const table = await createTable(suite.server, suite.org, [CODE]);
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-    expectError(await addRule(table, { fieldIds: ['Code'] }, viewer.apiKey), 403, 'FORBIDDEN');
+    expectError(await postRule(table, { fieldIds: ['Code'] }, viewer.apiKey), 403, 'FORBIDDEN');
     expect((await readSchema(table)).uniqueRules).toEqual([]);
   });
 
@@ -193,17 +213,34 @@ async function parentAndChild(childFields: FieldSpec[] = [{ name: 'Parent code',
 }
 
 const link = (child: TestTable, parent: TestTable, ruleId: string, fieldIds = ['Parent code']) =>
-  addForeignKey(child, { fieldIds, referencedTableId: parent.tableId, referencedRuleId: ruleId });
+  addKey(child, { fieldIds, referencedTableId: parent.tableId, referencedRuleId: ruleId });
+
+/** Links and expects the job to succeed; the key as GET …/foreign-keys lists it. */
+async function linked(child: TestTable, parent: TestTable, ruleId: string, fieldIds = ['Parent code']) {
+  const { job, foreignKeyId } = await link(child, parent, ruleId, fieldIds);
+  expect(job.state, JSON.stringify(job)).toBe('succeeded');
+  const keys = await suite.server.request('GET', `${child.path}/foreign-keys?limit=100`, { token: admin() });
+  expect(keys.status, keys.text).toBe(200);
+  const key = keys.body.data.find((item: { id: string }) => item.id === foreignKeyId);
+  expect(key, keys.text).toBeDefined();
+  return ForeignKeyResponse.parse(key);
+}
 
 const listForeignKeys = (table: TestTable, query = '') => suite.server.request('GET', `${table.path}/foreign-keys${query}`, { token: admin() });
 
 describe('foreign keys', () => {
-  it('links a field to a unique rule, then refuses orphans and protects referenced rows', async () => {
+  it('links a field to a unique rule (a job, 202), then refuses orphans and protects referenced rows', async () => {
     const { parent, child, ruleId } = await parentAndChild();
     const parentRow = await createRow(suite.server, admin(), parent, { Code: 'P-1' });
-    const response = await link(child, parent, ruleId);
-    expect(response.status, response.text).toBe(201);
-    const key = ForeignKeyResponse.parse(response.body);
+    const handle = expectJobHandle(await postForeignKey(child, { fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId }));
+    expect((await events('job.createForeignKey.queued', child.tableId)).map((event) => event.category)).toEqual(['schema']);
+    const job = await waitForJob(suite.server, admin(), handle.statusUrl);
+    expect(job).toMatchObject({ jobId: handle.jobId, kind: 'createForeignKey', state: 'succeeded', result: { foreignKeyId: expect.any(String), schemaVersion: child.schemaVersion + 1 } });
+    const listed = await listForeignKeys(child);
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.data).toHaveLength(1);
+    const key = ForeignKeyResponse.parse(listed.body.data[0]);
+    expect(key.id).toBe(job.result.foreignKeyId);
     const parentName = (await suite.server.request('GET', parent.path, { token: admin() })).body.name;
     expect(key).toEqual({
       id: key.id, tableId: child.tableId, fieldIds: [child.fields['Parent code']], referencedTableId: parent.tableId, referencedTableName: parentName,
@@ -237,9 +274,9 @@ describe('foreign keys', () => {
     const { parent, child, ruleId } = await parentAndChild([
       { name: 'Parent code', type: 'text', options: { maxLength: 20 } }, { name: 'Backup code', type: 'text', options: { maxLength: 20 } },
     ]);
-    const first = (await link(child, parent, ruleId)).body;
+    const first = await linked(child, parent, ruleId);
     expect(await listForeignKeys(child).then((response) => response.body)).toEqual({ data: [first], nextCursor: null, hasMore: false });
-    const second = (await link(child, parent, ruleId, ['Backup code'])).body;
+    const second = await linked(child, parent, ruleId, ['Backup code']);
 
     const page1 = await listForeignKeys(child, '?limit=1');
     expect(page1.status).toBe(200);
@@ -251,7 +288,7 @@ describe('foreign keys', () => {
 
   it('deletes a key: 200 with a mutationId, foreign-key.delete, orphans allowed again; a second delete is 404', async () => {
     const { parent, child, ruleId } = await parentAndChild();
-    const key = (await link(child, parent, ruleId)).body;
+    const key = await linked(child, parent, ruleId);
     const path = `${child.path}/foreign-keys/${key.id}`;
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
     expectError(await suite.server.request('DELETE', path, { token: viewer.apiKey, idempotencyKey: idempotencyKey() }), 403, 'FORBIDDEN');
@@ -267,18 +304,20 @@ describe('foreign keys', () => {
     expectError(await suite.server.request('DELETE', path, { token: admin(), idempotencyKey: idempotencyKey() }), 404, 'RESOURCE_NOT_FOUND');
   });
 
-  it('refuses existing orphans with 409 listing them, and creates nothing', async () => {
+  it('fails the job over existing orphans with FOREIGN_KEY_CONFLICT listing them, and creates nothing', async () => {
     const { parent, child, ruleId } = await parentAndChild();
     await createRow(suite.server, admin(), parent, { Code: 'P-1' });
     await createRow(suite.server, admin(), child, { 'Parent code': 'P-1' });
     await createRow(suite.server, admin(), child, {});
     const orphan = (await createRow(suite.server, admin(), child, { 'Parent code': 'GONE' })).body.row.id;
-    const response = await link(child, parent, ruleId);
-    expectError(response, 409, 'FOREIGN_KEY_CONFLICT');
+    const { job } = await link(child, parent, ruleId);
+    expect(job).toMatchObject({ kind: 'createForeignKey', state: 'failed', error: { code: 'FOREIGN_KEY_CONFLICT', message: expect.any(String) } });
+    expect(job.result ?? null).toBeNull();
     const fieldId = child.fields['Parent code']!;
-    expect(response.body.error.details).toEqual({ fieldIds: [fieldId], orphans: [{ rowId: orphan, values: { [fieldId]: 'GONE' } }], truncated: false });
+    expect(job.error.details).toEqual({ fieldIds: [fieldId], orphans: [{ rowId: orphan, values: { [fieldId]: 'GONE' } }], truncated: false });
     expect(await readSchema(child)).toMatchObject({ schemaVersion: 1, foreignKeys: [] });
     expect(await events('foreign-key.create', child.tableId)).toEqual([]);
+    expect(await events('job.createForeignKey.failed', child.tableId)).toHaveLength(1);
   });
 
   describe('refuses keys that do not fit with 422', () => {
@@ -298,7 +337,8 @@ describe('foreign keys', () => {
       ['a conditional referenced rule', async ({ parent }) => {
         const table = await createTable(suite.server, suite.org, [CODE, { name: 'Live', type: 'boolean' }], { databaseId: parent.databaseId });
         const rule = await addRule(table, { fieldIds: ['Code'], where: { field: 'Live', op: 'eq', value: true } });
-        return { body: { fieldIds: ['Parent code'], referencedTableId: table.tableId, referencedRuleId: rule.body.id }, path: ['referencedRuleId'] };
+        expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+        return { body: { fieldIds: ['Parent code'], referencedTableId: table.tableId, referencedRuleId: rule.ruleId }, path: ['referencedRuleId'] };
       }],
       ['a rule of another table', async ({ parent }) => {
         const { ruleId: otherRule } = await tableWithRule([CODE], ['Code'], { databaseId: parent.databaseId });
@@ -313,7 +353,7 @@ describe('foreign keys', () => {
     it.each(refusals)('%s', async (_case, refusal) => {
       const setup = await parentAndChild([{ name: 'Parent code', type: 'text', options: { maxLength: 20 } }, { name: 'Amount', type: 'integer' }]);
       const { body, path } = await refusal(setup);
-      const response = await addForeignKey(setup.child, body);
+      const response = await postForeignKey(setup.child, body);
       expectError(response, 422, 'VALIDATION_FAILED');
       expectProblemPaths(response, [path]);
       expect(await readSchema(setup.child)).toMatchObject({ schemaVersion: 1, foreignKeys: [] });
@@ -323,9 +363,8 @@ describe('foreign keys', () => {
   it('lets a table reference its own unique rule', async () => {
     const fields: FieldSpec[] = [CODE, { name: 'Manager', type: 'text', options: { maxLength: 20 } }];
     const { table, ruleId } = await tableWithRule(fields, ['Code']);
-    const response = await addForeignKey(table, { fieldIds: ['Manager'], referencedTableId: table.tableId, referencedRuleId: ruleId });
-    expect(response.status, response.text).toBe(201);
-    expect(ForeignKeyResponse.parse(response.body)).toMatchObject({ tableId: table.tableId, referencedTableId: table.tableId, referencedFieldNames: ['Code'] });
+    const key = await linked(table, table, ruleId, ['Manager']);
+    expect(key).toMatchObject({ tableId: table.tableId, referencedTableId: table.tableId, referencedFieldNames: ['Code'] });
     const current = await refreshSchemaVersion(suite.server, admin(), table);
     expect((await createRow(suite.server, admin(), current, { Code: 'boss' })).status).toBe(201);
     expect((await createRow(suite.server, admin(), current, { Code: 'ada', Manager: 'boss' })).status).toBe(201);

@@ -5,12 +5,11 @@ import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { allRows, mappingOf, preview, reportOf, requestPreview, waitForJob, type PreviewRequest } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
+import { addForeignKey, addUniqueRule, createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
 /** Endpoint 4: what a preview validates and reports, and what the request is refused for before any job exists. */
 const suite = useServerWithOrg();
 const admin = () => suite.org.adminKey;
-const post = (path: string, body: unknown) => suite.server.request('POST', path, { token: admin(), idempotencyKey: idempotencyKey(), body });
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
 async function previewed(table: TestTable, request: PreviewRequest) {
@@ -135,7 +134,7 @@ describe('the error report: every validation class as {line, column, fieldId, co
 
   it('UNIQUE_CONFLICT against existing rows and within the file; empty values are exempt', async () => {
     const created = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }, { name: 'Label', type: 'text' }]);
-    expect((await post(`${created.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    expect((await addUniqueRule(suite.server, admin(), created, { fieldIds: ['Code'] })).job.state).toBe('succeeded');
     const table = await refreshSchemaVersion(suite.server, admin(), created);
     expect((await createRow(suite.server, admin(), table, { Code: 'A' })).status).toBe(201);
     const { job, report } = await previewed(table, { content: 'Code,Label\nA,exists\nB,first\nB,second\n,x\n,y\nC,\nB,third\n', mapping: mappingOf(table, ['Code', 'Label']) });
@@ -151,7 +150,7 @@ describe('the error report: every validation class as {line, column, fieldId, co
 
   it('UNIQUE_CONFLICT of a composite rule only on the whole combination', async () => {
     const created = await createTable(suite.server, suite.org, [{ name: 'First', type: 'text', options: { maxLength: 50 } }, { name: 'Born', type: 'date' }]);
-    expect((await post(`${created.path}/unique-rules`, { fieldIds: ['First', 'Born'] })).status).toBe(201);
+    expect((await addUniqueRule(suite.server, admin(), created, { fieldIds: ['First', 'Born'] })).job.state).toBe('succeeded');
     const table = await refreshSchemaVersion(suite.server, admin(), created);
     const { report } = await previewed(table, { content: 'First,Born\nAda,1815-12-10\nAda,1816-01-01\nAlan,1815-12-10\nAda,1815-12-10\n', mapping: mappingOf(table, ['First', 'Born']) });
     expect(report).toEqual([{ line: 5, column: 'First', fieldId: table.fields.First, code: 'UNIQUE_CONFLICT', message: 'line 2 already has these values of First, Born' }]);
@@ -161,8 +160,8 @@ describe('the error report: every validation class as {line, column, fieldId, co
     const created = await createTable(suite.server, suite.org, [
       { name: 'Code', type: 'text', options: { maxLength: 20 } }, { name: 'Status', type: 'select', options: { choices: ['active', 'inactive'] } },
     ]);
-    const rule = await post(`${created.path}/unique-rules`, { fieldIds: ['Code'], where: { field: 'Status', op: 'eq', value: 'active' } });
-    expect(rule.status, rule.text).toBe(201);
+    const rule = await addUniqueRule(suite.server, admin(), created, { fieldIds: ['Code'], where: { field: 'Status', op: 'eq', value: 'active' } });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const table = await refreshSchemaVersion(suite.server, admin(), created);
     expect((await createRow(suite.server, admin(), table, { Code: 'C', Status: 'active' })).status).toBe(201);
     expect((await createRow(suite.server, admin(), table, { Code: 'E', Status: 'inactive' })).status).toBe(201);
@@ -178,13 +177,13 @@ describe('the error report: every validation class as {line, column, fieldId, co
   it('FOREIGN_KEY_CONFLICT for a value no referenced row holds; empty references are exempt', async () => {
     const databaseId = (await createTable(suite.server, suite.org, [{ name: 'Unused', type: 'text' }])).databaseId;
     const parentCreated = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }], { databaseId });
-    const rule = await post(`${parentCreated.path}/unique-rules`, { fieldIds: ['Code'] });
-    expect(rule.status, rule.text).toBe(201);
+    const rule = await addUniqueRule(suite.server, admin(), parentCreated, { fieldIds: ['Code'] });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const parent = await refreshSchemaVersion(suite.server, admin(), parentCreated);
     expect((await createRow(suite.server, admin(), parent, { Code: 'P1' })).status).toBe(201);
     const childCreated = await createTable(suite.server, suite.org, [{ name: 'Parent', type: 'text', options: { maxLength: 20 } }, { name: 'Amount', type: 'integer' }], { databaseId });
-    const key = await post(`${childCreated.path}/foreign-keys`, { fieldIds: ['Parent'], referencedTableId: parent.tableId, referencedRuleId: rule.body.id });
-    expect(key.status, key.text).toBe(201);
+    const key = await addForeignKey(suite.server, admin(), childCreated, { fieldIds: ['Parent'], referencedTableId: parent.tableId, referencedRuleId: rule.ruleId });
+    expect(key.job.state, JSON.stringify(key.job)).toBe('succeeded');
     const child = await refreshSchemaVersion(suite.server, admin(), childCreated);
     const { job, report } = await previewed(child, { content: 'Parent,Amount\nP1,1\nP2,2\n,3\nP1,4\n', mapping: mappingOf(child, ['Parent', 'Amount']) });
     expect(job.result).toMatchObject({ totalRows: 4, validRows: 3, invalidRows: 1 });

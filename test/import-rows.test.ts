@@ -5,12 +5,11 @@ import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { allRows, importPreviewed, mappingOf, preview, reportOf, requestImport, tableActivity, waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
 /** Import commit: `POST …/imports {previewJobId, expectedSchemaVersion, mode}` appends the previewed rows. */
 const suite = useServerWithOrg();
 const admin = () => suite.org.adminKey;
-const post = (path: string, body: unknown) => suite.server.request('POST', path, { token: admin(), idempotencyKey: idempotencyKey(), body });
 
 const FIELDS: FieldSpec[] = [
   { name: 'Name', type: 'text', required: true },
@@ -140,7 +139,7 @@ describe('POST …/imports, valid-rows-only', () => {
 
   it('validates again at import time: a unique value written since the preview is skipped and reported', async () => {
     const created = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
-    expect((await post(`${created.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    expect((await addUniqueRule(suite.server, admin(), created, { fieldIds: ['Code'] })).job.state).toBe('succeeded');
     const table = await refreshSchemaVersion(suite.server, admin(), created);
     const previewJob = await preview(suite.server, admin(), table, { content: 'Code\nA\nB\nC\n', mapping: mappingOf(table, ['Code']) });
     expect(previewJob.result).toMatchObject({ validRows: 3, invalidRows: 0 });
@@ -157,7 +156,7 @@ describe('POST …/imports, valid-rows-only', () => {
 describe('two imports into one table at once', () => {
   it('each unique value is appended once: the import that meets a value the other appended reports it', async () => {
     const created = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
-    expect((await post(`${created.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    expect((await addUniqueRule(suite.server, admin(), created, { fieldIds: ['Code'] })).job.state).toBe('succeeded');
     const table = await refreshSchemaVersion(suite.server, admin(), created);
     const codes = (from: number) => Array.from({ length: 3_000 }, (_, index) => `C-${from + index}`);
     const [first, second] = await Promise.all([0, 2_000].map((from) => preview(suite.server, admin(), table, { content: `Code\n${codes(from).join('\n')}\n`, mapping: mappingOf(table, ['Code']) })));
@@ -199,7 +198,7 @@ describe('POST …/imports, all-or-nothing', () => {
 
   it('fails and inserts nothing when a row became invalid after the preview (a unique value written since)', async () => {
     const created = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
-    expect((await post(`${created.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    expect((await addUniqueRule(suite.server, admin(), created, { fieldIds: ['Code'] })).job.state).toBe('succeeded');
     const table = await refreshSchemaVersion(suite.server, admin(), created);
     const previewJob = await preview(suite.server, admin(), table, { content: 'Code\nA\nB\nC\n', mapping: mappingOf(table, ['Code']) });
     expect(previewJob.result).toMatchObject({ validRows: 3, invalidRows: 0 });
@@ -275,7 +274,7 @@ describe('POST …/imports: refusals', () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
     const previewJob = await preview(suite.server, admin(), table, { content: 'Code\nA\n', mapping: mappingOf(table, ['Code']) });
     expectError(await requestImport(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only', { expectedSchemaVersion: table.schemaVersion + 1 }), 409, 'SCHEMA_VERSION_CONFLICT');
-    expect((await post(`${table.path}/unique-rules`, { fieldIds: ['Code'] })).status).toBe(201);
+    expect((await addUniqueRule(suite.server, admin(), table, { fieldIds: ['Code'] })).job.state).toBe('succeeded');
     const current = await refreshSchemaVersion(suite.server, admin(), table);
     const response = await requestImport(suite.server, admin(), current, previewJob.jobId, 'valid-rows-only');
     expectError(response, 409, 'SCHEMA_VERSION_CONFLICT');

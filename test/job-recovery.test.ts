@@ -2,11 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { columnOf, historyTableOf, rowsTableOf } from '../src/data/identifiers.ts';
+import { startWorker } from '../src/jobs/worker.ts';
+import { createLogger } from '../src/log.ts';
 import { JobResponse } from '../src/rest/routes/jobs.ts';
-import { idempotencyKey } from './helpers/factories.ts';
 import { allRows, mappingOf, reportOf, requestImport, requestPreview, waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createTable, refreshSchemaVersion } from './helpers/workspace.ts';
+import { addUniqueRule, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
 /**
  * A worker killed mid-job (SIGKILL: no handover, its lease simply runs out) and a second worker that reclaims the
@@ -75,10 +76,22 @@ async function attemptsOf(jobId: string): Promise<number> {
   return job.attempts;
 }
 
+/** Adds a unique rule (a job) with an in-process worker of its own, stopped before the test's workers start. */
+async function addRuleNow(table: TestTable, fieldIds: string[]) {
+  const worker = startWorker(suite.server.prisma, suite.server.config, createLogger('silent'));
+  try {
+    const rule = await addUniqueRule(suite.server, admin(), table, { fieldIds });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+    return rule;
+  } finally {
+    await worker.stop();
+  }
+}
+
 describe('a worker killed mid-job', () => {
   it('a preview resumes on a second worker to the same counts, preview and report as an uninterrupted run', async () => {
     const created = await createTable(suite.server, suite.org, FIELDS);
-    expect((await suite.server.request('POST', `${created.path}/unique-rules`, { token: admin(), idempotencyKey: idempotencyKey(), body: { fieldIds: ['Code'] } })).status).toBe(201);
+    await addRuleNow(created, ['Code']);
     const table = await refreshSchemaVersion(suite.server, admin(), created);
     const request = { content: csvOf(60_000), fileName: 'big.csv', mapping: mappingOf(table, ['Name', 'Code', 'Age']) };
 

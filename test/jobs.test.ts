@@ -2,6 +2,9 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
+import { sqlPoolOf } from '../src/db/prisma.ts';
+import { JOB_HANDLERS } from '../src/jobs/registry.ts';
+import { startJobRunner } from '../src/jobs/runner.ts';
 import { startWorker } from '../src/jobs/worker.ts';
 import { createLogger } from '../src/log.ts';
 import { JobResponse } from '../src/rest/routes/jobs.ts';
@@ -11,7 +14,7 @@ import { addMember, createOrg, type TestOrg } from './helpers/factories.ts';
 import { controlJob, importPreviewed, mappingOf, reportOf, requestImport, requestPreview, tableActivity, waitForJob } from './helpers/jobs.ts';
 import type { TestServer } from './helpers/server.ts';
 import { useServerWithOrg, type Suite } from './helpers/suite.ts';
-import { createTable, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createTable, type TestTable } from './helpers/workspace.ts';
 
 /** The jobs API: status, list, cancel, retry, artifacts, and the activity events of each job. */
 const JobPage = Page(JobResponse);
@@ -251,6 +254,26 @@ describe('without a worker (jobs stay queued)', () => {
     }
   }
 
+  /**
+   * Adds a unique rule (a schema-change job) with a runner of its own that claims only createUniqueRule jobs, so
+   * the rule reaches its cutover while the jobs queued before it stay queued.
+   */
+  async function addRuleAhead(table: TestTable, fieldIds: string[], key: string) {
+    const { config } = suite.server;
+    const runner = startJobRunner({
+      pool: sqlPoolOf(suite.server.prisma), prisma: suite.server.prisma, config, log: createLogger('silent'),
+      handlers: JOB_HANDLERS.filter((handler) => handler.kind === 'createUniqueRule'),
+      concurrency: 1, leaseSeconds: config.JOB_LEASE_SECONDS, pollMs: config.JOB_POLL_MS,
+    });
+    try {
+      const rule = await addUniqueRule(suite.server, admin(), table, { fieldIds }, key);
+      expect(rule.job, JSON.stringify(rule.job)).toMatchObject({ state: 'succeeded', result: { schemaVersion: table.schemaVersion + 1 } });
+      return rule;
+    } finally {
+      await runner.stop();
+    }
+  }
+
   it('cancels a queued job at once: cancelled, finishedAt set, event job.previewImportRows.cancelled; a second cancel is 409', async () => {
     const table = await peopleTable(suite);
     const handle = await accept(suite.server, admin(), table, CLEAN, 'waiting.csv');
@@ -310,8 +333,8 @@ describe('without a worker (jobs stay queued)', () => {
   it('a preview whose table changed between accept and run fails with SCHEMA_VERSION_CONFLICT', async () => {
     const table = await peopleTable(suite);
     const handle = await accept(suite.server, admin(), table, CLEAN, 'late.csv');
-    const rule = await suite.server.request('POST', `${table.path}/unique-rules`, { token: admin(), idempotencyKey: `rule-${handle.jobId}`, body: { fieldIds: ['Age'] } });
-    expect(rule.status, rule.text).toBe(201);
+    await addRuleAhead(table, ['Age'], `rule-${handle.jobId}`);
+    expect((await statusOf(suite.server, admin(), suite.org.orgId, handle.jobId)).state).toBe('queued');
     const job = await withWorker(() => waitForJob(suite.server, admin(), handle.statusUrl));
     expect(job).toMatchObject({
       state: 'failed', result: null, artifacts: [],
@@ -328,8 +351,8 @@ describe('without a worker (jobs stay queued)', () => {
     const previewed = await withWorker(async () => waitForJob(suite.server, admin(), (await accept(suite.server, admin(), table, CLEAN)).statusUrl));
     const handle = await requestImport(suite.server, admin(), table, previewed.jobId, 'valid-rows-only');
     expect(handle.status, handle.text).toBe(202);
-    const rule = await suite.server.request('POST', `${table.path}/unique-rules`, { token: admin(), idempotencyKey: `rule-${handle.body.jobId}`, body: { fieldIds: ['Age'] } });
-    expect(rule.status, rule.text).toBe(201);
+    await addRuleAhead(table, ['Age'], `rule-${handle.body.jobId}`);
+    expect((await statusOf(suite.server, admin(), suite.org.orgId, handle.body.jobId)).state).toBe('queued');
     const job = await withWorker(() => waitForJob(suite.server, admin(), handle.body.statusUrl));
     expect(job).toMatchObject({ state: 'failed', error: { code: 'SCHEMA_VERSION_CONFLICT' } });
     expect((await suite.server.request('GET', `${table.path}/rows`, { token: admin() })).body.data).toEqual([]);

@@ -5,7 +5,7 @@ import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { waitForJob } from './helpers/jobs.ts';
 import { signIn, withPassword } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
+import { addForeignKey, addUniqueRule, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
 const suite = useServerWithOrg();
 
@@ -44,10 +44,11 @@ function sampleWorkspace(): Promise<Workspace> {
     const { server, org } = suite;
     const parent = await createTable(server, org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
     const child = await createTable(server, org, [{ name: 'Parent code', type: 'text', options: { maxLength: 20 } }], { databaseId: parent.databaseId });
-    const rule = await server.request('POST', `${parent.path}/unique-rules`, { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { fieldIds: ['Code'] } });
+    const rule = await addUniqueRule(server, org.adminKey, parent, { fieldIds: ['Code'] });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const refreshed = await refreshSchemaVersion(server, org.adminKey, parent);
     const row = await createRow(server, org.adminKey, refreshed, { Code: 'A-1' });
-    return { parent: refreshed, child, ruleId: rule.body.id, rowId: row.body.row.id };
+    return { parent: refreshed, child, ruleId: rule.ruleId, rowId: row.body.row.id };
   })();
   return workspace;
 }
@@ -55,9 +56,29 @@ function sampleWorkspace(): Promise<Workspace> {
 const admin = () => ({ token: suite.org.adminKey });
 const write = (body?: unknown) => ({ token: suite.org.adminKey, idempotencyKey: idempotencyKey(), ...(body === undefined ? {} : { body }) });
 
-async function addForeignKey(): Promise<{ status: number; body: any }> {
+/**
+ * A rule or key request answers 202 with a job handle; the sample waits for the job to succeed (so that the table
+ * is free for the next schema change) and returns the 202 answer itself.
+ */
+async function settled(accepted: { status: number; body: any }): Promise<{ status: number; body: any }> {
+  if (accepted.status === 202) {
+    const job = await waitForJob(suite.server, suite.org.adminKey, accepted.body.statusUrl);
+    expect(job.state, JSON.stringify(job)).toBe('succeeded');
+  }
+  return accepted;
+}
+
+async function requestForeignKey(): Promise<{ status: number; body: any }> {
   const { parent, child, ruleId } = await sampleWorkspace();
-  return suite.server.request('POST', `${child.path}/foreign-keys`, write({ fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId }));
+  return settled(await suite.server.request('POST', `${child.path}/foreign-keys`, write({ fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId })));
+}
+
+/** A foreign key of the child table, its job finished: the key's id. */
+async function linkedForeignKey(): Promise<string> {
+  const { parent, child, ruleId } = await sampleWorkspace();
+  const key = await addForeignKey(suite.server, suite.org.adminKey, child, { fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId });
+  expect(key.job.state, JSON.stringify(key.job)).toBe('succeeded');
+  return key.foreignKeyId;
 }
 
 async function addView(): Promise<{ status: number; body: any }> {
@@ -152,19 +173,19 @@ describe('real responses match the documented schemas', () => {
       suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/tables`, admin()),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}': async () => suite.server.request('GET', (await sampleWorkspace()).parent.path, admin()),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/schema': async () => {
-      await addForeignKey();
+      await linkedForeignKey();
       return suite.server.request('GET', `${(await sampleWorkspace()).child.path}/schema`, admin());
     },
-    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules': async () =>
-      suite.server.request('POST', `${(await sampleWorkspace()).child.path}/unique-rules`, write({ fieldIds: ['Parent code'], where: { field: 'Parent code', op: 'prefix', value: 'X' } })),
-    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys': addForeignKey,
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules': async () => settled(await suite.server.request('POST',
+      `${(await sampleWorkspace()).child.path}/unique-rules`, write({ fieldIds: ['Parent code'], where: { field: 'Parent code', op: 'prefix', value: 'X' } }))),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys': requestForeignKey,
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys': async () => {
-      await addForeignKey();
+      await linkedForeignKey();
       return suite.server.request('GET', `${(await sampleWorkspace()).child.path}/foreign-keys`, admin());
     },
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys/{foreignKeyId}': async () => {
-      const created = await addForeignKey();
-      return suite.server.request('DELETE', `${(await sampleWorkspace()).child.path}/foreign-keys/${created.body.id}`, write());
+      const foreignKeyId = await linkedForeignKey();
+      return suite.server.request('DELETE', `${(await sampleWorkspace()).child.path}/foreign-keys/${foreignKeyId}`, write());
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows': async () =>
       createRow(suite.server, suite.org.adminKey, (await sampleWorkspace()).parent, { Code: 'A-2' }),

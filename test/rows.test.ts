@@ -5,7 +5,7 @@ import { HistoryEntryResponse, RowDeletionResponse, RowMutationResponse, RowResp
 import { expectError, expectProblemPaths, expectTimestamp } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createDatabase, createRow, createTable, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createDatabase, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
 /** The row lifecycle over REST: create (with idempotency), cell history, update, delete, and their activity events. */
 const suite = useServerWithOrg();
@@ -132,10 +132,8 @@ describe('POST …/rows (create row, spec 4.8)', () => {
 
   it('answers 409 SCHEMA_VERSION_CONFLICT when a unique rule moved the schema on since the client read it', async () => {
     const table = await peopleTable();
-    const rule = await suite.server.request('POST', `${table.path}/unique-rules`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { fieldIds: [table.fields.Age] },
-    });
-    expect(rule.status, rule.text).toBe(201);
+    const rule = await addUniqueRule(suite.server, admin(), table, { fieldIds: [table.fields.Age] });
+    expect(rule.job, JSON.stringify(rule.job)).toMatchObject({ state: 'succeeded', result: { schemaVersion: 2 } });
     const stale = await createRow(suite.server, admin(), table, { Name: 'Late' });
     expectError(stale, 409, 'SCHEMA_VERSION_CONFLICT');
     expect(stale.body.error.details).toEqual({ expectedSchemaVersion: 1, currentSchemaVersion: 2 });

@@ -8,7 +8,7 @@ import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { allRows, controlJob, tableActivity, waitForJob } from './helpers/jobs.ts';
 import type { ApiResponse } from './helpers/server.ts';
 import { useServerWithOrg, type Suite } from './helpers/suite.ts';
-import { createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
 /**
  * Endpoint 5 (spec 4.7): every change kind end to end through its job, the refusals made before any job exists, and
@@ -384,17 +384,19 @@ describe('refusals before any job', () => {
 
   it('422 for deleting or converting a field used by a unique rule, and for deleting the last field', async () => {
     const table0 = await api.create([TEXT('Code'), TEXT('Name')]);
-    const rule = await suite.server.request('POST', `${table0.path}/unique-rules`, { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { fieldIds: ['Code'] } });
-    expect(rule.status, rule.text).toBe(201);
+    const rule = await addUniqueRule(suite.server, suite.org.adminKey, table0, { fieldIds: ['Code'] });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const table = await refreshSchemaVersion(suite.server, suite.org.adminKey, table0);
     const deleting = await api.apply(table, { kind: 'delete_field', fieldId: table.fields.Code });
     await expectRefused(suite, deleting, [['change', 'fieldId']]);
-    expect(deleting.body.error.details.problems[0].message).toContain(rule.body.id);
+    expect(deleting.body.error.details.problems[0].message).toContain(rule.ruleId);
     await expectRefused(suite, await api.apply(table, { kind: 'convert_field', fieldId: table.fields.Code, type: 'integer' }), [['change', 'fieldId']]);
 
     const single = await api.create([TEXT('Only')]);
     await expectRefused(suite, await api.apply(single, { kind: 'delete_field', fieldId: single.fields.Only }), [['change', 'fieldId']]);
-    expect(await jobsOfTable(suite, table) + await jobsOfTable(suite, single)).toBe(0);
+    // The rule's own createUniqueRule job, and none for the refusals.
+    expect(await jobsOfTable(suite, table)).toBe(1);
+    expect(await jobsOfTable(suite, single)).toBe(0);
   });
 
   it('422 for an unsupported conversion pair and for onUnconvertible empty on a required field', async () => {
@@ -468,7 +470,7 @@ describe('one change per table at a time (no worker: jobs stay queued)', () => {
     const second = await api.apply(table, { kind: 'delete_field', fieldId: table.fields.Code }, { key: secondKey });
     expectError(second, 409, 'SCHEMA_MAINTENANCE');
     expect(second.headers.get('retry-after')).toBe('1');
-    // Unique rules and foreign keys share the table's turn, through endpoint 5 and the synchronous endpoint alike.
+    // Unique rules and foreign keys share the table's turn, through endpoint 5 and their own endpoint alike.
     expectError(await api.apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }), 409, 'SCHEMA_MAINTENANCE');
     expectError(await suite.server.request('POST', `${table.path}/unique-rules`, { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { fieldIds: ['Code'] } }),
       409, 'SCHEMA_MAINTENANCE');

@@ -44,8 +44,3 @@ export function selectOrphans(
      LIMIT ${params.add(limit, 'int')}`;
   return { sql, params: params.values };
 }
-
-/** SHARE mode blocks row writes (not reads) until commit, so a duplicate or orphan check cannot go stale. */
-export function lockRowsAgainstWrites(databaseId: string, tableIds: readonly string[]): Statement {
-  return { sql: `LOCK TABLE ${tableIds.map((tableId) => rowsTableOf(databaseId, tableId)).join(', ')} IN SHARE MODE`, params: [] };
-}

@@ -1,6 +1,6 @@
 import { typeSpecOf, type FieldDefinition, type FieldOptions } from './field-types.ts';
 import {
-  columnOf, foreignKeyConstraintOf, historyTableOf, rowsTableOf, schemaOf, sequenceOf, uniqueIndexOf,
+  columnOf, foreignKeyConstraintOf, historyTableOf, rowsTableOf, schemaOf, sequenceOf,
 } from './identifiers.ts';
 import type { Statement } from './sql.ts';
 
@@ -61,25 +61,6 @@ export function createTable(databaseId: string, tableId: string, fields: readonl
     changed_at timestamptz(3) NOT NULL,
     PRIMARY KEY (row_id, version, field_id))`);
   return [...sequences, rows, history];
-}
-
-/** A unique rule as a unique index; with a predicate (already literal SQL, see quoteLiterals) a partial one. */
-export function createUniqueIndex(databaseId: string, tableId: string, ruleId: string, fieldIds: readonly string[], predicate?: string): Statement {
-  const where = predicate ? ` WHERE ${predicate}` : '';
-  return plain(`CREATE UNIQUE INDEX ${uniqueIndexOf(ruleId)} ON ${rowsTableOf(databaseId, tableId)} (${fieldIds.map(columnOf).join(', ')})${where}`);
-}
-
-/**
- * A real PostgreSQL foreign key. NO ACTION: deleting or changing a referenced row that is still referenced fails
- * (FOREIGN_KEY_CONFLICT) instead of silently cascading through someone else's table.
- */
-export function addForeignKey(
-  databaseId: string,
-  key: { id: string; tableId: string; fieldIds: readonly string[]; referencedTableId: string; referencedFieldIds: readonly string[] },
-): Statement {
-  return plain(`ALTER TABLE ${rowsTableOf(databaseId, key.tableId)} ADD CONSTRAINT ${foreignKeyConstraintOf(key.id)}`
-    + ` FOREIGN KEY (${key.fieldIds.map(columnOf).join(', ')})`
-    + ` REFERENCES ${rowsTableOf(databaseId, key.referencedTableId)} (${key.referencedFieldIds.map(columnOf).join(', ')})`);
 }
 
 export function dropForeignKey(databaseId: string, tableId: string, foreignKeyId: string): Statement {

@@ -15,6 +15,7 @@ import './tables/rows.ts';
 import './tables/row-pages.ts';
 import './tables/unique-rules.ts';
 import './tables/foreign-keys.ts';
+import './tables/constraint-jobs.ts';
 import './views/operations.ts';
 import './backup-schedule.ts';
 import './activity-feed.ts';

@@ -21,7 +21,6 @@ export const ApplySchemaChangeBody = z.strictObject({
   expectedSchemaVersion: SchemaVersion,
   change: SchemaChange,
 });
-type ApplySchemaChangeBody = z.infer<typeof ApplySchemaChangeBody>;
 
 const ApplySchemaChangeInput = builder.inputType('ApplySchemaChangeInput', {
   fields: (t) => ({
@@ -36,7 +35,7 @@ const ApplySchemaChangeInput = builder.inputType('ApplySchemaChangeInput', {
   validate: ApplySchemaChangeBody,
 });
 
-function describe(schema: TableSchema, change: PlannedChange): string {
+function describe(schema: TableSchema, change: PlannedChange, referencedTableName?: string): string {
   const name = (fieldId: string) => schema.fieldsById.get(fieldId)?.name ?? fieldId;
   switch (change.kind) {
     case 'add_field': return `Add field ${change.field.name} (${change.field.type})`;
@@ -46,53 +45,72 @@ function describe(schema: TableSchema, change: PlannedChange): string {
     case 'delete_field': return `Delete field ${name(change.fieldId)}`;
     case 'reorder_fields': return 'Reorder fields';
     case 'add_unique_rule': return `Create a unique rule on ${change.fieldIds.map(name).join(', ')}`;
-    case 'add_foreign_key': return `Link ${change.fieldIds.map(name).join(', ')} to another table`;
+    case 'add_foreign_key': return `Link ${change.fieldIds.map(name).join(', ')} to ${referencedTableName ?? 'another table'}`;
   }
 }
 
-/** Rules and keys are checked by the same code as their synchronous endpoints (422 / 409 before any job). */
-async function planConstraint(tx: TransactionClient, context: Context, schema: TableSchema, change: Extract<SchemaChange, { kind: 'add_unique_rule' | 'add_foreign_key' }>): Promise<PlannedChange> {
-  const inChange = <T>(work: () => T): T => {
-    try {
-      return work();
-    } catch (error) {
-      throw underChange(error);
-    }
-  };
+type ConstraintChange = Extract<SchemaChange, { kind: 'add_unique_rule' | 'add_foreign_key' }>;
+
+/**
+ * Rules and keys are checked by the rules' own code (src/graph/tables): 422 before any job. `problemsUnder` moves
+ * their problem paths under `change` for endpoint 5, whose body nests them there.
+ */
+async function planConstraint(tx: TransactionClient, context: Context, schema: TableSchema, change: ConstraintChange, problemsUnder: string | null): Promise<PlannedChange> {
+  const relocate = (error: unknown) => (problemsUnder ? nestProblems(error, problemsUnder) : error);
   if (change.kind === 'add_unique_rule') {
-    const fields = inChange(() => checkRule(schema, { fieldIds: change.fieldIds, where: change.where }));
+    let fields;
+    try {
+      fields = checkRule(schema, { fieldIds: change.fieldIds, where: change.where });
+    } catch (error) {
+      throw relocate(error);
+    }
     return { kind: 'add_unique_rule', ruleId: newId(), fieldIds: fields.map((field) => field.id), where: change.where ?? null };
   }
   const body = { fieldIds: change.fieldIds, referencedTableId: change.referencedTableId, referencedRuleId: change.referencedRuleId };
-  const ends = await resolveEndpoints(context, tx, schema, body).catch((error: unknown) => { throw underChange(error); });
+  const ends = await resolveEndpoints(context, tx, schema, body).catch((error: unknown) => { throw relocate(error); });
   return {
     kind: 'add_foreign_key', foreignKeyId: newId(), fieldIds: ends.fields.map((field) => field.id), referencedTableId: ends.referenced.tableId,
     referencedRuleId: change.referencedRuleId, referencedFieldIds: ends.referencedFields.map((field) => field.id),
   };
 }
 
-/** The rules' own problems name body paths; under endpoint 5 they sit inside `change`. */
-function underChange(error: unknown): unknown {
+function nestProblems(error: unknown, under: string): unknown {
   if (!(error instanceof DomainError) || error.code !== 'VALIDATION_FAILED') return error;
   const details = error.details as { problems?: FieldProblem[] } | undefined;
-  return validationFailed((details?.problems ?? []).map((problem) => ({ ...problem, path: ['change', ...problem.path] })), error.message);
+  return validationFailed((details?.problems ?? []).map((problem) => ({ ...problem, path: [under, ...problem.path] })), error.message);
 }
 
-async function applySchemaChange(tx: TransactionClient, context: Context, address: TableAddress, body: ApplySchemaChangeBody): Promise<JobHandleShape> {
+export interface SchemaChangeRequest {
+  /** The version the change was written against; absent, the table's current version (rule and key endpoints). */
+  expectedSchemaVersion: number | undefined;
+  change: SchemaChange;
+  /** Where the change sits in the request body, for problem paths (`change` on endpoint 5; top level elsewhere). */
+  problemsUnder: string | null;
+}
+
+/**
+ * Checks a schema change against the table (409 for a stale version, 422 for a change that does not fit) and
+ * enqueues its job in the request's transaction; one change per table at a time (409 SCHEMA_MAINTENANCE).
+ */
+export async function enqueueSchemaChange(tx: TransactionClient, context: Context, address: TableAddress, request: SchemaChangeRequest): Promise<JobHandleShape> {
   const schema = await currentSchema(context, address);
-  if (schema.schemaVersion !== body.expectedSchemaVersion) throw schemaVersionConflict(body.expectedSchemaVersion, schema.schemaVersion);
+  const expectedSchemaVersion = request.expectedSchemaVersion ?? schema.schemaVersion;
+  if (schema.schemaVersion !== expectedSchemaVersion) throw schemaVersionConflict(expectedSchemaVersion, schema.schemaVersion);
   let change: PlannedChange;
-  if (body.change.kind === 'add_unique_rule' || body.change.kind === 'add_foreign_key') {
-    change = await planConstraint(tx, context, schema, body.change);
+  if (request.change.kind === 'add_unique_rule' || request.change.kind === 'add_foreign_key') {
+    change = await planConstraint(tx, context, schema, request.change, request.problemsUnder);
   } else {
-    const planned = planChange(schema, body.change, newId());
+    const planned = planChange(schema, request.change, newId());
     if (planned.problems.length > 0) throw validationFailed(planned.problems, 'The schema change does not fit the table.');
     change = planned.change;
   }
-  const summary = describe(schema, change);
+  const referenced = change.kind === 'add_foreign_key'
+    ? await tx.dataTable.findUnique({ where: { id: change.referencedTableId }, select: { name: true } })
+    : null;
+  const summary = describe(schema, change, referenced?.name);
   return enqueueJob(tx, requireCaller(context), {
     kind: CHANGE_JOBS[change.kind].kind, category: 'schema', ...address, serialKey: `schema:${address.tableId}`, summary: `Queued: ${summary}`,
-    payload: { ...address, expectedSchemaVersion: body.expectedSchemaVersion, change, summary },
+    payload: { ...address, expectedSchemaVersion, change, summary },
   });
 }
 
@@ -106,7 +124,7 @@ builder.mutationFields((t) => ({
       const body = ApplySchemaChangeBody.parse(args.input);
       const address = addressOf(args);
       return idempotent(context, { operation: 'applySchemaChange', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
-        applySchemaChange(tx, context, address, body));
+        enqueueSchemaChange(tx, context, address, { expectedSchemaVersion: body.expectedSchemaVersion, change: body.change, problemsUnder: 'change' }));
     },
   }),
 }));

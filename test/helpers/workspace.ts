@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { idempotencyKey, type TestOrg } from './factories.ts';
-import type { TestServer } from './server.ts';
+import { waitForJob } from './jobs.ts';
+import type { ApiResponse, TestServer } from './server.ts';
 
 /** Factories for databases, tables and rows, through the public REST API (what a client would do). */
 export interface TestTable {
@@ -57,4 +58,25 @@ export async function refreshSchemaVersion(server: TestServer, token: string, ta
 
 export function createRow(server: TestServer, token: string, table: TestTable, values: Record<string, unknown>, key = idempotencyKey()) {
   return server.request('POST', `${table.path}/rows`, { token, idempotencyKey: key, body: { expectedSchemaVersion: table.schemaVersion, values } });
+}
+
+async function finishedJob(server: TestServer, token: string, accepted: ApiResponse): Promise<any> {
+  expect(accepted.status, accepted.text).toBe(202);
+  return waitForJob(server, token, accepted.body.statusUrl);
+}
+
+/** Adds a unique rule (a job, 202) and waits for it: the terminal job, and when it succeeded the rule id and the table at its new version. */
+export async function addUniqueRule(server: TestServer, token: string, table: TestTable, body: Record<string, unknown>, key = idempotencyKey()) {
+  const accepted = await server.request('POST', `${table.path}/unique-rules`, { token, idempotencyKey: key, body });
+  const job = await finishedJob(server, token, accepted);
+  const ruleId: string = job.result?.ruleId;
+  return { job, ruleId, table: job.state === 'succeeded' ? { ...table, schemaVersion: job.result.schemaVersion as number } : table };
+}
+
+/** Adds a foreign key (a job, 202) and waits for it, like addUniqueRule. */
+export async function addForeignKey(server: TestServer, token: string, table: TestTable, body: Record<string, unknown>, key = idempotencyKey()) {
+  const accepted = await server.request('POST', `${table.path}/foreign-keys`, { token, idempotencyKey: key, body });
+  const job = await finishedJob(server, token, accepted);
+  const foreignKeyId: string = job.result?.foreignKeyId;
+  return { job, foreignKeyId, table: job.state === 'succeeded' ? { ...table, schemaVersion: job.result.schemaVersion as number } : table };
 }

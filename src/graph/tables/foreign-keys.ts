@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { lockRowsAgainstWrites, selectOrphans } from '../../data/constraints.ts';
-import { addForeignKey, dropForeignKey } from '../../data/ddl.ts';
+import { dropForeignKey } from '../../data/ddl.ts';
 import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
 import type { Statement } from '../../data/sql.ts';
-import { DomainError, notFound, validationFailed, type FieldProblem } from '../../errors.ts';
+import { notFound, validationFailed, type FieldProblem } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { recordActivity } from '../activity.ts';
 import type { Caller } from '../auth/caller.ts';
@@ -17,7 +16,7 @@ import { idempotent } from '../idempotency.ts';
 import { pageOf, pageRef } from '../pages.ts';
 import type { TableAddress, TableSchema } from './loader.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
-import { bumpSchemaVersion, currentSchema, ForeignKey, lockTableForSchemaChange, toForeignKeyShape, type ForeignKeyShape } from './schema.ts';
+import { bumpSchemaVersion, currentSchema, ForeignKey, lockTableForSchemaChange, toForeignKeyShape } from './schema.ts';
 import { FieldReferences, resolveKeyFields } from './unique-rules.ts';
 
 /**
@@ -25,7 +24,6 @@ import { FieldReferences, resolveKeyFields } from './unique-rules.ts';
  * table in the same database. Deleting or changing a referenced row that is still referenced is refused.
  */
 export const MAX_FOREIGN_KEYS_PER_TABLE = 50;
-const REPORTED_ORPHANS = 20;
 
 export const CreateForeignKeyBody = z.strictObject({
   fieldIds: FieldReferences,
@@ -37,7 +35,7 @@ type CreateForeignKeyBody = z.infer<typeof CreateForeignKeyBody>;
 
 export type ForeignKeyDeletionShape = { id: string; deleted: boolean; mutationId: string };
 
-const CreateForeignKeyInput = builder.inputType('CreateForeignKeyInput', {
+export const CreateForeignKeyInput = builder.inputType('CreateForeignKeyInput', {
   fields: (t) => ({
     fieldIds: t.stringList({ required: true, description: 'Field ids or exact field names of this table, in the order of the rule’s fields.' }),
     referencedTableId: t.id({ required: true }),
@@ -95,46 +93,6 @@ export async function resolveEndpoints(context: Context, tx: TransactionClient, 
   return { fields, referenced, referencedFields };
 }
 
-async function refuseOrphans(tx: TransactionClient, schema: TableSchema, ends: Endpoints): Promise<void> {
-  const orphans = await exec(tx, selectOrphans(schema.databaseId, {
-    tableId: schema.tableId, fields: ends.fields, referencedTableId: ends.referenced.tableId, referencedFields: ends.referencedFields,
-  }, REPORTED_ORPHANS));
-  if (orphans.length === 0) return;
-  throw new DomainError('FOREIGN_KEY_CONFLICT', 'Existing rows hold values that the referenced table does not have; fix them first.', {
-    details: {
-      fieldIds: ends.fields.map((field) => field.id),
-      orphans: orphans.map((orphan) => ({
-        rowId: orphan.id,
-        values: Object.fromEntries(ends.fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(orphan[`c${index}`] as string)])),
-      })),
-      truncated: orphans.length === REPORTED_ORPHANS,
-    },
-  });
-}
-
-async function createForeignKey(context: Context, tx: TransactionClient, caller: Caller, address: TableAddress, body: CreateForeignKeyBody): Promise<ForeignKeyShape> {
-  const schemaVersion = await lockTableForSchemaChange(tx, address, body.expectedSchemaVersion);
-  const schema = await context.schemas.get(tx, { id: address.tableId, orgId: address.orgId, databaseId: address.databaseId, schemaVersion });
-  const ends = await resolveEndpoints(context, tx, schema, body);
-  await exec(tx, lockRowsAgainstWrites(schema.databaseId, [...new Set([schema.tableId, ends.referenced.tableId])]));
-  await refuseOrphans(tx, schema, ends);
-  const id = newId();
-  const fieldIds = ends.fields.map((field) => field.id);
-  const referencedFieldIds = ends.referencedFields.map((field) => field.id);
-  await exec(tx, addForeignKey(schema.databaseId, { id, tableId: schema.tableId, fieldIds, referencedTableId: ends.referenced.tableId, referencedFieldIds }));
-  await tx.foreignKey.create({ data: { id, tableId: schema.tableId, fieldIds, referencedTableId: ends.referenced.tableId, referencedRuleId: body.referencedRuleId } });
-  await bumpSchemaVersion(tx, schema.tableId);
-  const [referencedName] = await tx.$queryRaw<{ name: string }[]>`SELECT name FROM data_tables WHERE id = ${ends.referenced.tableId}`;
-  await recordActivity(tx, caller, {
-    orgId: address.orgId, category: 'schema', event: 'foreign-key.create', databaseId: address.databaseId, tableId: address.tableId,
-    summary: `Linked ${ends.fields.map((field) => field.name).join(', ')} to ${referencedName!.name}`,
-  });
-  return toForeignKeyShape({
-    id, tableId: schema.tableId, fieldIds, referencedTableId: ends.referenced.tableId, referencedTableName: referencedName!.name,
-    referencedRuleId: body.referencedRuleId, referencedFieldIds, referencedFieldNames: ends.referencedFields.map((field) => field.name), state: 'active',
-  });
-}
-
 async function deleteForeignKey(tx: TransactionClient, caller: Caller, address: TableAddress, foreignKeyId: string): Promise<ForeignKeyDeletionShape> {
   await lockTableForSchemaChange(tx, address);
   const key = await tx.foreignKey.findFirst({ where: { id: foreignKeyId, tableId: address.tableId } });
@@ -171,19 +129,6 @@ builder.queryFields((t) => ({
 }));
 
 builder.mutationFields((t) => ({
-  createForeignKey: t.field({
-    type: ForeignKey,
-    description: 'Links fields to an unconditional unique rule of a table in the same database (event `foreign-key.create`). '
-      + 'Existing orphans → 409 FOREIGN_KEY_CONFLICT listing them. Bumps schemaVersion.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateForeignKeyInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'schema:manage' }),
-    resolve: (_root, args, context) => {
-      const body = CreateForeignKeyBody.parse(args.input);
-      const address = addressOf(args);
-      return idempotent(context, { operation: 'createForeignKey', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
-        createForeignKey(context, tx, requireCaller(context), address, body));
-    },
-  }),
   deleteForeignKey: t.field({
     type: ForeignKeyDeletion,
     description: 'Removes a foreign key (event `foreign-key.delete`). Bumps schemaVersion.',

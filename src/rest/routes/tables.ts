@@ -9,6 +9,7 @@ import {
   ListForeignKeysDocument, ListTablesDocument,
 } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
+import { JobHandleResponse } from './jobs.ts';
 import { Page, PageQuery } from './pages.ts';
 
 export const FieldResponse = z.strictObject({
@@ -119,28 +120,28 @@ export const tableRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules',
-    summary: 'Add a unique rule (conditional with `where`)',
+    summary: 'Add a unique rule (conditional with `where`), built online as a job',
     tags: ['tables'],
     operation: CreateUniqueRuleDocument,
     params: TablePath,
     query: z.strictObject({}),
     body: CreateUniqueRuleBody,
     idempotent: true,
-    successStatus: 201,
-    response: UniqueRuleResponse,
+    successStatus: 202,
+    response: JobHandleResponse,
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys',
-    summary: 'Add a foreign key to an unconditional unique rule in the same database',
+    summary: 'Add a foreign key to an unconditional unique rule in the same database, validated online as a job',
     tags: ['tables'],
     operation: CreateForeignKeyDocument,
     params: TablePath,
     query: z.strictObject({}),
     body: CreateForeignKeyBody,
     idempotent: true,
-    successStatus: 201,
-    response: ForeignKeyResponse,
+    successStatus: 202,
+    response: JobHandleResponse,
   }),
   defineRoute({
     method: 'GET',
