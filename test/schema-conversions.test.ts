@@ -4,7 +4,7 @@ import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { JobResponse } from '../src/rest/routes/jobs.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { allRows, tableActivity } from './helpers/jobs.ts';
-import { schemaChangeApi } from './helpers/schema-changes.ts';
+import { conversionLeftovers, NO_LEFTOVERS, schemaChangeApi } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type FieldSpec, type TestTable } from './helpers/workspace.ts';
 
@@ -47,20 +47,8 @@ async function unconvertibleReport(job: ReturnType<typeof JobResponse.parse>): P
   return response.text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line));
 }
 
-/** Shadow columns, conversion triggers and side tables left by conversions (none once a job has ended). */
-async function leftovers(table: TestTable): Promise<{ columns: string[]; triggers: string[]; functions: string[]; sideTables: string[] }> {
-  const [row] = await suite.server.prisma.$queryRaw<{ columns: string[]; triggers: string[]; functions: string[]; sideTables: string[] }[]>`
-    SELECT
-      ARRAY(SELECT column_name::text FROM information_schema.columns
-             WHERE table_schema = ${`d_${table.databaseId.toLowerCase()}`} AND table_name = ${`t_${table.tableId.toLowerCase()}`}
-               AND column_name LIKE 'x\\_%') AS columns,
-      ARRAY(SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(${rowsTableOf(table.databaseId, table.tableId)}) AND NOT tgisinternal) AS triggers,
-      ARRAY(SELECT proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'wds_jobs') AS functions,
-      ARRAY(SELECT tablename::text FROM pg_tables WHERE schemaname = 'wds_jobs' AND tablename LIKE 'r\\_%') AS "sideTables"`;
-  return row!;
-}
-
-const NONE = { columns: [], triggers: [], functions: [], sideTables: [] };
+const leftovers = (table: TestTable) => conversionLeftovers(suite.server, table);
+const NONE = NO_LEFTOVERS;
 
 interface Case {
   from: FieldSpec;

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { allRows, controlJob, tableActivity } from './helpers/jobs.ts';
-import { schemaChangeApi } from './helpers/schema-changes.ts';
+import { conversionLeftovers, NO_LEFTOVERS, schemaChangeApi } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createTable, type TestTable } from './helpers/workspace.ts';
 
@@ -132,19 +132,8 @@ async function holdInsideBackfill(table: TestTable, change: Body): Promise<{ job
   return { ...handle, done: before + 5_000, releaseRow: () => row.release() };
 }
 
-/** Shadow columns, conversion triggers, their functions and side tables (none outside a running conversion). */
-async function leftovers(table: TestTable): Promise<Record<string, string[]>> {
-  const [row] = await suite.server.prisma.$queryRaw<Record<string, string[]>[]>`
-    SELECT
-      ARRAY(SELECT column_name::text FROM information_schema.columns
-             WHERE table_schema = ${`d_${table.databaseId.toLowerCase()}`} AND table_name = ${`t_${table.tableId.toLowerCase()}`}
-               AND column_name LIKE 'x\\_%') AS columns,
-      ARRAY(SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(${rowsTableOf(table.databaseId, table.tableId)}) AND NOT tgisinternal) AS triggers,
-      ARRAY(SELECT proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'wds_jobs') AS functions,
-      ARRAY(SELECT tablename::text FROM pg_tables WHERE schemaname = 'wds_jobs' AND tablename LIKE 'r\\_%') AS "sideTables"`;
-  return row!;
-}
-const NONE = { columns: [], triggers: [], functions: [], sideTables: [] };
+const leftovers = (table: TestTable) => conversionLeftovers(suite.server, table);
+const NONE = NO_LEFTOVERS;
 
 /** The Code cell of every row, by row id. */
 async function codes(table: TestTable): Promise<Map<string, unknown>> {

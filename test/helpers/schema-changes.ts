@@ -1,9 +1,10 @@
 import { expect } from 'vitest';
 import { JobHandleResponse, JobResponse } from '../../src/rest/routes/jobs.ts';
+import { rowsTableOf } from '../../src/data/identifiers.ts';
 import { TableSchemaResponse } from '../../src/rest/routes/tables.ts';
 import { idempotencyKey } from './factories.ts';
 import { waitForJob } from './jobs.ts';
-import type { ApiResponse } from './server.ts';
+import type { ApiResponse, TestServer } from './server.ts';
 import type { Suite } from './suite.ts';
 import type { TestTable } from './workspace.ts';
 
@@ -31,4 +32,26 @@ export function schemaChangeApi(suite: Suite) {
       return TableSchemaResponse.parse(response.body);
     },
   };
+}
+
+export interface ConversionLeftovers {
+  columns: string[];
+  triggers: string[];
+  functions: string[];
+  sideTables: string[];
+}
+
+export const NO_LEFTOVERS: ConversionLeftovers = { columns: [], triggers: [], functions: [], sideTables: [] };
+
+/** Shadow columns, conversion triggers, their functions and side tables (none outside a running conversion). */
+export async function conversionLeftovers(server: TestServer, table: TestTable): Promise<ConversionLeftovers> {
+  const [row] = await server.prisma.$queryRaw<ConversionLeftovers[]>`
+    SELECT
+      ARRAY(SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = ${`d_${table.databaseId.toLowerCase()}`} AND table_name = ${`t_${table.tableId.toLowerCase()}`}
+               AND column_name LIKE 'x\\_%') AS columns,
+      ARRAY(SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(${rowsTableOf(table.databaseId, table.tableId)}) AND NOT tgisinternal) AS triggers,
+      ARRAY(SELECT proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'wds_jobs') AS functions,
+      ARRAY(SELECT tablename::text FROM pg_tables WHERE schemaname = 'wds_jobs' AND tablename LIKE 'r\\_%') AS "sideTables"`;
+  return row!;
 }
