@@ -60,6 +60,8 @@ const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     return sendError(req, res, { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request bodies must be UTF-8 JSON.' });
   }
   if (type === 'request.aborted') return; // the client went away; nobody to answer
+  // Express cannot decode a path parameter such as `%E0%A4%A`: a malformed request, not our failure.
+  if (error instanceof URIError) return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request path is not valid percent-encoding.' });
   res.locals.log?.error({ err: error }, 'unhandled error');
   sendError(req, res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });
 };

@@ -71,6 +71,13 @@ describe('the HTTP envelope', () => {
     expect(response.body.error.details.problems[0].path).toEqual(['path', 'orgId']);
   });
 
+  it('answers a path parameter that is not valid percent-encoding with 400, not 500', async () => {
+    const response = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/01J00000000000000000000000/artifacts/%E0%A4%A`, {
+      token: suite.org.adminKey,
+    });
+    expectError(response, 400, 'BAD_REQUEST');
+  });
+
   it('answers a body that stalls past the read deadline with 408 REQUEST_TIMEOUT', async () => {
     const port = Number(new URL(suite.server.url).port);
     const head = [
