@@ -72,7 +72,7 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     const variables = {
       ...params.value,
       ...query.value,
-      ...(body ? { input: body.value } : {}),
+      ...(body ? (route.bodyVariables ? body.value : { input: body.value }) : {}),
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     };
     const headers = credentialHeaders(req);
