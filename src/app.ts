@@ -40,7 +40,7 @@ function health(prisma: PrismaClient): Express {
 /** /graphql for clients that write their own documents; the same Yoga instance serves src/rest. */
 function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
   return [
-    jsonBody(config.BODY_LIMIT_BYTES),
+    ...jsonBody(config.BODY_LIMIT_BYTES),
     // `handle` converts the Node request, runs the operation and writes the response.
     (req, res) => yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log }),
   ];

@@ -38,6 +38,7 @@ export const HTTP_STATUS_BY_CODE = {
   PAYLOAD_TOO_LARGE: 413,
   ROW_SIZE_LIMIT: 413,
   UNSUPPORTED_MEDIA_TYPE: 415, // not in spec §7
+  HEADERS_TOO_LARGE: 431, // not in spec §7: request line and headers over Node's 16 KiB limit (src/rest/client-errors.ts)
   VALIDATION_FAILED: 422,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { createApp } from './app.ts';
 import { startWorker, type Worker } from './jobs/worker.ts';
+import { answerClientErrors } from './rest/client-errors.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 async function listen(server: Server, port: number, host: string): Promise<void> {
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
   const runtime = await openRuntime();
   const { config, logger, prisma } = runtime;
   const server = createServer(createApp({ prisma, config, logger }));
+  answerClientErrors(server);
   await listen(server, config.PORT, config.HOST);
   const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
   shutdownOnSignal(server, runtime, worker);

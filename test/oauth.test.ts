@@ -121,13 +121,16 @@ describe('OAuth 2.0 authorization code + PKCE, over real HTTP', () => {
 
   it('rejects a PKCE mismatch, a reused code (revoking its tokens) and a redirect_uri mismatch', async () => {
     const flow = await newFlow();
-    const code = await codeFor(flow, 'org:read');
-    const wrongVerifier = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: flow.clientId, code_verifier: pkce().verifier });
-    expect(wrongVerifier.status).toBe(400);
-    expect(wrongVerifier.body.error).toBe('invalid_grant');
-    const wrongRedirect = await token({ grant_type: 'authorization_code', code, redirect_uri: 'https://app.example/other', client_id: flow.clientId, code_verifier: flow.verifier });
-    expect(wrongRedirect.body.error).toBe('invalid_grant');
+    for (const failed of [{ code_verifier: pkce().verifier }, { redirect_uri: 'https://app.example/other' }]) {
+      // A failed exchange uses the code up: the right verifier and redirect_uri cannot follow it (issue 18).
+      const spent = await codeFor(flow, 'org:read');
+      const first = await token({ grant_type: 'authorization_code', code: spent, redirect_uri: REDIRECT, client_id: flow.clientId, code_verifier: flow.verifier, ...failed });
+      expect({ status: first.status, error: first.body.error }).toEqual({ status: 400, error: 'invalid_grant' });
+      const retry = await token({ grant_type: 'authorization_code', code: spent, redirect_uri: REDIRECT, client_id: flow.clientId, code_verifier: flow.verifier });
+      expect({ status: retry.status, error: retry.body.error }).toEqual({ status: 400, error: 'invalid_grant' });
+    }
 
+    const code = await codeFor(flow, 'org:read');
     const good = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: flow.clientId, code_verifier: flow.verifier });
     expect(good.status, good.text).toBe(200);
     const reused = await token({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: flow.clientId, code_verifier: flow.verifier });

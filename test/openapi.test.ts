@@ -191,6 +191,8 @@ describe('real responses match the documented schemas', () => {
       createRow(suite.server, suite.org.adminKey, (await sampleWorkspace()).parent, { Code: 'A-2' }),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows': async () =>
       suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/rows?limit=1&orderBy=${encodeURIComponent('[{"field":"Code","direction":"desc"}]')}`, admin()),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/query': async () =>
+      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/query`, { ...admin(), body: { limit: 1, orderBy: [{ field: 'Code', direction: 'desc' }] } }),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}/history': async () => {
       const { parent, rowId } = await sampleWorkspace();
       return suite.server.request('GET', `${parent.path}/rows/${rowId}/history`, admin());

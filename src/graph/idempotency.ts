@@ -4,6 +4,7 @@ import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
 import { inPgTransaction, prismaExecutor, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
 import { Params } from '../data/sql.ts';
 import { DomainError, httpStatusOf, type ErrorCode } from '../errors.ts';
+import { storableJson, storableText } from '../input-hygiene.ts';
 import { requireCaller } from './auth/guards.ts';
 import type { Context } from './context.ts';
 
@@ -57,9 +58,14 @@ function replay(outcome: Outcome): Json {
   throw new DomainError(code, message, details === undefined ? {} : { details });
 }
 
+/**
+ * The outcome of a refusal, as recorded and as answered. A refusal may echo what the caller sent; whatever it
+ * echoes is made storable (U+FFFD for U+0000 and unpaired surrogates), or the jsonb record could not be written.
+ * The first answer is built from the same outcome, so it and every replay are identical.
+ */
 function failureOf(error: DomainError): Outcome {
-  const details = error.details === undefined ? {} : { details: error.details as Json };
-  return { ok: false, error: { code: error.code, message: error.message, ...details } };
+  const details = error.details === undefined ? {} : { details: storableJson(error.details as Json) };
+  return { ok: false, error: { code: error.code, message: storableText(error.message), ...details } };
 }
 
 /** An expected failure (a 4xx): the transaction is rolled back and the outcome recorded in a fresh one. */

@@ -12,7 +12,10 @@ import { Deletion, type DeletionShape } from './deletion.ts';
 import { idempotent } from './idempotency.ts';
 import { pageOf, pageRef } from './pages.ts';
 
-/** Spec 2.5. `name`, `email`, `verified` and `twoFactorEnabled` belong to the user; `role` and `version` to the membership. */
+/**
+ * Spec 2.5. `email`, `verified` and `twoFactorEnabled` belong to the user; `role` and `version` to the membership;
+ * `name` is the one this org's admins gave the member, else the user's own profile name.
+ */
 export type MemberShape = {
   id: string;
   orgId: string;
@@ -62,12 +65,12 @@ const DeleteMemberInput = builder.inputType('DeleteMemberInput', {
 });
 
 export const memberSelect = {
-  id: true, orgId: true, userId: true, role: true, version: true,
+  id: true, orgId: true, userId: true, name: true, role: true, version: true,
   user: { select: { name: true, email: true, verified: true, twoFactorEnabled: true } },
 } as const;
 
 interface MemberRow {
-  id: string; orgId: string; userId: string; role: string; version: bigint;
+  id: string; orgId: string; userId: string; name: string | null; role: string; version: bigint;
   user: { name: string; email: string; verified: boolean; twoFactorEnabled: boolean };
 }
 
@@ -76,7 +79,7 @@ export function toMemberShape(row: MemberRow): MemberShape {
     id: row.id,
     orgId: row.orgId,
     userId: row.userId,
-    name: row.user.name,
+    name: row.name ?? row.user.name,
     email: row.user.email,
     role: row.role,
     version: row.version.toString(),
@@ -116,14 +119,25 @@ function lastAdmin(): DomainError {
 
 type UpdateMember = z.infer<typeof UpdateMemberBody>;
 
-async function updateMember(tx: TransactionClient, orgId: string, memberId: string, body: UpdateMember): Promise<MemberShape> {
+/**
+ * What a new name changes. Renaming oneself changes one's profile name (seen in every org that has not named the
+ * member) and drops this org's own name for one. An admin renaming someone else names them in this org only: no
+ * org's admin may change what a user is called elsewhere (issue 18 §3).
+ */
+async function renamed(tx: TransactionClient, row: MemberRow, name: string | undefined, self: boolean): Promise<{ name?: string | null }> {
+  if (name === undefined) return {};
+  if (!self) return { name };
+  await tx.user.update({ where: { id: row.userId }, data: { name } });
+  return { name: null };
+}
+
+async function updateMember(tx: TransactionClient, orgId: string, memberId: string, body: UpdateMember, self: boolean): Promise<MemberShape> {
   const admins = body.role !== undefined && body.role !== 'admin' ? await lockAdmins(tx, orgId) : [];
   const row = await currentMember(tx, orgId, memberId, body.expectedVersion);
   if (row.role === 'admin' && body.role !== undefined && body.role !== 'admin' && admins.every((id) => id === memberId)) throw lastAdmin();
-  if (body.name !== undefined) await tx.user.update({ where: { id: row.userId }, data: { name: body.name } });
   const updated = await tx.member.update({
     where: { id: memberId },
-    data: { version: { increment: 1 }, ...(body.role === undefined ? {} : { role: body.role }) },
+    data: { version: { increment: 1 }, ...(await renamed(tx, row, body.name, self)), ...(body.role === undefined ? {} : { role: body.role }) },
     select: memberSelect,
   });
   return toMemberShape(updated);
@@ -143,15 +157,16 @@ async function removeMember(tx: TransactionClient, orgId: string, memberId: stri
  * Admins manage members (`members:manage`); anyone may rename themself (`profile:manage`). Changing a role is
  * sensitive: a browser session must have proved its password recently (STEP_UP_REQUIRED otherwise).
  */
-function authorizeUpdate(context: Context, orgId: string, memberId: string, body: UpdateMember): void {
+function authorizeUpdate(context: Context, orgId: string, memberId: string, body: UpdateMember): { self: boolean } {
   const self = requireCapability(context, orgId, 'read').memberId === memberId;
   if (self && body.role === undefined) {
     requireScope(context, 'profile:manage');
-    return;
+    return { self };
   }
   requireCapability(context, orgId, 'admin');
   requireScope(context, 'members:manage');
   if (body.role !== undefined) requireFreshStrongAuth(context);
+  return { self };
 }
 
 const PagePosition = z.strictObject({ id: Id });
@@ -196,9 +211,9 @@ builder.mutationFields((t) => ({
     resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
       const body = UpdateMemberBody.parse(input);
       const target = { orgId: String(orgId), memberId: String(id) };
-      authorizeUpdate(context, target.orgId, target.memberId, body);
+      const { self } = authorizeUpdate(context, target.orgId, target.memberId, body);
       return idempotent(context, { operation: 'updateMember', key: idempotencyKey, input: { ...target, ...body } }, (tx) =>
-        updateMember(tx, target.orgId, target.memberId, body),
+        updateMember(tx, target.orgId, target.memberId, body, self),
       );
     },
   }),

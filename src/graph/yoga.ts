@@ -6,6 +6,7 @@ import { DomainError } from '../errors.ts';
 import { resolveCredential } from './auth/credentials.ts';
 import type { Context, ServerContext } from './context.ts';
 import { schema } from './index.ts';
+import { refuseUnstorableText } from './input-hygiene.ts';
 import { SchemaCache } from './tables/loader.ts';
 
 export type GraphServer = YogaServerInstance<ServerContext, Context>;
@@ -76,6 +77,7 @@ export function createGraphServer(prisma: PrismaClient, config: Config): GraphSe
         costLimit: { maxCost: 5_000, ignoreIntrospection: true },
         blockFieldSuggestion: { enabled: true },
       }),
+      refuseUnstorableText(),
       logUnexpectedErrors(),
     ],
   });

@@ -18,6 +18,11 @@ export interface Route<Data = any, Variables = any> {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
+  /**
+   * The body's members are the operation's variables instead of its `input`: for reads whose arguments may not
+   * fit in a URL (POST …/rows/query carries GET …/rows's query parameters as JSON).
+   */
+  bodyVariables?: boolean;
   /** Mutations require the Idempotency-Key header (spec 4.1). */
   idempotent: boolean;
   successStatus: number;

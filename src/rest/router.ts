@@ -72,7 +72,7 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     const variables = {
       ...params.value,
       ...query.value,
-      ...(body ? { input: body.value } : {}),
+      ...(body ? (route.bodyVariables ? body.value : { input: body.value }) : {}),
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     };
     const headers = credentialHeaders(req);
@@ -114,7 +114,7 @@ export function restRouter(routes: readonly Route[], yoga: GraphServer, config: 
     const path = expressPath(route.path);
     const limit = route.bodyLimit ?? config.BODY_LIMIT_BYTES;
     const parseBody = jsonBody(limit);
-    const chain: RequestHandler[] = route.body ? [requireJson, parseBody] : [];
+    const chain: RequestHandler[] = route.body ? [requireJson, ...parseBody] : [];
     router[route.method.toLowerCase() as 'get'](path, ...chain, handlerFor(route, yoga));
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
   }

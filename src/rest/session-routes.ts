@@ -35,7 +35,7 @@ async function answer(req: Request, res: Response, run: () => Promise<void>): Pr
 
 export function sessionRoutes(prisma: PrismaClient, config: Config): Router {
   const router = Router({ strict: true });
-  const json = [requireJson, jsonBody(16_384)];
+  const json = [requireJson, ...jsonBody(16_384)];
 
   router.post('/v1/auth/login', ...json, (req, res) => answer(req, res, async () => {
     const body = parsed(req, res, LoginBody);

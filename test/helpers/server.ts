@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createPrisma, type PrismaClient } from '../../src/db/prisma.ts';
+import { answerClientErrors } from '../../src/rest/client-errors.ts';
 import { startWorker } from '../../src/jobs/worker.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -72,6 +73,7 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
   const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
   const effectiveLogger = logger ?? createLogger(config.LOG_LEVEL);
   const server: Server = createServer(createApp({ prisma, config, logger: effectiveLogger }));
+  answerClientErrors(server);
   // The job worker runs beside the server as it does under `npm start` (RUN_WORKER=false leaves it out).
   const worker = config.RUN_WORKER ? startWorker(prisma, config, effectiveLogger) : null;
   server.listen(0, '127.0.0.1');

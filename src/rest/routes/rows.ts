@@ -5,6 +5,7 @@ import { FilterExpression, OrderBy } from '../../data/filter.ts';
 import { CreateRowDocument, DeleteRowDocument, GetRowDocument, ListRowHistoryDocument, ListRowsDocument, UpdateRowDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { JsonQueryParameter, Page, PageQuery } from './pages.ts';
+import { Cursor } from '../../graph/cursor.ts';
 
 /** Spec 2.6 `row`. */
 export const RowResponse = z.strictObject({
@@ -35,6 +36,18 @@ const RowListQuery = PageQuery.extend({
   orderBy: JsonQueryParameter(OrderBy, 'JSON array of {field, direction} (at most 8); row id breaks ties').optional(),
 });
 
+/**
+ * GET …/rows's parameters as a JSON body, for filters larger than a URL may be: the spec allows 32 path items of
+ * 1,024 characters, and Node refuses request lines and headers over 16 KiB (docs/decisions.md, issue 18).
+ */
+const RowQueryBody = z.strictObject({
+  viewId: Id.optional().describe('read through this saved view (its filter, order and hidden columns)'),
+  where: FilterExpression.optional().describe('filter expression (spec 2.4); fields by id or exact name'),
+  orderBy: OrderBy.optional().describe('[{field, direction}] (at most 8); row id breaks ties'),
+  limit: z.int().min(1).max(100).optional(),
+  cursor: Cursor.optional(),
+});
+
 const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
 const RowPath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id, rowId: Id });
 const ROWS = '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows';
@@ -61,6 +74,20 @@ export const rowRoutes = [
     operation: ListRowsDocument,
     params: TablePath,
     query: RowListQuery,
+    idempotent: false,
+    successStatus: 200,
+    response: Page(RowResponse),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: `${ROWS}/query`,
+    summary: 'List rows with the query in the body (a read: no Idempotency-Key); the same answers as GET …/rows',
+    tags: ['rows'],
+    operation: ListRowsDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    body: RowQueryBody,
+    bodyVariables: true,
     idempotent: false,
     successStatus: 200,
     response: Page(RowResponse),

@@ -88,23 +88,24 @@ async function revokeFamily(db: PrismaClient | TransactionClient, familyId: stri
 
 export type TokenParams = Partial<Record<'grant_type' | 'code' | 'redirect_uri' | 'client_id' | 'client_secret' | 'code_verifier' | 'refresh_token' | 'scope', string>>;
 
-/** §4.1.3: code + redirect_uri + PKCE verifier → tokens. A code redeemed twice revokes what it issued (§4.1.2). */
+/**
+ * §4.1.3: code + redirect_uri + PKCE verifier → tokens. A code is spent by its first exchange, failed or not
+ * (§4.1.2: it may be used once), in its own statement before any check: a wrong verifier cannot be followed by a
+ * guess that succeeds. A code redeemed twice revokes what it issued.
+ */
 async function redeemCode(prisma: PrismaClient, config: Config, client: OAuthClientRecord, params: TokenParams): Promise<TokenResponse> {
   if (!params.code || !looksLike('code', params.code) || !params.code_verifier) throw new OAuthError('invalid_request', 'code and code_verifier are required.');
   const invalid = new OAuthError('invalid_grant', 'The authorization code is invalid, expired, already used, or was issued to another client or redirect_uri.');
-  const codeHash = sha256Hex(params.code);
-  return prisma.$transaction(async (tx) => {
-    const code = await tx.oAuthCode.findUnique({ where: { codeHash } });
-    if (!code || code.clientId !== client.id) throw invalid;
-    const used = await tx.oAuthCode.updateMany({ where: { id: code.id, usedAt: null }, data: { usedAt: new Date() } });
-    if (used.count === 0) {
-      await revokeFamily(prisma, code.familyId);
-      throw invalid;
-    }
-    if (code.expiresAt.getTime() <= Date.now() || params.redirect_uri !== code.redirectUri) throw invalid;
-    if (!pkceMatches(params.code_verifier!, code.codeChallenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge.');
-    return issueTokens(tx, config, { familyId: code.familyId, clientId: client.id, userId: code.userId, scopes: code.scopes });
-  });
+  const code = await prisma.oAuthCode.findUnique({ where: { codeHash: sha256Hex(params.code) } });
+  if (!code || code.clientId !== client.id) throw invalid;
+  const spent = await prisma.oAuthCode.updateMany({ where: { id: code.id, usedAt: null }, data: { usedAt: new Date() } });
+  if (spent.count === 0) {
+    await revokeFamily(prisma, code.familyId);
+    throw invalid;
+  }
+  if (code.expiresAt.getTime() <= Date.now() || params.redirect_uri !== code.redirectUri) throw invalid;
+  if (!pkceMatches(params.code_verifier, code.codeChallenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge.');
+  return prisma.$transaction((tx) => issueTokens(tx, config, { familyId: code.familyId, clientId: client.id, userId: code.userId, scopes: code.scopes }));
 }
 
 /** §6 with rotation: the old refresh token is spent; presenting a spent one again revokes the whole grant. */
