@@ -41,6 +41,11 @@ function health(prisma: PrismaClient): Express {
 function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
   return [
     jsonBody(config.BODY_LIMIT_BYTES),
+    // Any document may select a one-time secret (a key, an invitation token, a TOTP secret): never cache.
+    (_req, res, next) => {
+      res.set('Cache-Control', 'no-store');
+      next();
+    },
     // `handle` converts the Node request, runs the operation and writes the response.
     (req, res) => yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log }),
   ];

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { clearFailures, countAttempt } from './auth/attempts.ts';
 import { requireFreshStrongAuth } from './auth/step-up.ts';
 import { consumeTotp, newTotpSecret, totpUri } from './auth/totp.ts';
 import { builder } from './builder.ts';
@@ -128,9 +129,11 @@ builder.mutationFields((t) => ({
     type: TwoFactorStatus,
     description: 'Turns two-factor on with a current code from the enrolled authenticator.',
     args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
-    resolve: (_root, { idempotencyKey, input }, context) => {
+    resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = ConfirmTwoFactorBody.parse(input);
       const userId = context.caller.userId;
+      // Counted outside the transaction (a refusal rolls it back) and against the login lockout.
+      await countAttempt(context.prisma, context.config, userId);
       return idempotent(context, { operation: 'confirmTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
         const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
         if (user.twoFactorEnabled) throw new DomainError('TWO_FACTOR_ENABLED', 'Two-factor authentication is already on.');
@@ -138,6 +141,7 @@ builder.mutationFields((t) => ({
           throw new DomainError('VALIDATION_FAILED', 'The code does not match the enrolled secret.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
         }
         await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: true } });
+        await clearFailures(tx, userId);
         return { twoFactorEnabled: true };
       });
     },
@@ -146,16 +150,18 @@ builder.mutationFields((t) => ({
     type: TwoFactorStatus,
     description: 'Turns two-factor off with a current code (and, from a browser session, a recent step-up).',
     args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
-    resolve: (_root, { idempotencyKey, input }, context) => {
+    resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = ConfirmTwoFactorBody.parse(input);
       requireFreshStrongAuth(context);
       const userId = context.caller.userId;
+      await countAttempt(context.prisma, context.config, userId);
       return idempotent(context, { operation: 'disableTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
         const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
         if (!user.twoFactorEnabled || !user.totpSecret || !(await consumeTotp(tx, userId, user.totpSecret, body.code))) {
           throw new DomainError('VALIDATION_FAILED', 'Two-factor is off, or the code does not match it.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
         }
         await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: false, totpSecret: null, totpLastStep: null } });
+        await clearFailures(tx, userId);
         return { twoFactorEnabled: false };
       });
     },

@@ -32,7 +32,7 @@ export const sessionRoutes = [
   }),
   defineRoute({
     method: 'POST', path: '/v1/me/two-factor', summary: 'Start TOTP enrolment (the secret is in this answer only)', tags: ['sessions'],
-    operation: StartTwoFactorEnrolmentDocument, query: NoQuery, idempotent: true, successStatus: 201, response: EnrolmentResponse,
+    operation: StartTwoFactorEnrolmentDocument, query: NoQuery, idempotent: true, secret: true, successStatus: 201, response: EnrolmentResponse,
   }),
   defineRoute({
     method: 'POST', path: '/v1/me/two-factor/confirm', summary: 'Turn two-factor on with a current code', tags: ['sessions'],
