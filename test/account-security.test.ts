@@ -169,3 +169,97 @@ describe('login and TOTP attempts (issue 19 §5, issue 18 §2)', () => {
     expect((await suite.server.prisma.user.findUniqueOrThrow({ where: { id: user.userId } })).twoFactorEnabled).toBe(false);
   });
 });
+
+describe('security settings need an interactive, recently proven credential (issue 19 §4)', () => {
+  it('no API key, even a read-only one, enrols two-factor or ends another session; a stale session must step up', async () => {
+    const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+    const email = await withPassword(suite.server, user.userId);
+    const session = await signIn(suite.server, email);
+    for (const path of ['/v1/me/two-factor', '/v1/me/two-factor/disable']) {
+      const refused = await suite.server.request('POST', path, { token: user.apiKey, idempotencyKey: idempotencyKey(), ...(path.endsWith('disable') ? { body: { code: '123456' } } : {}) });
+      expectError(refused, 403, 'ACCESS_DENIED');
+      expect(refused.body.error.details).toEqual({ reason: 'interactive_credential_required' });
+    }
+    expectError(await suite.server.request('DELETE', `/v1/me/sessions/${session.id}`, { token: user.apiKey, idempotencyKey: idempotencyKey() }), 403, 'ACCESS_DENIED');
+    expect((await suite.server.prisma.session.findUniqueOrThrow({ where: { id: session.id } })).revokedAt).toBeNull();
+    expect((await suite.server.prisma.user.findUniqueOrThrow({ where: { id: user.userId } })).totpSecret).toBeNull();
+
+    const other = await signIn(suite.server, email);
+    await suite.server.prisma.session.update({ where: { id: session.id }, data: { strongAuthAt: new Date(Date.now() - 3_600_000) } });
+    expectError(await suite.server.request('DELETE', `/v1/me/sessions/${other.id}`, { headers: browser(session), idempotencyKey: idempotencyKey() }), 403, 'STEP_UP_REQUIRED');
+    expectError(await suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() }), 403, 'STEP_UP_REQUIRED');
+    // Signing out of the session in use needs nothing more.
+    expect((await suite.server.request('DELETE', `/v1/me/sessions/${session.id}`, { headers: browser(session), idempotencyKey: idempotencyKey() })).status).toBe(200);
+  });
+
+  it('an OAuth token with account:security changes them only while its consent is recent', async () => {
+    const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+    const session = await signIn(suite.server, await withPassword(suite.server, user.userId));
+    const tokens = await oauthTokens(suite.server, session, 'account:security');
+    await suite.server.prisma.oAuthCode.updateMany({ where: { userId: user.userId }, data: { createdAt: new Date(Date.now() - 3_600_000) } });
+    expectError(await suite.server.request('POST', '/v1/me/two-factor', { token: tokens.access_token, idempotencyKey: idempotencyKey() }), 403, 'STEP_UP_REQUIRED');
+    await suite.server.prisma.oAuthCode.updateMany({ where: { userId: user.userId }, data: { createdAt: new Date() } });
+    expect((await suite.server.request('POST', '/v1/me/two-factor', { token: tokens.access_token, idempotencyKey: idempotencyKey() })).status).toBe(201);
+  });
+});
+
+describe('GET/DELETE /v1/me/oauth-grants (issue 19 §2)', () => {
+  it('lists the applications a user authorized and revokes one with all its tokens; others’ grants are 404', async () => {
+    const user = await addMember(suite.server.prisma, suite.org.orgId, 'member');
+    const session = await signIn(suite.server, await withPassword(suite.server, user.userId));
+    const tokens = await oauthTokens(suite.server, session, 'org:read rows:read');
+    const list = await suite.server.request('GET', '/v1/me/oauth-grants', { headers: browser(session) });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body).toEqual({
+      data: [{ id: expect.any(String), clientId: tokens.clientId, clientName: 'Test app', scopes: ['org:read', 'rows:read'], createdAt: expect.any(String), lastIssuedAt: expect.any(String) }],
+      nextCursor: null, hasMore: false,
+    });
+    expect(list.text).not.toContain(tokens.access_token);
+    const grantId = list.body.data[0].id as string;
+
+    const stranger = await addMember(suite.server.prisma, suite.org.orgId, 'member');
+    const strangerSession = await signIn(suite.server, await withPassword(suite.server, stranger.userId));
+    expectError(await suite.server.request('DELETE', `/v1/me/oauth-grants/${grantId}`, { headers: browser(strangerSession), idempotencyKey: idempotencyKey() }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(await suite.server.request('DELETE', `/v1/me/oauth-grants/${grantId}`, { token: user.apiKey, idempotencyKey: idempotencyKey() }), 403, 'ACCESS_DENIED');
+
+    const revoked = await suite.server.request('DELETE', `/v1/me/oauth-grants/${grantId}`, { headers: browser(session), idempotencyKey: idempotencyKey() });
+    expect([revoked.status, revoked.body]).toEqual([200, { deleted: true, mutationId: expect.any(String) }]);
+    expectError(await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: tokens.access_token }), 401, 'UNAUTHENTICATED');
+    expect((await refresh(suite.server, tokens)).status).toBe(400);
+    expect((await suite.server.request('GET', '/v1/me/oauth-grants', { headers: browser(session) })).body.data).toEqual([]);
+  });
+});
+
+describe('smaller findings (issue 19 §5)', () => {
+  it('two parallel refreshes of one refresh token: one wins, and the family is revoked', async () => {
+    const user = await addMember(suite.server.prisma, suite.org.orgId, 'member');
+    const session = await signIn(suite.server, await withPassword(suite.server, user.userId));
+    const tokens = await oauthTokens(suite.server, session, 'org:read');
+    const answers = await Promise.all([refresh(suite.server, tokens), refresh(suite.server, tokens)]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 400]);
+    const winner = answers.find((answer) => answer.status === 200)!.body;
+    expectError(await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: winner.access_token }), 401, 'UNAUTHENTICATED');
+    expect((await refresh(suite.server, { ...tokens, refresh_token: winner.refresh_token })).status).toBe(400);
+  });
+
+  it('idempotency records belong to the credential: another credential of the same user neither replays nor learns the operation', async () => {
+    const org = await createOrg(suite.server.prisma);
+    const secondKey = await personalKey(org, org.adminUserId, 'write', true);
+    const key = idempotencyKey();
+    const first = await invite(org, { email: address(), role: 'viewer' }, { token: org.adminKey });
+    expect(first.status).toBe(201);
+    const byKey = (token: string, body: unknown) => suite.server.request('POST', `/v1/orgs/${org.orgId}/invitations`, { token, idempotencyKey: key, body });
+    expect((await byKey(org.adminKey, { email: 'a-' + address(), role: 'viewer' })).status).toBe(201);
+    const other = await suite.server.request('POST', `/v1/orgs/${org.orgId}/keys`, { token: secondKey, idempotencyKey: key, body: { name: 'T', access: 'read' } });
+    expect(other.status, other.text).toBe(201);
+    expect(other.text).not.toContain('createInvitation');
+  });
+
+  it('team keys record and list the admin who created them', async () => {
+    const org = await createOrg(suite.server.prisma);
+    const created = await suite.server.request('POST', `/v1/orgs/${org.orgId}/keys`, { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { name: 'CI', access: 'read' } });
+    expect(created.body.key).toMatchObject({ scope: 'team', userId: null, createdByUserId: org.adminUserId });
+    const list = await suite.server.request('GET', `/v1/orgs/${org.orgId}/keys`, { token: org.adminKey });
+    expect(list.body.data[0]).toMatchObject({ id: created.body.key.id, createdByUserId: org.adminUserId });
+  });
+});

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { clearFailures, countAttempt } from './auth/attempts.ts';
-import { requireFreshStrongAuth } from './auth/step-up.ts';
+import { requireSecurityCredential } from './auth/step-up.ts';
 import { consumeTotp, newTotpSecret, totpUri } from './auth/totp.ts';
 import { builder } from './builder.ts';
 import { Id } from './common.ts';
@@ -94,8 +94,11 @@ builder.mutationFields((t) => ({
     type: Deletion,
     description: 'Revokes one of the caller’s sessions (endpoint 10; signing out). Anyone else’s session is 404.',
     args: { idempotencyKey: t.arg.string({ required: true }), id: t.arg.id({ required: true, validate: Id }) },
-    resolve: (_root, { idempotencyKey, id }, context) => {
+    resolve: async (_root, { idempotencyKey, id }, context) => {
       const target = String(id);
+      // Signing out of the session in use is always allowed; ending another one is a security setting.
+      const current = context.caller.credential.type === 'session' && context.caller.credential.id === target;
+      if (!current) await requireSecurityCredential(context);
       return idempotent(context, { operation: 'revokeMySession', key: idempotencyKey, input: { id: target } }, async (tx) => {
         const { count } = await tx.session.updateMany({
           where: { id: target, userId: context.caller.userId, revokedAt: null, expiresAt: { gt: new Date() } },
@@ -111,7 +114,7 @@ builder.mutationFields((t) => ({
     description: 'Creates a new TOTP secret (shown once). Two-factor turns on when a code confirms it.',
     args: { idempotencyKey: t.arg.string({ required: true }) },
     resolve: async (_root, { idempotencyKey }, context) => {
-      requireFreshStrongAuth(context);
+      await requireSecurityCredential(context);
       const userId = context.caller.userId;
       let email = '';
       const { value, secret } = await idempotentWithSecret(context, { operation: 'startTwoFactorEnrolment', key: idempotencyKey, input: {} }, async (tx) => {
@@ -131,6 +134,7 @@ builder.mutationFields((t) => ({
     args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
     resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = ConfirmTwoFactorBody.parse(input);
+      await requireSecurityCredential(context);
       const userId = context.caller.userId;
       // Counted outside the transaction (a refusal rolls it back) and against the login lockout.
       await countAttempt(context.prisma, context.config, userId);
@@ -152,7 +156,7 @@ builder.mutationFields((t) => ({
     args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
     resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = ConfirmTwoFactorBody.parse(input);
-      requireFreshStrongAuth(context);
+      await requireSecurityCredential(context);
       const userId = context.caller.userId;
       await countAttempt(context.prisma, context.config, userId);
       return idempotent(context, { operation: 'disableTwoFactor', key: idempotencyKey, input: body }, async (tx) => {

@@ -18,6 +18,7 @@ export const KeyMetadata = z.strictObject({
   orgId: Id,
   name: z.string().min(1).max(120),
   userId: Id.nullable(),
+  createdByUserId: Id,
   prefix: z.string().regex(/^[a-z0-9]{12}$/),
   createdAt: Timestamp,
   expiresAt: Timestamp.nullable(),
