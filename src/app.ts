@@ -7,6 +7,7 @@ import type { Logger } from './log.ts';
 import { sendDomainError, sendError } from './rest/errors.ts';
 import { bodyReadDeadline } from './rest/middleware/body-deadline.ts';
 import { jsonBody } from './rest/middleware/json-body.ts';
+import { corsAllowList } from './rest/middleware/cors.ts';
 import { concurrencyLimit, rateLimit } from './rest/middleware/rate-limit.ts';
 import { oauthRoutes } from './oauth/routes.ts';
 import { requestContext } from './rest/middleware/request-context.ts';
@@ -41,6 +42,11 @@ function health(prisma: PrismaClient): Express {
 function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
   return [
     ...jsonBody(config.BODY_LIMIT_BYTES),
+    // Any document may select a one-time secret (a key, an invitation token, a TOTP secret): never cache.
+    (_req, res, next) => {
+      res.set('Cache-Control', 'no-store');
+      next();
+    },
     // `handle` converts the Node request, runs the operation and writes the response.
     (req, res) => yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log }),
   ];
@@ -76,6 +82,7 @@ export function createApp({ prisma, config, logger }: AppDependencies): Express 
   app.set('query parser', 'simple');
   app.use(requestContext(logger));
   app.use(health(prisma));
+  app.use(['/v1', '/graphql'], corsAllowList(config.CORS_ORIGINS));
   app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
   app.use(['/v1', '/graphql', '/oauth'], rateLimit(config), concurrencyLimit(config));
   app.get('/v1/openapi.json', (_req, res) => {

@@ -9,7 +9,7 @@ import { openRuntime } from './runtime.ts';
 
 const USAGE = `Usage:
   npm run -s cli -- bootstrap --org-name NAME --email EMAIL --name NAME
-  npm run -s cli -- add-user --org ORG_ID --email EMAIL --name NAME --role admin|member|viewer
+  npm run -s cli -- add-user --org ORG_ID --email EMAIL --name NAME --role admin|member|viewer [--accept-unverified]
   npm run -s cli -- set-password --email EMAIL   (reads the password from stdin, never from the command line)
   npm run -s cli -- register-oauth-client --name NAME --redirect-uri URI [--redirect-uri URI…] [--confidential]
 Each prints one line of JSON. DATABASE_URL selects the database (default: the embedded one under ./.data).`;
@@ -19,7 +19,7 @@ class UsageError extends Error {}
 const Name = z.string().trim().min(1).max(120);
 
 const BootstrapArgs = z.strictObject({ 'org-name': Name, email: Email, name: Name });
-const AddUserArgs = z.strictObject({ org: Id, email: Email, name: Name, role: z.enum(['admin', 'member', 'viewer']) });
+const AddUserArgs = z.strictObject({ org: Id, email: Email, name: Name, role: z.enum(['admin', 'member', 'viewer']), 'accept-unverified': z.boolean().default(false) });
 const SetPasswordArgs = z.strictObject({ email: Email });
 const RegisterClientArgs = z.strictObject({ name: Name, 'redirect-uri': z.array(z.string()).min(1), confidential: z.boolean().default(false) });
 const COMMANDS = ['bootstrap', 'add-user', 'set-password', 'register-oauth-client'];
@@ -45,6 +45,7 @@ function readCommand(argv: string[]): { command: string; values: Record<string, 
         role: { type: 'string' },
         'redirect-uri': { type: 'string', multiple: true },
         confidential: { type: 'boolean' },
+        'accept-unverified': { type: 'boolean' },
       },
     });
     if (positionals.length !== 1) throw new UsageError(`Give exactly one command: ${COMMANDS.join(', ')}.`);
@@ -72,7 +73,7 @@ async function commandOf(command: string, values: Record<string, unknown>): Prom
   }
   if (command === 'add-user') {
     const args = parse(AddUserArgs, values);
-    return (runtime) => addUser(runtime.prisma, { orgId: args.org, email: args.email, name: args.name, role: args.role });
+    return (runtime) => addUser(runtime.prisma, { orgId: args.org, email: args.email, name: args.name, role: args.role, acceptUnverified: args['accept-unverified'] });
   }
   if (command === 'set-password') {
     const args = parse(SetPasswordArgs, values);

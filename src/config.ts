@@ -53,6 +53,8 @@ const ConfigSchema = z.object({
   OAUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(10).default(60),
   /** How long an invitation's token can be accepted. */
   INVITATION_TTL_HOURS: z.coerce.number().int().min(1).default(168),
+  /** Origins allowed to call /v1 and /graphql from a browser (CORS), comma-separated; empty: no CORS at all. */
+  CORS_ORIGINS: z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
   RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
 });

@@ -39,7 +39,7 @@ describe('invitations', () => {
 
     const joined = await accept({ token }, invitee.apiKey);
     expect(joined.status, joined.text).toBe(200);
-    expect(MemberResponse.parse(joined.body)).toMatchObject({ orgId: org.orgId, userId: invitee.userId, role: 'member', verified: true, version: '1' });
+    expect(MemberResponse.parse(joined.body)).toMatchObject({ orgId: org.orgId, userId: invitee.userId, role: 'member', verified: false, version: '1' });
     expect((await suite.server.request('GET', `/v1/orgs/${org.orgId}/invitations`, { token: org.adminKey })).body.data[0]).toMatchObject({ state: 'accepted', acceptedAt: expect.any(String) });
     expectError(await accept({ token }, invitee.apiKey), 409, 'INVITATION_ACCEPTED');
   });
@@ -51,7 +51,7 @@ describe('invitations', () => {
     expectError(await accept({ token, name: 'New Person', password: 'short' }), 422, 'VALIDATION_FAILED');
     const joined = await accept({ token, name: 'New Person', password: 'correct horse battery staple' });
     expect(joined.status, joined.text).toBe(200);
-    expect(joined.body).toMatchObject({ orgId: suite.org.orgId, name: 'New Person', email, role: 'viewer', verified: true });
+    expect(joined.body).toMatchObject({ orgId: suite.org.orgId, name: 'New Person', email, role: 'viewer', verified: false });
     const user = await suite.server.prisma.user.findUniqueOrThrow({ where: { email } });
     expect(user.passwordHash).toMatch(/^scrypt\$15\$8\$1\$/);
     expect(user.passwordHash).not.toContain('correct horse');

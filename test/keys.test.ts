@@ -25,7 +25,7 @@ describe('personal keys', () => {
     const parsed = CreatedKeyResponse.parse(created.body);
     expect(parsed.key).toEqual({
       scope: 'personal', access: 'read', includeAdmin: false, id: expect.any(String), orgId: suite.org.orgId, name: 'CI',
-      userId: member.userId, prefix: parsed.secret!.slice(4, 16), createdAt: expect.any(String), expiresAt, revokedAt: null, lastUsedAt: null,
+      userId: member.userId, createdByUserId: member.userId, prefix: parsed.secret!.slice(4, 16), createdAt: expect.any(String), expiresAt, revokedAt: null, lastUsedAt: null,
     });
     const secret = parsed.secret!;
 

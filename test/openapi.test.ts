@@ -3,7 +3,8 @@ import { currentTotp } from '../src/graph/auth/totp.ts';
 import { routes } from '../src/rest/routes.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { waitForJob } from './helpers/jobs.ts';
-import { signIn, withPassword } from './helpers/sessions.ts';
+import { oauthTokens } from './helpers/oauth.ts';
+import { browser, signIn, withPassword } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { addForeignKey, addUniqueRule, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
@@ -110,6 +111,10 @@ function finishedPreview(): Promise<any> {
 }
 
 describe('real responses match the documented schemas', () => {
+  const viewerSession = async () => {
+    const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+    return signIn(suite.server, await withPassword(suite.server, user.userId));
+  };
   const samples: Record<string, () => Promise<{ status: number; body: unknown }>> = {
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/imports/preview': async () => {
       const { parent } = await sampleWorkspace();
@@ -268,22 +273,29 @@ describe('real responses match the documented schemas', () => {
     'DELETE /v1/me/sessions/{id}': async () => {
       const email = await withPassword(suite.server, suite.org.adminUserId);
       const session = await signIn(suite.server, email);
-      return suite.server.request('DELETE', `/v1/me/sessions/${session.id}`, write());
+      return suite.server.request('DELETE', `/v1/me/sessions/${session.id}`, { headers: browser(session), idempotencyKey: idempotencyKey() });
+    },
+    'GET /v1/me/oauth-grants': () => suite.server.request('GET', '/v1/me/oauth-grants', admin()),
+    'DELETE /v1/me/oauth-grants/{id}': async () => {
+      const session = await viewerSession();
+      await oauthTokens(suite.server, session, 'org:read');
+      const grants = await suite.server.request('GET', '/v1/me/oauth-grants', { headers: browser(session) });
+      return suite.server.request('DELETE', `/v1/me/oauth-grants/${grants.body.data[0].id}`, { headers: browser(session), idempotencyKey: idempotencyKey() });
     },
     'POST /v1/me/two-factor': async () => {
-      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-      return suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
+      const session = await viewerSession();
+      return suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() });
     },
     'POST /v1/me/two-factor/confirm': async () => {
-      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
-      return suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
+      const session = await viewerSession();
+      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() });
+      return suite.server.request('POST', '/v1/me/two-factor/confirm', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
     },
     'POST /v1/me/two-factor/disable': async () => {
-      const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { token: user.apiKey, idempotencyKey: idempotencyKey() });
-      await suite.server.request('POST', '/v1/me/two-factor/confirm', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret, -1) } });
-      return suite.server.request('POST', '/v1/me/two-factor/disable', { token: user.apiKey, idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
+      const session = await viewerSession();
+      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() });
+      await suite.server.request('POST', '/v1/me/two-factor/confirm', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret, -1) } });
+      return suite.server.request('POST', '/v1/me/two-factor/disable', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
     },
   };
 

@@ -53,11 +53,17 @@ export async function bootstrapOrg(prisma: PrismaClient, input: { orgName: strin
 /** Adds a user (new or existing) to an org with a role, and gives them a personal key of that role. */
 export async function addUser(
   prisma: PrismaClient,
-  input: { orgId: string; email: string; name: string; role: Role },
+  input: { orgId: string; email: string; name: string; role: Role; acceptUnverified?: boolean },
 ): Promise<ProvisionedUser> {
   return prisma.$transaction(async (tx) => {
     const org = await tx.org.findUnique({ where: { id: input.orgId }, select: { id: true } });
     if (!org) throw new ProvisionError(`No organisation with id ${input.orgId}.`);
+    const existing = await tx.user.findUnique({ where: { email: input.email }, select: { verified: true, passwordHash: true } });
+    // Anyone who can invite can create an account for any address and choose its password: an existing account
+    // whose mailbox was never proven may belong to someone else, so the operator must say they checked it.
+    if (existing && !existing.verified && existing.passwordHash !== null && !input.acceptUnverified) {
+      throw new ProvisionError(`${input.email} has an unverified account with a password someone else may have chosen; confirm its owner, then repeat with --accept-unverified.`);
+    }
     const userId = await findOrCreateUser(tx, input.email, input.name);
     const already = await tx.member.findUnique({ where: { orgId_userId: { orgId: org.id, userId } }, select: { id: true } });
     if (already) throw new ProvisionError(`${input.email} is already a member of ${input.orgId}.`);
@@ -68,8 +74,9 @@ export async function addUser(
 }
 
 /**
- * Sets (or replaces) a user's password and lifts any login lockout. The user's browser sessions end: a reset is
- * what one does after a compromise. API keys and OAuth grants are separate credentials and stay.
+ * Sets (or replaces) a user's password and lifts any login lockout. A reset is what one does after a compromise,
+ * so every interactive credential ends with it: browser sessions, OAuth grants (access and refresh tokens) and
+ * unredeemed authorization codes. API keys are listed and revoked by their owner and stay.
  */
 export async function setPassword(prisma: PrismaClient, input: { email: string; password: string }): Promise<{ userId: string }> {
   const passwordHash = await hashPassword(input.password);
@@ -80,7 +87,11 @@ export async function setPassword(prisma: PrismaClient, input: { email: string; 
       select: { id: true },
     });
     if (!updated[0]) throw new ProvisionError(`No user with e-mail ${input.email}.`);
-    await tx.session.updateMany({ where: { userId: updated[0].id, revokedAt: null }, data: { revokedAt: new Date() } });
+    const userId = updated[0].id;
+    const now = new Date();
+    await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
+    await tx.oAuthToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
+    await tx.oAuthCode.updateMany({ where: { userId, usedAt: null }, data: { usedAt: now } });
     return { userId: updated[0].id };
   });
 }

@@ -6,6 +6,7 @@ import { Params } from '../data/sql.ts';
 import { DomainError, httpStatusOf, type ErrorCode } from '../errors.ts';
 import { storableJson, storableText } from '../input-hygiene.ts';
 import { requireCaller } from './auth/guards.ts';
+import type { Caller } from './auth/caller.ts';
 import type { Context } from './context.ts';
 
 /** Spec §8: 8..255 characters. Visible ASCII only, so keys survive HTTP headers and logs unchanged. */
@@ -228,7 +229,18 @@ function actorKeyOf(context: Context, call: IdempotentCall): string {
       details: { reason: 'csrf_token_mismatch' },
     });
   }
-  return caller.actorKey;
+  return credentialScope(caller);
+}
+
+/**
+ * Records belong to the credential, not the person (issue 19 §5): an OAuth application must not replay, or learn
+ * from a 409's `details.operation`, what the same user's API key or browser did. An OAuth grant keeps one scope
+ * across its refreshes (`oauth:<client id>:<user id>`, 59 characters; the column holds 64).
+ */
+function credentialScope(caller: Caller): string {
+  const { credential } = caller;
+  if (credential.type === 'oauth') return `${credential.prefix}:${caller.userId}`;
+  return `${credential.type === 'session' ? 'session' : 'key'}:${credential.id}`;
 }
 
 function slotOf(context: Context, call: IdempotentCall): Slot {

@@ -3,8 +3,9 @@ import { z } from 'zod';
 import type { TransactionClient } from '../db/prisma.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Role } from './auth/authority.ts';
-import { requireCaller, requirePersonalIdentity, requireScope } from './auth/guards.ts';
+import { ceilingOfRole, type Role } from './auth/authority.ts';
+import { requireCaller, requireOrg, requirePersonalIdentity, requireScope } from './auth/guards.ts';
+import { requireFreshStrongAuth } from './auth/step-up.ts';
 import { hashPassword, Password } from './auth/passwords.ts';
 import { builder } from './builder.ts';
 import { Email, Id } from './common.ts';
@@ -12,6 +13,7 @@ import type { Context } from './context.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
 import { Deletion } from './deletion.ts';
 import { idempotent } from './idempotency.ts';
+import { checkDelegation } from './keys/shape.ts';
 import { Member, MemberName, memberSelect, ROLES, toMemberShape, type MemberShape } from './members.ts';
 import { idempotentWithSecret } from './one-time-secret.ts';
 import { pageOf, pageRef } from './pages.ts';
@@ -150,7 +152,8 @@ async function joiningUser(context: Context, tx: TransactionClient, invitation: 
   if (await tx.user.findUnique({ where: { email: invitation.email }, select: { id: true } })) {
     throw new DomainError('UNIQUE_CONFLICT', 'An account with this e-mail address exists: log in, then accept.', { details: { resource: 'user', fields: ['email'] } });
   }
-  const { id } = await tx.user.create({ data: { id: newId(), email: invitation.email, name: signUp.name, passwordHash: signUp.passwordHash }, select: { id: true } });
+  // Unverified: the token went back to the inviter, so accepting proves nothing about the mailbox (issue 19).
+  const { id } = await tx.user.create({ data: { id: newId(), email: invitation.email, name: signUp.name, passwordHash: signUp.passwordHash, verified: false }, select: { id: true } });
   return id;
 }
 
@@ -159,8 +162,6 @@ async function acceptInvitation(context: Context, tx: TransactionClient, token: 
   const userId = await joiningUser(context, tx, invitation, signUp);
   if (await tx.member.findUnique({ where: { orgId_userId: { orgId: invitation.orgId, userId } }, select: { id: true } })) throw alreadyMember(invitation.email);
   await tx.invitation.update({ where: { id: invitation.id }, data: { acceptedAt: new Date(), acceptedByUserId: userId } });
-  // The token reached this address's owner: the address is verified.
-  await tx.user.update({ where: { id: userId }, data: { verified: true } });
   const member = await tx.member.create({
     data: { id: newId(), orgId: invitation.orgId, userId, role: invitation.role },
     select: memberSelect,
@@ -198,7 +199,11 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { idempotencyKey, orgId, input }, context) => {
       const body = CreateInvitationBody.parse(input);
       const target = String(orgId);
-      requirePersonalIdentity(context);
+      // Inviting grants a role to whoever holds the token: capped like a key (an OAuth token cannot invite, a
+      // read key cannot invite a member), and from a browser session it needs a recent password check.
+      const caller = requirePersonalIdentity(context);
+      checkDelegation(caller, requireOrg(context, target), ceilingOfRole(body.role));
+      requireFreshStrongAuth(context);
       const { value, secret } = await idempotentWithSecret(context, { operation: 'createInvitation', key: idempotencyKey, input: { orgId: target, ...body } }, (tx) =>
         createInvitation(context, tx, target, body),
       );

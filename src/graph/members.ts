@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { TransactionClient } from '../db/prisma.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { capabilitiesOfKey, ceilingOfRole } from './auth/authority.ts';
 import { requireCapability, requireScope } from './auth/guards.ts';
 import { requireFreshStrongAuth } from './auth/step-up.ts';
 import { builder } from './builder.ts';
@@ -163,9 +164,18 @@ function authorizeUpdate(context: Context, orgId: string, memberId: string, body
     requireScope(context, 'profile:manage');
     return { self };
   }
-  requireCapability(context, orgId, 'admin');
+  const authority = requireCapability(context, orgId, 'admin');
   requireScope(context, 'members:manage');
-  if (body.role !== undefined) requireFreshStrongAuth(context);
+  if (body.role === undefined) return { self };
+  requireFreshStrongAuth(context);
+  // A key may not grant a role beyond its own ceiling (a read + admin key cannot make a member or an admin).
+  const requested = capabilitiesOfKey(ceilingOfRole(body.role));
+  const beyond = requested.filter((capability) => !authority.capabilities.has(capability));
+  if (beyond.length > 0) {
+    throw new DomainError('DELEGATION_EXCEEDS_AUTHORITY', 'The role would carry more authority than your credential holds.', {
+      details: { requested, held: [...authority.capabilities] },
+    });
+  }
   return { self };
 }
 

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { DomainError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { requireFreshStrongAuth } from './auth/step-up.ts';
+import { clearFailures, countAttempt } from './auth/attempts.ts';
+import { requireSecurityCredential } from './auth/step-up.ts';
 import { consumeTotp, newTotpSecret, totpUri } from './auth/totp.ts';
 import { builder } from './builder.ts';
 import { Id } from './common.ts';
@@ -93,8 +94,11 @@ builder.mutationFields((t) => ({
     type: Deletion,
     description: 'Revokes one of the caller’s sessions (endpoint 10; signing out). Anyone else’s session is 404.',
     args: { idempotencyKey: t.arg.string({ required: true }), id: t.arg.id({ required: true, validate: Id }) },
-    resolve: (_root, { idempotencyKey, id }, context) => {
+    resolve: async (_root, { idempotencyKey, id }, context) => {
       const target = String(id);
+      // Signing out of the session in use is always allowed; ending another one is a security setting.
+      const current = context.caller.credential.type === 'session' && context.caller.credential.id === target;
+      if (!current) await requireSecurityCredential(context);
       return idempotent(context, { operation: 'revokeMySession', key: idempotencyKey, input: { id: target } }, async (tx) => {
         const { count } = await tx.session.updateMany({
           where: { id: target, userId: context.caller.userId, revokedAt: null, expiresAt: { gt: new Date() } },
@@ -110,7 +114,7 @@ builder.mutationFields((t) => ({
     description: 'Creates a new TOTP secret (shown once). Two-factor turns on when a code confirms it.',
     args: { idempotencyKey: t.arg.string({ required: true }) },
     resolve: async (_root, { idempotencyKey }, context) => {
-      requireFreshStrongAuth(context);
+      await requireSecurityCredential(context);
       const userId = context.caller.userId;
       let email = '';
       const { value, secret } = await idempotentWithSecret(context, { operation: 'startTwoFactorEnrolment', key: idempotencyKey, input: {} }, async (tx) => {
@@ -128,9 +132,12 @@ builder.mutationFields((t) => ({
     type: TwoFactorStatus,
     description: 'Turns two-factor on with a current code from the enrolled authenticator.',
     args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
-    resolve: (_root, { idempotencyKey, input }, context) => {
+    resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = ConfirmTwoFactorBody.parse(input);
+      await requireSecurityCredential(context);
       const userId = context.caller.userId;
+      // Counted outside the transaction (a refusal rolls it back) and against the login lockout.
+      await countAttempt(context.prisma, context.config, userId);
       return idempotent(context, { operation: 'confirmTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
         const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
         if (user.twoFactorEnabled) throw new DomainError('TWO_FACTOR_ENABLED', 'Two-factor authentication is already on.');
@@ -138,6 +145,7 @@ builder.mutationFields((t) => ({
           throw new DomainError('VALIDATION_FAILED', 'The code does not match the enrolled secret.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
         }
         await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: true } });
+        await clearFailures(tx, userId);
         return { twoFactorEnabled: true };
       });
     },
@@ -146,16 +154,18 @@ builder.mutationFields((t) => ({
     type: TwoFactorStatus,
     description: 'Turns two-factor off with a current code (and, from a browser session, a recent step-up).',
     args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
-    resolve: (_root, { idempotencyKey, input }, context) => {
+    resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = ConfirmTwoFactorBody.parse(input);
-      requireFreshStrongAuth(context);
+      await requireSecurityCredential(context);
       const userId = context.caller.userId;
+      await countAttempt(context.prisma, context.config, userId);
       return idempotent(context, { operation: 'disableTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
         const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
         if (!user.twoFactorEnabled || !user.totpSecret || !(await consumeTotp(tx, userId, user.totpSecret, body.code))) {
           throw new DomainError('VALIDATION_FAILED', 'Two-factor is off, or the code does not match it.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
         }
         await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: false, totpSecret: null, totpLastStep: null } });
+        await clearFailures(tx, userId);
         return { twoFactorEnabled: false };
       });
     },

@@ -55,6 +55,8 @@ export function createGraphServer(prisma: PrismaClient, config: Config): GraphSe
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // CORS is an allow-list in front of both /graphql and /v1 (src/rest/middleware/cors.ts), never yoga's default.
+    cors: false,
     graphiql: false,
     batching: false,
     logging: false,

@@ -35,6 +35,8 @@ export interface Route<Data = any, Variables = any> {
    * its content type and an RFC 9530 Content-Digest, instead of as JSON.
    */
   file?: boolean;
+  /** The answer carries a secret shown once (a key, an invitation token, a TOTP secret): `Cache-Control: no-store`. */
+  secret?: boolean;
 }
 
 export function defineRoute<Data, Variables>(route: Route<Data, Variables>): Route<Data, Variables> {

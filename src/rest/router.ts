@@ -84,6 +84,7 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     }
     // Every REST operation selects exactly one root field, and its value is the response body.
     const [payload] = Object.values(result.data as Record<string, unknown>);
+    if (route.secret) res.set('Cache-Control', 'no-store');
     if (route.file) sendFile(res, route.successStatus, payload as FilePayload);
     else res.status(route.successStatus).json(payload);
   };

@@ -33,6 +33,11 @@ export function capabilitiesOfKey({ access, includeAdmin }: KeyCeiling): Capabil
   return includeAdmin ? [...granted, 'admin'] : granted;
 }
 
+/** The key ceiling equal to a role's authority: what granting that role (an invitation, a role change) hands out. */
+export function ceilingOfRole(role: Role): KeyCeiling {
+  return { access: role === 'viewer' ? 'read' : 'write', includeAdmin: role === 'admin' };
+}
+
 export function intersect(role: Role, ceiling: readonly Capability[]): ReadonlySet<Capability> {
   const allowed = new Set(ceiling);
   return new Set(CAPABILITIES_BY_ROLE[role].filter((capability) => allowed.has(capability)));

@@ -7,6 +7,7 @@ import { Email } from '../common.ts';
 import { verifyPassword } from './passwords.ts';
 import { issueSessionSecrets } from './session-tokens.ts';
 import { consumeTotp } from './totp.ts';
+import { clearFailures, countAttempt } from './attempts.ts';
 
 /**
  * Password login and step-up: the decisions behind `POST /v1/auth/login` and `POST /v1/auth/step-up`, which are
@@ -27,50 +28,38 @@ interface LoginUser {
   passwordHash: string | null;
   twoFactorEnabled: boolean;
   totpSecret: string | null;
-  failedLogins: number;
-  lockedUntil: Date | null;
 }
 
 const REFUSED = 'The e-mail address, password or two-factor code is not right.';
 
-function lockedOut(until: Date): DomainError {
-  return new DomainError('RATE_LIMITED', 'Too many failed sign-ins; try again later.', { retryAfter: Math.ceil((until.getTime() - Date.now()) / 1000) });
-}
-
-/** Exponential backoff: the threshold-th failure locks for the base time, each further one doubles it, up to the cap. */
+/** Exponential backoff: the threshold-th failure locks for the base time, each further one doubles it, up to the cap (attempts.ts applies it in SQL). */
 export function lockDurationSeconds(failures: number, config: Pick<Config, 'LOGIN_LOCKOUT_THRESHOLD' | 'LOGIN_LOCKOUT_BASE_SECONDS' | 'LOGIN_LOCKOUT_MAX_SECONDS'>): number {
   if (failures < config.LOGIN_LOCKOUT_THRESHOLD) return 0;
   const doublings = Math.min(failures - config.LOGIN_LOCKOUT_THRESHOLD, 20);
   return Math.min(config.LOGIN_LOCKOUT_BASE_SECONDS * 2 ** doublings, config.LOGIN_LOCKOUT_MAX_SECONDS);
 }
 
-async function recordFailure(prisma: PrismaClient, config: Config, userId: string): Promise<void> {
-  const [row] = await prisma.$queryRaw<{ failed_logins: number }[]>`
-    UPDATE users SET failed_logins = failed_logins + 1 WHERE id = ${userId}::bpchar RETURNING failed_logins`;
-  const seconds = lockDurationSeconds(row!.failed_logins, config);
-  if (seconds > 0) await prisma.user.update({ where: { id: userId }, data: { lockedUntil: new Date(Date.now() + seconds * 1000) } });
-}
-
-/** Password, then TOTP when enrolled. Every refusal looks the same, and unknown addresses take as long as known ones. */
+/**
+ * Password, then TOTP when enrolled. The attempt is counted before either is checked (attempts.ts), every refusal
+ * is the same 401 whichever factor failed (a right password without its code must not confirm the password), and
+ * unknown addresses take as long as known ones.
+ */
 async function checkSecrets(prisma: PrismaClient, config: Config, user: LoginUser | null, password: string, totp: string | undefined): Promise<LoginUser> {
-  if (user?.lockedUntil && user.lockedUntil.getTime() > Date.now()) throw lockedOut(user.lockedUntil);
-  const passwordOk = await verifyPassword(password, user?.passwordHash ?? null);
-  if (!user || !passwordOk) {
-    if (user) await recordFailure(prisma, config, user.id);
+  if (!user) {
+    await verifyPassword(password, null);
     throw new DomainError('UNAUTHENTICATED', REFUSED);
   }
-  if (user.twoFactorEnabled) {
-    if (totp === undefined) throw new DomainError('UNAUTHENTICATED', 'This account needs its two-factor code (`totp`).', { details: { totpRequired: true } });
-    if (!user.totpSecret || !(await consumeTotp(prisma, user.id, user.totpSecret, totp))) {
-      await recordFailure(prisma, config, user.id);
-      throw new DomainError('UNAUTHENTICATED', REFUSED, { details: { totpRequired: true } });
-    }
-  }
-  if (user.failedLogins > 0 || user.lockedUntil) await prisma.user.update({ where: { id: user.id }, data: { failedLogins: 0, lockedUntil: null } });
+  await countAttempt(prisma, config, user.id);
+  const passwordOk = await verifyPassword(password, user.passwordHash);
+  // The code is only consumed after the right password, so a wrong password cannot burn the current step.
+  const totpOk = !user.twoFactorEnabled
+    || (passwordOk && totp !== undefined && user.totpSecret !== null && (await consumeTotp(prisma, user.id, user.totpSecret, totp)));
+  if (!passwordOk || !totpOk) throw new DomainError('UNAUTHENTICATED', REFUSED);
+  await clearFailures(prisma, user.id);
   return user;
 }
 
-const loginSelect = { id: true, passwordHash: true, twoFactorEnabled: true, totpSecret: true, failedLogins: true, lockedUntil: true } as const;
+const loginSelect = { id: true, passwordHash: true, twoFactorEnabled: true, totpSecret: true } as const;
 
 export async function login(prisma: PrismaClient, config: Config, body: z.infer<typeof LoginBody>, userAgent: string | undefined): Promise<IssuedSession> {
   const user = await prisma.user.findUnique({ where: { email: body.email }, select: loginSelect });

@@ -17,3 +17,28 @@ export function requireFreshStrongAuth(context: Context): void {
     });
   }
 }
+
+/**
+ * Security settings (sessions, two-factor, OAuth grants) change only from an interactive credential that proved
+ * the user recently: a browser session within the step-up window, or an OAuth token (with `account:security`,
+ * checked by the field) whose grant was consented to within that window. An API key never does, whatever its
+ * access: a read-only key must not lock its owner out by enrolling two-factor (issue 19 §4).
+ */
+export async function requireSecurityCredential(context: Context): Promise<void> {
+  const credential = requireCaller(context).credential;
+  if (credential.type === 'api-key') {
+    throw new DomainError('ACCESS_DENIED', 'Security settings change only from a browser session (or an OAuth token with account:security), not an API key.', {
+      details: { reason: 'interactive_credential_required' },
+    });
+  }
+  if (credential.type === 'session') return requireFreshStrongAuth(context);
+  // The grant's authentication time is when the user consented: its authorization code was issued then.
+  const [grant] = await context.prisma.$queryRaw<{ authenticated_at: Date }[]>`
+    SELECT c.created_at AS authenticated_at FROM oauth_tokens t JOIN oauth_codes c ON c.family_id = t.family_id WHERE t.id = ${credential.id}::bpchar`;
+  const ageSeconds = grant ? (Date.now() - grant.authenticated_at.getTime()) / 1000 : Infinity;
+  if (ageSeconds > context.config.STEP_UP_WINDOW_SECONDS) {
+    throw new DomainError('STEP_UP_REQUIRED', 'This application’s grant is too old to change security settings: authorize it again.', {
+      details: { maxAgeSeconds: context.config.STEP_UP_WINDOW_SECONDS },
+    });
+  }
+}

@@ -21,6 +21,8 @@ export type KeyShape = {
   orgId: string;
   name: string;
   userId: string | null;
+  /** Who minted the key: the owner for personal keys, the accountable admin for team keys. */
+  createdByUserId: string;
   prefix: string;
   createdAt: string;
   expiresAt: string | null;
@@ -50,6 +52,7 @@ export const ApiKey = builder.objectRef<KeyShape>('ApiKey').implement({
     orgId: t.exposeID('orgId'),
     name: t.exposeString('name'),
     userId: t.exposeID('userId', { nullable: true }),
+    createdByUserId: t.exposeID('createdByUserId', { description: 'The person who created the key; a team key outlives them (README, security).' }),
     prefix: t.exposeString('prefix'),
     createdAt: t.field({ type: 'Timestamp', resolve: (key) => key.createdAt }),
     expiresAt: t.field({ type: 'Timestamp', nullable: true, resolve: (key) => key.expiresAt }),
@@ -69,13 +72,13 @@ export const CreatedApiKey = builder.objectRef<CreatedKeyShape>('CreatedApiKey')
 });
 
 export const keySelect = {
-  scope: true, access: true, includeAdmin: true, id: true, orgId: true, name: true, userId: true, prefix: true,
+  scope: true, access: true, includeAdmin: true, id: true, orgId: true, name: true, userId: true, createdByUserId: true, prefix: true,
   createdAt: true, expiresAt: true, revokedAt: true, lastUsedAt: true,
 } as const;
 
 interface KeyRow {
   scope: string; access: string; includeAdmin: boolean; id: string; orgId: string; name: string; userId: string | null;
-  prefix: string; createdAt: Date; expiresAt: Date | null; revokedAt: Date | null; lastUsedAt: Date | null;
+  createdByUserId: string; prefix: string; createdAt: Date; expiresAt: Date | null; revokedAt: Date | null; lastUsedAt: Date | null;
 }
 
 export function toKeyShape(row: KeyRow): KeyShape {
@@ -87,6 +90,7 @@ export function toKeyShape(row: KeyRow): KeyShape {
     orgId: row.orgId,
     name: row.name,
     userId: row.userId,
+    createdByUserId: row.createdByUserId,
     prefix: row.prefix,
     createdAt: row.createdAt.toISOString(),
     expiresAt: row.expiresAt?.toISOString() ?? null,

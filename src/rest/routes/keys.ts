@@ -18,6 +18,7 @@ export const KeyMetadata = z.strictObject({
   orgId: Id,
   name: z.string().min(1).max(120),
   userId: Id.nullable(),
+  createdByUserId: Id,
   prefix: z.string().regex(/^[a-z0-9]{12}$/),
   createdAt: Timestamp,
   expiresAt: Timestamp.nullable(),
@@ -33,7 +34,7 @@ const NoQuery = z.strictObject({});
 export const keyRoutes = [
   defineRoute({
     method: 'POST', path: '/v1/me/keys', summary: 'Create a personal key (the secret is in this answer only)', tags: ['keys'],
-    operation: CreateMyKeyDocument, query: NoQuery, body: CreatePersonalKeyBody, idempotent: true, successStatus: 201, response: CreatedKeyResponse,
+    operation: CreateMyKeyDocument, query: NoQuery, body: CreatePersonalKeyBody, idempotent: true, secret: true, successStatus: 201, response: CreatedKeyResponse,
   }),
   defineRoute({
     method: 'GET', path: '/v1/me/keys', summary: 'List personal keys (endpoint 13), newest first', tags: ['keys'],
@@ -45,7 +46,7 @@ export const keyRoutes = [
   }),
   defineRoute({
     method: 'POST', path: '/v1/orgs/{orgId}/keys', summary: 'Create a team key (admins; the secret is in this answer only)', tags: ['keys'],
-    operation: CreateTeamKeyDocument, params: z.strictObject({ orgId: Id }), query: NoQuery, body: CreateTeamKeyBody, idempotent: true, successStatus: 201, response: CreatedKeyResponse,
+    operation: CreateTeamKeyDocument, params: z.strictObject({ orgId: Id }), query: NoQuery, body: CreateTeamKeyBody, idempotent: true, secret: true, successStatus: 201, response: CreatedKeyResponse,
   }),
   defineRoute({
     method: 'GET', path: '/v1/orgs/{orgId}/keys', summary: 'List team keys (admins), newest first', tags: ['keys'],

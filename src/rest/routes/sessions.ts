@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Id, Timestamp } from '../../graph/common.ts';
 import { ConfirmTwoFactorBody } from '../../graph/sessions.ts';
-import { ConfirmTwoFactorDocument, DisableTwoFactorDocument, ListMySessionsDocument, RevokeMySessionDocument, StartTwoFactorEnrolmentDocument } from '../operations/documents.ts';
+import { ConfirmTwoFactorDocument, DisableTwoFactorDocument, ListMyOAuthGrantsDocument, ListMySessionsDocument, RevokeMyOAuthGrantDocument, RevokeMySessionDocument, StartTwoFactorEnrolmentDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { DeletionResponse } from './formats.ts';
 import { Page, PageQuery } from './pages.ts';
@@ -18,10 +18,28 @@ export const SessionResponse = z.strictObject({
 
 export const EnrolmentResponse = z.strictObject({ secret: z.string().regex(/^[A-Z2-7]+$/).nullable(), otpauthUri: z.string().startsWith('otpauth://totp/').nullable() });
 
+/** An OAuth application the caller authorized: one token family (its id), never its tokens. */
+export const OAuthGrantResponse = z.strictObject({
+  id: Id,
+  clientId: Id,
+  clientName: z.string(),
+  scopes: z.array(z.string()),
+  createdAt: Timestamp,
+  lastIssuedAt: Timestamp,
+});
+
 const NoQuery = z.strictObject({});
 const TwoFactorStatusResponse = z.strictObject({ twoFactorEnabled: z.boolean() });
 
 export const sessionRoutes = [
+  defineRoute({
+    method: 'GET', path: '/v1/me/oauth-grants', summary: 'List the OAuth applications the caller authorized, newest first', tags: ['sessions'],
+    operation: ListMyOAuthGrantsDocument, query: PageQuery, idempotent: false, successStatus: 200, response: Page(OAuthGrantResponse),
+  }),
+  defineRoute({
+    method: 'DELETE', path: '/v1/me/oauth-grants/{id}', summary: 'Revoke an OAuth application’s grant (all its tokens)', tags: ['sessions'],
+    operation: RevokeMyOAuthGrantDocument, params: z.strictObject({ id: Id }), query: NoQuery, idempotent: true, successStatus: 200, response: DeletionResponse,
+  }),
   defineRoute({
     method: 'GET', path: '/v1/me/sessions', summary: 'List the caller’s live browser sessions, newest first', tags: ['sessions'],
     operation: ListMySessionsDocument, query: PageQuery, idempotent: false, successStatus: 200, response: Page(SessionResponse),
@@ -32,7 +50,7 @@ export const sessionRoutes = [
   }),
   defineRoute({
     method: 'POST', path: '/v1/me/two-factor', summary: 'Start TOTP enrolment (the secret is in this answer only)', tags: ['sessions'],
-    operation: StartTwoFactorEnrolmentDocument, query: NoQuery, idempotent: true, successStatus: 201, response: EnrolmentResponse,
+    operation: StartTwoFactorEnrolmentDocument, query: NoQuery, idempotent: true, secret: true, successStatus: 201, response: EnrolmentResponse,
   }),
   defineRoute({
     method: 'POST', path: '/v1/me/two-factor/confirm', summary: 'Turn two-factor on with a current code', tags: ['sessions'],

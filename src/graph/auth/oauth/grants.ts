@@ -113,20 +113,25 @@ async function refreshTokens(prisma: PrismaClient, config: Config, client: OAuth
   if (!params.refresh_token || !looksLike('refresh', params.refresh_token)) throw new OAuthError('invalid_request', 'refresh_token is required.');
   const invalid = new OAuthError('invalid_grant', 'The refresh token is invalid, expired, revoked or already used.');
   const tokenHash = sha256Hex(params.refresh_token);
-  const token = await prisma.oAuthToken.findUnique({ where: { tokenHash } });
-  if (!token || token.kind !== 'refresh' || token.clientId !== client.id) throw invalid;
-  if (token.rotatedAt) {
-    await revokeFamily(prisma, token.familyId);
-    throw invalid;
-  }
-  if (token.revokedAt || token.expiresAt.getTime() <= Date.now()) throw invalid;
-  const narrowed = params.scope === undefined ? token.scopes : parseScope(params.scope);
-  if (!narrowed || narrowed.some((scope) => !token.scopes.includes(scope))) throw new OAuthError('invalid_scope', 'A refresh may only narrow the granted scopes.');
-  return prisma.$transaction(async (tx) => {
-    const spent = await tx.oAuthToken.updateMany({ where: { id: token.id, rotatedAt: null, revokedAt: null }, data: { rotatedAt: new Date() } });
-    if (spent.count === 0) throw invalid; // a concurrent refresh with the same token won
+  // Read and spend the token under its row lock: of two parallel refreshes the second waits, then sees it rotated
+  // and revokes the family (before, `rotatedAt` was read outside the transaction and the loser only failed).
+  const outcome = await prisma.$transaction(async (tx): Promise<TokenResponse | 'reused' | 'invalid' | 'narrowing'> => {
+    const [locked] = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM oauth_tokens WHERE token_hash = ${tokenHash}::bpchar FOR UPDATE`;
+    const token = locked ? await tx.oAuthToken.findUnique({ where: { id: locked.id } }) : null;
+    if (!token || token.kind !== 'refresh' || token.clientId !== client.id) return 'invalid';
+    if (token.rotatedAt) {
+      await revokeFamily(tx, token.familyId);
+      return 'reused';
+    }
+    if (token.revokedAt || token.expiresAt.getTime() <= Date.now()) return 'invalid';
+    const narrowed = params.scope === undefined ? token.scopes : parseScope(params.scope);
+    if (!narrowed || narrowed.some((scope) => !token.scopes.includes(scope))) return 'narrowing';
+    await tx.oAuthToken.update({ where: { id: token.id }, data: { rotatedAt: new Date() } });
     return issueTokens(tx, config, { familyId: token.familyId, clientId: client.id, userId: token.userId, scopes: narrowed });
   });
+  if (outcome === 'narrowing') throw new OAuthError('invalid_scope', 'A refresh may only narrow the granted scopes.');
+  if (typeof outcome === 'string') throw invalid;
+  return outcome;
 }
 
 export async function tokenEndpoint(prisma: PrismaClient, config: Config, params: TokenParams, basic: { clientId: string; clientSecret: string } | null): Promise<TokenResponse> {
