@@ -21,14 +21,14 @@ builder.mutationFields((t) => ({
     description: 'Sends a one-time token to the caller’s address through the delivery hook; spending it at `/v1/auth/verify-email` marks the account verified.',
     args: { idempotencyKey: t.arg.string({ required: true }) },
     resolve: (_root, { idempotencyKey }, context) => {
-      // Never answered to the caller: whoever holds the credential may not own the mailbox (an inviter chose the
-      // password of an account created by accepting), so only the mailbox may receive the proof.
-      if (!deliveryConfigured(context.config)) {
-        throw new DomainError('CONFIGURATION_INVALID', 'Mailbox verification needs a delivery hook (DELIVERY_WEBHOOK_URL); ask an operator.');
-      }
       return idempotent(context, { operation: 'requestEmailVerification', key: idempotencyKey, input: {} }, async (tx) => {
         const user = await tx.user.findUniqueOrThrow({ where: { id: context.caller.userId }, select: { id: true, email: true, verified: true } });
         if (user.verified) return { email: user.email, verified: true, expiresAt: null };
+        // Never answered to the caller: whoever holds the credential may not own the mailbox (an inviter chose the
+        // password of an account created by accepting), so only the mailbox may receive the proof.
+        if (!deliveryConfigured(context.config)) {
+          throw new DomainError('CONFIGURATION_INVALID', 'Mailbox verification needs a delivery hook (DELIVERY_WEBHOOK_URL); ask an operator.');
+        }
         const issued = await issueEmailVerification(tx, user, context.config.EMAIL_VERIFICATION_TTL_HOURS);
         const expiresAt = issued.expiresAt.toISOString();
         // Inside the transaction: a failed delivery (502) leaves no token behind.
