@@ -1,7 +1,7 @@
 import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { addUser, bootstrapOrg, ProvisionError, setPassword } from './cli/provision.ts';
+import { addUser, bootstrapOrg, issueVerificationToken, ProvisionError, setPassword } from './cli/provision.ts';
 import { ClientRegistrationError, registerClient } from './graph/auth/oauth/clients.ts';
 import { Password } from './graph/auth/passwords.ts';
 import { Email, Id } from './graph/common.ts';
@@ -11,6 +11,7 @@ const USAGE = `Usage:
   npm run -s cli -- bootstrap --org-name NAME --email EMAIL --name NAME
   npm run -s cli -- add-user --org ORG_ID --email EMAIL --name NAME --role admin|member|viewer [--accept-unverified]
   npm run -s cli -- set-password --email EMAIL   (reads the password from stdin, never from the command line)
+  npm run -s cli -- issue-email-verification --email EMAIL   (prints a token for an operator to deliver by hand)
   npm run -s cli -- register-oauth-client --name NAME --redirect-uri URI [--redirect-uri URI…] [--confidential]
 Each prints one line of JSON. DATABASE_URL selects the database (default: the embedded one under ./.data).`;
 
@@ -21,8 +22,9 @@ const Name = z.string().trim().min(1).max(120);
 const BootstrapArgs = z.strictObject({ 'org-name': Name, email: Email, name: Name });
 const AddUserArgs = z.strictObject({ org: Id, email: Email, name: Name, role: z.enum(['admin', 'member', 'viewer']), 'accept-unverified': z.boolean().default(false) });
 const SetPasswordArgs = z.strictObject({ email: Email });
+const IssueEmailVerificationArgs = z.strictObject({ email: Email });
 const RegisterClientArgs = z.strictObject({ name: Name, 'redirect-uri': z.array(z.string()).min(1), confidential: z.boolean().default(false) });
-const COMMANDS = ['bootstrap', 'add-user', 'set-password', 'register-oauth-client'];
+const COMMANDS = ['bootstrap', 'add-user', 'set-password', 'issue-email-verification', 'register-oauth-client'];
 
 function parse<T extends z.ZodType>(schema: T, values: unknown): z.output<T> {
   const result = schema.safeParse(values);
@@ -79,6 +81,10 @@ async function commandOf(command: string, values: Record<string, unknown>): Prom
     const args = parse(SetPasswordArgs, values);
     const password = await passwordFromStdin();
     return (runtime) => setPassword(runtime.prisma, { email: args.email, password });
+  }
+  if (command === 'issue-email-verification') {
+    const args = parse(IssueEmailVerificationArgs, values);
+    return (runtime) => issueVerificationToken(runtime.prisma, { email: args.email, ttlHours: runtime.config.EMAIL_VERIFICATION_TTL_HOURS });
   }
   if (command === 'register-oauth-client') {
     const args = parse(RegisterClientArgs, values);

@@ -53,6 +53,12 @@ const ConfigSchema = z.object({
   OAUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(10).default(60),
   /** How long an invitation's token can be accepted. */
   INVITATION_TTL_HOURS: z.coerce.number().int().min(1).default(168),
+  /** Where one-time tokens (invitations, mailbox verification) are POSTed as JSON instead of being answered; unset: no hook. */
+  DELIVERY_WEBHOOK_URL: z.string().url().refine((value) => /^https?:\/\//i.test(value), 'must be an http(s) URL').optional(),
+  /** A delivery that has not answered 2xx within this many milliseconds fails the request (502). */
+  DELIVERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(5_000),
+  /** How long a mailbox verification token can be spent. */
+  EMAIL_VERIFICATION_TTL_HOURS: z.coerce.number().int().min(1).default(24),
   /** Origins allowed to call /v1 and /graphql from a browser (CORS), comma-separated; empty: no CORS at all. */
   CORS_ORIGINS: z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */

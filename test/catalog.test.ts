@@ -35,6 +35,7 @@ const TABLE_OF_MODEL: Record<string, string> = {
   Field: 'fields', UniqueRule: 'unique_rules', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets', SavedView: 'saved_views',
   Job: 'jobs', JobArtifact: 'job_artifacts',
   Invitation: 'invitations', OAuthClient: 'oauth_clients', OAuthCode: 'oauth_codes', OAuthToken: 'oauth_tokens',
+  EmailVerification: 'email_verifications',
 };
 
 interface Column { table_name: string; column_name: string; data_type: string; udt_name: string; is_nullable: 'YES' | 'NO' }

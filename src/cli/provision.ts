@@ -1,5 +1,6 @@
 import type { PrismaClient, TransactionClient } from '../db/prisma.ts';
 import type { Role } from '../graph/auth/authority.ts';
+import { issueEmailVerification } from '../graph/auth/email-verification.ts';
 import { hashPassword } from '../graph/auth/passwords.ts';
 import { issueApiKeySecret } from '../graph/auth/secrets.ts';
 import { newId } from '../ids.ts';
@@ -93,5 +94,20 @@ export async function setPassword(prisma: PrismaClient, input: { email: string; 
     await tx.oAuthToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     await tx.oAuthCode.updateMany({ where: { userId, usedAt: null }, data: { usedAt: now } });
     return { userId: updated[0].id };
+  });
+}
+
+/**
+ * A mailbox verification token for an operator who delivers by hand (no delivery hook, or a mailbox that needs
+ * another channel). Spending it at `POST /v1/auth/verify-email` marks the account verified; the operator must send
+ * it to the address itself, never to whoever asked, or it proves nothing.
+ */
+export async function issueVerificationToken(prisma: PrismaClient, input: { email: string; ttlHours: number }): Promise<{ userId: string; email: string; token: string; expiresAt: string }> {
+  return prisma.$transaction(async (tx) => {
+    const user = await tx.user.findUnique({ where: { email: input.email }, select: { id: true, email: true, verified: true } });
+    if (!user) throw new ProvisionError(`No user with e-mail ${input.email}.`);
+    if (user.verified) throw new ProvisionError(`${input.email} is already verified.`);
+    const issued = await issueEmailVerification(tx, user, input.ttlHours);
+    return { userId: user.id, email: user.email, token: issued.token, expiresAt: issued.expiresAt.toISOString() };
   });
 }

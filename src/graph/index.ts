@@ -8,6 +8,7 @@ import './keys/personal.ts';
 import './keys/team.ts';
 import './invitations.ts';
 import './sessions.ts';
+import './email-verification.ts';
 import './oauth-grants.ts';
 import './databases.ts';
 import './tables/tables.ts';

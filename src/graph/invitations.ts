@@ -12,6 +12,7 @@ import { Email, Id } from './common.ts';
 import type { Context } from './context.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
 import { Deletion } from './deletion.ts';
+import { deliver, deliveryConfigured } from './delivery.ts';
 import { idempotent } from './idempotency.ts';
 import { checkDelegation } from './keys/shape.ts';
 import { Member, MemberName, memberSelect, ROLES, toMemberShape, type MemberShape } from './members.ts';
@@ -56,7 +57,7 @@ const Invitation = builder.objectRef<InvitationShape>('Invitation').implement({
 const InvitationPage = pageRef('InvitationPage', Invitation, 'A page of invitations, newest first.');
 
 const CreatedInvitation = builder.objectRef<{ invitation: InvitationShape; token: string | null }>('CreatedInvitation').implement({
-  description: 'A new invitation and its one-time token (null when an Idempotency-Key replays the creation).',
+  description: 'A new invitation and its one-time token (null when an Idempotency-Key replays the creation, or when the delivery hook carried it).',
   fields: (t) => ({
     invitation: t.field({ type: Invitation, resolve: (created) => created.invitation }),
     token: t.string({ nullable: true, resolve: (created) => created.token }),
@@ -110,20 +111,32 @@ async function createInvitation(context: Context, tx: TransactionClient, orgId: 
   // An expired invitation no longer blocks a new one for the same address.
   await tx.invitation.updateMany({ where: { orgId, email: body.email, acceptedAt: null, cancelledAt: null, expiresAt: { lte: new Date() } }, data: { cancelledAt: new Date() } });
   const token = `wdsi_${randomBytes(32).toString('base64url')}`;
+  let row: InvitationRow;
   try {
     await tx.$executeRaw`SAVEPOINT create_invitation`;
-    const row = await tx.invitation.create({
+    row = await tx.invitation.create({
       data: {
         id: newId(), orgId, email: body.email, role: body.role, tokenHash: tokenHash(token), invitedByUserId: requirePersonalIdentity(context).userId,
         expiresAt: new Date(Date.now() + context.config.INVITATION_TTL_HOURS * 3_600_000),
       },
     });
-    return { value: toInvitationShape(row), secret: token };
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     await tx.$executeRaw`ROLLBACK TO SAVEPOINT create_invitation`;
     throw new DomainError('UNIQUE_CONFLICT', `${body.email} already has a pending invitation; cancel it first.`, { details: { resource: 'invitation', fields: ['email'] } });
   }
+  const invitation = toInvitationShape(row);
+  if (deliveryConfigured(context.config)) await deliverInvitation(context, tx, invitation, token);
+  return { value: invitation, secret: token };
+}
+
+/** Runs inside the creating transaction: a failed delivery (502) rolls the invitation back. */
+async function deliverInvitation(context: Context, tx: TransactionClient, invitation: InvitationShape, token: string): Promise<void> {
+  const org = await tx.org.findUniqueOrThrow({ where: { id: invitation.orgId }, select: { name: true } });
+  await deliver(context.config, {
+    kind: 'invitation', email: invitation.email, token, expiresAt: invitation.expiresAt, invitationId: invitation.id,
+    orgId: invitation.orgId, orgName: org.name, role: invitation.role, invitedByUserId: invitation.invitedByUserId,
+  });
 }
 
 async function openInvitation(tx: TransactionClient, token: string): Promise<InvitationRow> {
@@ -193,7 +206,7 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   createInvitation: t.field({
     type: CreatedInvitation,
-    description: 'Invites an address with a role (admins). The token is in this answer only; send it to the invitee.',
+    description: 'Invites an address with a role (admins). With a delivery hook the token goes to the invitee through it; without one it is in this answer only.',
     args: { idempotencyKey: t.arg.string({ required: true }), orgId: t.arg.id({ required: true, validate: Id }), input: t.arg({ type: CreateInvitationInput, required: true }) },
     authScopes: (_root, { orgId }) => manage(orgId),
     resolve: async (_root, { idempotencyKey, orgId, input }, context) => {
@@ -207,7 +220,8 @@ builder.mutationFields((t) => ({
       const { value, secret } = await idempotentWithSecret(context, { operation: 'createInvitation', key: idempotencyKey, input: { orgId: target, ...body } }, (tx) =>
         createInvitation(context, tx, target, body),
       );
-      return { invitation: value, token: secret };
+      // With a delivery hook the token went to the mailbox only: the inviter never holds it.
+      return { invitation: value, token: deliveryConfigured(context.config) ? null : secret };
     },
   }),
   acceptInvitation: t.field({

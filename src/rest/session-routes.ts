@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import type { PrismaClient } from '../db/prisma.ts';
 import { DomainError } from '../errors.ts';
 import { resolveCredential } from '../graph/auth/credentials.ts';
+import { verifyEmail, VerifyEmailBody } from '../graph/auth/email-verification.ts';
 import { login, LoginBody, stepUp, StepUpBody } from '../graph/auth/login.ts';
 import { sessionCookie } from '../graph/auth/session-tokens.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
@@ -12,8 +13,9 @@ import { jsonBody } from './middleware/json-body.ts';
 import { credentialHeaders, requireJson } from './router.ts';
 
 /**
- * `POST /v1/auth/login` and `POST /v1/auth/step-up`: plain handlers because they set or need a session cookie and
- * there is no caller yet to scope an Idempotency-Key to (docs/decisions.md). The decisions live in
+ * `POST /v1/auth/login`, `POST /v1/auth/step-up` and `POST /v1/auth/verify-email`: plain handlers because they set
+ * or need a session cookie, or have no caller to scope an Idempotency-Key to (docs/decisions.md); spending a
+ * verification token twice is harmless (the second answers 404 and changes nothing). The decisions live in
  * src/graph/auth/login.ts; these only parse, call and answer.
  */
 function parsed<T extends z.ZodType>(req: Request, res: Response, schema: T): z.output<T> | undefined {
@@ -54,6 +56,12 @@ export function sessionRoutes(prisma: PrismaClient, config: Config): Router {
     if (!caller?.userId || !session) throw new DomainError('UNAUTHENTICATED', 'Step-up needs a browser session.');
     if (!session.csrfVerified) throw new DomainError('ACCESS_DENIED', 'Cookie-authenticated changes need the session’s X-CSRF-Token header.', { details: { reason: 'csrf_token_mismatch' } });
     res.json(await stepUp(prisma, config, { id: caller.credential.id, userId: caller.userId }, body));
+  }));
+
+  router.post('/v1/auth/verify-email', ...json, (req, res) => answer(req, res, async () => {
+    const body = parsed(req, res, VerifyEmailBody);
+    if (!body) return;
+    res.json(await verifyEmail(prisma, body.token));
   }));
 
   return router;

@@ -54,6 +54,7 @@ export const SCOPE_OF_FIELD: Record<string, OAuthScope | null> = {
   startTwoFactorEnrolment: 'account:security',
   updateMember: 'members:manage',
   updateMyPreferences: 'profile:manage',
+  requestEmailVerification: 'profile:manage',
   updateOrg: 'org:manage',
   updateRow: 'rows:write',
   updateView: 'rows:read',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Id, Timestamp } from '../../graph/common.ts';
 import { ConfirmTwoFactorBody } from '../../graph/sessions.ts';
-import { ConfirmTwoFactorDocument, DisableTwoFactorDocument, ListMyOAuthGrantsDocument, ListMySessionsDocument, RevokeMyOAuthGrantDocument, RevokeMySessionDocument, StartTwoFactorEnrolmentDocument } from '../operations/documents.ts';
+import { ConfirmTwoFactorDocument, DisableTwoFactorDocument, ListMyOAuthGrantsDocument, ListMySessionsDocument, RevokeMyOAuthGrantDocument, RequestEmailVerificationDocument, RevokeMySessionDocument, StartTwoFactorEnrolmentDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { DeletionResponse } from './formats.ts';
 import { Page, PageQuery } from './pages.ts';
@@ -27,6 +27,9 @@ export const OAuthGrantResponse = z.strictObject({
   createdAt: Timestamp,
   lastIssuedAt: Timestamp,
 });
+
+/** The token is never here: it goes to the mailbox through the delivery hook. */
+export const EmailVerificationRequestResponse = z.strictObject({ email: z.string(), verified: z.boolean(), expiresAt: Timestamp.nullable() });
 
 const NoQuery = z.strictObject({});
 const TwoFactorStatusResponse = z.strictObject({ twoFactorEnabled: z.boolean() });
@@ -59,5 +62,9 @@ export const sessionRoutes = [
   defineRoute({
     method: 'POST', path: '/v1/me/two-factor/disable', summary: 'Turn two-factor off with a current code', tags: ['sessions'],
     operation: DisableTwoFactorDocument, query: NoQuery, body: ConfirmTwoFactorBody, idempotent: true, successStatus: 200, response: TwoFactorStatusResponse,
+  }),
+  defineRoute({
+    method: 'POST', path: '/v1/me/email-verification', summary: 'Send a mailbox verification token through the delivery hook', tags: ['sessions'],
+    operation: RequestEmailVerificationDocument, query: NoQuery, idempotent: true, successStatus: 202, response: EmailVerificationRequestResponse,
   }),
 ];
