@@ -23,6 +23,13 @@ function mapRefs(node: unknown, replace: (local: string) => string): unknown {
   }));
 }
 
+/**
+ * zod's z.json() spelled out (a union of the six JSON types, recursing through arrays and objects) says nothing a
+ * JSON document does not already guarantee, and openapi-typescript turns it into a type TypeScript rejects
+ * ("'JsonValue' is referenced directly or indirectly in its own type annotation"). The empty schema means the same.
+ */
+const ANY_JSON: JsonSchema = { description: 'Any JSON value: null, a boolean, a number, a string, an array or an object.' };
+
 const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
 
 /**
@@ -60,6 +67,10 @@ export class SchemaComponents {
       this.nameByDigest.set(key, names.get(local)!);
     }
     for (const [local, definition] of Object.entries(definitions)) {
+      if (names.get(local) === 'JsonValue') {
+        this.schemas.JsonValue ??= ANY_JSON;
+        continue;
+      }
       this.schemas[names.get(local)!] ??= mapRefs(definition, (target) => `#/components/schemas/${names.get(target)}`) as JsonSchema;
     }
     return names;

@@ -61,7 +61,9 @@ export function errorResponseComponents(): Record<string, JsonSchema> {
 export function errorStatusesOf(route: Route, authority: FieldAuthority): number[] {
   const hasPathIds = route.params !== undefined && Object.keys(route.params.shape).length > 0;
   const statuses = new Set([401, 429, 500, 503]);
-  if (hasPathIds || route.query || route.body || route.idempotent) statuses.add(400);
+  // A query that breaks its schema is a 422 (src/rest/router.ts); only a malformed cursor makes it a 400.
+  const hasCursor = route.query !== undefined && Object.hasOwn(route.query.shape, 'cursor');
+  if (hasPathIds || hasCursor || route.body || route.idempotent) statuses.add(400);
   if (authority.mayForbid) statuses.add(403);
   if (hasPathIds || authority.anonymous) statuses.add(404);
   if (route.body) [408, 413, 415].forEach((status) => statuses.add(status));
