@@ -97,8 +97,9 @@ describe('GET /v1/openapi.json for client generators', () => {
 
   it('gives every operation a unique operationId and the service as its server', async () => {
     const document = await servedDocument();
-    const ids = routes.map((route) => operationOf(document, route.method, route.path).operationId);
-    expect(new Set(ids).size).toBe(routes.length);
+    const ids = Object.values(document.paths).flatMap((item: Json) => Object.values(item).map((operation: Json) => operation.operationId));
+    expect(ids.length).toBeGreaterThan(routes.length);
+    expect(new Set(ids).size).toBe(ids.length);
     expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
   });
 });
@@ -177,5 +178,40 @@ describe('security requirements', () => {
     const flow = components.securitySchemes.oauth.flows.authorizationCode;
     expect(flow).toMatchObject({ authorizationUrl: '/oauth/authorize', tokenUrl: '/oauth/token' });
     expect(Object.keys(flow.scopes)).toHaveLength(23);
+  });
+});
+
+describe('the hand-written session and OAuth routes', () => {
+  it('describes sign-in, step-up and the OAuth endpoints with their bodies and error shapes', async () => {
+    const document = await servedDocument();
+    const login = operationOf(document, 'POST', '/v1/auth/login');
+    expect(login.security).toEqual([{}]);
+    expect(login.requestBody.content['application/json'].schema.required).toEqual(['email', 'password']);
+    expect(login.responses['201'].headers['Set-Cookie']).toMatchObject({ required: true });
+    expect(Object.keys(login.responses)).toEqual(expect.arrayContaining(['401', '422', '429']));
+    expect(operationOf(document, 'POST', '/v1/auth/step-up').security).toEqual([{ session: [] }]);
+    const token = operationOf(document, 'POST', '/oauth/token');
+    expect(token.requestBody.content['application/x-www-form-urlencoded'].schema.properties.grant_type.enum).toEqual(['authorization_code', 'refresh_token']);
+    expect(token.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OAuthError' });
+    expect(operationOf(document, 'GET', '/oauth/authorize').parameters.map((p: Json) => p.name)).toContain('code_challenge');
+    expect(operationOf(document, 'POST', '/oauth/authorize').responses['303'].headers.Location).toMatchObject({ required: true });
+    expect(document.paths['/oauth/revoke'].post.security).toContainEqual({ clientBasic: [] });
+  });
+
+  it('matches what sign-in really answers: 401 with the envelope for a wrong password, 422 for a bad body', async () => {
+    const document = await servedDocument();
+    const refused = await suite.server.request('POST', '/v1/auth/login', { body: { email: 'nobody@example.com', password: 'wrong password' } });
+    expect(refused.status).toBe(401);
+    expect(Object.keys(refused.body.error).sort()).toEqual(expect.arrayContaining(['code', 'message', 'requestId']));
+    const invalid = await suite.server.request('POST', '/v1/auth/login', { body: { email: 'nobody@example.com' } });
+    expect(invalid.status).toBe(422);
+    const documented = Object.keys(operationOf(document, 'POST', '/v1/auth/login').responses);
+    expect(documented).toEqual(expect.arrayContaining([String(refused.status), String(invalid.status)]));
+    const token = await suite.server.request('POST', '/oauth/token', { rawBody: 'grant_type=password', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    // No client credentials: RFC 6749's invalid_client, in its own shape rather than the envelope.
+    expect(token.status).toBe(401);
+    expect(token.headers.get('www-authenticate')).toMatch(/^Basic /);
+    expect(Object.keys(token.body).sort()).toEqual(['error', 'error_description']);
+    expect(operationOf(document, 'POST', '/oauth/token').responses['401'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OAuthError' });
   });
 });

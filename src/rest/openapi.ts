@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { OAUTH_SCOPES } from '../graph/auth/authority.ts';
 import { SESSION_COOKIE } from '../graph/auth/session-tokens.ts';
 import { schema as graphSchema } from '../graph/index.ts';
+import { handWrittenPaths, OAuthErrorBody } from './openapi/hand-written.ts';
 import { SchemaComponents, type JsonSchema } from './openapi/json-schema.ts';
 import { errorResponseComponents, errorResponsesOf, HEADERS } from './openapi/responses.ts';
 import { authorityOf, securityOf } from './openapi/security.ts';
@@ -72,8 +73,8 @@ function operationOf(route: Route, components: SchemaComponents, schema: GraphQL
  * GraphQL field it runs.
  */
 export function openApiDocument(routes: readonly Route[], schema: GraphQLSchema = graphSchema): JsonSchema {
-  const components = new SchemaComponents({ Error: ErrorEnvelope });
-  const paths: Record<string, Record<string, JsonSchema>> = {};
+  const components = new SchemaComponents({ Error: ErrorEnvelope, OAuthError: OAuthErrorBody });
+  const paths: Record<string, Record<string, JsonSchema>> = handWrittenPaths(components);
   const operationIds = new Set<string>();
   for (const route of routes) {
     paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operationOf(route, components, schema, operationIds) };
@@ -90,6 +91,7 @@ export function openApiDocument(routes: readonly Route[], schema: GraphQLSchema 
       headers: HEADERS,
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'Personal or team API key' },
+        clientBasic: { type: 'http', scheme: 'basic', description: 'An OAuth client’s id and secret (RFC 6749 §2.3.1)' },
         session: {
           type: 'apiKey',
           in: 'cookie',

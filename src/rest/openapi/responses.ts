@@ -74,5 +74,10 @@ export function errorStatusesOf(route: Route, authority: FieldAuthority): number
 }
 
 export function errorResponsesOf(route: Route, authority: FieldAuthority): Record<string, JsonSchema> {
-  return Object.fromEntries(errorStatusesOf(route, authority).map((status) => [String(status), { $ref: `#/components/responses/${ERROR_RESPONSES[status]!.name}` }]));
+  return errorResponses(errorStatusesOf(route, authority));
+}
+
+/** References to the shared envelope responses of these statuses. */
+export function errorResponses(statuses: readonly number[]): Record<string, JsonSchema> {
+  return Object.fromEntries(statuses.map((status) => [String(status), { $ref: `#/components/responses/${ERROR_RESPONSES[status]!.name}` }]));
 }
