@@ -111,7 +111,7 @@ describe('error statuses in the document', () => {
       const { responses } = operationOf(document, route.method, route.path);
       const name = `${route.method} ${route.path}`;
       expect(Object.keys(responses), name).not.toContain('default');
-      for (const status of ['401', '429', '500', '503']) expect(Object.keys(responses), `${name} ${status}`).toContain(status);
+      for (const status of ['401', '429', '431', '500', '503']) expect(Object.keys(responses), `${name} ${status}`).toContain(status);
       expect(deref(document, responses['401']).headers['WWW-Authenticate']).toMatchObject({ required: true });
       expect(deref(document, responses['429']).headers['Retry-After']).toMatchObject({ required: true });
       for (const [status, response] of Object.entries(responses)) {
@@ -127,14 +127,18 @@ describe('error statuses in the document', () => {
     const statuses = (method: string, path: string) => Object.keys(operationOf(document, method, path).responses);
     const tablePath = '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}';
     expect(statuses('POST', `${tablePath}/views`).sort())
-      .toEqual(['201', '400', '401', '403', '404', '408', '409', '413', '415', '422', '429', '500', '503']);
-    expect(statuses('GET', `${tablePath}/rows/{rowId}/history`).sort()).toEqual(['200', '400', '401', '403', '404', '422', '429', '500', '503']);
-    expect(statuses('DELETE', '/v1/me/keys/{id}').sort()).toEqual(['200', '400', '401', '403', '404', '409', '422', '429', '500', '503']);
+      .toEqual(['201', '400', '401', '403', '404', '408', '409', '413', '415', '422', '429', '431', '500', '503']);
+    expect(statuses('GET', `${tablePath}/rows/{rowId}/history`).sort()).toEqual(['200', '400', '401', '403', '404', '422', '429', '431', '500', '503']);
+    expect(statuses('DELETE', '/v1/me/keys/{id}').sort()).toEqual(['200', '400', '401', '403', '404', '409', '422', '429', '431', '500', '503']);
     // Its query takes no parameters: any is a 422.
-    expect(statuses('GET', '/v1/preferences/options').sort()).toEqual(['200', '401', '422', '429', '500', '503']);
-    expect(statuses('GET', '/v1/me/keys').sort()).toEqual(['200', '400', '401', '403', '422', '429', '500', '503']);
+    expect(statuses('GET', '/v1/preferences/options').sort()).toEqual(['200', '401', '422', '429', '431', '500', '503']);
+    expect(statuses('GET', '/v1/me/keys').sort()).toEqual(['200', '400', '401', '403', '422', '429', '431', '500', '503']);
     expect(statuses('GET', '/v1/orgs/{orgId}/jobs/{jobId}/artifacts/{name}')).toEqual(expect.arrayContaining(['409', '410']));
     expect(statuses('POST', '/v1/invitations/accept')).toEqual(expect.arrayContaining(['404', '409', '422']));
+    // Only the operations that send a token through the delivery hook can answer 502.
+    expect(statuses('POST', '/v1/orgs/{orgId}/invitations')).toContain('502');
+    expect(statuses('POST', '/v1/me/email-verification')).toContain('502');
+    expect(statuses('POST', `${tablePath}/views`)).not.toContain('502');
   });
 
   it('matches a real 401: the envelope and the WWW-Authenticate challenge it documents', async () => {

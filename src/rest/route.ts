@@ -37,6 +37,8 @@ export interface Route<Data = any, Variables = any> {
   file?: boolean;
   /** The answer carries a secret shown once (a key, an invitation token, a TOTP secret): `Cache-Control: no-store`. */
   secret?: boolean;
+  /** The operation sends a one-time token through the delivery hook (502 DEPENDENCY_UNAVAILABLE when it fails). */
+  delivers?: boolean;
 }
 
 export function defineRoute<Data, Variables>(route: Route<Data, Variables>): Route<Data, Variables> {

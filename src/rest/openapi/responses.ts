@@ -21,7 +21,7 @@ interface ErrorResponse {
   headers?: { name: string; required: boolean }[];
 }
 
-/** The error statuses of spec §7 (plus 405/415/410 of the code table), each a reusable response with the envelope. */
+/** The error statuses of spec §7 (plus 405/415/410/431 of the code table), each a reusable response with the envelope. */
 const ERROR_RESPONSES: Record<number, ErrorResponse> = {
   400: { name: 'BadRequest', meaning: 'Malformed request: JSON, path ID, Idempotency-Key or cursor.' },
   401: { name: 'Unauthenticated', meaning: 'Missing, expired, revoked or wrong-audience credential.', headers: [{ name: 'WWW-Authenticate', required: true }] },
@@ -33,8 +33,10 @@ const ERROR_RESPONSES: Record<number, ErrorResponse> = {
   413: { name: 'PayloadTooLarge', meaning: 'Payload or output budget exceeded.' },
   415: { name: 'UnsupportedMediaType', meaning: 'The request body is not UTF-8 JSON.' },
   422: { name: 'ValidationFailed', meaning: 'Typed validation failure; `details.problems` points at each one.' },
+  431: { name: 'HeadersTooLarge', meaning: 'The request line and headers exceed 16 KiB (send large filters to POST …/rows/query).' },
   429: { name: 'RateLimited', meaning: 'Rate, concurrency or admission limit.', headers: [{ name: 'Retry-After', required: true }] },
   500: { name: 'InternalError', meaning: 'Internal failure; details redacted.' },
+  502: { name: 'BadGateway', meaning: 'The delivery hook did not accept a one-time token; nothing was created.' },
   503: { name: 'ServiceUnavailable', meaning: 'A required service is unavailable or the query ran out of time.', headers: [{ name: 'Retry-After', required: false }] },
 };
 
@@ -55,12 +57,12 @@ export function errorResponseComponents(): Record<string, JsonSchema> {
 
 /**
  * The error statuses one route can answer with, from what it reads: every route can meet a bad credential (401),
- * a limit (429), a failure (500) or a query time budget (503); the rest follow from its parameters, body,
- * Idempotency-Key and the authority its GraphQL field demands.
+ * a limit (429), an oversized request line (431), a failure (500) or a query time budget (503); the rest follow
+ * from its parameters, body, Idempotency-Key, delivery hook and the authority its GraphQL field demands.
  */
 export function errorStatusesOf(route: Route, authority: FieldAuthority): number[] {
   const hasPathIds = route.params !== undefined && Object.keys(route.params.shape).length > 0;
-  const statuses = new Set([401, 429, 500, 503]);
+  const statuses = new Set([401, 429, 431, 500, 503]);
   // A query that breaks its schema is a 422 (src/rest/router.ts); only a malformed cursor makes it a 400.
   const hasCursor = route.query !== undefined && Object.hasOwn(route.query.shape, 'cursor');
   if (hasPathIds || hasCursor || route.body || route.idempotent) statuses.add(400);
@@ -70,6 +72,7 @@ export function errorStatusesOf(route: Route, authority: FieldAuthority): number
   if (route.idempotent || route.file) statuses.add(409);
   if (route.file) statuses.add(410);
   if (route.query || route.body) statuses.add(422);
+  if (route.delivers) statuses.add(502);
   return [...statuses].sort((a, b) => a - b);
 }
 

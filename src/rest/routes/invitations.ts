@@ -29,7 +29,7 @@ const OrgPath = z.strictObject({ orgId: Id });
 export const invitationRoutes = [
   defineRoute({
     method: 'POST', path: '/v1/orgs/{orgId}/invitations', summary: 'Invite an address with a role (admins; the token is in this answer only)', tags: ['invitations'],
-    operation: CreateInvitationDocument, params: OrgPath, query: NoQuery, body: CreateInvitationBody, idempotent: true, secret: true, successStatus: 201, response: CreatedInvitationResponse,
+    operation: CreateInvitationDocument, params: OrgPath, query: NoQuery, body: CreateInvitationBody, idempotent: true, secret: true, delivers: true, successStatus: 201, response: CreatedInvitationResponse,
   }),
   defineRoute({
     method: 'GET', path: '/v1/orgs/{orgId}/invitations', summary: 'List invitations (admins), newest first', tags: ['invitations'],

@@ -65,6 +65,6 @@ export const sessionRoutes = [
   }),
   defineRoute({
     method: 'POST', path: '/v1/me/email-verification', summary: 'Send a mailbox verification token through the delivery hook', tags: ['sessions'],
-    operation: RequestEmailVerificationDocument, query: NoQuery, idempotent: true, successStatus: 202, response: EmailVerificationRequestResponse,
+    operation: RequestEmailVerificationDocument, query: NoQuery, idempotent: true, delivers: true, successStatus: 202, response: EmailVerificationRequestResponse,
   }),
 ];
