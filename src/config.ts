@@ -35,6 +35,8 @@ const ConfigSchema = z.object({
   JOB_LEASE_SECONDS: z.coerce.number().min(1).max(3600).default(30),
   /** Idle workers look for due jobs this often (they also wake at once on NOTIFY). */
   JOB_POLL_MS: z.coerce.number().int().min(10).default(1_000),
+  /** Jobs one organisation may have queued (not yet running); one more is refused with 429 CAPACITY_LIMIT. */
+  JOB_QUEUE_LIMIT_PER_ORG: z.coerce.number().int().min(1).default(50),
   /** How long job artifacts (import error reports) can be downloaded (ARTIFACT_EXPIRED after). */
   ARTIFACT_TTL_HOURS: z.coerce.number().min(0.001).default(72),
   /** A browser session older than this since its last password (and TOTP) check must step up for sensitive operations. */

@@ -70,10 +70,16 @@ export interface DomainErrorOptions {
   retryAfter?: number;
   /** For UNAUTHENTICATED: whether a credential was presented (selects the WWW-Authenticate challenge). */
   tokenPresented?: boolean;
+  /**
+   * The HTTP status when it must differ from the code's entry in the table: CAPACITY_LIMIT is 409 for a full
+   * collection (saved views) but 429 for a full job queue, which clears as jobs finish (issue 18).
+   */
+  status?: number;
 }
 
 /** Yoga reads `extensions.http` to answer /graphql with the right status and headers (and strips it from bodies). */
 function httpExtension(code: ErrorCode, options: DomainErrorOptions): Record<string, unknown> {
+  if (options.status !== undefined) return { http: { status: options.status } };
   if (code !== 'UNAUTHENTICATED') return {};
   return { http: { status: 401, headers: { 'WWW-Authenticate': bearerChallenge(options.tokenPresented ?? false) } } };
 }
@@ -86,6 +92,8 @@ export class DomainError extends GraphQLError {
   readonly code: ErrorCode;
   readonly details: unknown;
   readonly retryAfter: number | undefined;
+  /** The HTTP status: the code's, unless the error overrides it (DomainErrorOptions.status). */
+  readonly status: number;
 
   constructor(code: ErrorCode, message: string, options: DomainErrorOptions = {}) {
     super(message, {
@@ -100,6 +108,7 @@ export class DomainError extends GraphQLError {
     this.code = code;
     this.details = options.details;
     this.retryAfter = options.retryAfter;
+    this.status = options.status ?? httpStatusOf(code);
   }
 }
 

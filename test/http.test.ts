@@ -142,8 +142,9 @@ describe('per-credential limits', () => {
         'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${token}`,
         'Content-Type: application/json', 'Content-Length: 50', '', '{',
       ].join('\r\n'), 3_000);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const refused = await limited.request('GET', '/v1/me/preferences', { token });
+      // Wait on the slot being held, not on a delay: until the stalled request's headers arrive, reads get 200.
+      let refused = await limited.request('GET', '/v1/me/preferences', { token });
+      while (refused.status === 200) refused = await limited.request('GET', '/v1/me/preferences', { token });
       expectError(refused, 429, 'RATE_LIMITED');
       expect(refused.headers.get('retry-after')).toBe('1');
       await stalled;

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { setTimeout as pause } from 'node:timers/promises';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { columnOf, historyTableOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { startWorker } from '../src/jobs/worker.ts';
@@ -76,6 +78,52 @@ async function attemptsOf(jobId: string): Promise<number> {
   return job.attempts;
 }
 
+const HOLD_LOCK = 918_273;
+
+interface CheckpointHold {
+  /** Resolves once a worker's step is waiting on the hold, i.e. it cannot commit that checkpoint. */
+  reached(): Promise<void>;
+  /** Lets the waiting step go on (a killed worker's transaction then rolls back) and removes the hold. */
+  release(): Promise<void>;
+}
+
+/**
+ * Stops a job of `kind` at the checkpoint of `phase` (its journal's) that takes its progress to `progress` or past
+ * it: a trigger makes that
+ * UPDATE wait on an advisory lock this test holds. The test kills the worker while it waits, so the kill lands
+ * mid-job on every machine, however fast or loaded, instead of racing the job to its end.
+ */
+async function holdCheckpoint(kind: string, phase: string, progress: number): Promise<CheckpointHold> {
+  const client = new pg.Client({ connectionString: suite.server.database.url });
+  await client.connect();
+  await client.query(`SELECT pg_advisory_lock(${HOLD_LOCK})`);
+  await client.query(`CREATE FUNCTION test_hold_checkpoint() RETURNS trigger LANGUAGE plpgsql
+    AS $$ BEGIN PERFORM pg_advisory_xact_lock(${HOLD_LOCK}); RETURN NEW; END $$`);
+  await client.query(`CREATE TRIGGER test_hold_checkpoint BEFORE UPDATE ON public.jobs FOR EACH ROW
+    WHEN (NEW.kind = '${kind}' AND NEW.journal->>'phase' = '${phase}' AND OLD.progress_done < ${progress} AND NEW.progress_done >= ${progress})
+    EXECUTE FUNCTION test_hold_checkpoint()`);
+  return {
+    reached: async () => {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const { rows } = await client.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = ${HOLD_LOCK} AND NOT granted`,
+        );
+        if (rows[0]!.waiting > 0) return;
+        if (Date.now() > deadline) throw new Error(`no ${kind} job reached the held checkpoint in time`);
+        await pause(25);
+      }
+    },
+    release: async () => {
+      // Unlock before dropping: DROP TRIGGER waits for the held step's transaction, which waits for this lock.
+      await client.query(`SELECT pg_advisory_unlock(${HOLD_LOCK})`);
+      await client.query('DROP TRIGGER test_hold_checkpoint ON public.jobs');
+      await client.query('DROP FUNCTION test_hold_checkpoint()');
+      await client.end();
+    },
+  };
+}
+
 /** Adds a unique rule (a job) with an in-process worker of its own, stopped before the test's workers start. */
 async function addRuleNow(table: TestTable, fieldIds: string[]) {
   const worker = startWorker(suite.server.prisma, suite.server.config, createLogger('silent'));
@@ -97,13 +145,18 @@ describe('a worker killed mid-job', () => {
 
     await withWorkers(async (workers) => {
       const interrupted = await accepted(requestPreview(suite.server, admin(), table, request));
-      workers.push(spawnWorker());
-      const midway = await waitForJob(suite.server, admin(), interrupted.statusUrl, (job) => job.state === 'running' && job.progress.done > 0, 30_000);
-      await workers[0]!.kill();
+      // Loading stages 2,000 rows a step: the step that would reach 30,000 waits, so 28,000 are checkpointed.
+      const hold = await holdCheckpoint('previewImportRows', 'load', 30_000);
+      try {
+        workers.push(spawnWorker());
+        await hold.reached();
+        await workers[0]!.kill();
+      } finally {
+        await hold.release();
+      }
       const atKill = JobResponse.parse((await suite.server.request('GET', interrupted.statusUrl, { token: admin() })).body);
       expect(atKill.state, 'the killed worker still holds the job until its lease runs out').toBe('running');
-      expect(atKill.progress.done).toBeLessThan(60_000);
-      expect(atKill.progress.done).toBeGreaterThanOrEqual(midway.progress.done);
+      expect(atKill.progress).toEqual({ done: 28_000, total: 60_000 });
 
       workers.push(spawnWorker());
       const resumed = await waitForJob(suite.server, admin(), interrupted.statusUrl, undefined, 40_000);
@@ -139,18 +192,18 @@ describe('a worker killed mid-job', () => {
       expect(previewed.state).toBe('succeeded');
       valid = previewed.result.validRows;
 
-      const handle = await accepted(requestImport(suite.server, admin(), table, previewed.jobId, 'valid-rows-only'));
-      // Killed once the inserts have begun: some rows are in, not all.
+      // Killed once the inserts have begun: the batch that would take the import to 15,000 rows waits, so some
+      // rows are in, not all.
       const rowsTable = rowsTableOf(table.databaseId, table.tableId);
-      const deadline = Date.now() + 30_000;
-      let inserted = 0;
-      while (inserted === 0) {
-        if (Date.now() > deadline) throw new Error('the import inserted nothing in time');
-        const response = await suite.server.request('GET', `${table.path}/rows?limit=1`, { token: admin() });
-        expect(response.status, response.text).toBe(200);
-        inserted = response.body.data.length;
+      const hold = await holdCheckpoint('importRows', 'insert', 15_000);
+      let handle: { jobId: string; statusUrl: string };
+      try {
+        handle = await accepted(requestImport(suite.server, admin(), table, previewed.jobId, 'valid-rows-only'));
+        await hold.reached();
+        await workers[0]!.kill();
+      } finally {
+        await hold.release();
       }
-      await workers[0]!.kill();
       const [{ count: atKill }] = await suite.server.prisma.$queryRawUnsafe<{ count: number }[]>(`SELECT count(*)::int AS count FROM ${rowsTable}`) as [{ count: number }];
       expect(atKill).toBeGreaterThan(0);
       expect(atKill, 'the worker was killed before the last batch').toBeLessThan(valid);

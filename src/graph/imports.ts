@@ -113,7 +113,7 @@ async function previewImport(tx: TransactionClient, context: Context, caller: Ca
   const jobId = newId();
   const handle = await enqueueJob(tx, caller, {
     kind: 'previewImportRows', category: 'imports', ...address, payload: spec, fileName: body.fileName,
-    summary: `Queued an import preview of ${body.fileName}`,
+    summary: `Queued an import preview of ${body.fileName}`, queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
   }, jobId);
   await tx.jobArtifact.create({
     data: {
@@ -154,6 +154,7 @@ async function importPreviewed(tx: TransactionClient, context: Context, caller: 
   return enqueueJob(tx, caller, {
     kind: 'importRows', category: 'imports', ...address, payload, fileName: spec.fileName, serialKey: `import:${preview.id}`,
     serialConflict: () => alreadyImported(preview.id), summary: `Queued an import of ${spec.fileName} (${body.mode})`,
+    queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
   });
 }
 

@@ -110,7 +110,7 @@ export async function enqueueSchemaChange(tx: TransactionClient, context: Contex
   const summary = describe(schema, change, referenced?.name);
   return enqueueJob(tx, requireCaller(context), {
     kind: CHANGE_JOBS[change.kind].kind, category: 'schema', ...address, serialKey: `schema:${address.tableId}`, summary: `Queued: ${summary}`,
-    payload: { ...address, expectedSchemaVersion, change, summary },
+    payload: { ...address, expectedSchemaVersion, change, summary }, queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
   });
 }
 

@@ -6,6 +6,8 @@ export interface ErrorBody {
   message: string;
   details?: unknown;
   retryAfter?: number;
+  /** Overrides the code's status (DomainError.status). */
+  status?: number;
 }
 
 /**
@@ -21,7 +23,7 @@ function insufficientScopeChallenge(details: unknown): string {
 
 export function sendError(req: Request, res: Response, error: ErrorBody): void {
   if (res.headersSent) return;
-  const status = httpStatusOf(error.code);
+  const status = error.status ?? httpStatusOf(error.code);
   const requestId = String(res.locals.requestId ?? '');
   if (status === 401) res.setHeader('WWW-Authenticate', bearerChallenge(Boolean(req.headers.authorization)));
   if (error.code === 'INSUFFICIENT_SCOPE') res.setHeader('WWW-Authenticate', insufficientScopeChallenge(error.details));
@@ -39,5 +41,6 @@ export function sendDomainError(req: Request, res: Response, error: DomainError)
     message: error.message,
     details: error.details,
     ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
+    ...(error.status === httpStatusOf(error.code) ? {} : { status: error.status }),
   });
 }

@@ -17,12 +17,15 @@ function errorFrom(errors: readonly GraphQLErrorLike[] | undefined): ErrorBody {
   const code = first?.extensions?.code;
   // A GraphQL error without one of our codes means the REST document and the schema disagree: our bug.
   if (!first || !isErrorCode(code)) return { code: 'INTERNAL_ERROR', message: 'Internal error.' };
-  const { details, retryAfter } = first.extensions ?? {};
+  const { details, retryAfter, http } = first.extensions ?? {};
+  // DomainError puts a status that overrides its code's (and only such a status) in Yoga's `http` extension.
+  const status = (http as { status?: unknown } | undefined)?.status;
   return {
     code: code as ErrorCode,
     message: first.message,
     ...(details === undefined ? {} : { details }),
     ...(typeof retryAfter === 'number' ? { retryAfter } : {}),
+    ...(typeof status === 'number' && code !== 'UNAUTHENTICATED' ? { status } : {}),
   };
 }
 

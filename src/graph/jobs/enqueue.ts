@@ -2,7 +2,7 @@ import type { TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../errors.ts';
 import { newId } from '../../ids.ts';
-import { insertJob, notifyWorkers } from '../../jobs/sql/queue.ts';
+import { insertJob, lockAndCountQueued, notifyWorkers } from '../../jobs/sql/queue.ts';
 import { actorOf, recordActivity, type ActivityCategory } from '../activity.ts';
 import type { Caller } from '../auth/caller.ts';
 import { builder } from '../builder.ts';
@@ -41,9 +41,28 @@ export interface JobRequest {
   serialConflict?: () => DomainError;
   summary: string;
   fileName?: string;
+  /** How many jobs the org may have queued (config JOB_QUEUE_LIMIT_PER_ORG). */
+  queueLimit: number;
 }
 
 const MAX_ATTEMPTS = 5;
+
+/**
+ * Refuses a job beyond the org's queue cap (issue 18), under the org's enqueue lock so that parallel requests cannot
+ * overshoot it. 429, not CAPACITY_LIMIT's usual 409: the queue drains by itself, so the same request succeeds later.
+ */
+export async function checkQueueCapacity(tx: TransactionClient, orgId: string, limit: number): Promise<void> {
+  const sql = prismaExecutor(tx);
+  const [lock, count] = lockAndCountQueued(orgId);
+  await sql.query(lock!.sql, lock!.params);
+  const [row] = await sql.query<{ queued: number }>(count!.sql, count!.params);
+  const queued = row?.queued ?? 0;
+  if (queued >= limit) {
+    throw new DomainError('CAPACITY_LIMIT', `This organisation already has ${queued} jobs queued (at most ${limit}); retry when some have started.`, {
+      details: { limit, queued }, retryAfter: 5, status: 429,
+    });
+  }
+}
 
 /**
  * Enqueues a job in the request's transaction, with its `job.<kind>.queued` event: the job exists exactly when the
@@ -51,6 +70,7 @@ const MAX_ATTEMPTS = 5;
  */
 export async function enqueueJob(tx: TransactionClient, caller: Caller, request: JobRequest, jobId = newId()): Promise<JobHandleShape> {
   const sql = prismaExecutor(tx);
+  await checkQueueCapacity(tx, request.orgId, request.queueLimit);
   const statement = insertJob({
     id: jobId, orgId: request.orgId, kind: request.kind, databaseId: request.databaseId ?? null, tableId: request.tableId ?? null,
     payload: request.payload, serialKey: request.serialKey ?? null, maxAttempts: MAX_ATTEMPTS, actor: actorOf(caller),

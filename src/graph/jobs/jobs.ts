@@ -13,7 +13,7 @@ import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageL
 import { idempotent, type Json } from '../idempotency.ts';
 import { pageOf, pageRef } from '../pages.ts';
 import { isUniqueViolation } from '../prisma-errors.ts';
-import { schemaMaintenance } from './enqueue.ts';
+import { checkQueueCapacity, schemaMaintenance } from './enqueue.ts';
 
 /** The job status record behind every `statusUrl` (issue 5; spec 2.16 leaves it open). */
 export type JobShape = {
@@ -168,9 +168,11 @@ async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAu
   return toJobShape(await loadJob(tx, orgId, jobId));
 }
 
-async function retryJob(tx: TransactionClient, caller: Caller, authority: OrgAuthority, orgId: string, jobId: string): Promise<JobShape> {
+async function retryJob(tx: TransactionClient, caller: Caller, authority: OrgAuthority, orgId: string, jobId: string, queueLimit: number): Promise<JobShape> {
   const job = await loadJob(tx, orgId, jobId);
   requireJobControl(caller, authority, job);
+  // A retried job joins the queue again, so it counts against the org's cap like a new one.
+  await checkQueueCapacity(tx, orgId, queueLimit);
   const sql = prismaExecutor(tx);
   const statement = requeue(jobId);
   try {
@@ -264,7 +266,7 @@ builder.mutationFields((t) => ({
       const [org, job] = [String(orgId), String(jobId)];
       const authority = requireCapability(context, org, 'write');
       return idempotent(context, { operation: 'retryJob', key: idempotencyKey, input: { orgId: org, jobId: job } }, (tx) =>
-        retryJob(tx, requireCaller(context), authority, org, job));
+        retryJob(tx, requireCaller(context), authority, org, job, context.config.JOB_QUEUE_LIMIT_PER_ORG));
     },
   }),
 }));

@@ -52,20 +52,41 @@ export interface ClaimedJobRow {
   reclaimed: boolean;
 }
 
+/** A job of one of `kinds` ($4) that a worker may claim now. */
+function dueJob(alias: string): string {
+  return `${alias}.kind = ANY($4::text[])
+               AND ((${alias}.state = 'queued' AND ${alias}.run_at <= now())
+                 OR (${alias}.state = 'running' AND ${alias}.lease_expires_at < now()))`;
+}
+
 /**
  * Claims one job: a queued job that is due, or a running job whose lease expired (its worker died). SKIP LOCKED
  * lets any number of workers claim concurrently without waiting on each other. A reclaimed job counts as a new
  * attempt; past its last one the runner fails it (undoing its partial work) instead of running it.
+ *
+ * Fair across organisations (issue 18: org A's 23 queued previews held org B's one back 11 s): among the orgs with
+ * a due job, the one with the fewest jobs running goes first, then the one whose last claim is oldest (never
+ * claimed first) — round-robin when every org has the same number running, and a lone org still gets every free
+ * slot. Within an org, jobs keep their order (run_at, id). "Last claim" is the latest first start of the org's
+ * jobs (a reclaimed or retried job keeps its started_at). Both per-org figures are index probes
+ * (jobs_org_active_idx, jobs_org_started_at_idx), made once per org that has due work, not once per job.
  */
 export function claimJob(owner: string, leaseToken: string, leaseSeconds: number, kinds: readonly string[]): Statement {
   return {
-    sql: `WITH next AS (
-            SELECT id, state = 'running' AS reclaimed FROM public.jobs
-             WHERE kind = ANY($4::text[])
-               AND ((state = 'queued' AND run_at <= now()) OR (state = 'running' AND lease_expires_at < now()))
-             ORDER BY run_at, id
+    sql: `WITH due_orgs AS (
+            SELECT DISTINCT org_id FROM public.jobs d WHERE ${dueJob('d')}
+          ), turns AS (
+            SELECT d.org_id,
+                   (SELECT count(*) FROM public.jobs r
+                     WHERE r.org_id = d.org_id AND r.state = 'running' AND r.lease_expires_at >= now()) AS running,
+                   (SELECT max(s.started_at) FROM public.jobs s WHERE s.org_id = d.org_id) AS last_started
+              FROM due_orgs d
+          ), next AS (
+            SELECT j.id, j.state = 'running' AS reclaimed FROM public.jobs j JOIN turns t ON t.org_id = j.org_id
+             WHERE ${dueJob('j')}
+             ORDER BY t.running, t.last_started NULLS FIRST, j.run_at, j.id
              LIMIT 1
-               FOR UPDATE SKIP LOCKED
+               FOR UPDATE OF j SKIP LOCKED
           )
           UPDATE public.jobs j
              SET state = 'running', attempts = j.attempts + 1, lease_token = $2::bpchar, lease_owner = $1,
@@ -161,6 +182,17 @@ export function insertJobEvent(event: JobEvent): Statement {
     params: [event.id, event.orgId, event.category, event.event, event.summary, event.actor.id, event.actor.kind, event.actor.key,
       event.actor.name, event.databaseId, event.tableId, event.jobId, event.affectedRows, event.fileName],
   };
+}
+
+/**
+ * Takes the org's enqueue lock for the rest of the transaction and counts its queued jobs, so that concurrent
+ * enqueues cannot both pass the per-org cap (the same pattern as the saved-views cap).
+ */
+export function lockAndCountQueued(orgId: string): Statement[] {
+  return [
+    { sql: `SELECT pg_advisory_xact_lock(hashtextextended('jobs:' || $1::text, 0))::text AS locked`, params: [orgId] },
+    { sql: `SELECT count(*)::int AS queued FROM public.jobs WHERE org_id = $1::bpchar AND state = 'queued'`, params: [orgId] },
+  ];
 }
 
 /** Cancelling a queued job is immediate; returns the job when it was queued. */
