@@ -27,7 +27,7 @@ export async function openRuntime(
     await database.close();
     throw error;
   }
-  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
+  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
   return {
     config,
     logger,

@@ -2,6 +2,7 @@ import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../config.ts';
 import type { PrismaClient } from '../db/prisma.ts';
+import { isStatementTimeout, queryTimeoutError } from '../db/statement-budget.ts';
 import { DomainError } from '../errors.ts';
 import { resolveCredential } from './auth/credentials.ts';
 import type { Context, ServerContext } from './context.ts';
@@ -27,7 +28,9 @@ function logUnexpectedErrors(): Plugin<Context> {
         if (!('errors' in result) || !result.errors) return;
         for (const error of result.errors) {
           const thrown = thrownBy(error);
-          if (thrown !== error && !(thrown instanceof DomainError)) {
+          if (thrown !== error && isStatementTimeout(thrown)) {
+            args.contextValue.log.warn({ path: error.path }, 'query ran out of its statement budget');
+          } else if (thrown !== error && !(thrown instanceof DomainError)) {
             args.contextValue.log.error({ err: thrown, path: error.path }, 'unexpected error in resolver');
           }
         }
@@ -36,10 +39,14 @@ function logUnexpectedErrors(): Plugin<Context> {
   };
 }
 
-/** DomainErrors and GraphQL's own request errors (syntax, validation) pass; anything a resolver threw is masked. */
+/**
+ * DomainErrors and GraphQL's own request errors (syntax, validation) pass; a statement cancelled by its time budget
+ * becomes QUERY_TIMEOUT; anything else a resolver threw is masked.
+ */
 function maskUnexpected(error: unknown): Error {
   const thrown = thrownBy(error);
   if (thrown instanceof DomainError) return thrown;
+  if (isStatementTimeout(thrown)) return queryTimeoutError();
   if (thrown === error && error instanceof Error && error.name === 'GraphQLError') return error;
   return new DomainError('INTERNAL_ERROR', 'Internal error.');
 }
