@@ -7,7 +7,9 @@ import type { Logger } from './log.ts';
 import { sendDomainError, sendError } from './rest/errors.ts';
 import { bodyReadDeadline } from './rest/middleware/body-deadline.ts';
 import { jsonBody } from './rest/middleware/json-body.ts';
-import { concurrencyLimit, rateLimit } from './rest/middleware/rate-limit.ts';
+import { inFlightLimit } from './rest/middleware/in-flight.ts';
+import { rateLimit } from './rest/middleware/rate-limit.ts';
+import { resolveCaller, resolvedCredentialOf } from './rest/middleware/caller.ts';
 import { oauthRoutes } from './oauth/routes.ts';
 import { requestContext } from './rest/middleware/request-context.ts';
 import { openApiDocument } from './rest/openapi.ts';
@@ -42,7 +44,10 @@ function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
   return [
     jsonBody(config.BODY_LIMIT_BYTES),
     // `handle` converts the Node request, runs the operation and writes the response.
-    (req, res) => yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log }),
+    (req, res) => {
+      const credential = resolvedCredentialOf(res);
+      return yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log, ...(credential ? { credential } : {}) });
+    },
   ];
 }
 
@@ -77,7 +82,7 @@ export function createApp({ prisma, config, logger }: AppDependencies): Express 
   app.use(requestContext(logger));
   app.use(health(prisma));
   app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
-  app.use(['/v1', '/graphql', '/oauth'], rateLimit(config), concurrencyLimit(config));
+  app.use(['/v1', '/graphql', '/oauth'], resolveCaller(prisma, config), rateLimit(config), inFlightLimit(prisma, config));
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openApi);
   });

@@ -5,7 +5,8 @@ import type { PrismaClient } from '../db/prisma.ts';
 import { isStatementTimeout, queryTimeoutError } from '../db/statement-budget.ts';
 import { DomainError } from '../errors.ts';
 import { resolveCredential } from './auth/credentials.ts';
-import type { Context, ServerContext } from './context.ts';
+import type { Caller } from './auth/caller.ts';
+import type { Context, ResolvedCredential, ServerContext } from './context.ts';
 import { schema } from './index.ts';
 import { SchemaCache } from './tables/loader.ts';
 
@@ -51,6 +52,11 @@ function maskUnexpected(error: unknown): Error {
   return new DomainError('INTERNAL_ERROR', 'Internal error.');
 }
 
+function callerOf(credential: ResolvedCredential): Caller | null {
+  if ('rejected' in credential) throw credential.rejected;
+  return credential.caller;
+}
+
 /**
  * The one GraphQL server: `/graphql` mounts it, and src/rest runs its typed operations through its envelop
  * in-process (src/rest/execute.ts), so both get the same context, authority, validation and error masking.
@@ -65,12 +71,12 @@ export function createGraphServer(prisma: PrismaClient, config: Config): GraphSe
     batching: false,
     logging: false,
     maskedErrors: { maskError: maskUnexpected },
-    context: async ({ request, requestId, log }): Promise<Context> => ({
+    context: async ({ request, requestId, log, credential }): Promise<Context> => ({
       prisma,
       config,
       requestId,
       log,
-      caller: await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
+      caller: credential ? callerOf(credential) : await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
       schemas,
     }),
     plugins: [
