@@ -1,10 +1,9 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FILTER_COST_BUDGET, MAX_FILTER_VALUES } from '../src/data/filter.ts';
-import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { expectError } from './helpers/expectations.ts';
 import { createOrg, type TestOrg } from './helpers/factories.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
+import { createSlowTable, slowRowsPath, textSearches } from './helpers/slow-table.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { definitionOf, expectProblems, savedView, viewClient } from './helpers/views.ts';
 import { createTable, type TestTable } from './helpers/workspace.ts';
@@ -19,8 +18,7 @@ const { postView } = viewClient(suite);
 const ROWS_QUERY = `query Rows($orgId: ID!, $databaseId: ID!, $tableId: ID!, $where: JSON, $viewId: ID) {
   rows(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, where: $where, viewId: $viewId, limit: 1) { data { id } }
 }`;
-// Distinct values: PostgreSQL folds identical OR arms into one, which would make the scan cheap.
-const searches = (count: number) => ({ or: Array.from({ length: count }, (_item, index) => ({ field: 'Name', op: 'iContains', value: `zqNx${index}` })) });
+const searches = textSearches;
 const inLists = (lists: number) => ({ or: Array.from({ length: lists }, (_list, index) => ({
   field: 'Name', op: 'in', value: Array.from({ length: 1000 }, (_value, item) => `v${index}-${item}`),
 })) });
@@ -109,28 +107,16 @@ describe('statement budget', () => {
   let server: TestServer;
   let org: TestOrg;
   let table: TestTable;
-  const where = encodeURIComponent(JSON.stringify(searches(25)));
 
   beforeAll(async () => {
     server = await startTestServer({ QUERY_TIMEOUT_MS: '300' });
     org = await createOrg(server.prisma);
-    table = await createTable(server, org, [{ name: 'Name', type: 'text' }], { name: 'Big' });
-    // Seeded on a connection of our own: the service's connections carry the 300 ms budget.
-    const client = new pg.Client({ connectionString: server.database.url });
-    await client.connect();
-    try {
-      await client.query(`
-        INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)})
-        SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), md5(g::text) || ' customer ' || g FROM generate_series(1, 200000) AS g`);
-      await client.query(`ANALYZE ${rowsTableOf(table.databaseId, table.tableId)}`);
-    } finally {
-      await client.end();
-    }
+    table = await createSlowTable(server, org);
   }, 60_000);
   afterAll(() => server?.close());
 
   it('answers a read that runs out of time with 503 QUERY_TIMEOUT, the envelope and Retry-After (REST)', async () => {
-    const response = await server.request('GET', `${table.path}/rows?limit=1&where=${where}`, { token: org.adminKey });
+    const response = await server.request('GET', slowRowsPath(table), { token: org.adminKey });
     expectError(response, 503, 'QUERY_TIMEOUT');
     expect(response.headers.get('retry-after')).toBe('5');
     expect(Object.keys(response.body.error).sort()).toEqual(['code', 'message', 'requestId']);
