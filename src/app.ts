@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import type { Config } from './config.ts';
 import type { PrismaClient } from './db/prisma.ts';
@@ -9,6 +10,7 @@ import { bodyReadDeadline } from './rest/middleware/body-deadline.ts';
 import { jsonBody } from './rest/middleware/json-body.ts';
 import { inFlightLimit } from './rest/middleware/in-flight.ts';
 import { rateLimit } from './rest/middleware/rate-limit.ts';
+import { MemorySlotStore, RedisSlotStore } from './rest/middleware/slot-stores.ts';
 import { resolveCaller, resolvedCredentialOf } from './rest/middleware/caller.ts';
 import { oauthRoutes } from './oauth/routes.ts';
 import { requestContext } from './rest/middleware/request-context.ts';
@@ -21,6 +23,8 @@ export interface AppDependencies {
   prisma: PrismaClient;
   config: Config;
   logger: Logger;
+  /** With REDIS_URL: rate and in-flight limits are shared by every process through it (DESIGN §5). */
+  redis?: Redis;
 }
 
 function health(prisma: PrismaClient): Express {
@@ -71,7 +75,12 @@ const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   sendError(req, res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });
 };
 
-export function createApp({ prisma, config, logger }: AppDependencies): Express {
+/** A request's slot outlives a process that died holding it for this long: longer than any request should run. */
+function slotLeaseMs(config: Config): number {
+  return Math.max(60_000, 2 * config.QUERY_TIMEOUT_MS + config.BODY_READ_TIMEOUT_MS);
+}
+
+export function createApp({ prisma, config, logger, redis }: AppDependencies): Express {
   const yoga = createGraphServer(prisma, config);
   const openApi = openApiDocument(routes);
   const app = express();
@@ -82,7 +91,8 @@ export function createApp({ prisma, config, logger }: AppDependencies): Express 
   app.use(requestContext(logger));
   app.use(health(prisma));
   app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
-  app.use(['/v1', '/graphql', '/oauth'], resolveCaller(prisma, config), rateLimit(config), inFlightLimit(prisma, config));
+  app.use(['/v1', '/graphql', '/oauth'], resolveCaller(prisma, config), rateLimit(config, redis),
+    inFlightLimit(prisma, config, logger, redis ? new RedisSlotStore(redis, slotLeaseMs(config)) : new MemorySlotStore()));
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openApi);
   });

@@ -23,6 +23,8 @@ const ConfigSchema = z.object({
   CONCURRENCY_QUEUE: nonNegativeInt.default(16),
   /** How long a queued request waits for an in-flight slot before it gets 429. */
   CONCURRENCY_QUEUE_WAIT_MS: nonNegativeInt.default(2_000),
+  /** Shares rate and in-flight limits between all processes of the service; unset → counted per process. */
+  REDIS_URL: z.string().url().optional(),
   /** statement_timeout of every statement a request runs (QUERY_TIMEOUT, 503, beyond it); `0` disables. */
   QUERY_TIMEOUT_MS: nonNegativeInt.default(5_000),
   /** statement_timeout of the statements a job's steps run: jobs backfill and build indexes, so longer; `0` disables. */

@@ -1,22 +1,29 @@
 import type { RequestHandler } from 'express';
-import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Redis } from 'ioredis';
+import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../../config.ts';
 import { sendError } from '../errors.ts';
 import { limitKeysOfResponse } from './caller.ts';
 
 /**
  * Sustained RATE_LIMIT_RPS per second, with RATE_LIMIT_BURST extra requests available over ten seconds, per resolved
- * credential (or client address: src/rest/middleware/caller.ts). Limits are per process (docs/decisions.md).
+ * credential (or client address: src/rest/middleware/caller.ts); per process, or shared through Redis (REDIS_URL).
  */
-function rateLimiter(config: Config): BurstyRateLimiter | RateLimiterMemory | null {
+function rateLimiter(config: Config, redis: Redis | undefined): BurstyRateLimiter | RateLimiterAbstract | null {
   if (config.RATE_LIMIT_RPS === 0) return null;
-  const sustained = new RateLimiterMemory({ keyPrefix: 'rps', points: config.RATE_LIMIT_RPS, duration: 1 });
+  // With Redis every process draws on one allowance; should Redis fail, each process falls back to its own.
+  const store = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
+    const memory = new RateLimiterMemory({ keyPrefix, points, duration });
+    if (!redis) return memory;
+    return new RateLimiterRedis({ storeClient: redis, keyPrefix: `wds:${keyPrefix}`, points, duration, insuranceLimiter: memory });
+  };
+  const sustained = store('rps', config.RATE_LIMIT_RPS, 1);
   if (config.RATE_LIMIT_BURST === 0) return sustained;
-  return new BurstyRateLimiter(sustained, new RateLimiterMemory({ keyPrefix: 'burst', points: config.RATE_LIMIT_BURST, duration: 10 }));
+  return new BurstyRateLimiter(sustained, store('burst', config.RATE_LIMIT_BURST, 10));
 }
 
-export function rateLimit(config: Config): RequestHandler {
-  const limiter = rateLimiter(config);
+export function rateLimit(config: Config, redis?: Redis): RequestHandler {
+  const limiter = rateLimiter(config, redis);
   return async (req, res, next) => {
     if (!limiter) return next();
     try {
