@@ -6,7 +6,7 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 import { createSlowTable, slowRowsPath, textSearches } from './helpers/slow-table.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { definitionOf, expectProblems, savedView, viewClient } from './helpers/views.ts';
-import { createTable, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createTable, type TestTable } from './helpers/workspace.ts';
 
 /**
  * Issue 18 §1: a statement time budget on every request's queries (503 QUERY_TIMEOUT), and a filter cost and
@@ -128,6 +128,13 @@ describe('statement budget', () => {
     expect(response.body.errors).toHaveLength(1);
     expect(response.body.errors[0].extensions).toMatchObject({ code: 'QUERY_TIMEOUT', retryAfter: 5 });
   });
+
+  it('gives jobs their own budget: a rule whose statements take seconds is built under the 300 ms request budget', async () => {
+    // 50 distinct LIKE conditions on 200,000 rows: the duplicate check and the index build each scan them all.
+    const where = { or: Array.from({ length: 50 }, (_item, index) => ({ field: 'Name', op: 'contains', value: `zqNx${index}` })) };
+    const { job } = await addUniqueRule(server, org.adminKey, table, { fieldIds: [table.fields.Name], where });
+    expect({ state: job.state, error: job.error }).toEqual({ state: 'succeeded', error: null });
+  }, 60_000);
 
   it('leaves the connection usable: a cheap read right after succeeds', async () => {
     const response = await server.request('GET', `${table.path}/rows?limit=1`, { token: org.adminKey });

@@ -20,7 +20,7 @@ export const slowRowsPath = (table: TestTable) => `${table.path}/rows?limit=1&wh
  * service's connections carry the statement budget, which may be set low).
  */
 export async function createSlowTable(server: TestServer, org: TestOrg, rows = 200_000): Promise<TestTable> {
-  const table = await createTable(server, org, [{ name: 'Name', type: 'text' }], { name: 'Big' });
+  const table = await createTable(server, org, [{ name: 'Name', type: 'text', options: { maxLength: 100 } }], { name: 'Big' });
   const client = new pg.Client({ connectionString: server.database.url });
   await client.connect();
   try {
