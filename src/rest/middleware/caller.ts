@@ -24,7 +24,7 @@ export interface LimitKeys {
   org: string | null;
 }
 
-const ORG_PATH = /^\/v1\/orgs\/([0-9A-Z]{26})(?:\/|$)/;
+const ORG_PATH = /^\/v1\/orgs\/([0-9A-Z]{26})(?:[/?]|$)/;
 
 function limitKeysOf(req: Request, credential: ResolvedCredential): LimitKeys {
   const caller = 'caller' in credential ? credential.caller : null;
