@@ -26,14 +26,16 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-const config = loadConfig(process.env, { LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' });
+// Limits off for throughput benchmarks; bench/flood.bench.ts sets BENCH_KEEP_LIMITS=1 to measure them as configured.
+const limitsOff = process.env.BENCH_KEEP_LIMITS === '1' ? {} : { RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0' };
+const config = loadConfig(process.env, { LOG_LEVEL: 'silent', ...limitsOff, DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' });
 const logger = createLogger('silent');
 const server = await openDatabase(loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' }), logger);
 // A fresh database per run: rows, history and activity left by earlier runs would make later runs slower.
 await dropBenchDatabase(server.url);
 const url = await ensureDatabase(server.url, 'wds_bench');
 await migrate(url);
-const prisma = createPrisma(url, config.DATABASE_POOL_SIZE);
+const prisma = createPrisma(url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
 const { orgId, userId, apiKey } = await bootstrapOrg(prisma, { orgName: 'Bench', email: `bench-${Date.now()}@example.com`, name: 'Bench' });
 await prisma.preference.create({ data: { userId, timezone: 'Europe/Berlin', locale: 'de-DE', dateFormat: 'day-month-year', timeFormat: '24-hour', theme: 'dark' } });
 

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import type { Config } from './config.ts';
 import type { PrismaClient } from './db/prisma.ts';
@@ -8,7 +9,10 @@ import { sendDomainError, sendError } from './rest/errors.ts';
 import { bodyReadDeadline } from './rest/middleware/body-deadline.ts';
 import { jsonBody } from './rest/middleware/json-body.ts';
 import { corsAllowList } from './rest/middleware/cors.ts';
-import { concurrencyLimit, rateLimit } from './rest/middleware/rate-limit.ts';
+import { inFlightLimit } from './rest/middleware/in-flight.ts';
+import { rateLimit } from './rest/middleware/rate-limit.ts';
+import { MemorySlotStore, RedisSlotStore } from './rest/middleware/slot-stores.ts';
+import { resolveCaller, resolvedCredentialOf } from './rest/middleware/caller.ts';
 import { oauthRoutes } from './oauth/routes.ts';
 import { requestContext } from './rest/middleware/request-context.ts';
 import { openApiDocument } from './rest/openapi.ts';
@@ -20,6 +24,8 @@ export interface AppDependencies {
   prisma: PrismaClient;
   config: Config;
   logger: Logger;
+  /** With REDIS_URL: rate and in-flight limits are shared by every process through it (DESIGN §5). */
+  redis?: Redis;
 }
 
 function health(prisma: PrismaClient): Express {
@@ -48,7 +54,10 @@ function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
       next();
     },
     // `handle` converts the Node request, runs the operation and writes the response.
-    (req, res) => yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log }),
+    (req, res) => {
+      const credential = resolvedCredentialOf(res);
+      return yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log, ...(credential ? { credential } : {}) });
+    },
   ];
 }
 
@@ -72,7 +81,12 @@ const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   sendError(req, res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });
 };
 
-export function createApp({ prisma, config, logger }: AppDependencies): Express {
+/** A request's slot outlives a process that died holding it for this long: longer than any request should run. */
+function slotLeaseMs(config: Config): number {
+  return Math.max(60_000, 2 * config.QUERY_TIMEOUT_MS + config.BODY_READ_TIMEOUT_MS);
+}
+
+export function createApp({ prisma, config, logger, redis }: AppDependencies): Express {
   const yoga = createGraphServer(prisma, config);
   const openApi = openApiDocument(routes);
   const app = express();
@@ -84,7 +98,8 @@ export function createApp({ prisma, config, logger }: AppDependencies): Express 
   app.use(health(prisma));
   app.use(['/v1', '/graphql'], corsAllowList(config.CORS_ORIGINS));
   app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
-  app.use(['/v1', '/graphql', '/oauth'], rateLimit(config), concurrencyLimit(config));
+  app.use(['/v1', '/graphql', '/oauth'], resolveCaller(prisma, config), rateLimit(config, redis),
+    inFlightLimit(prisma, config, logger, redis ? new RedisSlotStore(redis, slotLeaseMs(config)) : new MemorySlotStore()));
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openApi);
   });

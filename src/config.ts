@@ -15,8 +15,20 @@ const ConfigSchema = z.object({
   RATE_LIMIT_RPS: nonNegativeInt.default(50),
   /** Extra requests a credential may burst above the sustained rate. */
   RATE_LIMIT_BURST: nonNegativeInt.default(100),
-  /** Requests one credential may have in flight at once. */
-  CONCURRENCY_LIMIT: nonNegativeInt.default(16),
+  /** Requests one credential may have in flight at once; always held below DATABASE_POOL_SIZE (src/rest/middleware/in-flight.ts). */
+  CONCURRENCY_LIMIT: nonNegativeInt.default(4),
+  /** Requests one organisation's credentials may have in flight together; also held below the pool. */
+  ORG_CONCURRENCY_LIMIT: nonNegativeInt.default(6),
+  /** Requests per credential (and per org) that may wait for an in-flight slot; beyond it, 429 at once. */
+  CONCURRENCY_QUEUE: nonNegativeInt.default(16),
+  /** How long a queued request waits for an in-flight slot before it gets 429. */
+  CONCURRENCY_QUEUE_WAIT_MS: nonNegativeInt.default(2_000),
+  /** Shares rate and in-flight limits between all processes of the service; unset → counted per process. */
+  REDIS_URL: z.string().url().optional(),
+  /** statement_timeout of every statement a request runs (QUERY_TIMEOUT, 503, beyond it); `0` disables. */
+  QUERY_TIMEOUT_MS: nonNegativeInt.default(5_000),
+  /** statement_timeout of the statements a job's steps run: jobs backfill and build indexes, so longer; `0` disables. */
+  JOB_QUERY_TIMEOUT_MS: nonNegativeInt.default(600_000),
   /** JSON bodies larger than this get 413 (routes may declare a larger limit, e.g. imports). */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
   /** A body not fully received within this many milliseconds gets 408. */

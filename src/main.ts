@@ -31,8 +31,8 @@ function shutdownOnSignal(server: Server, runtime: Runtime, worker: Worker | nul
 
 async function main(): Promise<void> {
   const runtime = await openRuntime();
-  const { config, logger, prisma } = runtime;
-  const server = createServer(createApp({ prisma, config, logger }));
+  const { config, logger, prisma, redis } = runtime;
+  const server = createServer(createApp({ prisma, config, logger, ...(redis ? { redis } : {}) }));
   answerClientErrors(server);
   await listen(server, config.PORT, config.HOST);
   const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;

@@ -2,6 +2,8 @@ import { loadConfig, type Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
 import { createPrisma, type PrismaClient } from './db/prisma.ts';
+import { connectRedis } from './db/redis.ts';
+import type { Redis } from 'ioredis';
 import { createLogger, type Logger } from './log.ts';
 
 export interface Runtime {
@@ -9,6 +11,8 @@ export interface Runtime {
   logger: Logger;
   database: Database;
   prisma: PrismaClient;
+  /** With REDIS_URL: where the HTTP limits are shared between processes. */
+  redis?: Redis;
   close(): Promise<void>;
 }
 
@@ -27,13 +31,16 @@ export async function openRuntime(
     await database.close();
     throw error;
   }
-  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
+  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
+  const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : undefined;
   return {
     config,
     logger,
     database,
     prisma,
+    ...(redis ? { redis } : {}),
     close: async () => {
+      await redis?.quit().catch(() => redis.disconnect());
       await prisma.$disconnect();
       await database.close();
     },

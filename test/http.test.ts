@@ -133,7 +133,7 @@ describe('per-credential limits', () => {
   });
 
   it('answers 429 when one credential has too many requests in flight', async () => {
-    const limited = await startTestServer({ CONCURRENCY_LIMIT: '1', BODY_READ_TIMEOUT_MS: '2000' });
+    const limited = await startTestServer({ CONCURRENCY_LIMIT: '1', CONCURRENCY_QUEUE: '0', BODY_READ_TIMEOUT_MS: '2000' });
     try {
       const token = (await createOrg(limited.prisma)).adminKey;
       const port = Number(new URL(limited.url).port);

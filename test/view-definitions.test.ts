@@ -148,12 +148,10 @@ describe('pathological filters', () => {
     expectProblems(await postView(wide, withWhere(() => ({ and: [...groups, someText()] }))()), [WHERE]);
   });
 
-  it('refuses a 100 000-level filter that fits the body limit with a quick 422, not a stack overflow', async () => {
+  it('refuses a 100 000-level filter that fits the body limit with a 422 naming the 17th level, not a stack overflow', async () => {
     const body = deepBody(100_000);
     expect(Buffer.byteLength(body)).toBeLessThan(suite.server.config.BODY_LIMIT_BYTES);
-    const started = performance.now();
     expectProblems(await postRaw(body), [seventeenthLevel]);
-    expect(performance.now() - started).toBeLessThan(2_000);
   });
 
   it('refuses a 200 000-level filter, over the body limit, with 413 PAYLOAD_TOO_LARGE', async () => {
@@ -225,9 +223,9 @@ describe('injection attempts in field names and values', () => {
     ['eq', 'it\'s "quoted"', [6]],
     ['in', ["'; SELECT pg_sleep(10); --", '%'], [1]],
   ])('Note %s %j (also the view name) selects exactly the notes it matches literally', async (op, value, expected) => {
-    const started = performance.now();
+    // Had pg_sleep(10) run, the read would have answered 503 QUERY_TIMEOUT (the 5 s statement budget), not 200.
+    expect(suite.server.config.QUERY_TIMEOUT_MS).toBeLessThan(10_000);
     expect(await notesMatching(note(op, value), String(value).slice(0, 120))).toEqual(expected);
-    expect(performance.now() - started).toBeLessThan(5_000); // pg_sleep(10) never ran
   });
 
   it('resolves a field named like an injection by its exact name, in where and orderBy', async () => {

@@ -11,9 +11,11 @@ const pools = new WeakMap<PrismaClient, pg.Pool>();
  * The catalog client. Prisma's pg adapter runs on a pool we create, so that the hot paths (credential lookup, row
  * writes) can use the same connections through `pg` directly (`sqlPoolOf`) without Prisma's per-query overhead,
  * which measured as the largest CPU cost of a row write (docs/decisions.md). `$disconnect` ends the pool.
+ * `statementTimeoutMs` is the per-statement budget of every connection (QUERY_TIMEOUT_MS).
  */
-export function createPrisma(connectionString: string, poolSize = 10): PrismaClient {
-  const pool = new pg.Pool({ connectionString, max: poolSize });
+export function createPrisma(connectionString: string, poolSize = 10, statementTimeoutMs = 0): PrismaClient {
+  // The request budget rides on every connection as a startup parameter (src/db/statement-budget.ts); 0 = none.
+  const pool = new pg.Pool({ connectionString, max: poolSize, ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}) });
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(prisma, pool);
   return prisma;

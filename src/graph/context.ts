@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import { pgExecutor, type SqlExecutor } from '../db/sql.ts';
+import type { DomainError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Caller } from './auth/caller.ts';
 import type { SchemaCache } from './tables/loader.ts';
@@ -17,10 +18,18 @@ export interface Context {
   schemas: SchemaCache;
 }
 
-/** What the HTTP layer hands to Yoga with each request; the credential is resolved from the request itself. */
+/** A request's credential as resolved once by the HTTP layer: the caller (null: none presented), or why it was refused. */
+export type ResolvedCredential = { caller: Caller | null } | { rejected: DomainError };
+
+/**
+ * What the HTTP layer hands to Yoga with each request. `credential`, when given, was resolved from this request's
+ * headers moments ago (authority is read per request, never cached across requests); without it the context
+ * resolves the credential from the request itself.
+ */
 export interface ServerContext {
   requestId: string;
   log: Logger;
+  credential?: ResolvedCredential;
 }
 
 /** Plain SQL on the catalog's connection pool, for the data plane's reads (no Prisma per-query overhead). */

@@ -2,9 +2,11 @@ import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../config.ts';
 import type { PrismaClient } from '../db/prisma.ts';
+import { isStatementTimeout, queryTimeoutError } from '../db/statement-budget.ts';
 import { DomainError } from '../errors.ts';
 import { resolveCredential } from './auth/credentials.ts';
-import type { Context, ServerContext } from './context.ts';
+import type { Caller } from './auth/caller.ts';
+import type { Context, ResolvedCredential, ServerContext } from './context.ts';
 import { schema } from './index.ts';
 import { refuseUnstorableText } from './input-hygiene.ts';
 import { SchemaCache } from './tables/loader.ts';
@@ -28,7 +30,9 @@ function logUnexpectedErrors(): Plugin<Context> {
         if (!('errors' in result) || !result.errors) return;
         for (const error of result.errors) {
           const thrown = thrownBy(error);
-          if (thrown !== error && !(thrown instanceof DomainError)) {
+          if (thrown !== error && isStatementTimeout(thrown)) {
+            args.contextValue.log.warn({ path: error.path }, 'query ran out of its statement budget');
+          } else if (thrown !== error && !(thrown instanceof DomainError)) {
             args.contextValue.log.error({ err: thrown, path: error.path }, 'unexpected error in resolver');
           }
         }
@@ -37,12 +41,21 @@ function logUnexpectedErrors(): Plugin<Context> {
   };
 }
 
-/** DomainErrors and GraphQL's own request errors (syntax, validation) pass; anything a resolver threw is masked. */
+/**
+ * DomainErrors and GraphQL's own request errors (syntax, validation) pass; a statement cancelled by its time budget
+ * becomes QUERY_TIMEOUT; anything else a resolver threw is masked.
+ */
 function maskUnexpected(error: unknown): Error {
   const thrown = thrownBy(error);
   if (thrown instanceof DomainError) return thrown;
+  if (isStatementTimeout(thrown)) return queryTimeoutError();
   if (thrown === error && error instanceof Error && error.name === 'GraphQLError') return error;
   return new DomainError('INTERNAL_ERROR', 'Internal error.');
+}
+
+function callerOf(credential: ResolvedCredential): Caller | null {
+  if ('rejected' in credential) throw credential.rejected;
+  return credential.caller;
 }
 
 /**
@@ -61,12 +74,12 @@ export function createGraphServer(prisma: PrismaClient, config: Config): GraphSe
     batching: false,
     logging: false,
     maskedErrors: { maskError: maskUnexpected },
-    context: async ({ request, requestId, log }): Promise<Context> => ({
+    context: async ({ request, requestId, log, credential }): Promise<Context> => ({
       prisma,
       config,
       requestId,
       log,
-      caller: await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
+      caller: credential ? callerOf(credential) : await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
       schemas,
     }),
     plugins: [

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import type { Config } from '../config.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import type { Logger } from '../log.ts';
@@ -37,18 +38,32 @@ function startSweeper(prisma: PrismaClient, log: Logger): Worker {
 }
 
 /**
+ * Job steps get their own pool, whose connections carry the job budget (JOB_QUERY_TIMEOUT_MS) instead of the
+ * request budget, and which requests cannot exhaust (nor jobs the requests' pool). Three connections per running job
+ * (a step's transaction, plus reads beside it such as an import's upload) and one for claiming.
+ */
+function jobPool(prisma: PrismaClient, config: Config): pg.Pool {
+  const { connectionString } = (sqlPoolOf(prisma) as unknown as { options: { connectionString?: string } }).options;
+  const budget = config.JOB_QUERY_TIMEOUT_MS;
+  return new pg.Pool({ connectionString, max: config.JOB_CONCURRENCY * 3 + 1, ...(budget > 0 ? { statement_timeout: budget } : {}) });
+}
+
+/**
  * The background worker of every process that runs it (`npm start` or `npm run worker`): the durable job runner
  * and the catalog sweeper. Any number may run at once; jobs are claimed with SKIP LOCKED.
  */
 export function startWorker(prisma: PrismaClient, config: Config, log: Logger): Worker {
   const sweeper = startSweeper(prisma, log);
+  const pool = jobPool(prisma, config);
+  pool.on('error', (error) => log.warn({ err: error }, 'idle job connection failed'));
   const runner = startJobRunner({
-    pool: sqlPoolOf(prisma), prisma, config, log, handlers: JOB_HANDLERS,
+    pool, prisma, config, log, handlers: JOB_HANDLERS,
     concurrency: config.JOB_CONCURRENCY, leaseSeconds: config.JOB_LEASE_SECONDS, pollMs: config.JOB_POLL_MS,
   });
   return {
     stop: async () => {
       await Promise.all([sweeper.stop(), runner.stop()]);
+      await pool.end();
     },
   };
 }

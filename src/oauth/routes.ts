@@ -8,7 +8,7 @@ import { approve, checkAuthorization, deny, RedirectedError, revokeEndpoint, tok
 import { OAuthError } from '../graph/auth/oauth/protocol.ts';
 import { CSRF_HEADER } from '../graph/auth/session-tokens.ts';
 import { sendDomainError } from '../rest/errors.ts';
-import { credentialHeaders } from '../rest/router.ts';
+import { credentialHeaders } from '../rest/middleware/caller.ts';
 
 /**
  * `/oauth/authorize`, `/oauth/token`, `/oauth/revoke`: thin HTTP handlers around src/graph/auth/oauth, which holds

@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
 import type { GraphServer } from '../graph/yoga.ts';
 import { sendError } from './errors.ts';
+import { credentialHeaders, resolvedCredentialOf } from './middleware/caller.ts';
 import { jsonBody } from './middleware/json-body.ts';
 import { runOperation } from './execute.ts';
 import { expressPath, type Route } from './route.ts';
@@ -48,16 +49,6 @@ function idempotencyKeyOf(req: Request, res: Response, route: Route): string | n
   return key; // its format is checked in src/graph, where GraphQL clients get the same rule
 }
 
-/** The headers the GraphQL context resolves the caller from: a bearer credential, or a session cookie and its CSRF token. */
-export function credentialHeaders(req: Request): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const name of ['authorization', 'cookie', 'x-csrf-token'] as const) {
-    const value = req.headers[name];
-    if (typeof value === 'string') headers[name] = value;
-  }
-  return headers;
-}
-
 function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
   return async (req, res) => {
     const params = parsePart(req, res, route.params, req.params, 'path');
@@ -77,7 +68,8 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     };
     const headers = credentialHeaders(req);
     const { requestId, log } = res.locals;
-    const result = await runOperation(yoga, { requestId, log }, headers, route.operation, variables);
+    const credential = resolvedCredentialOf(res);
+    const result = await runOperation(yoga, { requestId, log, ...(credential ? { credential } : {}) }, headers, route.operation, variables);
     if (!result.ok) {
       sendError(req, res, result.error);
       return;

@@ -10,7 +10,8 @@ import { sessionCookie } from '../graph/auth/session-tokens.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
 import { sendDomainError, sendError } from './errors.ts';
 import { jsonBody } from './middleware/json-body.ts';
-import { credentialHeaders, requireJson } from './router.ts';
+import { credentialHeaders } from './middleware/caller.ts';
+import { requireJson } from './router.ts';
 
 /**
  * `POST /v1/auth/login`, `POST /v1/auth/step-up` and `POST /v1/auth/verify-email`: plain handlers because they set

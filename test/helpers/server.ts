@@ -70,7 +70,7 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
     JOB_POLL_MS: '100',
     ...overrides,
   });
-  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE);
+  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
   const effectiveLogger = logger ?? createLogger(config.LOG_LEVEL);
   const server: Server = createServer(createApp({ prisma, config, logger: effectiveLogger }));
   answerClientErrors(server);

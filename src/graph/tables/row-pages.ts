@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { checkFilter, checkOrderBy, compileFilter, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
+import { checkFilter, checkOrderBy, compileFilter, filterBudgetProblems, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
 import type { Position, SortKey } from '../../data/keyset.ts';
 import { selectHistoryPage, selectRowPage, selectRow, selectSortValues, toRowShape, type HistoryRecord, type RowRecord, type RowShape } from '../../data/rows.ts';
 import type { FieldDefinition } from '../../data/field-types.ts';
@@ -153,6 +153,9 @@ builder.queryFields((t) => ({
       const lens = args.viewId ? await viewLens(context, schema, String(args.viewId)) : null;
       const asked = checkRowQuery(schema, args.where, args.orderBy);
       const query = lens ? throughView(lens, asked) : asked;
+      // The view's filter and the request's run together, so they share one budget.
+      const overBudget = query.where ? filterBudgetProblems(query.where, schema.fields) : [];
+      if (overBudget.length) throw validationFailed(prefixed(overBudget, 'where'), 'The filter is over its cost budget; simplify it.');
       const keys = sortKeysOf(schema, query.orderBy);
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
       const key = await cursorKey(context.prisma);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkFilter, checkOrderBy, FilterExpression, OrderBy } from '../../data/filter.ts';
+import { checkFilter, checkOrderBy, filterBudgetProblems, FilterExpression, OrderBy } from '../../data/filter.ts';
 import type { FieldDefinition } from '../../data/field-types.ts';
 import type { FieldProblem } from '../../errors.ts';
 import { Id } from '../common.ts';
@@ -47,6 +47,7 @@ export function definitionProblems(definition: ViewDefinition, fields: readonly 
     ...Object.keys(definition.columnWidths).flatMap((id) =>
       byId.has(id) ? [] : [{ path: ['definition', 'columnWidths', id], message: 'is not a field of this table' }]),
     ...(definition.query.where ? prefixed(checkFilter(definition.query.where, fields), 'query', 'where') : []),
+    ...(definition.query.where ? prefixed(filterBudgetProblems(definition.query.where, fields), 'query', 'where') : []),
     ...prefixed(checkOrderBy(definition.query.orderBy ?? [], fields), 'query', 'orderBy'),
   ];
 }

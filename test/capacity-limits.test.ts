@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueApiKeySecret } from '../src/graph/auth/secrets.ts';
+import { expectError } from './helpers/expectations.ts';
+import { createOrg, createTeamKey, type TestOrg } from './helpers/factories.ts';
+import { startTestServer, type ApiResponse, type TestServer } from './helpers/server.ts';
+import { createSlowTable, slowRowsPath, waitForScans } from './helpers/slow-table.ts';
+import type { TestTable } from './helpers/workspace.ts';
+
+/**
+ * Issue 18 §1-2: in-flight limits per credential and per org held below the pool, a bounded queue then 429, and
+ * limits keyed on the resolved credential (or the client address), never on the Authorization header's text.
+ */
+
+function expectRateLimited(response: ApiResponse): void {
+  expectError(response, 429, 'RATE_LIMITED');
+  expect(response.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
+}
+
+/** Every upper/lower-case spelling of "Bearer": 2^6 = 64. */
+const BEARER_SPELLINGS = Array.from({ length: 64 }, (_item, mask) =>
+  [...'bearer'].map((letter, index) => ((mask >> index) & 1 ? letter.toUpperCase() : letter)).join(''));
+
+describe('one credential flooding slow reads', () => {
+  let server: TestServer;
+  let orgA: TestOrg;
+  let orgB: TestOrg;
+  let table: TestTable;
+
+  beforeAll(async () => {
+    // CONCURRENCY_LIMIT 16 is the old default: on a pool of 10 it is held to 5 in flight.
+    server = await startTestServer({
+      DATABASE_POOL_SIZE: '10', CONCURRENCY_LIMIT: '16', ORG_CONCURRENCY_LIMIT: '6', CONCURRENCY_QUEUE: '16',
+      CONCURRENCY_QUEUE_WAIT_MS: '60000', QUERY_TIMEOUT_MS: '120000', RUN_WORKER: 'false',
+    });
+    orgA = await createOrg(server.prisma);
+    orgB = await createOrg(server.prisma);
+    table = await createSlowTable(server, orgA, 120_000);
+  }, 60_000);
+  afterAll(() => server?.close());
+
+  it('cannot hold the pool: another org\'s simple read completes while every flooding read is still running', async () => {
+    let settled = 0;
+    const flood = Array.from({ length: 12 }, () =>
+      server.request('GET', slowRowsPath(table), { token: orgA.adminKey }).finally(() => { settled += 1; }));
+    const running = await waitForScans(server, table, (count) => count >= 5);
+    expect(running).toBe(5);
+    const other = await server.request('GET', `/v1/orgs/${orgB.orgId}/databases`, { token: orgB.adminKey });
+    expect(other.status, other.text).toBe(200);
+    expect(settled).toBe(0);
+    expect(await waitForScans(server, table, () => true)).toBeLessThanOrEqual(5);
+    const statuses = (await Promise.all(flood)).map((response) => response.status);
+    expect(statuses).toEqual(Array(12).fill(200));
+  }, 120_000);
+});
+
+describe('the in-flight queue and the org limit', () => {
+  let server: TestServer;
+  let org: TestOrg;
+  let table: TestTable;
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      DATABASE_POOL_SIZE: '10', CONCURRENCY_LIMIT: '1', ORG_CONCURRENCY_LIMIT: '2', CONCURRENCY_QUEUE: '1',
+      CONCURRENCY_QUEUE_WAIT_MS: '60000', QUERY_TIMEOUT_MS: '120000', RUN_WORKER: 'false',
+    });
+    org = await createOrg(server.prisma);
+    table = await createSlowTable(server, org);
+  }, 60_000);
+  afterAll(() => server?.close());
+
+  it('queues one request beyond the limit and answers the next 429 RATE_LIMITED with Retry-After at once', async () => {
+    const holding = server.request('GET', slowRowsPath(table), { token: org.adminKey });
+    await waitForScans(server, table, (count) => count === 1);
+    const [second, third] = await Promise.all([
+      server.request('GET', slowRowsPath(table), { token: org.adminKey }),
+      server.request('GET', slowRowsPath(table), { token: org.adminKey }),
+    ]);
+    // Whichever arrived second found the queue full; the queued one ran after the first.
+    const refused = [second!, third!].filter((response) => response.status === 429);
+    expect(refused).toHaveLength(1);
+    expectRateLimited(refused[0]!);
+    expect(Object.keys(refused[0]!.body.error).sort()).toEqual(['code', 'message', 'requestId']);
+    expect([second!, third!].filter((response) => response.status === 200)).toHaveLength(1);
+    expect((await holding).status).toBe(200);
+  }, 120_000);
+
+  it('counts every credential of an org against the org limit, and no other org\'s', async () => {
+    const teamKey = await createTeamKey(server.prisma, org, 'read');
+    const other = await createOrg(server.prisma);
+    const first = server.request('GET', slowRowsPath(table), { token: org.adminKey });
+    const second = server.request('GET', slowRowsPath(table), { token: teamKey });
+    await waitForScans(server, table, (count) => count === 2);
+    // Org limit 2 reached by two credentials; a third credential of the same org waits in the org's queue (1)...
+    const thirdKey = await createTeamKey(server.prisma, org, 'read');
+    const fourthKey = await createTeamKey(server.prisma, org, 'read');
+    const queued = server.request('GET', `/v1/orgs/${org.orgId}/databases`, { token: thirdKey });
+    const refused = server.request('GET', `/v1/orgs/${org.orgId}/databases`, { token: fourthKey });
+    // ...while another org is untouched.
+    const elsewhere = await server.request('GET', `/v1/orgs/${other.orgId}/databases`, { token: other.adminKey });
+    expect(elsewhere.status, elsewhere.text).toBe(200);
+    const answers = await Promise.all([queued, refused]);
+    expect(answers.map((response) => response.status).sort()).toEqual([200, 429]);
+    expectRateLimited(answers.find((response) => response.status === 429)!);
+    expect((await first).status).toBe(200);
+    expect((await second).status).toBe(200);
+  }, 120_000);
+});
+
+describe('limits keyed on the resolved credential', () => {
+  let server: TestServer;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    server = await startTestServer({ RATE_LIMIT_RPS: '5', RATE_LIMIT_BURST: '0' });
+    org = await createOrg(server.prisma);
+  });
+  afterAll(() => server?.close());
+
+  it('counts 64 spellings of "Bearer" with one key against that one credential', async () => {
+    expect(new Set(BEARER_SPELLINGS).size).toBe(64);
+    const responses = await Promise.all(BEARER_SPELLINGS.map((scheme) =>
+      server.request('GET', '/v1/preferences/options', { headers: { authorization: `${scheme} ${org.adminKey}` } })));
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.every((status) => status === 200 || status === 429)).toBe(true);
+    // 5 a second: the 64 requests take a few seconds at most, nowhere near 64 allowances.
+    expect(statuses.filter((status) => status === 200).length).toBeLessThanOrEqual(20);
+    expectRateLimited(responses.find((response) => response.status === 429)!);
+  });
+
+  it('limits random well-formed keys by the client address: 429 once the address has spent its rate', async () => {
+    const responses = await Promise.all(Array.from({ length: 40 }, () =>
+      server.request('GET', '/v1/preferences/options', { token: issueApiKeySecret().token })));
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.every((status) => status === 401 || status === 429)).toBe(true);
+    expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(20);
+    expectRateLimited(responses.find((response) => response.status === 429)!);
+  });
+
+  it('gives another credential its own allowance while one is limited', async () => {
+    const other = await createOrg(server.prisma);
+    const response = await server.request('GET', '/v1/preferences/options', { token: other.adminKey });
+    expect(response.status, response.text).toBe(200);
+  });
+});
