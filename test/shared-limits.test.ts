@@ -30,6 +30,8 @@ async function processOf(overrides: Partial<Record<keyof Config, string>>, redis
     DATABASE_URL: base.database.url, LOG_LEVEL: 'silent', DATABASE_POOL_SIZE: '10', QUERY_TIMEOUT_MS: '120000', REDIS_URL: redisUrl, ...overrides,
   });
   const redis = connectRedis(redisUrl, logger);
+  // Commands sent before the connection is ready fail at once and count per process (by design): wait for it.
+  if (redisUrl === REDIS_URL) await once(redis, 'ready');
   const server = createServer(createApp({ prisma: base.prisma, config, logger, redis }));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

@@ -66,6 +66,7 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     RATE_LIMIT_RPS: '0',
     CONCURRENCY_LIMIT: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
     DATABASE_POOL_SIZE: '5',
     JOB_POLL_MS: '100',
     ...overrides,
