@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { expectError } from './helpers/expectations.ts';
-import { idempotencyKey } from './helpers/factories.ts';
+import { createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 
 /**
@@ -12,10 +12,14 @@ const suite = useServerWithOrg();
 
 interface DeclaredRoute {
   method: string;
+  /** The path template as the document names it. */
+  template: string;
   path: string;
   idempotent: boolean;
   hasBody: boolean;
   requiredQuery: boolean;
+  /** The document's `security` lists `{}`: the route works without a credential. */
+  anonymous: boolean;
 }
 
 async function declaredRoutes(): Promise<DeclaredRoute[]> {
@@ -28,18 +32,41 @@ async function declaredRoutes(): Promise<DeclaredRoute[]> {
       const path = template.replace(/\{(\w+)\}/g, (_match, name: string) => (name === 'orgId' ? suite.org.orgId : newId()));
       const idempotent = (operation.parameters ?? []).some((parameter: { name: string; in: string }) => parameter.in === 'header' && parameter.name === 'Idempotency-Key');
       const requiredQuery = (operation.parameters ?? []).some((parameter: { in: string; required?: boolean }) => parameter.in === 'query' && parameter.required);
-      routes.push({ method: method.toUpperCase(), path, idempotent, hasBody: operation.requestBody !== undefined, requiredQuery });
+      const anonymous = (operation.security ?? []).some((requirement: object) => Object.keys(requirement).length === 0);
+      routes.push({ method: method.toUpperCase(), template, path, idempotent, hasBody: operation.requestBody !== undefined, requiredQuery, anonymous });
     }
   }
   return routes;
 }
+
+/** Routes that need a credential: all but the documented no-credential ones and the hand-written sign-in flows. */
+async function credentialRoutes(): Promise<DeclaredRoute[]> {
+  const routes = (await declaredRoutes()).filter((route) => !route.anonymous && !route.template.startsWith('/v1/auth/') && !route.template.startsWith('/oauth/'));
+  expect(routes.length).toBeGreaterThan(30);
+  return routes;
+}
+
+const revoked = { authorization: '' };
+beforeAll(async () => {
+  const token = await createTeamKey(suite.server.prisma, suite.org);
+  // `wds_<prefix>_<secret>`: the prefix names the key.
+  await suite.server.prisma.apiKey.update({ where: { prefix: token.split('_')[1]! }, data: { revokedAt: new Date() } });
+  revoked.authorization = `Bearer ${token}`;
+});
 
 const CREDENTIALS: [string, Record<string, string>][] = [
   ['no Authorization', {}],
   ['a malformed Authorization', { authorization: 'Basic dXNlcjpwYXNz' }],
   ['a bare Bearer', { authorization: 'Bearer' }],
   ['an unknown key', { authorization: `Bearer wds_${'x'.repeat(40)}` }],
+  ['a revoked key', revoked],
 ];
+
+function challengeFailure(route: DeclaredRoute, response: { status: number; body: any; headers: Headers }): string | null {
+  const challenge = response.headers.get('www-authenticate') ?? '';
+  if (response.status === 401 && response.body?.error?.code === 'UNAUTHENTICATED' && challenge.startsWith('Bearer realm="workspace-data-service"')) return null;
+  return `${route.method} ${route.template}: ${response.status} ${response.body?.error?.code}`;
+}
 
 describe('every declared route', () => {
   it('is declared at all (the document lists the /v1 surface)', async () => {
@@ -47,23 +74,41 @@ describe('every declared route', () => {
   });
 
   for (const [label, headers] of CREDENTIALS) {
-    it(`answers ${label} with 401 UNAUTHENTICATED and a Bearer challenge`, async () => {
+    it(`answers ${label} with 401 UNAUTHENTICATED and a Bearer challenge, before reading a body that breaks every rule`, async () => {
       const failures: string[] = [];
-      // Routes with a body or a required query parameter validate those before the credential today (an
-      // unauthenticated bad body gets 422): they are left out until the router authenticates first.
-      for (const route of (await declaredRoutes()).filter((declared) => !declared.hasBody && !declared.requiredQuery)) {
+      // No Idempotency-Key, no required query parameter and a body no route accepts: the credential answers first.
+      for (const route of await credentialRoutes()) {
         const response = await suite.server.request(route.method, route.path, {
-          headers, ...(route.idempotent ? { idempotencyKey: idempotencyKey() } : {}), ...(route.hasBody ? { body: {} } : {}),
+          headers, ...(route.hasBody ? { body: { notAMember: ['\u0000'] } } : {}),
         });
-        const challenge = response.headers.get('www-authenticate') ?? '';
-        if (response.status !== 401 || response.body?.error?.code !== 'UNAUTHENTICATED' || !challenge.startsWith('Bearer realm="workspace-data-service"')) {
-          failures.push(`${route.method} ${route.path}: ${response.status} ${response.body?.error?.code}`);
-          continue;
-        }
-        expectError(response, 401, 'UNAUTHENTICATED');
+        const failure = challengeFailure(route, response);
+        if (failure) failures.push(failure);
+        else expectError(response, 401, 'UNAUTHENTICATED');
       }
       expect(failures).toEqual([]);
     });
   }
 
+  it('answers 401 before a malformed path ID, a body that is not JSON, and JSON that does not parse', async () => {
+    const failures: string[] = [];
+    for (const route of await credentialRoutes()) {
+      const badPath = route.template.replace(/\{(\w+)\}/g, 'not-an-id');
+      for (const [what, options] of [
+        ['malformed path ID', {}],
+        ...(route.hasBody ? [['text/plain body', { rawBody: 'hello', headers: { 'content-type': 'text/plain' } }], ['unparsable JSON', { rawBody: '{"a":' }]] : []),
+      ] as [string, { rawBody?: string; headers?: Record<string, string> }][]) {
+        const response = await suite.server.request(route.method, what === 'malformed path ID' ? badPath : route.path, options);
+        const failure = challengeFailure(route, response);
+        if (failure) failures.push(`${failure} (${what})`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('still lets the documented no-credential routes validate their input (accept an invitation without one)', async () => {
+    const anonymous = (await declaredRoutes()).filter((route) => route.anonymous && route.template.startsWith('/v1/') && !route.template.startsWith('/v1/auth/'));
+    expect(anonymous.map((route) => `${route.method} ${route.template}`)).toContain('POST /v1/invitations/accept');
+    const response = await suite.server.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { notAMember: true } });
+    expectError(response, 422, 'VALIDATION_FAILED');
+  });
 });
