@@ -112,3 +112,63 @@ describe('every declared route', () => {
     expectError(response, 422, 'VALIDATION_FAILED');
   });
 });
+
+/**
+ * Every table's content, hashed: a refused mutation must leave all of it as it was. (The admin key's last_used_at
+ * is written at most once a minute, so a warm-up request comes first.)
+ */
+async function catalogFingerprint(): Promise<Record<string, string>> {
+  const tables = await suite.server.prisma.$queryRawUnsafe<{ name: string }[]>(`
+    SELECT format('%I.%I', table_schema, table_name) AS name FROM information_schema.tables
+     WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`);
+  const fingerprint: Record<string, string> = {};
+  for (const { name } of tables) {
+    const [row] = await suite.server.prisma.$queryRawUnsafe<{ digest: string | null }[]>(
+      `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS digest FROM ${name} t`);
+    fingerprint[name] = row?.digest ?? 'empty';
+  }
+  return fingerprint;
+}
+
+const BAD_KEYS: [string, string | undefined][] = [
+  ['no Idempotency-Key', undefined],
+  ['a 7-character Idempotency-Key', 'k'.repeat(7)],
+  ['a 256-character Idempotency-Key', 'k'.repeat(256)],
+];
+
+function expectKeyRefused(response: { status: number; body: any; text: string; headers: Headers }): void {
+  expectError(response as never, 400, 'BAD_REQUEST');
+  expect(response.body.error.details.problems.map((problem: { path: string[] }) => problem.path)).toEqual([['Idempotency-Key']]);
+}
+
+describe('the Idempotency-Key rules (spec 4.1, §8: 8..255 characters on every mutation)', () => {
+  it('is declared on the mutations and on no read', async () => {
+    const routes = (await credentialRoutes()).filter((route) => route.template.startsWith('/v1/'));
+    expect(routes.filter((route) => route.method === 'GET' && route.idempotent)).toEqual([]);
+    // Spec 4.1: every mutating endpoint needs the key, except the backup schedule preview (endpoint 7) and reads
+    // sent as POST for their size (POST …/rows/query).
+    const unkeyed = routes.filter((route) => route.method !== 'GET' && !route.idempotent).map((route) => `${route.method} ${route.template}`);
+    expect(unkeyed.sort()).toEqual([
+      'POST /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule/preview',
+      'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/query',
+    ]);
+  });
+
+  for (const [label, key] of BAD_KEYS) {
+    it(`refuses ${label} with 400 BAD_REQUEST on every declared mutation, before its body, and changes nothing`, async () => {
+      await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey });
+      const before = await catalogFingerprint();
+      const failures: string[] = [];
+      for (const route of (await declaredRoutes()).filter((declared) => declared.idempotent)) {
+        const response = await suite.server.request(route.method, route.path, {
+          token: suite.org.adminKey, ...(key === undefined ? {} : { idempotencyKey: key }),
+          ...(route.hasBody ? { body: { notAMember: true } } : {}),
+        });
+        if (response.status !== 400 || response.body?.error?.code !== 'BAD_REQUEST') failures.push(`${route.method} ${route.template}: ${response.status} ${response.body?.error?.code}`);
+        else expectKeyRefused(response);
+      }
+      expect(failures).toEqual([]);
+      expect(await catalogFingerprint()).toEqual(before);
+    });
+  }
+});

@@ -2,8 +2,10 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type { z } from 'zod';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
+import { DomainError } from '../errors.ts';
 import { credentialRequired } from '../graph/auth/guards.ts';
 import { schema as graphSchema } from '../graph/index.ts';
+import { validKey } from '../graph/idempotency.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
 import type { GraphServer } from '../graph/yoga.ts';
 import { sendDomainError, sendError } from './errors.ts';
@@ -55,8 +57,12 @@ function parsePart(req: Request, res: Response, schema: z.ZodType | undefined, v
   return { ok: false };
 }
 
-function idempotencyKeyOf(req: Request, res: Response, route: Route): string | null | undefined {
-  if (!route.idempotent) return undefined;
+/**
+ * Spec 4.1 / §8: a mutation without a valid Idempotency-Key (8..255 visible ASCII) is a malformed request, 400,
+ * whatever its body: so it is checked before the body is read or validated, or a bad body would answer 422 first
+ * and hide the header rule. The rule itself is src/graph's (`validKey`), which GraphQL clients meet as well.
+ */
+function requireIdempotencyKey(req: Request, res: Response, next: () => void): void {
   const key = req.get('Idempotency-Key');
   if (key === undefined || key === '') {
     sendError(req, res, {
@@ -64,9 +70,15 @@ function idempotencyKeyOf(req: Request, res: Response, route: Route): string | n
       message: 'This operation requires an Idempotency-Key header.',
       details: { problems: [{ path: ['Idempotency-Key'], message: 'required' }] },
     });
-    return null;
+    return;
   }
-  return key; // its format is checked in src/graph, where GraphQL clients get the same rule
+  try {
+    validKey(key);
+  } catch (error) {
+    if (error instanceof DomainError) return sendDomainError(req, res, error);
+    throw error;
+  }
+  next();
 }
 
 function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
@@ -77,8 +89,7 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     if (!query.ok) return;
     const body = route.body ? parsePart(req, res, route.body, req.body, 'body') : undefined;
     if (body && !body.ok) return;
-    const idempotencyKey = idempotencyKeyOf(req, res, route);
-    if (idempotencyKey === null) return;
+    const idempotencyKey = route.idempotent ? req.get('Idempotency-Key') : undefined; // checked by requireIdempotencyKey
 
     const variables = {
       ...params.value,
@@ -127,8 +138,8 @@ export function restRouter(routes: readonly Route[], yoga: GraphServer, config: 
     const path = expressPath(route.path);
     const limit = route.bodyLimit ?? config.BODY_LIMIT_BYTES;
     const parseBody = jsonBody(limit);
-    const authenticate = requireCredential(authorityOf(route, schema).anonymous);
-    const chain: RequestHandler[] = route.body ? [authenticate, requireJson, ...parseBody] : [authenticate];
+    const headerRules: RequestHandler[] = [requireCredential(authorityOf(route, schema).anonymous), ...(route.idempotent ? [requireIdempotencyKey] : [])];
+    const chain: RequestHandler[] = route.body ? [...headerRules, requireJson, ...parseBody] : headerRules;
     router[route.method.toLowerCase() as 'get'](path, ...chain, handlerFor(route, yoga));
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
   }
