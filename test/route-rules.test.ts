@@ -2,7 +2,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { createTeamKey, idempotencyKey } from './helpers/factories.ts';
+import type { RequestOptions } from './helpers/server.ts';
+import { browser, signIn, withPassword } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
+import { definitionOf, savedView, viewClient } from './helpers/views.ts';
+import { createTable } from './helpers/workspace.ts';
 
 /**
  * Issue 18 §5: the header and token rules, checked on every route the OpenAPI document declares rather than on a
@@ -169,6 +173,48 @@ describe('the Idempotency-Key rules (spec 4.1, §8: 8..255 characters on every m
       }
       expect(failures).toEqual([]);
       expect(await catalogFingerprint()).toEqual(before);
+    });
+  }
+});
+
+describe('8- and 255-character Idempotency-Keys are accepted (spec endpoints 1, 2, 8, 9 and 10)', () => {
+  const views = viewClient(suite);
+  // A ULID starts with its timestamp: reversed, its random part comes first, so even 8 characters are unique.
+  const keyOf = (length: number) => `${[...newId()].reverse().join('')}${'k'.repeat(255)}`.slice(0, length);
+
+  for (const length of [8, 255]) {
+    it(`takes a ${length}-character key on each endpoint, after refusing 7 and 256 there with nothing changed`, async () => {
+      const admin = { token: suite.org.adminKey };
+      const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+      const viewBody = { expectedSchemaVersion: table.schemaVersion, name: 'Keyed', visibility: 'personal', definition: definitionOf() };
+      const view = savedView(await views.postView(table));
+      const invitation = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, {
+        ...admin, idempotencyKey: idempotencyKey(), body: { email: `keyed-${newId().toLowerCase()}@example.com`, role: 'member' },
+      });
+      expect(invitation.status, invitation.text).toBe(201);
+      const teamKey = await createTeamKey(suite.server.prisma, suite.org);
+      const { id: teamKeyId } = await suite.server.prisma.apiKey.findUniqueOrThrow({ where: { prefix: teamKey.split('_')[1]! } });
+      const email = await withPassword(suite.server, suite.org.adminUserId);
+      // Sessions are revoked from a browser session (an API key may not change security settings): one revokes another.
+      const [actor, target] = [await signIn(suite.server, email), await signIn(suite.server, email)];
+
+      const endpoints: [string, string, string, unknown, number, RequestOptions][] = [
+        ['1 create view', 'POST', `${table.path}/views`, viewBody, 201, admin],
+        ['2 delete view', 'DELETE', `${table.path}/views/${view.id}`, { expectedVersion: view.version }, 200, admin],
+        ['8 cancel invitation', 'DELETE', `/v1/orgs/${suite.org.orgId}/invitations/${invitation.body.invitation.id}`, undefined, 200, admin],
+        ['9 revoke team key', 'DELETE', `/v1/orgs/${suite.org.orgId}/keys/${teamKeyId}`, undefined, 200, admin],
+        ['10 revoke session', 'DELETE', `/v1/me/sessions/${target.id}`, undefined, 200, { headers: browser(actor) }],
+      ];
+      for (const [name, method, path, body, status, auth] of endpoints) {
+        const before = await catalogFingerprint();
+        for (const refused of [7, 256]) {
+          const response = await suite.server.request(method, path, { ...auth, idempotencyKey: keyOf(refused), ...(body === undefined ? {} : { body }) });
+          expectKeyRefused(response);
+        }
+        expect(await catalogFingerprint(), name).toEqual(before);
+        const response = await suite.server.request(method, path, { ...auth, idempotencyKey: keyOf(length), ...(body === undefined ? {} : { body }) });
+        expect(response.status, `${name}: ${response.text}`).toBe(status);
+      }
     });
   }
 });
