@@ -10,7 +10,8 @@ import { createTable } from './helpers/workspace.ts';
 
 /**
  * Issue 18 §5: the header and token rules, checked on every route the OpenAPI document declares rather than on a
- * few: a missing, malformed or unknown credential is 401 with a Bearer challenge.
+ * few: a missing, malformed, unknown or revoked credential is 401 with a Bearer challenge before any input is read,
+ * and a mutation's Idempotency-Key (8..255 characters) is checked before its body.
  */
 const suite = useServerWithOrg();
 
@@ -21,7 +22,6 @@ interface DeclaredRoute {
   path: string;
   idempotent: boolean;
   hasBody: boolean;
-  requiredQuery: boolean;
   /** The document's `security` lists `{}`: the route works without a credential. */
   anonymous: boolean;
 }
@@ -35,9 +35,8 @@ async function declaredRoutes(): Promise<DeclaredRoute[]> {
       // Every path parameter is an ID in this API; the caller's own org, or an ID nothing has.
       const path = template.replace(/\{(\w+)\}/g, (_match, name: string) => (name === 'orgId' ? suite.org.orgId : newId()));
       const idempotent = (operation.parameters ?? []).some((parameter: { name: string; in: string }) => parameter.in === 'header' && parameter.name === 'Idempotency-Key');
-      const requiredQuery = (operation.parameters ?? []).some((parameter: { in: string; required?: boolean }) => parameter.in === 'query' && parameter.required);
       const anonymous = (operation.security ?? []).some((requirement: object) => Object.keys(requirement).length === 0);
-      routes.push({ method: method.toUpperCase(), template, path, idempotent, hasBody: operation.requestBody !== undefined, requiredQuery, anonymous });
+      routes.push({ method: method.toUpperCase(), template, path, idempotent, hasBody: operation.requestBody !== undefined, anonymous });
     }
   }
   return routes;
