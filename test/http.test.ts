@@ -137,9 +137,10 @@ describe('per-credential limits', () => {
     try {
       const token = (await createOrg(limited.prisma)).adminKey;
       const port = Number(new URL(limited.url).port);
-      // Holds the only slot: headers sent, body never finished.
+      // Holds the only slot: headers sent (a valid key among them, or the 400 for it comes before the body is
+      // read), body never finished.
       const stalled = rawExchange(port, [
-        'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${token}`,
+        'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${token}`, 'Idempotency-Key: stalled-0001',
         'Content-Type: application/json', 'Content-Length: 50', '', '{',
       ].join('\r\n'), 3_000);
       // Wait on the slot being held, not on a delay: until the stalled request's headers arrive, reads get 200.

@@ -7,7 +7,7 @@ import { getDatamodel } from '../generated/pothos-types.ts';
 import { DomainError } from '../errors.ts';
 import type { Capability, OAuthScope } from './auth/authority.ts';
 import type { Caller } from './auth/caller.ts';
-import { requireCapability, requireCaller, requirePersonalIdentity, requireScope } from './auth/guards.ts';
+import { credentialRequired, requireCapability, requireCaller, requirePersonalIdentity, requireScope } from './auth/guards.ts';
 import type { Context } from './context.ts';
 import { problemsFromIssues } from './validation.ts';
 
@@ -47,7 +47,7 @@ export const builder = new SchemaBuilder<{
     unauthorizedError: (_parent, context) =>
       context.caller
         ? new DomainError('FORBIDDEN', 'Your current role does not allow this.')
-        : new DomainError('UNAUTHENTICATED', 'A bearer credential is required.'),
+        : credentialRequired(),
   },
   validation: {
     validationError: (result) => new DomainError('VALIDATION_FAILED', 'The request did not pass validation.', {

@@ -43,7 +43,8 @@ function fingerprintOf(call: IdempotentCall): string {
   return createHash('sha256').update(call.operation).update('\n').update(canonicalJson(call.input)).digest('hex');
 }
 
-function validKey(key: string): string {
+/** The key itself, or the 400 that refuses it; REST checks it before reading the body (src/rest/router.ts). */
+export function validKey(key: string): string {
   const parsed = IdempotencyKey.safeParse(key);
   if (!parsed.success) {
     throw new DomainError('BAD_REQUEST', 'Idempotency-Key must be 8 to 255 visible ASCII characters.', {

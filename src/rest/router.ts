@@ -1,12 +1,18 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
+import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
+import { DomainError } from '../errors.ts';
+import { credentialRequired } from '../graph/auth/guards.ts';
+import { schema as graphSchema } from '../graph/index.ts';
+import { validKey } from '../graph/idempotency.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
 import type { GraphServer } from '../graph/yoga.ts';
-import { sendError } from './errors.ts';
+import { sendDomainError, sendError } from './errors.ts';
 import { credentialHeaders, resolvedCredentialOf } from './middleware/caller.ts';
 import { jsonBody } from './middleware/json-body.ts';
 import { runOperation } from './execute.ts';
+import { authorityOf } from './openapi/security.ts';
 import { expressPath, type Route } from './route.ts';
 
 type Parsed = { ok: true; value: Record<string, unknown> } | { ok: false };
@@ -24,6 +30,22 @@ export const requireJson: RequestHandler = (req, res, next) => {
   next();
 };
 
+/**
+ * 401 before any input is read or validated (issue 18 §5): an unauthenticated caller must not learn a route's
+ * validation rules, nor make us parse its body, and a body that also breaks a rule used to answer 422 instead.
+ * Only what the credential middleware already resolved is read here: a refused credential (the GraphQL context
+ * refuses it on every field), or none on a field whose authScopes need one (`anonymous` comes from those scopes,
+ * the same reading the OpenAPI document's `security` uses). Authority and scopes stay in src/graph.
+ */
+function requireCredential(anonymous: boolean): RequestHandler {
+  return (req, res, next) => {
+    const credential = resolvedCredentialOf(res);
+    if (credential && 'rejected' in credential) return sendDomainError(req, res, credential.rejected);
+    if (credential && credential.caller === null && !anonymous) return sendDomainError(req, res, credentialRequired());
+    next();
+  };
+}
+
 function parsePart(req: Request, res: Response, schema: z.ZodType | undefined, value: unknown, part: 'path' | 'query' | 'body'): Parsed {
   if (!schema) return { ok: true, value: {} };
   const result = schema.safeParse(value);
@@ -35,8 +57,12 @@ function parsePart(req: Request, res: Response, schema: z.ZodType | undefined, v
   return { ok: false };
 }
 
-function idempotencyKeyOf(req: Request, res: Response, route: Route): string | null | undefined {
-  if (!route.idempotent) return undefined;
+/**
+ * Spec 4.1 / §8: a mutation without a valid Idempotency-Key (8..255 visible ASCII) is a malformed request, 400,
+ * whatever its body: so it is checked before the body is read or validated, or a bad body would answer 422 first
+ * and hide the header rule. The rule itself is src/graph's (`validKey`), which GraphQL clients meet as well.
+ */
+function requireIdempotencyKey(req: Request, res: Response, next: () => void): void {
   const key = req.get('Idempotency-Key');
   if (key === undefined || key === '') {
     sendError(req, res, {
@@ -44,9 +70,15 @@ function idempotencyKeyOf(req: Request, res: Response, route: Route): string | n
       message: 'This operation requires an Idempotency-Key header.',
       details: { problems: [{ path: ['Idempotency-Key'], message: 'required' }] },
     });
-    return null;
+    return;
   }
-  return key; // its format is checked in src/graph, where GraphQL clients get the same rule
+  try {
+    validKey(key);
+  } catch (error) {
+    if (error instanceof DomainError) return sendDomainError(req, res, error);
+    throw error;
+  }
+  next();
 }
 
 function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
@@ -57,8 +89,7 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     if (!query.ok) return;
     const body = route.body ? parsePart(req, res, route.body, req.body, 'body') : undefined;
     if (body && !body.ok) return;
-    const idempotencyKey = idempotencyKeyOf(req, res, route);
-    if (idempotencyKey === null) return;
+    const idempotencyKey = route.idempotent ? req.get('Idempotency-Key') : undefined; // checked by requireIdempotencyKey
 
     const variables = {
       ...params.value,
@@ -100,14 +131,15 @@ function methodNotAllowed(allowed: string[]): RequestHandler {
 }
 
 /** Mounts every declared route, plus 405 with `Allow` for the other methods on a known path. */
-export function restRouter(routes: readonly Route[], yoga: GraphServer, config: Config): Router {
+export function restRouter(routes: readonly Route[], yoga: GraphServer, config: Config, schema: GraphQLSchema = graphSchema): Router {
   const router = Router({ strict: true });
   const methodsByPath = new Map<string, string[]>();
   for (const route of routes) {
     const path = expressPath(route.path);
     const limit = route.bodyLimit ?? config.BODY_LIMIT_BYTES;
     const parseBody = jsonBody(limit);
-    const chain: RequestHandler[] = route.body ? [requireJson, ...parseBody] : [];
+    const headerRules: RequestHandler[] = [requireCredential(authorityOf(route, schema).anonymous), ...(route.idempotent ? [requireIdempotencyKey] : [])];
+    const chain: RequestHandler[] = route.body ? [...headerRules, requireJson, ...parseBody] : headerRules;
     router[route.method.toLowerCase() as 'get'](path, ...chain, handlerFor(route, yoga));
     methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
   }

@@ -7,8 +7,13 @@ import { hasScope, type Caller, type OrgAuthority } from './caller.ts';
  * The checks behind the auth scopes of builder.ts, usable directly where a resolver needs the result
  * (e.g. the caller's authority to compute `canEdit`). Each throws the DomainError that explains the refusal.
  */
+/** The refusal of a request that presented no credential to a field that needs one (REST answers it before input). */
+export function credentialRequired(): DomainError {
+  return new DomainError('UNAUTHENTICATED', 'A bearer credential is required.');
+}
+
 export function requireCaller(context: Context): Caller {
-  if (!context.caller) throw new DomainError('UNAUTHENTICATED', 'A bearer credential is required.');
+  if (!context.caller) throw credentialRequired();
   return context.caller;
 }
 
