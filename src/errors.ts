@@ -24,8 +24,8 @@ export const HTTP_STATUS_BY_CODE = {
   LAST_ADMIN: 409,
   IDEMPOTENCY_CONFLICT: 409,
   IDEMPOTENCY_IN_PROGRESS: 409, // not in spec §7: same key while the first request is still running
-  INVITATION_ACCEPTED: 409,
-  TWO_FACTOR_ENABLED: 409, // not in spec §7: enrolling again while two-factor is on // not in spec §7: an accepted invitation cannot be cancelled (spec §3)
+  INVITATION_ACCEPTED: 409, // an accepted invitation cannot be cancelled (spec §3)
+  TWO_FACTOR_ENABLED: 409, // not in spec §7: enrolling again while two-factor is on
   AUTO_INCREMENT_EXHAUSTED: 409,
   ROW_LIMIT_REACHED: 409,
   CAPACITY_LIMIT: 409,
