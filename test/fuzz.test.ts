@@ -5,7 +5,7 @@ import { FilterExpression, OrderBy } from '../src/data/filter.ts';
 import { httpStatusOf, isErrorCode } from '../src/errors.ts';
 import { routes } from '../src/rest/routes.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { bodyText, knownClasses, schemaArbitrary, HOSTILE_VALUES, type Hints, type JsonSchema } from './helpers/fuzz/values.ts';
+import { bodyText, encodeLoosely, knownClasses, schemaArbitrary, HOSTILE_VALUES, type Hints, type JsonSchema } from './helpers/fuzz/values.ts';
 import { buildFuzzWorkspace, StateDigest, type FuzzWorkspace } from './helpers/fuzz/workspace.ts';
 
 /**
@@ -19,7 +19,7 @@ const REQUESTS = Number(process.env.FUZZ_RUNS ?? 10_000);
 const SEED = Number(process.env.FUZZ_SEED ?? 1_800_018);
 const EXCLUDE_KNOWN = process.env.FUZZ_EXCLUDE_KNOWN === '1';
 /** Requests per generated batch: its reads run concurrently, its mutations one at a time between digests. */
-const BATCH = 8;
+const BATCH = 16;
 
 interface Operation {
   method: string;
@@ -90,46 +90,49 @@ function hintsFor(): Hints {
 }
 
 /** Path ids: real ones, near misses (other org, wrong case, off by one character or length) and hostile strings. */
-function pathValue(name: string, hints: Hints): fc.Arbitrary<string> {
+function pathValue(name: string, hints: Hints, hostileMode: boolean): fc.Arbitrary<string> {
   const real = (hints(name) ?? Object.values(workspace.ids).flat()) as string[];
   const nearMiss = real.flatMap((id) => [id.toLowerCase(), `${id.slice(0, -1)}Z`, id.slice(0, -1), `${id}0`]);
   const hostile = ['%00', '..', '%2e%2e', '%2F', '%ZZ', '%ED%A0%80', '%C3%28', 'null', '0', '-1', '%20', 'ü', "'%20OR%201=1", 'x'.repeat(300),
     'x'.repeat(17_000), workspace.otherOrgId];
+  if (!hostileMode) return fc.constantFrom(...real);
   return fc.oneof(
-    { weight: 12, arbitrary: fc.constantFrom(...real).map(encodeURIComponent) },
+    { weight: 12, arbitrary: fc.constantFrom(...real).map(encodeLoosely) },
     { weight: 2, arbitrary: fc.constantFrom(...nearMiss) },
     { weight: 2, arbitrary: fc.constantFrom(...hostile) },
-    { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 30, unit: 'binary' }).map(encodeURIComponent) },
+    { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 30, unit: 'binary' }).map(encodeLoosely) },
   );
 }
 
 const FILTER_SCHEMA = z.toJSONSchema(FilterExpression, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
 const ORDER_SCHEMA = z.toJSONSchema(OrderBy, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
 
-function queryValue(parameter: Operation['parameters'][number], hints: Hints): fc.Arbitrary<string> {
+function queryValue(parameter: Operation['parameters'][number], hints: Hints, hostileMode: boolean): fc.Arbitrary<string> {
   const hostile = fc.constantFrom('', '%00', '%ZZ', '%ED%A0%80', 'x'.repeat(2_000), 'x'.repeat(17_000), '-1', '1e309', 'NaN', '[]', '{}', 'null');
-  const json = (schema: JsonSchema) => schemaArbitrary(schema, hints).map((value) => encodeURIComponent(bodyText(value)));
+  const json = (schema: JsonSchema) => schemaArbitrary(schema, hints, hostileMode).map((value) => encodeLoosely(bodyText(value)));
   const valid = parameter.name === 'where'
     ? json(FILTER_SCHEMA)
     : parameter.name === 'orderBy'
       ? json(ORDER_SCHEMA)
-      : schemaArbitrary(parameter.schema, hints).map((value) => encodeURIComponent(typeof value === 'string' ? value : bodyText(value)));
+      : schemaArbitrary(parameter.schema, hints, hostileMode).map((value) => encodeLoosely(typeof value === 'string' ? value : bodyText(value)));
+  if (!hostileMode) return valid;
   return fc.oneof({ weight: 6, arbitrary: valid }, { weight: 1, arbitrary: hostile });
 }
 
-function queryString(operation: Operation, hints: Hints): fc.Arbitrary<string> {
+function queryString(operation: Operation, hints: Hints, hostileMode: boolean): fc.Arbitrary<string> {
   const parameters = operation.parameters.filter((parameter) => parameter.in === 'query');
   const members = parameters.map((parameter) =>
-    fc.option(queryValue(parameter, hints).map((value) => `${parameter.name}=${value}`), { freq: 2 }));
-  const oddities = fc.option(fc.constantFrom('unknown=1', 'limit=1&limit=2', 'where[field]=Name', '%ZZ=1', 'a=%00', '&&&', '=x'), { freq: 8 });
+    fc.option(queryValue(parameter, hints, hostileMode).map((value) => `${parameter.name}=${value}`), { freq: 2 }));
+  const oddities = !hostileMode ? fc.constant(null) : fc.option(fc.constantFrom('unknown=1', 'limit=1&limit=2', 'where[field]=Name', '%ZZ=1', 'a=%00', '&&&', '=x'), { freq: 8 });
   return fc.tuple(fc.tuple(...members), oddities).map(([present, odd]) => {
     const parts = [...present.filter((part): part is string => part !== null), ...(odd ? [odd] : [])];
     return parts.length === 0 ? '' : `?${parts.join('&')}`;
   });
 }
 
-function authorization(): fc.Arbitrary<readonly string[]> {
+function authorization(hostileMode: boolean): fc.Arbitrary<readonly string[]> {
   const { admin, member, viewer, team, otherAdmin } = workspace.keys;
+  if (!hostileMode) return fc.constantFrom([`Bearer ${admin}`], [`Bearer ${admin}`], [`Bearer ${member}`], [`Bearer ${viewer}`], [`Bearer ${team}`]);
   const spellings = [`bearer ${admin}`, `BEARER ${admin}`, `Bearer  ${admin}`, `Bearer\t${admin}`, admin, `Basic ${Buffer.from(`x:${admin}`).toString('base64')}`,
     'Bearer', 'Bearer ', '', `Bearer ${admin}, Bearer ${viewer}`, `Bearer ${admin.slice(0, -1)}x`, `Bearer ${admin}x`, `Bearer wds_${'x'.repeat(40)}`,
     `Bearer ${'é'.repeat(10)}`, `Bearer ${'a'.repeat(9_000)}`, `Bearer ${'a'.repeat(17_000)}`, 'Bearer null', 'Bearer undefined'];
@@ -145,7 +148,8 @@ function authorization(): fc.Arbitrary<readonly string[]> {
   );
 }
 
-function idempotencyKeys(): fc.Arbitrary<readonly string[]> {
+function idempotencyKeys(hostileMode: boolean): fc.Arbitrary<readonly string[]> {
+  if (!hostileMode) return fc.constant([FRESH_KEY]);
   return fc.oneof(
     { weight: 10, arbitrary: fc.constant([FRESH_KEY]) },
     { weight: 1, arbitrary: fc.constant([]) },
@@ -169,30 +173,41 @@ function otherHeaders(): fc.Arbitrary<[string, string][]> {
 const RAW_BODIES: (string | Uint8Array<ArrayBuffer>)[] = ['', '{', 'null', '[]', '"x"', '\ufeff{}', '{"a":1,"a":2}', '1e400', '{"name":"a"}{"name":"b"}',
   new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), 'x'.repeat(2_000_000)];
 
-function bodyArbitrary(operation: Operation, hints: Hints): fc.Arbitrary<{ value?: unknown; text?: string | Uint8Array<ArrayBuffer> }> {
+function bodyArbitrary(operation: Operation, hints: Hints, hostileMode: boolean): fc.Arbitrary<{ value?: unknown; text?: string | Uint8Array<ArrayBuffer> }> {
   const raw = fc.constantFrom(...RAW_BODIES).map((text) => ({ text }));
   // fetch cannot send a body with GET; the other methods without a declared body sometimes get one anyway.
   if (operation.method === 'GET') return fc.constant({});
+  if (!operation.body && !hostileMode) return fc.constant({});
   if (!operation.body) {
     return fc.option(fc.oneof(raw, fc.constantFrom(...HOSTILE_VALUES).map((value) => ({ value, text: bodyText(value) }))), { freq: 10, nil: undefined })
       .map((body) => body ?? {});
   }
-  const generated = schemaArbitrary(operation.body, hints).map((value) => ({ value, text: bodyText(value) }));
+  const generated = schemaArbitrary(operation.body, hints, hostileMode).map((value) => ({ value, text: bodyText(value) }));
+  if (!hostileMode) return generated;
   return fc.oneof({ weight: 12, arbitrary: generated }, { weight: 1, arbitrary: raw }, { weight: 1, arbitrary: fc.constant({}) });
 }
 
+/**
+ * One request: half are "clean" (valid credentials, real ids, values the schemas allow) so that they reach deep
+ * code, half mix hostile values into every part. Each operation's arbitrary is built once.
+ */
 function requestArbitrary(): fc.Arbitrary<FuzzRequest> {
   const hints = hintsFor();
-  return fc.constantFrom(...operations).chain((operation) => {
-    const pathParameters = operation.parameters.filter((parameter) => parameter.in === 'path');
-    return fc.record({
-      path: fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.name, hints))),
-      query: queryString(operation, hints),
-      body: bodyArbitrary(operation, hints),
-      authorization: authorization(),
-      keys: idempotencyKeys(),
-      contentType: fc.oneof({ weight: 12, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
-      others: otherHeaders(),
+  return fc.oneof(...operations.flatMap((operation) => [false, true].map((hostileMode) => operationArbitrary(operation, hints, hostileMode))));
+}
+
+function operationArbitrary(operation: Operation, hints: Hints, hostileMode: boolean): fc.Arbitrary<FuzzRequest> {
+  const pathParameters = operation.parameters.filter((parameter) => parameter.in === 'path');
+  return fc.record({
+      path: fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.name, hints, hostileMode))),
+      query: queryString(operation, hints, hostileMode),
+      body: bodyArbitrary(operation, hints, hostileMode),
+      authorization: authorization(hostileMode),
+      keys: idempotencyKeys(hostileMode),
+      contentType: hostileMode
+        ? fc.oneof({ weight: 12, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) })
+        : fc.constant('application/json'),
+      others: hostileMode ? otherHeaders() : fc.constant([]),
     }).map(({ path, query, body, authorization: credentials, keys, contentType, others }) => {
       let index = 0;
       const url = operation.path.replace(/\{\w+\}/g, () => path[index++]!) + query;
@@ -212,7 +227,6 @@ function requestArbitrary(): fc.Arbitrary<FuzzRequest> {
         known: knownClasses({ values: body.value === undefined ? [] : [body.value], texts: [...texts, decodeSafely(url)] }),
       });
     });
-  });
 }
 
 function decodeSafely(text: string): string {
@@ -303,6 +317,7 @@ async function check(request: FuzzRequest): Promise<void> {
   } else {
     // A success may enqueue a job; the next digest waits until the workers are done with it.
     await digest.settle();
+    digest.forgetTables();
     before = null;
   }
 }

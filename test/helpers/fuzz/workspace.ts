@@ -131,7 +131,7 @@ const IGNORED_TABLES = new Set(['idempotency_records', '_prisma_migrations']);
 
 /**
  * A cheap digest of everything a mutation could change: per table of the catalog and of every workspace schema,
- * its row count and an order-independent sum of row hashes. Two round trips; a few ms on the fuzz workspace.
+ * its row count and an order-independent sum of row hashes. One round trip; a few ms on the fuzz workspace.
  */
 export class StateDigest {
   private readonly client: pg.Client;
@@ -148,19 +148,32 @@ export class StateDigest {
     return this.client.end();
   }
 
+  /** The digest query over the tables that exist now; rebuilt after a success, which may have created tables. */
+  private query: string | null = null;
+
+  forgetTables(): void {
+    this.query = null;
+  }
+
   async take(): Promise<Record<string, string>> {
+    this.query ??= await this.digestQuery();
+    const result = await this.client.query<{ name: string; digest: string }>(this.query);
+    return Object.fromEntries(result.rows.map((row) => [row.name, row.digest]));
+  }
+
+  private async digestQuery(): Promise<string> {
     const tables = await this.client.query<{ schemaname: string; tablename: string }>(
       "SELECT schemaname, tablename FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2",
     );
-    const parts = tables.rows
+    // A table created by a refused mutation would not be listed: its catalog rows (data_tables) still show it.
+    return tables.rows
       .filter((row) => !IGNORED_TABLES.has(row.tablename))
       .map((row) => {
         const name = `${pg.escapeIdentifier(row.schemaname)}.${pg.escapeIdentifier(row.tablename)}`;
         const dropped = (VOLATILE[row.tablename] ?? []).map((column) => ` - ${pg.escapeLiteral(column)}`).join('');
         return `SELECT ${pg.escapeLiteral(name)} AS name, count(*)::text || ':' || coalesce(sum(hashtext((to_jsonb(t)${dropped})::text)::numeric), 0)::text AS digest FROM ${name} t`;
-      });
-    const result = await this.client.query<{ name: string; digest: string }>(parts.join(' UNION ALL '));
-    return Object.fromEntries(result.rows.map((row) => [row.name, row.digest]));
+      })
+      .join(' UNION ALL ');
   }
 
   /** Waits until no job is running or due within 30 s, so that a digest is not taken while a worker is changing state. */
