@@ -67,6 +67,15 @@ afterAll(async () => {
 const FRESH_KEY = '\u0001fresh';
 let keyCounter = 0;
 
+const FILTERS = [
+  { field: 'Name', op: 'eq', value: 'Row 1' },
+  { and: [{ field: 'Count', op: 'gte', value: 3 }, { or: [{ field: 'Status', op: 'eq', value: 'open' }, { field: 'Flag', op: 'eq', value: true }] }] },
+  { field: 'Tags', op: 'hasAny', value: ['red'] },
+  { field: 'Day', op: 'lt', value: '2026-01-05' },
+  { field: 'Name', op: 'iContains', value: 'ow' },
+  { field: 'Data', op: 'isEmpty' },
+];
+
 function hintsFor(): Hints {
   const { ids, fieldIds, fieldNames, schemaVersions } = workspace;
   const allIds = Object.values(ids).flat();
@@ -85,6 +94,18 @@ function hintsFor(): Hints {
     rowIds: [ids.rowId!.slice(0, 3)],
     name: ['Fuzz name', ...workspace.artifactNames],
     role: ['admin', 'member', 'viewer'],
+    values: [
+      { Name: 'Fuzz row', Count: 3 }, { Price: 1.5, Flag: true }, { Status: 'open', Tags: ['red', 'blue'] }, { Name: 'Row 1' },
+      { Day: '2026-03-01', At: '2026-03-01T10:00:00.000Z' }, { Data: { a: [1] } }, { Email: 'a@example.com', Site: 'https://example.com' },
+      { [fieldIds[0]!]: 'By id', [fieldIds[2]!]: -1000 }, { Count: 1001 }, { Seq: 5 }, { Status: 'missing' },
+    ],
+    where: FILTERS,
+    filter: FILTERS,
+    orderBy: [[{ field: 'Count', direction: 'desc' }], [{ field: fieldIds[0], direction: 'asc' }]],
+    definition: [
+      { columnOrder: [], columnWidths: {}, frozenColumns: 0, hiddenColumns: [], query: {} },
+      { columnOrder: fieldIds.slice(0, 3), columnWidths: { [fieldIds[0]!]: 200 }, frozenColumns: 1, hiddenColumns: [fieldIds[1]], query: { where: FILTERS[1], orderBy: [{ field: 'Name', direction: 'asc' }] } },
+    ],
   };
   return (name) => byName[name] ?? (name.endsWith('Id') ? allIds : undefined);
 }
@@ -109,7 +130,7 @@ const ORDER_SCHEMA = z.toJSONSchema(OrderBy, { io: 'input', unrepresentable: 'an
 
 function queryValue(parameter: Operation['parameters'][number], hints: Hints, hostileMode: boolean): fc.Arbitrary<string> {
   const hostile = fc.constantFrom('', '%00', '%ZZ', '%ED%A0%80', 'x'.repeat(2_000), 'x'.repeat(17_000), '-1', '1e309', 'NaN', '[]', '{}', 'null');
-  const json = (schema: JsonSchema) => schemaArbitrary(schema, hints, hostileMode).map((value) => encodeLoosely(bodyText(value)));
+  const json = (schema: JsonSchema) => schemaArbitrary(schema, hints, hostileMode, parameter.name).map((value) => encodeLoosely(bodyText(value)));
   const valid = parameter.name === 'where'
     ? json(FILTER_SCHEMA)
     : parameter.name === 'orderBy'

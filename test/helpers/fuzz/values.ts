@@ -189,8 +189,8 @@ export function valueFor(schema: JsonSchema, context: Context, name: string): fc
   return fc.oneof(...choices);
 }
 
-export function schemaArbitrary(schema: JsonSchema, hints: Hints, hostile = true): fc.Arbitrary<unknown> {
-  return valueFor(schema, { root: schema, hints, depth: 0, hostile }, '');
+export function schemaArbitrary(schema: JsonSchema, hints: Hints, hostile = true, name = ''): fc.Arbitrary<unknown> {
+  return valueFor(schema, { root: schema, hints, depth: 0, hostile }, name);
 }
 
 /** JSON text of a generated value, with RAW markers written as the raw number text they stand for. */
