@@ -344,6 +344,21 @@ async function check(request: FuzzRequest): Promise<void> {
 }
 
 describe('fuzzing every route of the OpenAPI document (issue 18)', () => {
+  it('takes a state digest that a refused mutation leaves alone and an accepted one changes', async () => {
+    const table = `/v1/orgs/${workspace.orgId}/databases/${workspace.ids.databaseId![0]}/tables/${workspace.ids.tableId![0]}`;
+    const initial = await digest.take();
+    const refused = await server.request('POST', `${table}/rows`, {
+      token: workspace.keys.viewer, idempotencyKey: `fuzz-self-check-${Date.now()}`, body: { expectedSchemaVersion: workspace.schemaVersions[0], values: { Name: 'Self check' } },
+    });
+    expect(refused.status, refused.text).toBe(403);
+    expect(await digest.take()).toEqual(initial);
+    const accepted = await server.request('POST', `${table}/rows`, {
+      token: workspace.keys.admin, idempotencyKey: `fuzz-self-check-${Date.now()}`, body: { expectedSchemaVersion: workspace.schemaVersions[0], values: { Name: 'Self check' } },
+    });
+    expect(accepted.status, accepted.text).toBe(201);
+    expect(await digest.take()).not.toEqual(initial);
+  });
+
   it(`answers ${REQUESTS} generated requests with no 5xx, only §7 envelopes, and no change for a refused mutation`, async () => {
     expect(operations.length).toBe(routes.length);
     const reads = (batch: FuzzRequest[]) => batch.filter((request) => request.method === 'GET');
