@@ -5,7 +5,7 @@ import { FilterExpression, OrderBy } from '../src/data/filter.ts';
 import { httpStatusOf, isErrorCode } from '../src/errors.ts';
 import { routes } from '../src/rest/routes.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { bodyText, encodeLoosely, knownClasses, schemaArbitrary, HOSTILE_VALUES, type Hints, type JsonSchema } from './helpers/fuzz/values.ts';
+import { bodyText, encodeLoosely, knownClasses, rarely, schemaArbitrary, HOSTILE_VALUES, type Hints, type JsonSchema } from './helpers/fuzz/values.ts';
 import { buildFuzzWorkspace, StateDigest, type FuzzWorkspace } from './helpers/fuzz/workspace.ts';
 
 /**
@@ -144,7 +144,7 @@ function queryString(operation: Operation, hints: Hints, hostileMode: boolean): 
   const parameters = operation.parameters.filter((parameter) => parameter.in === 'query');
   const members = parameters.map((parameter) =>
     fc.option(queryValue(parameter, hints, hostileMode).map((value) => `${parameter.name}=${value}`), { freq: 2 }));
-  const oddities = !hostileMode ? fc.constant(null) : fc.option(fc.constantFrom('unknown=1', 'limit=1&limit=2', 'where[field]=Name', '%ZZ=1', 'a=%00', '&&&', '=x'), { freq: 8 });
+  const oddities = !hostileMode ? fc.constant(null) : rarely(fc.constantFrom('unknown=1', 'limit=1&limit=2', 'where[field]=Name', '%ZZ=1', 'a=%00', '&&&', '=x'), 8);
   return fc.tuple(fc.tuple(...members), oddities).map(([present, odd]) => {
     const parts = [...present.filter((part): part is string => part !== null), ...(odd ? [odd] : [])];
     return parts.length === 0 ? '' : `?${parts.join('&')}`;
@@ -200,7 +200,7 @@ function bodyArbitrary(operation: Operation, hints: Hints, hostileMode: boolean)
   if (operation.method === 'GET') return fc.constant({});
   if (!operation.body && !hostileMode) return fc.constant({});
   if (!operation.body) {
-    return fc.option(fc.oneof(raw, fc.constantFrom(...HOSTILE_VALUES).map((value) => ({ value, text: bodyText(value) }))), { freq: 10, nil: undefined })
+    return rarely(fc.oneof(raw, fc.constantFrom(...HOSTILE_VALUES).map((value) => ({ value, text: bodyText(value) }))), 10)
       .map((body) => body ?? {});
   }
   const generated = schemaArbitrary(operation.body, hints, hostileMode).map((value) => ({ value, text: bodyText(value) }));
@@ -209,26 +209,32 @@ function bodyArbitrary(operation: Operation, hints: Hints, hostileMode: boolean)
 }
 
 /**
- * One request: half are "clean" (valid credentials, real ids, values the schemas allow) so that they reach deep
- * code, half mix hostile values into every part. Each operation's arbitrary is built once.
+ * One request, in one of three modes: clean (valid credentials, real ids, values the schemas allow) so that it
+ * reaches deep code; hostile values (in its body and query, with a clean envelope so they get past authentication);
+ * or a hostile envelope (path ids, headers, content type). Each operation's arbitraries are built once.
  */
+type Mode = 'clean' | 'values' | 'envelope';
+
 function requestArbitrary(): fc.Arbitrary<FuzzRequest> {
   const hints = hintsFor();
-  return fc.oneof(...operations.flatMap((operation) => [false, true].map((hostileMode) => operationArbitrary(operation, hints, hostileMode))));
+  const modes: Mode[] = ['clean', 'values', 'envelope'];
+  return fc.oneof(...operations.flatMap((operation) => modes.map((mode) => operationArbitrary(operation, hints, mode))));
 }
 
-function operationArbitrary(operation: Operation, hints: Hints, hostileMode: boolean): fc.Arbitrary<FuzzRequest> {
+function operationArbitrary(operation: Operation, hints: Hints, mode: Mode): fc.Arbitrary<FuzzRequest> {
   const pathParameters = operation.parameters.filter((parameter) => parameter.in === 'path');
+  const values = mode === 'values';
+  const envelope = mode === 'envelope';
   return fc.record({
-      path: fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.name, hints, hostileMode))),
-      query: queryString(operation, hints, hostileMode),
-      body: bodyArbitrary(operation, hints, hostileMode),
-      authorization: authorization(hostileMode),
-      keys: idempotencyKeys(hostileMode),
-      contentType: hostileMode
-        ? fc.oneof({ weight: 12, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) })
+      path: fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.name, hints, envelope))),
+      query: queryString(operation, hints, values),
+      body: bodyArbitrary(operation, hints, values),
+      authorization: authorization(envelope),
+      keys: idempotencyKeys(envelope),
+      contentType: envelope
+        ? fc.oneof({ weight: 4, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) })
         : fc.constant('application/json'),
-      others: hostileMode ? otherHeaders() : fc.constant([]),
+      others: envelope ? otherHeaders() : fc.constant([]),
     }).map(({ path, query, body, authorization: credentials, keys, contentType, others }) => {
       let index = 0;
       const url = operation.path.replace(/\{\w+\}/g, () => path[index++]!) + query;

@@ -23,6 +23,9 @@ export function nested(depth: number): unknown {
   return value;
 }
 
+/** 5,000 levels, written as raw text: JSON.stringify itself would overflow the stack deep inside fast-check. */
+const DEEP = raw(`${'['.repeat(5_000)}1${']'.repeat(5_000)}`);
+
 const BIND_PARAMETER_BOMB = { or: Array.from({ length: 70 }, () => ({ field: 'Name', op: 'in', value: Array.from({ length: 1_000 }, (_, i) => i) })) };
 
 /** Hostile values any member may receive: wrong types, control and unpaired-surrogate text, huge and odd numbers, nesting. */
@@ -33,13 +36,17 @@ export const HOSTILE_VALUES: readonly unknown[] = [
   'NaN', 'Infinity', '-Infinity', '-0', '1e309', '0x1F', ' 1', '1_000', '9007199254740993', '2026-02-30T25:61:00Z',
   raw('1e400'), raw('-1e400'), raw('-0'), raw('123456789012345678901234567890'), raw('1E-400'), 2 ** 31, 2 ** 53 + 2, -(2 ** 63), 1e308,
   JSON.parse('{"__proto__":{"polluted":true}}'), { constructor: { prototype: { polluted: true } } },
-  // 5,000 levels are written as raw text: JSON.stringify itself would overflow the stack deep inside fast-check.
-  nested(70), raw(`${'['.repeat(5_000)}1${']'.repeat(5_000)}`), BIND_PARAMETER_BOMB,
+  nested(70), DEEP, BIND_PARAMETER_BOMB,
 ];
 
 const HOSTILE_KEYS = ['__proto__', 'constructor', 'prototype', '', '\u0000', 'a\ud800', 'x'.repeat(300), 'extra', '$where'];
 
 const hostile = fc.constantFrom(...HOSTILE_VALUES);
+
+/** `arbitrary` once in `every` values, else null (fc.option's `freq` is the other way round: 1 in freq is nil). */
+export function rarely<T>(arbitrary: fc.Arbitrary<T>, every: number): fc.Arbitrary<T | null> {
+  return fc.oneof({ weight: every - 1, arbitrary: fc.constant(null) }, { weight: 1, arbitrary });
+}
 
 interface Context {
   root: JsonSchema;
@@ -60,7 +67,7 @@ function mentionsRef(schema: JsonSchema): boolean {
   return JSON.stringify(schema).includes('"$ref"');
 }
 
-function stringArbitrary(schema: JsonSchema): fc.Arbitrary<unknown> {
+function stringArbitrary(schema: JsonSchema, hostileMode: boolean): fc.Arbitrary<unknown> {
   if (Array.isArray(schema.enum)) return fc.constantFrom(...schema.enum);
   if (schema.const !== undefined) return fc.constant(schema.const);
   const min = schema.minLength ?? 0;
@@ -79,9 +86,12 @@ function stringArbitrary(schema: JsonSchema): fc.Arbitrary<unknown> {
   }
   if (choices.length === 0) choices.push(fc.string({ minLength: min, maxLength: max }), fc.string({ minLength: min, maxLength: max, unit: 'binary' }));
   const boundary = [min, Math.max(0, min - 1), ...(schema.maxLength === undefined ? [] : [schema.maxLength, schema.maxLength + 1])];
+  const valid = fc.oneof(...choices);
   return fc.oneof(
-    { weight: 8, arbitrary: fc.oneof(...choices) },
+    { weight: 8, arbitrary: valid },
     { weight: 1, arbitrary: fc.constantFrom(...boundary).map((length) => 'é'.repeat(length)) },
+    // Text that is valid but for one character (U+0000, an unpaired surrogate): it passes length and pattern checks.
+    ...(hostileMode ? [{ weight: 4, arbitrary: fc.tuple(valid, fc.constantFrom('\u0000', '\ud800', '\udfff')).map(([text, bad]) => `${String(text).slice(0, -1)}${bad}`) }] : []),
   );
 }
 
@@ -117,7 +127,7 @@ function objectArbitrary(schema: JsonSchema, context: Context): fc.Arbitrary<unk
   const additional = schema.additionalProperties && typeof schema.additionalProperties === 'object'
     ? fc.dictionary(keyArbitrary(context.hints, schema.propertyNames), valueFor(schema.additionalProperties, { ...context, depth: context.depth + 1 }, '*'), { maxKeys: 4 })
     : fc.constant({});
-  const extra = context.hostile ? fc.option(fc.tuple(fc.constantFrom(...HOSTILE_KEYS), hostile), { freq: 12 }) : fc.constant(null);
+  const extra = context.hostile ? rarely(fc.tuple(fc.constantFrom(...HOSTILE_KEYS), hostile), 12) : fc.constant(null);
   return fc.tuple(entries.length === 0 ? fc.constant([]) : record, additional, extra).map(([members, more, odd]) => {
     const object: Record<string, unknown> = { ...(more as object) };
     for (const member of members) if (member) object[member[0]] = member[1];
@@ -162,14 +172,17 @@ function byType(schema: JsonSchema, context: Context): fc.Arbitrary<unknown> {
   const type = Array.isArray(schemaResolved.type) ? schemaResolved.type : [schemaResolved.type];
   const arbitraries = type.map((name: string | undefined) => {
     switch (name) {
-      case 'string': return stringArbitrary(schemaResolved);
+      case 'string': return stringArbitrary(schemaResolved, context.hostile);
       case 'integer':
       case 'number': return numberArbitrary(schemaResolved);
       case 'boolean': return fc.boolean();
       case 'null': return fc.constant(null);
       case 'array': return arrayArbitrary(schemaResolved, context);
       case 'object': return objectArbitrary(schemaResolved, context);
-      default: return fc.jsonValue({ maxDepth: 2 });
+      // Any JSON (a cell, an option): sometimes one nested far deeper than any limit.
+      default: return context.hostile
+        ? fc.oneof({ weight: 9, arbitrary: fc.jsonValue({ maxDepth: 2 }) }, { weight: 1, arbitrary: fc.constant(DEEP) })
+        : fc.jsonValue({ maxDepth: 2 });
     }
   });
   return fc.oneof(...arbitraries);
