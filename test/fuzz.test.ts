@@ -94,6 +94,7 @@ function hintsFor(): Hints {
     rowIds: [ids.rowId!.slice(0, 3)],
     name: ['Fuzz name', ...workspace.artifactNames],
     role: ['admin', 'member', 'viewer'],
+    cursor: workspace.cursors,
     values: [
       { Name: 'Fuzz row', Count: 3 }, { Price: 1.5, Flag: true }, { Status: 'open', Tags: ['red', 'blue'] }, { Name: 'Row 1' },
       { Day: '2026-03-01', At: '2026-03-01T10:00:00.000Z' }, { Data: { a: [1] } }, { Email: 'a@example.com', Site: 'https://example.com' },

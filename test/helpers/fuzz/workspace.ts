@@ -34,6 +34,8 @@ export interface FuzzWorkspace {
   fieldNames: string[];
   schemaVersions: number[];
   artifactNames: string[];
+  /** Real cursors of several lists, and tampered copies: a cursor of one list sent to another is a hostile value too. */
+  cursors: string[];
 }
 
 /**
@@ -106,6 +108,14 @@ export async function buildFuzzWorkspace(server: TestServer): Promise<FuzzWorksp
     id: [spare.memberId, adminMember.id, invitation.body.invitation.id, spareKey.body.key.id],
     ruleId: [rule.ruleId, nameRule.ruleId],
   };
+  const cursors: string[] = [];
+  for (const list of [`${table.path}/rows?limit=1`, `/v1/orgs/${org.orgId}/activity?limit=1`, `/v1/orgs/${org.orgId}/jobs?limit=1`, `${table.path}/rows/${rowIds[0]}/history?limit=1`]) {
+    const page = await server.request('GET', list, { token: org.adminKey });
+    expect(page.status, page.text).toBe(200);
+    const cursor: string | null = page.body.nextCursor;
+    if (cursor) cursors.push(cursor, `${cursor.slice(0, -2)}${cursor.endsWith('AA') ? 'AB' : 'AA'}`, cursor.slice(0, cursor.length / 2));
+  }
+  expect(cursors.length).toBeGreaterThan(0);
   for (const [name, values] of Object.entries(ids)) expect(values.every((value) => typeof value === 'string'), name).toBe(true);
   return {
     orgId: org.orgId,
@@ -116,6 +126,7 @@ export async function buildFuzzWorkspace(server: TestServer): Promise<FuzzWorksp
     fieldNames: Object.keys(table.fields),
     schemaVersions: [table.schemaVersion, parentTable.schemaVersion, child.schemaVersion + 1],
     artifactNames: job.artifacts.map((artifact: { name: string }) => artifact.name),
+    cursors,
   };
 }
 
