@@ -227,34 +227,37 @@ function operationArbitrary(operation: Operation, hints: Hints, mode: Mode): fc.
   const values = mode === 'values';
   const envelope = mode === 'envelope';
   return fc.record({
-      path: fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.name, hints, envelope))),
-      query: queryString(operation, hints, values),
-      body: bodyArbitrary(operation, hints, values),
-      authorization: authorization(envelope),
-      keys: idempotencyKeys(envelope),
-      contentType: envelope
-        ? fc.oneof({ weight: 4, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) })
-        : fc.constant('application/json'),
-      others: envelope ? otherHeaders() : fc.constant([]),
-    }).map(({ path, query, body, authorization: credentials, keys, contentType, others }) => {
-      let index = 0;
-      const url = operation.path.replace(/\{\w+\}/g, () => path[index++]!) + query;
-      const headers: [string, string][] = [
-        ...credentials.map((value): [string, string] => ['authorization', value]),
-        ...keys.map((value): [string, string] => ['idempotency-key', value]),
-        ...(body.text === undefined || contentType === '' ? [] : [['content-type', contentType] as [string, string]]),
-        ...others,
-      ];
-      const texts = [url, ...headers.map(([, value]) => value), ...(typeof body.text === 'string' ? [body.text] : [])];
-      return withDescription({
-        method: operation.method,
-        route: `${operation.method} ${operation.path}`,
-        url,
-        headers,
-        ...(body.text === undefined ? {} : { body: body.text }),
-        known: knownClasses({ values: body.value === undefined ? [] : [body.value], texts: [...texts, decodeSafely(url)] }),
-      });
+    // A method the path may not declare (405 with Allow), or another route on the same path.
+    method: envelope ? rarely(fc.constantFrom('PUT', 'OPTIONS', 'PATCH', 'POST', 'DELETE'), 10) : fc.constant(null),
+    path: fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.name, hints, envelope))),
+    query: queryString(operation, hints, values),
+    body: bodyArbitrary(operation, hints, values),
+    authorization: authorization(envelope),
+    keys: idempotencyKeys(envelope),
+    contentType: envelope
+      ? fc.oneof({ weight: 4, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) })
+      : fc.constant('application/json'),
+    others: envelope ? otherHeaders() : fc.constant([]),
+  }).map(({ method: otherMethod, path, query, body, authorization: credentials, keys, contentType, others }) => {
+    const method = otherMethod ?? operation.method;
+    let index = 0;
+    const url = operation.path.replace(/\{\w+\}/g, () => path[index++]!) + query;
+    const headers: [string, string][] = [
+      ...credentials.map((value): [string, string] => ['authorization', value]),
+      ...keys.map((value): [string, string] => ['idempotency-key', value]),
+      ...(body.text === undefined || contentType === '' ? [] : [['content-type', contentType] as [string, string]]),
+      ...others,
+    ];
+    const texts = [url, ...headers.map(([, value]) => value), ...(typeof body.text === 'string' ? [body.text] : [])];
+    return withDescription({
+      method,
+      route: `${method} ${operation.path}`,
+      url,
+      headers,
+      ...(body.text === undefined ? {} : { body: body.text }),
+      known: knownClasses({ values: body.value === undefined ? [] : [body.value], texts: [...texts, decodeSafely(url)] }),
     });
+  });
 }
 
 function decodeSafely(text: string): string {
