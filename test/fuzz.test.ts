@@ -13,7 +13,8 @@ import { buildFuzzWorkspace, StateDigest, type FuzzWorkspace } from './helpers/f
  * for every parameter and body member, and hostile headers. Whatever arrives: no 5xx, every error is the spec §7
  * envelope with a known code, every success matches the route's response schema, and a refused mutation changes
  * nothing. `FUZZ_RUNS` sets the number of requests (default 10,000), `FUZZ_SEED` the seed (fixed by default, so
- * `npm test` is repeatable; a failure prints the seed and path to replay it).
+ * `npm test` is repeatable; a failure prints the seed and path to replay it). `FUZZ_EXCLUDE_KNOWN=1` skips the
+ * bad-input classes other issue-18 branches fix (see knownClasses) to hunt for other bugs before they are merged.
  */
 const REQUESTS = Number(process.env.FUZZ_RUNS ?? 10_000);
 const SEED = Number(process.env.FUZZ_SEED ?? 1_800_018);
