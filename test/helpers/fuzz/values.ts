@@ -54,13 +54,19 @@ interface Context {
   depth: number;
   /** Whether hostile values and extra members are mixed in, or only what the schema and the hints allow. */
   hostile: boolean;
+  /** The OpenAPI document, for `#/components/…` references. */
+  document: JsonSchema;
 }
 
-function resolve(schema: JsonSchema, root: JsonSchema): JsonSchema {
+/** A `$ref`: `#` and `#/$defs/…` within the schema itself, any other `#/…` pointer within the OpenAPI document. */
+function resolve(schema: JsonSchema, context: Context): JsonSchema {
   if (typeof schema.$ref !== 'string') return schema;
-  if (schema.$ref === '#') return root;
-  const name = schema.$ref.replace(/^#\/(\$defs|definitions)\//, '');
-  return root.$defs?.[name] ?? root.definitions?.[name] ?? {};
+  if (schema.$ref === '#') return context.root;
+  const pointer = schema.$ref.replace(/^#\//, '').split('/').map((part: string) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const base = pointer[0] === '$defs' || pointer[0] === 'definitions' ? context.root : context.document;
+  let target: any = base;
+  for (const part of pointer) target = target?.[part];
+  return target && typeof target === 'object' ? resolve(target, context) : {};
 }
 
 function mentionsRef(schema: JsonSchema): boolean {
@@ -159,7 +165,7 @@ function arrayArbitrary(schema: JsonSchema, context: Context): fc.Arbitrary<unkn
 }
 
 function byType(schema: JsonSchema, context: Context): fc.Arbitrary<unknown> {
-  const schemaResolved = resolve(schema, context.root);
+  const schemaResolved = resolve(schema, context);
   const variants: JsonSchema[] | undefined = schemaResolved.anyOf ?? schemaResolved.oneOf;
   if (variants) {
     // Past the depth budget, recursive branches (a filter's `and`/`or`) give way to their leaves.
@@ -193,6 +199,8 @@ function byType(schema: JsonSchema, context: Context): fc.Arbitrary<unknown> {
  * value such as an existing field id), sometimes a boundary, sometimes something hostile.
  */
 export function valueFor(schema: JsonSchema, context: Context, name: string): fc.Arbitrary<unknown> {
+  // Recursion through a member that is itself the schema (not through an array) stops here.
+  if (context.depth > 8) return fc.constant(null);
   const known = context.hints(name);
   const choices: { weight: number; arbitrary: fc.Arbitrary<unknown> }[] = [
     { weight: known ? 3 : 8, arbitrary: byType(schema, context) },
@@ -202,8 +210,8 @@ export function valueFor(schema: JsonSchema, context: Context, name: string): fc
   return fc.oneof(...choices);
 }
 
-export function schemaArbitrary(schema: JsonSchema, hints: Hints, hostile = true, name = ''): fc.Arbitrary<unknown> {
-  return valueFor(schema, { root: schema, hints, depth: 0, hostile }, name);
+export function schemaArbitrary(schema: JsonSchema, hints: Hints, options: { hostile: boolean; name?: string; document?: JsonSchema }): fc.Arbitrary<unknown> {
+  return valueFor(schema, { root: schema, hints, depth: 0, hostile: options.hostile, document: options.document ?? schema }, options.name ?? '');
 }
 
 /** JSON text of a generated value, with RAW markers written as the raw number text they stand for. */

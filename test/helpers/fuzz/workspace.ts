@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { expect } from 'vitest';
@@ -5,6 +8,26 @@ import { addMember, createOrg, createTeamKey, idempotencyKey } from '../factorie
 import { preview } from '../jobs.ts';
 import type { TestServer } from '../server.ts';
 import { addForeignKey, addUniqueRule, createRow, createTable, refreshSchemaVersion } from '../workspace.ts';
+
+/**
+ * A delivery hook (DELIVERY_WEBHOOK_URL) that accepts every message, so that invitations and mailbox verification
+ * run their whole path instead of answering 503 CONFIGURATION_INVALID.
+ */
+export async function startDeliveryHook(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/deliver`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
 
 /** Every field type, with options, so that generated cells and filters reach each type's code. */
 const EVERY_FIELD_TYPE = [
@@ -137,6 +160,8 @@ export async function buildFuzzWorkspace(server: TestServer): Promise<FuzzWorksp
 const VOLATILE: Record<string, string[]> = {
   api_keys: ['last_used_at'],
   sessions: ['last_seen_at'],
+  // A wrong password or two-factor code is counted before it is checked (issue 18 §2): a refusal that counts.
+  users: ['failed_logins', 'locked_until'],
 };
 const IGNORED_TABLES = new Set(['idempotency_records', '_prisma_migrations']);
 
