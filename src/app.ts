@@ -75,6 +75,10 @@ const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     return sendError(req, res, { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request bodies must be UTF-8 JSON.' });
   }
   if (type === 'request.aborted') return; // the client went away; nobody to answer
+  // A body that does not decode as its Content-Encoding says (`gzip` over plain text): body-parser's bare 400.
+  if ((error as { status?: unknown }).status === 400) {
+    return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request body could not be read as its Content-Encoding says.' });
+  }
   // Express cannot decode a path parameter such as `%E0%A4%A`: a malformed request, not our failure.
   if (error instanceof URIError) return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request path is not valid percent-encoding.' });
   res.locals.log?.error({ err: error }, 'unhandled error');
