@@ -1,9 +1,11 @@
 import type { Redis } from 'ioredis';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import type { Config } from './config.ts';
-import type { PrismaClient } from './db/prisma.ts';
+import { sqlPoolOf, type PrismaClient } from './db/prisma.ts';
+import { pgExecutor } from './db/sql.ts';
 import { DomainError } from './errors.ts';
 import { createGraphServer, type GraphServer } from './graph/yoga.ts';
+import { GRAPHIQL_ASSET_PATH, graphiqlAssets } from './graphiql.ts';
 import type { Logger } from './log.ts';
 import { sendDomainError, sendError } from './rest/errors.ts';
 import { bodyReadDeadline } from './rest/middleware/body-deadline.ts';
@@ -91,7 +93,7 @@ function slotLeaseMs(config: Config): number {
 }
 
 export function createApp({ prisma, config, logger, redis }: AppDependencies): Express {
-  const yoga = createGraphServer(prisma, config);
+  const yoga = createGraphServer(prisma, config, logger);
   const openApi = openApiDocument(routes);
   const app = express();
   app.disable('x-powered-by');
@@ -109,7 +111,8 @@ export function createApp({ prisma, config, logger, redis }: AppDependencies): E
   });
   app.use(sessionRoutes(prisma, config));
   app.use(oauthRoutes(prisma, config));
-  app.use(restRouter(routes, yoga, config));
+  app.use(restRouter(routes, yoga, config, pgExecutor(sqlPoolOf(prisma))));
+  app.get(`${GRAPHIQL_ASSET_PATH}/:name`, graphiqlAssets);
   // app.all, not app.use: Yoga must see the full path to recognise its endpoint.
   app.all('/graphql', ...graphqlEndpoint(yoga, config));
   app.use(unknownRoute);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { addUser, bootstrapOrg, issueVerificationToken, ProvisionError, setPassword } from './cli/provision.ts';
 import { ClientRegistrationError, registerClient } from './graph/auth/oauth/clients.ts';
 import { Password } from './graph/auth/passwords.ts';
-import { Email, Id } from './graph/common.ts';
+import { Email, Id } from './formats.ts';
 import { openRuntime } from './runtime.ts';
 
 const USAGE = `Usage:

@@ -41,6 +41,8 @@ const ConfigSchema = z.object({
   ROW_SIZE_LIMIT_BYTES: z.coerce.number().int().min(1024).default(524_288),
   /** How long SIGTERM waits for in-flight requests before closing connections. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** An event stream with nothing to send writes a comment this often, so that proxies do not cut it as idle. */
+  EVENT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
   /** Jobs one worker process runs at once. */
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** A job whose worker sent no heartbeat for this long is taken over by another worker. */
@@ -49,6 +51,8 @@ const ConfigSchema = z.object({
   JOB_POLL_MS: z.coerce.number().int().min(10).default(1_000),
   /** Jobs one organisation may have queued (not yet running); one more is refused with 429 CAPACITY_LIMIT. */
   JOB_QUEUE_LIMIT_PER_ORG: z.coerce.number().int().min(1).default(50),
+  /** How long a trashed database or table stays restorable before its purge job runs (fractions allowed). */
+  TRASH_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(7),
   /** How long job artifacts (import error reports) can be downloaded (ARTIFACT_EXPIRED after). */
   ARTIFACT_TTL_HOURS: z.coerce.number().min(0.001).default(72),
   /** A browser session older than this since its last password (and TOTP) check must step up for sensitive operations. */
@@ -76,6 +80,21 @@ const ConfigSchema = z.object({
   /** Origins allowed to call /v1 and /graphql from a browser (CORS), comma-separated; empty: no CORS at all. */
   CORS_ORIGINS: z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
+  /** Where backups are written when no S3 bucket is configured (default `DATA_DIR/backups`). */
+  BACKUP_DIR: z.string().min(1).optional(),
+  /** An S3-compatible bucket for backups instead of BACKUP_DIR; credentials come from the AWS SDK's environment. */
+  BACKUP_S3_BUCKET: z.string().min(1).optional(),
+  BACKUP_S3_PREFIX: z.string().default(''),
+  BACKUP_S3_ENDPOINT: z.string().url().optional(),
+  BACKUP_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Backups without a keepDays policy expire after this many days. */
+  BACKUP_TTL_DAYS: z.coerce.number().min(0.0001).default(30),
+  /** A database whose last success is older than its interval plus this grace is `backup.overdue`. */
+  BACKUP_OVERDUE_GRACE_MINUTES: z.coerce.number().min(0).default(60),
+  /** How often each worker looks for due backup schedules. */
+  BACKUP_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(15_000),
+  /** Tests only: a file holding an ISO timestamp the scheduler uses as "now" instead of the clock. */
+  BACKUP_SCHEDULER_CLOCK_FILE: z.string().min(1).optional(),
   RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
 });
 

@@ -7,6 +7,7 @@ import { GraphQLError } from 'graphql';
 export const HTTP_STATUS_BY_CODE = {
   BAD_REQUEST: 400, // not in spec §7: malformed JSON, malformed path ID or Idempotency-Key
   CURSOR_INVALID: 400,
+  QUERY_TOO_COMPLEX: 400, // not in spec §7: a GraphQL document over a depth, alias, token, directive or cost limit
   UNAUTHENTICATED: 401,
   ACCESS_DENIED: 403,
   FORBIDDEN: 403,

@@ -45,7 +45,8 @@ export function recogniseFailure(error: unknown): DataPlaneFailure | null {
   if (!cause) return null;
   const sqlState = cause.originalCode ?? cause.code;
   switch (sqlState) {
-    case '23505': {
+    case '23505': // unique_violation (btree rules)
+    case '23P01': { // exclusion_violation (hashed rules, src/data/unique-keys.ts)
       const ruleId = idFromConstraint(constraintName(cause), 'u');
       return ruleId ? { kind: 'unique', ruleId } : null;
     }

@@ -22,12 +22,20 @@ export const historyTableOf = (databaseId: string, tableId: string): string => `
 /** The column of a field. */
 export const columnOf = (fieldId: string): string => fromId('f', fieldId);
 
+/** The column's bare name: the JSON key under which a jsonb row carries the field, for `jsonb_to_recordset`. */
+export const columnKeyOf = (fieldId: string): string => fromId('f', fieldId).slice(1, -1);
+
 /** The sequence behind an autoNumber field, schema-qualified. */
 export const sequenceOf = (databaseId: string, fieldId: string): string => `${schemaOf(databaseId)}.${fromId('s', fieldId)}`;
+
+/** The composite type a hashed unique key is cast to (src/data/unique-keys.ts), schema-qualified. */
+export const keyTypeOf = (databaseId: string, ruleId: string): string => `${schemaOf(databaseId)}.${fromId('r', ruleId)}`;
 
 /** Unqualified names of indexes and constraints, which PostgreSQL reports back in errors. */
 export const uniqueIndexOf = (ruleId: string): string => fromId('u', ruleId);
 export const foreignKeyConstraintOf = (foreignKeyId: string): string => fromId('k', foreignKeyId);
+/** A sort index (issue 14); unqualified, as `pg_class.relname` holds it. */
+export const sortIndexOf = (indexId: string): string => fromId('i', indexId);
 
 /** The rule or foreign key id behind an index / constraint name reported by PostgreSQL, if it is one of ours. */
 export function idFromConstraint(name: string | undefined, prefix: 'u' | 'k'): string | null {

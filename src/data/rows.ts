@@ -1,7 +1,7 @@
 import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
 import { isId } from '../ids.ts';
 import { columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
-import { afterPosition, orderByClause, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
+import { afterPosition, orderByClause, orderingOf, rangesAfter, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
 import { ID, Params, utcTimestamp, type Statement } from './sql.ts';
 
 /**
@@ -62,6 +62,36 @@ export function rowProjection(fields: readonly FieldDefinition[], alias: string)
   ].join(', ');
 }
 
+/**
+ * A cell as JSON text that parses to exactly what `fromText` makes of its text projection: strings, dates and
+ * timestamps through `to_json` (escaping), numbers and booleans as PostgreSQL prints them (valid JSON literals, and
+ * `JSON.parse` rounds a long number as `Number` does), arrays and json as the JSON they already are.
+ */
+function cellJson(field: FieldDefinition, column: string): string {
+  const spec = typeSpecOf(field.type);
+  switch (spec.family) {
+    case 'string': case 'date': case 'datetime': return `to_json(${spec.read(column)})::text`;
+    case 'array': return spec.read(column);
+    default: return `${column}::text`;
+  }
+}
+
+/**
+ * Each row as one JSON text in the spec's shape (`RowShape`, `values` holding `fields` in their order), built by
+ * PostgreSQL: one column to parse per row instead of one per field, and one `JSON.parse` instead of a per-field
+ * mapping (issue 14, round 3). Field ids are ULIDs, so they need no escaping as keys. Concatenated with `||`
+ * rather than `json_build_object`, which takes at most 50 pairs.
+ */
+export function rowJsonProjection(fields: readonly FieldDefinition[], alias: string): string {
+  const cells = fields.map((field, index) => `'${index === 0 ? '' : ','}"${literalId(field.id).slice(1, -1)}":' || coalesce(${cellJson(field, `${alias}.${columnOf(field.id)}`)}, 'null')`);
+  return [
+    `'{"id":"' || ${alias}.id || '","version":"' || ${alias}.version::text`,
+    `'","createdAt":"' || ${utcTimestamp(`${alias}.created_at`)} || '","updatedAt":"' || ${utcTimestamp(`${alias}.updated_at`)} || '","values":{'`,
+    ...cells,
+    `'}}'`,
+  ].join(' || ');
+}
+
 /** Cells keyed by field id, every field present (null when empty). */
 export function toRowShape(fields: readonly FieldDefinition[], record: RowRecord): RowShape {
   const values: Record<string, CellValue> = {};
@@ -73,7 +103,7 @@ export function toRowShape(fields: readonly FieldDefinition[], record: RowRecord
 }
 
 /** Shared placeholders of a row event, bound once and reused by the history and activity inserts. */
-function bindEvent(params: Params, event: RowEvent) {
+export function bindEvent(params: Params, event: RowEvent) {
   return {
     at: params.add(event.at, 'timestamptz'),
     mutationId: params.add(event.mutationId, 'text'),
@@ -82,9 +112,9 @@ function bindEvent(params: Params, event: RowEvent) {
     actorName: params.add(event.actor.name, 'text'),
   };
 }
-type BoundEvent = ReturnType<typeof bindEvent>;
+export type BoundEvent = ReturnType<typeof bindEvent>;
 
-function historyInsert(table: PhysicalTable, bound: BoundEvent, operation: string, source: string, cells: string): string {
+export function historyInsert(table: PhysicalTable, bound: BoundEvent, operation: string, source: string, cells: string): string {
   return `INSERT INTO ${historyTableOf(table.databaseId, table.tableId)}
       (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
     SELECT s.id, s.version, cell.field_id, '${operation}', cell.value, ${bound.mutationId}, ${bound.actorId}, ${bound.actorKind},
@@ -92,7 +122,7 @@ function historyInsert(table: PhysicalTable, bound: BoundEvent, operation: strin
       FROM ${source} s CROSS JOIN LATERAL (${cells}) AS cell(field_id, value)`;
 }
 
-function activityInsert(params: Params, table: PhysicalTable, event: RowEvent, bound: BoundEvent, source: string): string {
+export function activityInsert(params: Params, table: PhysicalTable, event: RowEvent, bound: BoundEvent, source: string): string {
   return `INSERT INTO public.activity_events
       (id, org_id, occurred_at, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name,
        database_id, table_id, row_id, affected_rows, mutation_id)
@@ -102,8 +132,18 @@ function activityInsert(params: Params, table: PhysicalTable, event: RowEvent, b
       FROM ${source} s`;
 }
 
-function cellValueSql(params: Params, field: FieldDefinition, value: CellValue): string {
+export function cellValueSql(params: Params, field: FieldDefinition, value: CellValue): string {
   return params.add(toParam(field, value), typeSpecOf(field.type).cast);
+}
+
+/** What a caller may add to a row insert's statement. */
+export interface InsertExtras {
+  /** A further condition the insert must meet, evaluated once (the caller's claim on an idempotency key). */
+  gate?: (params: Params) => string;
+  /** One more CTE that runs for the inserted row (e.g. the idempotency record). */
+  also?: (params: Params, source: string) => string;
+  /** Counts the row against this limit in the statement itself, instead of in a commit guard (claimRowCapacity). */
+  rowLimit?: number;
 }
 
 export interface InsertRow {
@@ -119,10 +159,11 @@ export interface InsertRow {
  * Inserts a row, its initial history (every cell, version 1) and a `records.changed` event, in one statement,
  * provided the table is still at the schema version the values were checked against. Every schema change locks
  * the physical table, and this statement takes its lock before its snapshot, so the check cannot go stale.
- * `also` may add one more CTE that runs for the inserted row (the caller's bookkeeping, e.g. an idempotency
- * record), so that it costs no round trip of its own. Returns the row id, or no row when the schema moved on.
+ * `extras` add the caller's bookkeeping to the same statement, so that it costs no round trip of its own.
+ * Returns the row id, or no row when the schema moved on (or the gate was closed).
  */
-export function insertRow(table: PhysicalTable, input: InsertRow, also?: (params: Params, source: string) => string): Statement {
+export function insertRow(table: PhysicalTable, input: InsertRow, extras: InsertExtras = {}): Statement {
+  const { gate, also, rowLimit } = extras;
   const params = new Params();
   const bound = bindEvent(params, input.event);
   const columns = ['id', 'created_at', 'updated_at', ...table.fields.map((field) => columnOf(field.id))];
@@ -132,11 +173,11 @@ export function insertRow(table: PhysicalTable, input: InsertRow, also?: (params
     `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb')})`);
   const sql = `WITH inserted AS (
       INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (${columns.join(', ')})
-      SELECT ${values.join(', ')} WHERE ${schemaGuard(params, table.tableId, input.schemaVersion)}
+      SELECT ${values.join(', ')} WHERE ${schemaGuard(params, table.tableId, input.schemaVersion)}${gate ? ` AND ${gate(params)}` : ''}
       RETURNING id, version
     ), history AS (${historyInsert(table, bound, 'create', 'inserted', `VALUES ${cells.join(', ')}`)}
     ), activity AS (${activityInsert(params, table, input.event, bound, 'inserted')})${also ? `, also AS (${also(params, 'inserted')})` : ''}
-    SELECT id FROM inserted`;
+    SELECT id${rowLimit === undefined ? '' : `, ${claimRowCapacityCall(table.tableId, rowLimit)} AS claimed`} FROM inserted`;
   return { sql, params: params.values };
 }
 
@@ -164,8 +205,12 @@ function literalId(id: string): string {
  * row_capacity migration). Parameter-free because it travels with COMMIT in one simple-protocol round trip.
  */
 export function claimRowCapacity(tableId: string, rowLimit: number): string {
+  return `SELECT ${claimRowCapacityCall(tableId, rowLimit)}`;
+}
+
+function claimRowCapacityCall(tableId: string, rowLimit: number): string {
   if (!Number.isSafeInteger(rowLimit)) throw new Error(`Not a row limit: ${rowLimit}`);
-  return `SELECT public.wds_claim_row(${literalId(tableId)}, ${rowLimit})`;
+  return `public.wds_claim_row(${literalId(tableId)}, ${rowLimit})`;
 }
 
 /** The commit guard of a row delete: frees the row's place under the limit. */
@@ -190,7 +235,7 @@ export interface UpdateRow {
   event: RowEvent;
 }
 
-function schemaGuard(params: Params, tableId: string, schemaVersion: number): string {
+export function schemaGuard(params: Params, tableId: string, schemaVersion: number): string {
   return `EXISTS (SELECT 1 FROM public.data_tables WHERE id = ${params.add(tableId, ID)} AND state = 'active'
                    AND schema_version = ${params.add(schemaVersion, 'int')})`;
 }
@@ -257,26 +302,86 @@ export function selectRow(table: PhysicalTable, rowId: string): Statement {
   };
 }
 
+/**
+ * What a page built from cached definitions must still find when it runs: the table active at that schema version
+ * in that database and org, and the view (if any) at that version, shared or owned by `userId`. PostgreSQL checks
+ * it once per statement (an uncorrelated EXISTS is an InitPlan gating the scan), so the table and view look-ups ride
+ * in the page's own round trip; a page that fails it comes back empty and is read again the long way.
+ */
+export interface PageGuard {
+  orgId: string;
+  databaseId: string;
+  tableId: string;
+  schemaVersion: number;
+  view: { id: string; version: string; userId: string | null } | null;
+}
+
+function guardCondition(guard: PageGuard, params: Params): string {
+  const table = params.add(guard.tableId, ID);
+  const org = params.add(guard.orgId, ID);
+  const conditions = [`EXISTS (SELECT 1 FROM public.data_tables g WHERE g.id = ${table} AND g.database_id = ${params.add(guard.databaseId, ID)}
+      AND g.org_id = ${org} AND g.state = 'active' AND g.schema_version = ${params.add(guard.schemaVersion, 'int')})`];
+  if (guard.view) {
+    conditions.push(`EXISTS (SELECT 1 FROM public.saved_views g WHERE g.id = ${params.add(guard.view.id, ID)} AND g.table_id = ${table}
+      AND g.org_id = ${org} AND g.version = ${params.add(guard.view.version, 'bigint')}
+      AND (g.visibility = 'shared' OR g.owner_user_id = ${params.add(guard.view.userId, ID)}))`);
+  }
+  return conditions.join(' AND ');
+}
+
 export interface RowPageQuery {
   /** Builds the filter's SQL (or null for none) with the page's own parameters. */
   filter: ((params: Params) => string) | null;
+  guard?: PageGuard | null;
   keys: readonly SortKey[];
   after: Position | null;
   limit: number;
+  /** A ready sort index matches `keys` (src/data/indexes.ts): read a later page as index ranges. */
+  indexed?: boolean;
+  /** Answer each row as `id`, its sort keys and `j`, its JSON with these fields' values (`rowJsonProjection`). */
+  json?: readonly FieldDefinition[];
+}
+
+function pageProjection(table: PhysicalTable, query: RowPageQuery): string {
+  const row = query.json ? `r.id, ${rowJsonProjection(query.json, 'r')} AS j` : rowProjection(table.fields, 'r');
+  return [row, ...sortKeyProjection(query.keys, 'r')].join(', ');
 }
 
 /** One page in the order of `keys` then id; sort keys come back as `k0…` so the last row can become a cursor. */
 export function selectRowPage(table: PhysicalTable, query: RowPageQuery): Statement {
+  if (query.after && query.indexed && query.keys.length > 0) return selectIndexedPage(table, query, query.after);
   const params = new Params();
   const conditions = [
+    ...(query.guard ? [guardCondition(query.guard, params)] : []),
     ...(query.filter ? [query.filter(params)] : []),
     ...(query.after ? [afterPosition(query.keys, query.after, 'r', params)] : []),
   ];
-  const projection = [rowProjection(table.fields, 'r'), ...sortKeyProjection(query.keys, 'r')].join(', ');
-  const sql = `SELECT ${projection} FROM ${rowsTableOf(table.databaseId, table.tableId)} r
+  const sql = `SELECT ${pageProjection(table, query)} FROM ${rowsTableOf(table.databaseId, table.tableId)} r
     ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''}
     ORDER BY ${orderByClause(query.keys, 'r')} LIMIT ${params.add(query.limit + 1, 'int')}`;
   return { sql, params: params.values };
+}
+
+/**
+ * A later page over a sort index: one `ORDER BY … LIMIT` per range of `rangesAfter`, each an index range scan that
+ * stops after a page, then the few rows they found in order (by range, then keys). Without an index this would
+ * scan the table once per range, so it is only used with one.
+ */
+function selectIndexedPage(table: PhysicalTable, query: RowPageQuery, after: Position): Statement {
+  const params = new Params();
+  const filter = query.filter ? query.filter(params) : null;
+  const limit = params.add(query.limit + 1, 'int');
+  const projection = [pageProjection(table, query),
+    ...query.keys.map((key, index) => `r.${columnOf(key.field.id)} AS s${index}`)].join(', ');
+  const branches = rangesAfter(query.keys, after, 'r', params).map((range, index) =>
+    `(SELECT ${index} AS b, ${projection} FROM ${rowsTableOf(table.databaseId, table.tableId)} r
+       WHERE ${filter ? `${filter} AND ` : ''}${range} ORDER BY ${orderByClause(query.keys, 'r')} LIMIT ${limit})`);
+  const order = ['p.b', ...query.keys.map((key, index) => `p.s${index} ${orderingOf(key.direction)}`), 'p.id'].join(', ');
+  // Not `p.*`: the `s` columns have the fields' own types, and a statement prepared before a field's conversion
+  // would fail with "cached plan must not change result type" when its result type changed.
+  const rowColumns = query.json ? ['id', 'j'] : ['id', 'version', 'created_at', 'updated_at', ...table.fields.map((_field, index) => `c${index}`)];
+  const columns = [...rowColumns, ...query.keys.map((_key, index) => `k${index}`)].map((column) => `p.${column}`).join(', ');
+  return { sql: `SELECT ${columns} FROM (${branches.join(' UNION ALL ')}) p ORDER BY ${order} LIMIT ${limit}`, params: params.values };
 }
 
 /** The sort values of one row, for a cursor that left them out. */

@@ -21,6 +21,11 @@ export function createPrisma(connectionString: string, poolSize = 10, statementT
   return prisma;
 }
 
+/** The server address of this client's pool, for connections that must stay outside it (LISTEN). */
+export function connectionStringOf(prisma: PrismaClient): string | undefined {
+  return (sqlPoolOf(prisma) as unknown as { options: { connectionString?: string } }).options.connectionString;
+}
+
 export function sqlPoolOf(prisma: PrismaClient): pg.Pool {
   const pool = pools.get(prisma);
   if (!pool) throw new Error('This PrismaClient was not made by createPrisma');

@@ -1,4 +1,7 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import type { TransactionClient } from './prisma.ts';
 
 /**
@@ -40,6 +43,27 @@ export function pgExecutor(client: pg.PoolClient | pg.Pool): SqlExecutor {
   };
 }
 
+/** An executor on one connection, which can also feed a `COPY … FROM STDIN`. */
+export interface PgClientExecutor extends SqlExecutor {
+  /**
+   * Runs `sql` (a COPY FROM STDIN) with `chunks`, in COPY's text format, as its input. A chunk is pulled when
+   * the connection takes more, so producing the next chunk overlaps PostgreSQL's work on the last.
+   */
+  copyIn(sql: string, chunks: Iterable<string>): Promise<void>;
+}
+
+/** COPY frames each chunk by its length in bytes, so chunks go to it as bytes. */
+function* utf8(chunks: Iterable<string>): Generator<Buffer> {
+  for (const chunk of chunks) yield Buffer.from(chunk, 'utf8');
+}
+
+export function pgClientExecutor(client: pg.PoolClient): PgClientExecutor {
+  return {
+    ...pgExecutor(client),
+    copyIn: (sql, chunks) => pipeline(Readable.from(utf8(chunks)), client.query(copyFrom(sql))),
+  };
+}
+
 /** What a transaction's work returns: its value, and optionally a statement to send with COMMIT. */
 export interface TransactionResult<T> {
   value: T;
@@ -58,14 +82,14 @@ export interface TransactionResult<T> {
 export async function inPgTransaction<T>(
   pool: pg.Pool,
   opening: readonly string[],
-  work: (executor: SqlExecutor, opened: Record<string, unknown>[][]) => Promise<TransactionResult<T>>,
+  work: (executor: PgClientExecutor, opened: Record<string, unknown>[][]) => Promise<TransactionResult<T>>,
 ): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   try {
     const results = await client.query(['BEGIN', ...opening].join('; ')) as unknown as pg.QueryResult | pg.QueryResult[];
     const opened = (Array.isArray(results) ? results.slice(1) : []).map((result) => result.rows as Record<string, unknown>[]);
-    const { value, finalStatement } = await work(pgExecutor(client), opened);
+    const { value, finalStatement } = await work(pgClientExecutor(client), opened);
     await client.query(finalStatement ? `${finalStatement}; COMMIT` : 'COMMIT');
     return value;
   } catch (error) {

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
-  selectActors, selectFeedPage, selectResources, type ActorRecord, type FeedFilter, type FeedRecord, type ResourceRecord,
+  selectActors, selectFeedPage, selectResources, type ActorRecord, type FeedEntryRecord, type FeedFilter, type FeedScopeRecord, type ResourceRecord,
 } from '../data/activity.ts';
 import { notFound } from '../errors.ts';
-import { ACTIVITY_CATEGORIES, ACTIVITY_EVENTS } from './activity.ts';
+import { ACTIVITY_CATEGORIES, Id, Timestamp } from '../formats.ts';
+import { ACTIVITY_EVENTS } from './activity.ts';
 import { builder } from './builder.ts';
-import { Id, Timestamp } from './common.ts';
 import { dataPlane, type Context } from './context.ts';
 import { cursorInvalid, cursorKey, decodeCursor, encodeCursor, PageLimit } from './cursor.ts';
 import { canonicalJson } from './idempotency.ts';
@@ -124,20 +124,6 @@ const FilterOptionPage = builder.objectRef<{ data: FilterOptionShape[]; hasMore:
   fields: (t) => ({ data: t.field({ type: [FilterOption], resolve: (page) => page.data }), hasMore: t.exposeBoolean('hasMore') }),
 });
 
-const named = (id: string | null, name: string | null, state: string | null): Named | null =>
-  id === null ? null : { id, name: name ?? '', state: state ?? 'active' };
-
-function toEntry(record: FeedRecord): ActivityEntryShape {
-  return {
-    id: record.id, category: record.category, occurredAt: record.occurred_at, summary: record.summary, event: record.event, status: record.status,
-    // No avatars are stored yet; an empty string keeps spec 2.10's "all strings".
-    actor: { id: record.actor_id, key: record.actor_key ?? '', kind: record.actor_kind, name: record.actor_name, avatarUrl: '' },
-    database: named(record.database_id, record.database_name, record.database_state),
-    table: named(record.table_id, record.table_name, record.table_state),
-    rowId: record.row_id, affectedRows: record.affected_rows, jobId: record.job_id, fileName: record.file_name, destination: record.destination,
-  };
-}
-
 /** The filters a feed cursor is bound to: everything but the cursor and the page size. */
 function filterOf(orgId: string, query: ActivityQuery): FeedFilter {
   const [kind, id] = query.resource?.split(':') ?? [];
@@ -161,16 +147,13 @@ function cursorScope(orgId: string, query: ActivityQuery): string {
 }
 
 /** The database and table the query is scoped to, which must be the caller's org's (else 404). */
-async function scopeOf(context: Context, filter: FeedFilter): Promise<ActivityPageShape['scope']> {
-  const table = filter.tableId ? await context.prisma.dataTable.findFirst({ where: { id: filter.tableId, orgId: filter.orgId } }) : null;
-  if (filter.tableId && !table) throw notFound('table');
-  // A table-scoped feed is also scoped to the table's database.
-  const databaseId = filter.databaseId ?? table?.databaseId;
-  const database = databaseId ? await context.prisma.database.findFirst({ where: { id: databaseId, orgId: filter.orgId } }) : null;
-  if (filter.databaseId && !database) throw notFound('database');
+function scopeOf(filter: FeedFilter, found: Partial<FeedScopeRecord> | undefined): ActivityPageShape['scope'] {
+  if (!filter.tableId && !filter.databaseId) return { database: null, table: null };
+  if (filter.tableId && !found?.table_id) throw notFound('table');
+  if (filter.databaseId && !found?.database_id) throw notFound('database');
   return {
-    database: database ? { id: database.id, name: database.name, state: database.state } : null,
-    table: table ? { id: table.id, name: table.name, state: table.state } : null,
+    database: found?.database_id ? { id: found.database_id, name: found.database_name!, state: found.database_state! } : null,
+    table: found?.table_id ? { id: found.table_id, name: found.table_name!, state: found.table_state! } : null,
   };
 }
 
@@ -183,18 +166,17 @@ async function feedPage(context: Context, orgId: string, query: ActivityQuery): 
   const asOf = position?.asOf ?? new Date().toISOString();
   const after = position?.at && position.id ? { occurredAt: position.at, id: position.id } : null;
   const limit = query.limit ?? ACTIVITY_PAGE_SIZE;
-  const [records, resourceScope] = await Promise.all([
-    dataPlane(context).query<FeedRecord>(...spread(selectFeedPage(filter, asOf, after, limit))),
-    scopeOf(context, filter),
-  ]);
+  const rows = await dataPlane(context).query<FeedEntryRecord>(...spread(selectFeedPage(filter, asOf, after, limit)));
+  const resourceScope = scopeOf(filter, rows[0]);
+  const records = rows.filter((row) => row.entry !== null);
   const hasMore = records.length > limit;
   const page = records.slice(0, limit);
   const last = page[page.length - 1];
   return {
-    data: page.map(toEntry),
+    data: page.map((record) => JSON.parse(record.entry!) as ActivityEntryShape),
     asOf,
     startCursor: encodeCursor(key, scope, { asOf }),
-    nextCursor: hasMore && last ? encodeCursor(key, scope, { asOf, at: last.position, id: last.id }) : null,
+    nextCursor: hasMore && last ? encodeCursor(key, scope, { asOf, at: last.position!, id: last.id! }) : null,
     hasMore,
     availableCategories: [...ACTIVITY_CATEGORIES],
     scope: resourceScope,

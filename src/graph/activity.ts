@@ -1,11 +1,8 @@
 import type { TransactionClient } from '../db/prisma.ts';
 import type { Actor } from '../data/rows.ts';
+import type { ActivityCategory } from '../formats.ts';
 import { newId } from '../ids.ts';
 import type { Caller } from './auth/caller.ts';
-
-/** Spec 2.10 categories. */
-export const ACTIVITY_CATEGORIES = ['records', 'schema', 'imports', 'exports', 'backups', 'restores'] as const;
-export type ActivityCategory = (typeof ACTIVITY_CATEGORIES)[number];
 
 const PLAIN_EVENTS = [
   'backup.failed.detected', 'backup.failed.resolved', 'backup.overdue.detected', 'backup.overdue.resolved', 'database.backup.prune',

@@ -36,6 +36,9 @@ export const builder = new SchemaBuilder<{
   defaultFieldNullability: false,
   scopeAuth: {
     defaultStrategy: 'all',
+    // A subscription is refused when it is opened (REST answers that refusal as a plain 401/403/404), not as the
+    // first event of a stream that then ends; its events follow the authority checked then (one call, one check).
+    authorizeOnSubscribe: true,
     // Loaders throw DomainErrors so that the client learns exactly which rule refused it:
     // 401 no credential, 404 an org it may not know about, 403 too little authority or scope.
     authScopes: (context) => ({
@@ -65,3 +68,4 @@ export const builder = new SchemaBuilder<{
 
 builder.queryType({});
 builder.mutationType({});
+builder.subscriptionType({});

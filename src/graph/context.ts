@@ -1,10 +1,13 @@
 import type { Config } from '../config.ts';
+import type { ChannelListener } from '../db/listener.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import { pgExecutor, type SqlExecutor } from '../db/sql.ts';
 import type { DomainError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Caller } from './auth/caller.ts';
-import type { SchemaCache } from './tables/loader.ts';
+import type { SchemaCache } from '../catalog/table-schema.ts';
+import type { RequestLoaders } from './loaders.ts';
+import type { ViewLensCache } from './views/lens-cache.ts';
 
 /** Per-request state every resolver sees. Built by src/graph/yoga.ts for REST and /graphql alike. */
 export interface Context {
@@ -16,6 +19,12 @@ export interface Context {
   caller: Caller | null;
   /** Table definitions by schema version, shared by every request this server handles. */
   schemas: SchemaCache;
+  /** This request's DataLoaders (src/graph/loaders.ts): the graph's edges batch through them. */
+  loaders: RequestLoaders;
+  /** Saved views' lenses as last read: hints that a page's statement re-checks (src/graph/tables/row-pages.ts). */
+  views: ViewLensCache;
+  /** This process's one LISTEN connection for job changes, shared by every open `jobUpdated` stream. */
+  jobUpdates: ChannelListener;
 }
 
 /** A request's credential as resolved once by the HTTP layer: the caller (null: none presented), or why it was refused. */

@@ -7,10 +7,11 @@ import { recordActivity } from './activity.ts';
 import type { Caller } from './auth/caller.ts';
 import { requireCaller } from './auth/guards.ts';
 import { builder } from './builder.ts';
-import { Id } from './common.ts';
+import { Id } from '../formats.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
 import { idempotent } from './idempotency.ts';
-import { pageOf, pageRef } from './pages.ts';
+import { pageOf, pageRef, type PageArgs } from './pages.ts';
+import type { Context } from './context.ts';
 import { isUniqueViolation } from './prisma-errors.ts';
 
 /** A workspace database: a named container of tables, stored as one PostgreSQL schema (DESIGN §2). */
@@ -41,7 +42,7 @@ export const Database = builder.objectRef<DatabaseShape>('Database').implement({
   }),
 });
 
-const DatabasePage = pageRef('DatabasePage', Database, 'A page of databases, oldest first.');
+export const DatabasePage = pageRef('DatabasePage', Database, 'A page of databases, oldest first.');
 
 const CreateDatabaseInput = builder.inputType('CreateDatabaseInput', {
   fields: (t) => ({ name: t.string({ required: true }) }),
@@ -50,7 +51,7 @@ const CreateDatabaseInput = builder.inputType('CreateDatabaseInput', {
 
 interface DatabaseRow { id: string; orgId: string; name: string; state: string; version: bigint; createdAt: Date; updatedAt: Date }
 
-function toDatabaseShape(row: DatabaseRow): DatabaseShape {
+export function toDatabaseShape(row: DatabaseRow): DatabaseShape {
   return {
     id: row.id,
     orgId: row.orgId,
@@ -85,6 +86,20 @@ async function createDatabase(tx: TransactionClient, caller: Caller, orgId: stri
 
 const PagePosition = z.strictObject({ id: Id });
 
+/** The org's active databases, oldest first: the `databases` query and the `Org.databases` edge. */
+export async function listDatabases(context: Context, orgId: string, page: PageArgs) {
+  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+  const key = await cursorKey(context.prisma);
+  const scope = `databases:${orgId}`;
+  const after = page.cursor ? decodeCursor(key, scope, page.cursor, PagePosition).id : undefined;
+  const rows = await context.prisma.database.findMany({
+    where: { orgId, state: 'active', ...(after ? { id: { gt: after } } : {}) },
+    orderBy: { id: 'asc' },
+    take: limit + 1,
+  });
+  return pageOf(rows, limit, toDatabaseShape, (last) => encodeCursor(key, scope, { id: last.id }));
+}
+
 builder.queryFields((t) => ({
   database: t.field({
     type: Database,
@@ -104,19 +119,7 @@ builder.queryFields((t) => ({
       cursor: t.arg.string({ validate: Cursor.optional() }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'databases:read' }),
-    resolve: async (_root, args, context) => {
-      const orgId = String(args.orgId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `databases:${orgId}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.database.findMany({
-        where: { orgId, state: 'active', ...(after ? { id: { gt: after } } : {}) },
-        orderBy: { id: 'asc' },
-        take: limit + 1,
-      });
-      return pageOf(rows, limit, toDatabaseShape, (last) => encodeCursor(key, scope, { id: last.id }));
-    },
+    resolve: (_root, args, context) => listDatabases(context, String(args.orgId), args),
   }),
 }));
 

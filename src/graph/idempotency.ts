@@ -1,18 +1,18 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
-import { inPgTransaction, prismaExecutor, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
+import { inPgTransaction, pgExecutor, prismaExecutor, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
+import { isStatementTimeout } from '../db/statement-budget.ts';
 import { Params } from '../data/sql.ts';
 import { DomainError, httpStatusOf, type ErrorCode } from '../errors.ts';
+import type { Json } from '../formats.ts';
 import { storableJson, storableText } from '../input-hygiene.ts';
-import { requireCaller } from './auth/guards.ts';
+import { requireCaller, requireCsrfProof } from './auth/guards.ts';
 import type { Caller } from './auth/caller.ts';
 import type { Context } from './context.ts';
 
 /** Spec §8: 8..255 characters. Visible ASCII only, so keys survive HTTP headers and logs unchanged. */
 export const IdempotencyKey = z.string().min(8).max(255).regex(/^[\x21-\x7E]+$/, 'must be visible ASCII');
-
-export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
 type Outcome =
   | { ok: true; data: Json }
@@ -142,8 +142,11 @@ function storedOutcome(slot: Slot, opened: Record<string, unknown>[][]): Outcome
   return row.outcome;
 }
 
-/** The INSERT of a record, `FROM source` when given (see IdempotentTransaction.recordWith). */
-function recordSql(slot: Slot, outcome: Outcome, params: Params, source?: string): string {
+/**
+ * The INSERT of a record, `FROM source` when given (see IdempotentTransaction.recordWith). `replace` overwrites an
+ * expired record of the same key; without it, any record of the key makes the INSERT fail (see OneStatementWrite).
+ */
+function recordSql(slot: Slot, outcome: Outcome, params: Params, source?: string, replace = true): string {
   // One clock for both instants, so the retention is exactly the configured TTL.
   const createdAt = new Date();
   const values = [
@@ -152,9 +155,9 @@ function recordSql(slot: Slot, outcome: Outcome, params: Params, source?: string
     params.add(new Date(createdAt.getTime() + slot.ttlMs).toISOString(), 'timestamptz'),
   ].join(', ');
   return `INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, created_at, expires_at)
-    SELECT ${values}${source ? ` FROM ${source}` : ''}
+    SELECT ${values}${source ? ` FROM ${source}` : ''}${replace ? `
     ON CONFLICT (actor_key, key) DO UPDATE SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
-      outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`;
+      outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at` : ''}`;
 }
 
 async function save(executor: SqlExecutor, slot: Slot, outcome: Outcome): Promise<void> {
@@ -225,11 +228,7 @@ async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: Idempo
 function actorKeyOf(context: Context, call: IdempotentCall): string {
   if (call.actorKey !== undefined && context.caller === null) return call.actorKey;
   const caller = requireCaller(context);
-  if (caller.credential.session && !caller.credential.session.csrfVerified) {
-    throw new DomainError('ACCESS_DENIED', 'Cookie-authenticated changes need the session’s X-CSRF-Token header.', {
-      details: { reason: 'csrf_token_mismatch' },
-    });
-  }
+  requireCsrfProof(caller);
   return credentialScope(caller);
 }
 
@@ -279,11 +278,81 @@ export async function idempotent<T extends Json>(context: Context, call: Idempot
 }
 
 /**
- * The same guarantees on a `pg` connection, for the data plane's hot paths (row writes): plain SQL, and an
- * optional commit guard sent with the COMMIT.
+ * For an effect that is one statement: that statement alone, in its own implicit transaction, claims the key and
+ * records the outcome — one round trip instead of three (BEGIN + lock + lookup, the write, COMMIT).
  */
-export async function idempotentSql<T extends Json>(context: Context, call: IdempotentCall, effect: (tx: IdempotentTransaction) => Promise<T>): Promise<T> {
+export interface OneStatementWrite {
+  /** Runs each statement in its own (implicit) transaction. */
+  executor: SqlExecutor;
+  /**
+   * A condition for the write, evaluated once: this request holds the key's advisory lock and the key has no
+   * record in the statement's snapshot. A record committed after that snapshot is caught by `recordWith`.
+   */
+  gate(params: Params): string;
+  /**
+   * Like IdempotentTransaction.recordWith, but a plain INSERT: any record of this key, even one committed after
+   * the statement's snapshot, makes the whole statement fail on the primary key, and the request takes the
+   * transactional path, which replays, refuses or overwrites an expired record exactly as before.
+   */
+  recordWith(data: Json, params: Params, source: string): string;
+}
+
+/**
+ * The one-statement attempt: its value when it wrote, null when it did not or failed. Any failure (a refusal, a
+ * violated rule, a key in use) rolled back everything it did, so the transactional path runs the request afresh
+ * and answers, or records, exactly what it always did. Only a spent statement budget is answered at once: running
+ * the request again would double the work of a caller that is already too slow.
+ */
+async function attemptOneStatement<T extends Json>(pool: ReturnType<typeof sqlPoolOf>, slot: Slot, write: (once: OneStatementWrite) => Promise<T | null>): Promise<T | null> {
+  const once: OneStatementWrite = {
+    executor: pgExecutor(pool),
+    gate: (params) => {
+      const number = params.add(slot.number, 'bigint');
+      return `(SELECT pg_try_advisory_xact_lock(${number}) AND NOT EXISTS (SELECT 1 FROM idempotency_records
+        WHERE actor_key = ${params.add(slot.actorKey, 'text')} AND key = ${params.add(slot.key, 'text')}))`;
+    },
+    recordWith: (data, params, source) => recordSql(slot, { ok: true, data }, params, source, false),
+  };
+  try {
+    return await write(once);
+  } catch (error) {
+    if (isStatementTimeout(error)) throw error;
+    return null;
+  }
+}
+
+/**
+ * The same guarantees on a `pg` connection, for the data plane's hot paths (row writes): plain SQL, and an
+ * optional commit guard sent with the COMMIT. With `oneStatement`, that is tried first (see OneStatementWrite).
+ */
+export async function idempotentSql<T extends Json>(
+  context: Context,
+  call: IdempotentCall,
+  effect: (tx: IdempotentTransaction) => Promise<T>,
+  oneStatement?: (once: OneStatementWrite) => Promise<T | null>,
+): Promise<T> {
   const slot = slotOf(context, call);
   const pool = sqlPoolOf(context.prisma);
-  return replay(await runOnce((opening, work) => inPgTransaction(pool, opening, work), slot, effect)) as T;
+  const written = oneStatement ? await attemptOneStatement(pool, slot, oneStatement) : null;
+  if (written !== null) return written;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return replay(await runOnce((opening, work) => inPgTransaction(pool, opening, work), slot, effect)) as T;
+    } catch (error) {
+      if (attempt >= TRANSIENT_ABORT_ATTEMPTS || !isTransientAbort(error)) throw error;
+    }
+  }
+}
+
+const TRANSIENT_ABORT_ATTEMPTS = 3;
+
+/**
+ * PostgreSQL aborted the whole transaction to break a deadlock (40P01) or a serialization conflict (40001): none
+ * of it stays, so running it again is safe, and the rerun sees what the other transaction committed. Concurrent
+ * writes of one key under a hashed unique rule meet this: exclusion constraints can deadlock where a unique index
+ * would wait, and the rerun then answers UNIQUE_CONFLICT as the index would have.
+ */
+function isTransientAbort(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
 }

@@ -8,7 +8,7 @@ import { requireCaller, requireOrg, requirePersonalIdentity, requireScope } from
 import { requireFreshStrongAuth } from './auth/step-up.ts';
 import { hashPassword, Password } from './auth/passwords.ts';
 import { builder } from './builder.ts';
-import { Email, Id } from './common.ts';
+import { Email, Id } from '../formats.ts';
 import type { Context } from './context.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
 import { Deletion } from './deletion.ts';

@@ -6,12 +6,12 @@ import { capabilitiesOfKey, ceilingOfRole } from './auth/authority.ts';
 import { requireCapability, requireScope } from './auth/guards.ts';
 import { requireFreshStrongAuth } from './auth/step-up.ts';
 import { builder } from './builder.ts';
-import { Id, storedVersion, VersionString } from './common.ts';
+import { Id, storedVersion, VersionString } from '../formats.ts';
 import type { Context } from './context.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
 import { Deletion, type DeletionShape } from './deletion.ts';
 import { idempotent } from './idempotency.ts';
-import { pageOf, pageRef } from './pages.ts';
+import { pageOf, pageRef, type PageArgs } from './pages.ts';
 
 /**
  * Spec 2.5. `email`, `verified` and `twoFactorEnabled` belong to the user; `role` and `version` to the membership;
@@ -49,7 +49,24 @@ export const Member = builder.objectRef<MemberShape>('Member').implement({
   }),
 });
 
-const MemberPage = pageRef('MemberPage', Member, 'A page of members, oldest membership first.');
+const MemberPosition = z.strictObject({ id: Id });
+
+/** The org's members, oldest membership first: the `members` query and the `Org.members` edge. */
+export async function listMembers(context: Context, orgId: string, page: PageArgs) {
+  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+  const key = await cursorKey(context.prisma);
+  const scope = `members:${orgId}`;
+  const after = page.cursor ? decodeCursor(key, scope, page.cursor, MemberPosition).id : undefined;
+  const rows = await context.prisma.member.findMany({
+    where: { orgId, ...(after ? { id: { gt: after } } : {}) },
+    orderBy: { id: 'asc' },
+    take: limit + 1,
+    select: memberSelect,
+  });
+  return pageOf(rows, limit, toMemberShape, (last) => encodeCursor(key, scope, { id: last.id }));
+}
+
+export const MemberPage = pageRef('MemberPage', Member, 'A page of members, oldest membership first.');
 
 const UpdateMemberInput = builder.inputType('UpdateMemberInput', {
   fields: (t) => ({
@@ -179,8 +196,6 @@ function authorizeUpdate(context: Context, orgId: string, memberId: string, body
   return { self };
 }
 
-const PagePosition = z.strictObject({ id: Id });
-
 builder.queryFields((t) => ({
   members: t.field({
     type: MemberPage,
@@ -190,20 +205,7 @@ builder.queryFields((t) => ({
       cursor: t.arg.string({ validate: Cursor.optional() }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'members:read' }),
-    resolve: async (_root, args, context) => {
-      const orgId = String(args.orgId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `members:${orgId}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.member.findMany({
-        where: { orgId, ...(after ? { id: { gt: after } } : {}) },
-        orderBy: { id: 'asc' },
-        take: limit + 1,
-        select: memberSelect,
-      });
-      return pageOf(rows, limit, toMemberShape, (last) => encodeCursor(key, scope, { id: last.id }));
-    },
+    resolve: (_root, args, context) => listMembers(context, String(args.orgId), args),
   }),
 }));
 

@@ -3,7 +3,7 @@ import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { requireSecurityCredential } from './auth/step-up.ts';
 import { builder } from './builder.ts';
-import { Id } from './common.ts';
+import { Id } from '../formats.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
 import { Deletion } from './deletion.ts';
 import { idempotent } from './idempotency.ts';

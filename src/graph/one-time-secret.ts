@@ -1,6 +1,7 @@
 import type { TransactionClient } from '../db/prisma.ts';
 import type { Context } from './context.ts';
-import { idempotent, type IdempotentCall, type Json } from './idempotency.ts';
+import type { Json } from '../formats.ts';
+import { idempotent, type IdempotentCall } from './idempotency.ts';
 
 /**
  * Runs a creation that issues a secret (a key, an invitation token) through `idempotent`, recording the created

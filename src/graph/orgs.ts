@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { TransactionClient } from '../db/prisma.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { builder } from './builder.ts';
-import { Id, storedVersion, VersionString } from './common.ts';
+import { Id, storedVersion, VersionString } from '../formats.ts';
 import { idempotent } from './idempotency.ts';
 
 /** An organisation (workspace). Mutations return this plain shape so an idempotent replay is byte-identical. */
@@ -18,7 +18,7 @@ export interface OrgShape {
 export const OrgName = z.string().trim().min(1).max(120);
 export const UpdateOrgBody = z.strictObject({ expectedVersion: VersionString, name: OrgName });
 
-const Org = builder.objectRef<OrgShape>('Org').implement({
+export const Org = builder.objectRef<OrgShape>('Org').implement({
   description: 'An organisation: it owns databases, members and keys.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -39,7 +39,7 @@ const UpdateOrgInput = builder.inputType('UpdateOrgInput', {
 
 interface OrgRow { id: string; name: string; version: bigint; createdAt: Date; updatedAt: Date }
 
-function toOrgShape(row: OrgRow): OrgShape {
+export function toOrgShape(row: OrgRow): OrgShape {
   return {
     id: row.id,
     name: row.name,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { TransactionClient } from '../db/prisma.ts';
 import { builder } from './builder.ts';
 import { idempotent } from './idempotency.ts';
-import { isKnownTimezone } from './timezones.ts';
+import { isKnownTimezone } from '../timezones.ts';
 
 /** Spec 2.14 and 2.15: per-user display preferences and the values they may take. */
 export const DATE_FORMATS = ['day-short-month-year', 'short-month-day-year', 'year-month-day', 'day-month-year', 'month-day-year'] as const;

@@ -1,6 +1,6 @@
 import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
 import { builder } from './builder.ts';
-import { isRealInstant, TIMESTAMP_PATTERN } from './common.ts';
+import { isRealInstant, TIMESTAMP_PATTERN } from '../formats.ts';
 
 // Resolvers may return a Date or, when an idempotent result is replayed, the stored string form.
 

@@ -2,19 +2,19 @@ import { z } from 'zod';
 import type { TransactionClient } from '../db/prisma.ts';
 import { DomainError, validationFailed, type FieldProblem } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { CHANGE_JOBS, planChange, SchemaChange, type PlannedChange } from '../jobs/schema/change.ts';
-import type { TableSchema } from './tables/loader.ts';
+import { MAX_INDEXES_PER_TABLE } from '../data/indexes.ts';
+import { CHANGE_JOBS, planChange, SchemaChange, type PlannedChange } from '../jobs/kinds/schema/plan.ts';
+import { schemaVersionConflict, type TableAddress, type TableSchema } from '../catalog/table-schema.ts';
 import { resolveEndpoints } from './tables/foreign-keys.ts';
 import { checkRule } from './tables/unique-rules.ts';
 import { requireCaller } from './auth/guards.ts';
 import { builder } from './builder.ts';
-import { SchemaVersion } from './common.ts';
+import { SchemaVersion } from '../formats.ts';
 import type { Context } from './context.ts';
 import { idempotent } from './idempotency.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from './jobs/enqueue.ts';
 import { addressOf, tableAddressArgs } from './tables/address.ts';
-import type { TableAddress } from './tables/loader.ts';
-import { currentSchema, schemaVersionConflict } from './tables/schema.ts';
+import { currentSchema } from './tables/schema.ts';
 
 /** Endpoint 5: a journalled, resumable schema change with verified cutover, run as a durable job. */
 export const ApplySchemaChangeBody = z.strictObject({
@@ -29,7 +29,8 @@ const ApplySchemaChangeInput = builder.inputType('ApplySchemaChangeInput', {
       type: 'JSON',
       required: true,
       description: '`{kind, …}`: add_field {field}, rename_field {fieldId, name}, update_field {fieldId, required?, options?}, '
-        + 'convert_field {fieldId, type, options?, onUnconvertible?}, delete_field {fieldId}, reorder_fields {fieldIds}.',
+        + 'convert_field {fieldId, type, options?, onUnconvertible?}, delete_field {fieldId}, reorder_fields {fieldIds}, '
+        + 'add_index {fields: [{field, direction}]}, drop_index {indexId}.',
     }),
   }),
   validate: ApplySchemaChangeBody,
@@ -46,6 +47,8 @@ function describe(schema: TableSchema, change: PlannedChange, referencedTableNam
     case 'reorder_fields': return 'Reorder fields';
     case 'add_unique_rule': return `Create a unique rule on ${change.fieldIds.map(name).join(', ')}`;
     case 'add_foreign_key': return `Link ${change.fieldIds.map(name).join(', ')} to ${referencedTableName ?? 'another table'}`;
+    case 'add_index': return `Index ${change.keys.map((key) => `${name(key.fieldId)} ${key.direction}`).join(', ')}`;
+    case 'drop_index': return `Drop index ${change.indexId}`;
   }
 }
 
@@ -58,13 +61,15 @@ type ConstraintChange = Extract<SchemaChange, { kind: 'add_unique_rule' | 'add_f
 async function planConstraint(tx: TransactionClient, context: Context, schema: TableSchema, change: ConstraintChange, problemsUnder: string | null): Promise<PlannedChange> {
   const relocate = (error: unknown) => (problemsUnder ? nestProblems(error, problemsUnder) : error);
   if (change.kind === 'add_unique_rule') {
-    let fields;
+    let checked;
     try {
-      fields = checkRule(schema, { fieldIds: change.fieldIds, where: change.where });
+      checked = checkRule(schema, { fieldIds: change.fieldIds, where: change.where });
     } catch (error) {
       throw relocate(error);
     }
-    return { kind: 'add_unique_rule', ruleId: newId(), fieldIds: fields.map((field) => field.id), where: change.where ?? null };
+    return {
+      kind: 'add_unique_rule', ruleId: newId(), fieldIds: checked.fields.map((field) => field.id), where: change.where ?? null, enforcement: checked.enforcement,
+    };
   }
   const body = { fieldIds: change.fieldIds, referencedTableId: change.referencedTableId, referencedRuleId: change.referencedRuleId };
   const ends = await resolveEndpoints(context, tx, schema, body).catch((error: unknown) => { throw relocate(error); });
@@ -78,6 +83,14 @@ function nestProblems(error: unknown, under: string): unknown {
   if (!(error instanceof DomainError) || error.code !== 'VALIDATION_FAILED') return error;
   const details = error.details as { problems?: FieldProblem[] } | undefined;
   return validationFailed((details?.problems ?? []).map((problem) => ({ ...problem, path: [under, ...problem.path] })), error.message);
+}
+
+/** A new index beyond the cap is refused at once (409 CAPACITY_LIMIT); adopting an automatic one adds none. */
+function checkIndexCapacity(schema: TableSchema, indexId: string): void {
+  if (schema.indexes.some((index) => index.id === indexId) || schema.indexes.length < MAX_INDEXES_PER_TABLE) return;
+  throw new DomainError('CAPACITY_LIMIT', `A table may have at most ${MAX_INDEXES_PER_TABLE} indexes, automatic ones included; drop one first.`, {
+    details: { limit: MAX_INDEXES_PER_TABLE, scope: 'table indexes', indexIds: schema.indexes.map((index) => index.id) },
+  });
 }
 
 export interface SchemaChangeRequest {
@@ -103,6 +116,7 @@ export async function enqueueSchemaChange(tx: TransactionClient, context: Contex
     const planned = planChange(schema, request.change, newId());
     if (planned.problems.length > 0) throw validationFailed(planned.problems, 'The schema change does not fit the table.');
     change = planned.change;
+    if (change.kind === 'add_index') checkIndexCapacity(schema, change.indexId);
   }
   const referenced = change.kind === 'add_foreign_key'
     ? await tx.dataTable.findUnique({ where: { id: change.referencedTableId }, select: { name: true } })

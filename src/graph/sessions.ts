@@ -5,7 +5,7 @@ import { clearFailures, countAttempt } from './auth/attempts.ts';
 import { requireSecurityCredential } from './auth/step-up.ts';
 import { consumeTotp, newTotpSecret, totpUri } from './auth/totp.ts';
 import { builder } from './builder.ts';
-import { Id } from './common.ts';
+import { Id } from '../formats.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from './cursor.ts';
 import { Deletion } from './deletion.ts';
 import { idempotent } from './idempotency.ts';

@@ -3,10 +3,12 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import type { Logger } from '../log.ts';
-import { sweepExpiredArtifacts } from './artifact-sweep.ts';
-import { sweepIdempotencyRecords } from './idempotency-sweep.ts';
-import { JOB_HANDLERS } from './registry.ts';
-import { startJobRunner } from './runner.ts';
+import { sweepExpiredArtifacts } from './engine/artifact-sweep.ts';
+import { sweepEmailVerifications } from './engine/email-verification-sweep.ts';
+import { sweepIdempotencyRecords } from './engine/idempotency-sweep.ts';
+import { startJobRunner } from './engine/runner.ts';
+import { startBackupScheduler } from './kinds/backups/scheduler.ts';
+import { JOB_HANDLERS } from './kinds/index.ts';
 
 export interface Worker {
   stop(): Promise<void>;
@@ -23,6 +25,8 @@ function startSweeper(prisma: PrismaClient, log: Logger): Worker {
         if (removed > 0) log.info({ removed }, 'expired idempotency records removed');
         const freed = await sweepExpiredArtifacts(prisma);
         if (freed > 0) log.info({ freed }, 'expired job artifacts freed');
+        const pruned = await sweepEmailVerifications(prisma);
+        if (pruned > 0) log.info({ removed: pruned }, 'spent or expired email verification tokens removed');
       } catch (error) {
         log.error({ err: error }, 'catalog sweep failed');
       }
@@ -50,7 +54,7 @@ function jobPool(prisma: PrismaClient, config: Config): pg.Pool {
 
 /**
  * The background worker of every process that runs it (`npm start` or `npm run worker`): the durable job runner
- * and the catalog sweeper. Any number may run at once; jobs are claimed with SKIP LOCKED.
+ * the catalog sweeper and the backup scheduler. Any number may run at once; jobs are claimed with SKIP LOCKED.
  */
 export function startWorker(prisma: PrismaClient, config: Config, log: Logger): Worker {
   const sweeper = startSweeper(prisma, log);
@@ -60,9 +64,10 @@ export function startWorker(prisma: PrismaClient, config: Config, log: Logger): 
     pool, prisma, config, log, handlers: JOB_HANDLERS,
     concurrency: config.JOB_CONCURRENCY, leaseSeconds: config.JOB_LEASE_SECONDS, pollMs: config.JOB_POLL_MS,
   });
+  const scheduler = startBackupScheduler(pool, config, log);
   return {
     stop: async () => {
-      await Promise.all([sweeper.stop(), runner.stop()]);
+      await Promise.all([sweeper.stop(), runner.stop(), scheduler.stop()]);
       await pool.end();
     },
   };

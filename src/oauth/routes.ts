@@ -1,9 +1,10 @@
-import express, { Router, type Request, type Response } from 'express';
+import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import type { Config } from '../config.ts';
 import type { PrismaClient } from '../db/prisma.ts';
 import { DomainError } from '../errors.ts';
 import type { Caller } from '../graph/auth/caller.ts';
 import { resolveCredential } from '../graph/auth/credentials.ts';
+import { requireCsrfProof } from '../graph/auth/guards.ts';
 import { approve, checkAuthorization, deny, RedirectedError, revokeEndpoint, tokenEndpoint, type AuthorizeParams, type TokenParams } from '../graph/auth/oauth/grants.ts';
 import { OAuthError } from '../graph/auth/oauth/protocol.ts';
 import { CSRF_HEADER } from '../graph/auth/session-tokens.ts';
@@ -79,9 +80,7 @@ export function oauthRoutes(prisma: PrismaClient, config: Config): Router {
     const csrf = req.get(CSRF_HEADER) ?? body.csrf_token;
     if (csrf !== undefined) req.headers[CSRF_HEADER] = csrf;
     const user = await consentingUser(prisma, config, req);
-    if (!user.credential.session?.csrfVerified) {
-      throw new DomainError('ACCESS_DENIED', 'Consent needs the session’s CSRF token (X-CSRF-Token or csrf_token).', { details: { reason: 'csrf_token_mismatch' } });
-    }
+    requireCsrfProof(user, 'Consent needs the session’s CSRF token (X-CSRF-Token or csrf_token).');
     const location = body.decision === 'approve' ? await approve(prisma, config, request, user.userId) : deny(request);
     res.redirect(303, location);
   }));
@@ -96,6 +95,14 @@ export function oauthRoutes(prisma: PrismaClient, config: Config): Router {
     await revokeEndpoint(prisma, stringsOf(req.body), basicCredentials(req));
     res.set('Cache-Control', 'no-store').status(200).end();
   }));
+
+  // A body the parsers cannot read (bad JSON or encoding, unknown charset) is RFC 6749 §5.2 `invalid_request`, in
+  // the protocol's own error shape: OAuth clients read `error` as a string. Too large stays the app's 413.
+  router.use(((error, _req, res, next) => {
+    const status = (error as { status?: unknown }).status;
+    if (typeof status !== 'number' || status === 413 || status < 400 || status >= 500) return next(error);
+    sendOAuthError(res, new OAuthError('invalid_request', 'The request body could not be read.'));
+  }) as ErrorRequestHandler);
 
   return router;
 }

@@ -67,3 +67,36 @@ export async function runOperation<Data, Variables extends object>(
   if (result.errors?.length) return { ok: false, error: errorFrom(result.errors) };
   return { ok: true, data: result.data as Data };
 }
+
+export type SubscriptionResult<Data> =
+  | { ok: true; events: AsyncGenerator<OperationResult<Data>, void, undefined>; close: () => Promise<void> }
+  | { ok: false; error: ErrorBody };
+
+/**
+ * Starts one typed GraphQL subscription in-process, as runOperation runs a query: the same context, authority and
+ * masking as a subscription over /graphql. A refusal before the first event (authority, 404) is an error answer;
+ * each event afterwards is the operation's data or the error it met.
+ */
+export async function runSubscription<Data, Variables extends object>(
+  yoga: GraphServer,
+  serverContext: ServerContext,
+  headers: Record<string, string>,
+  document: TypedDocumentNode<Data, Variables>,
+  variables: Variables,
+): Promise<SubscriptionResult<Data>> {
+  const request = { method: 'POST', url: 'http://in-process/graphql', headers: new Headers(headers) } as unknown as Request;
+  const enveloped = yoga.getEnveloped({ request, params: { query: textOf(document), variables }, ...serverContext } as never);
+  const contextValue = await enveloped.contextFactory();
+  const result = await enveloped.subscribe({ schema: enveloped.schema, document, variableValues: variables as Record<string, unknown>, contextValue });
+  if (!(Symbol.asyncIterator in result)) {
+    const single = result as { errors?: readonly GraphQLErrorLike[] };
+    return { ok: false, error: errorFrom(single.errors) };
+  }
+  const source = result as AsyncGenerator<{ data?: Data | null; errors?: readonly GraphQLErrorLike[] }>;
+  async function* events(): AsyncGenerator<OperationResult<Data>, void, undefined> {
+    for await (const event of source) {
+      yield event.errors?.length ? { ok: false, error: errorFrom(event.errors) } : { ok: true, data: event.data as Data };
+    }
+  }
+  return { ok: true, events: events(), close: async () => { await source.return?.(undefined); } };
+}

@@ -33,6 +33,14 @@ function successOf(route: Route, components: SchemaComponents): JsonSchema {
       content: { '*/*': { schema: { type: 'string' } } },
     };
   }
+  if (route.stream) {
+    return {
+      description: 'Server-sent events: each `data:` line is one JSON event (x-event-schema); `event: error` carries the '
+        + 'error envelope and ends the stream; `:` comment lines are heartbeats. The stream closes after the last event.',
+      headers: requestId,
+      content: { 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': components.of(route.response, 'output') } },
+    };
+  }
   return { description: 'Success', headers: requestId, content: { 'application/json': { schema: components.of(route.response, 'output') } } };
 }
 

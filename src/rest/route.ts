@@ -31,12 +31,23 @@ export interface Route<Data = any, Variables = any> {
   /** Largest accepted JSON body in bytes, when a route needs more than BODY_LIMIT_BYTES. */
   bodyLimit?: number;
   /**
-   * The operation answers a file `{name, contentType, sha256, content}`: it is sent as the body itself, with
-   * its content type and an RFC 9530 Content-Digest, instead of as JSON.
+   * The operation answers an artifact's metadata `{jobId, name, contentType, size, sha256, chunks}`; its bytes are
+   * then streamed from storage as the body (src/rest/download.ts), with its content type, Content-Length and an
+   * RFC 9530 Content-Digest, instead of JSON.
    */
   file?: boolean;
+  /**
+   * The operation is a subscription: the answer is `text/event-stream`, one `data:` frame (the root field's value,
+   * as `response` describes it) per event, closed when the subscription ends.
+   */
+  stream?: boolean;
   /** The answer carries a secret shown once (a key, an invitation token, a TOTP secret): `Cache-Control: no-store`. */
   secret?: boolean;
+  /**
+   * Error statuses the operation's own rules can answer that the declaration's shape does not reveal (a body that
+   * names an org, an expired upload): listed in the OpenAPI document with the ones derived from the shape.
+   */
+  errorStatuses?: number[];
   /** The operation sends a one-time token through the delivery hook (502 DEPENDENCY_UNAVAILABLE when it fails). */
   delivers?: boolean;
 }

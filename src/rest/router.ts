@@ -2,16 +2,20 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type { z } from 'zod';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
+import type { SqlExecutor } from '../db/sql.ts';
 import { DomainError } from '../errors.ts';
 import { credentialRequired } from '../graph/auth/guards.ts';
 import { schema as graphSchema } from '../graph/index.ts';
 import { validKey } from '../graph/idempotency.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
+import type { ServerContext } from '../graph/context.ts';
 import type { GraphServer } from '../graph/yoga.ts';
+import { streamArtifact, type ArtifactPayload } from './download.ts';
 import { sendDomainError, sendError } from './errors.ts';
 import { credentialHeaders, resolvedCredentialOf } from './middleware/caller.ts';
 import { jsonBody } from './middleware/json-body.ts';
-import { runOperation } from './execute.ts';
+import { sendEventStream } from './event-stream.ts';
+import { runOperation, runSubscription } from './execute.ts';
 import { authorityOf } from './openapi/security.ts';
 import { expressPath, type Route } from './route.ts';
 
@@ -81,7 +85,17 @@ function requireIdempotencyKey(req: Request, res: Response, next: () => void): v
   next();
 }
 
-function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
+/** A subscription route: refusals before the first event are ordinary error answers; then server-sent events. */
+async function streamRoute(
+  req: Request, res: Response, yoga: GraphServer, serverContext: ServerContext, headers: Record<string, string>, route: Route,
+  variables: Record<string, unknown>, config: Config,
+): Promise<void> {
+  const started = await runSubscription(yoga, serverContext, headers, route.operation, variables);
+  if (!started.ok) return sendError(req, res, started.error);
+  await sendEventStream(res, started.events, started.close, config.EVENT_STREAM_HEARTBEAT_MS);
+}
+
+function handlerFor(route: Route, yoga: GraphServer, config: Config, files: SqlExecutor): RequestHandler {
   return async (req, res) => {
     const params = parsePart(req, res, route.params, req.params, 'path');
     if (!params.ok) return;
@@ -100,7 +114,9 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     const headers = credentialHeaders(req);
     const { requestId, log } = res.locals;
     const credential = resolvedCredentialOf(res);
-    const result = await runOperation(yoga, { requestId, log, ...(credential ? { credential } : {}) }, headers, route.operation, variables);
+    const serverContext = { requestId, log, ...(credential ? { credential } : {}) };
+    if (route.stream) return streamRoute(req, res, yoga, serverContext, headers, route, variables, config);
+    const result = await runOperation(yoga, serverContext, headers, route.operation, variables);
     if (!result.ok) {
       sendError(req, res, result.error);
       return;
@@ -108,42 +124,46 @@ function handlerFor(route: Route, yoga: GraphServer): RequestHandler {
     // Every REST operation selects exactly one root field, and its value is the response body.
     const [payload] = Object.values(result.data as Record<string, unknown>);
     if (route.secret) res.set('Cache-Control', 'no-store');
-    if (route.file) sendFile(res, route.successStatus, payload as FilePayload);
+    if (route.file) await streamArtifact(req, res, files, payload as ArtifactPayload);
     else res.status(route.successStatus).json(payload);
   };
 }
 
-interface FilePayload { name: string; contentType: string; sha256: string; content: string }
-
-function sendFile(res: Response, status: number, file: FilePayload): void {
-  res.status(status)
-    .type(file.contentType)
-    .set('Content-Disposition', `attachment; filename="${file.name.replace(/[^\w.-]/g, '_')}"`)
-    .set('Content-Digest', `sha-256=:${Buffer.from(file.sha256, 'hex').toString('base64')}:`)
-    .send(file.content);
-}
-
 function methodNotAllowed(allowed: string[]): RequestHandler {
-  return (req, res) => {
+  return (req, res, next) => {
+    if (allowed.includes(req.method) || (req.method === 'HEAD' && allowed.includes('GET'))) {
+      next();
+      return;
+    }
     res.setHeader('Allow', allowed.join(', '));
     sendError(req, res, { code: 'METHOD_NOT_ALLOWED', message: `Use ${allowed.join(', ')} on this path.` });
   };
 }
 
-/** Mounts every declared route, plus 405 with `Allow` for the other methods on a known path. */
-export function restRouter(routes: readonly Route[], yoga: GraphServer, config: Config, schema: GraphQLSchema = graphSchema): Router {
+/**
+ * Mounts every declared route, plus 405 with `Allow` for the other methods on a known path. A path that ends in a
+ * literal segment (`…/rows/query`, `…/rows/batch`) reserves it: its 405 is mounted before the routes, so
+ * `GET …/rows/query` answers 405 instead of reaching `GET …/rows/{rowId}` with `query` as a row id. `files` reads
+ * artifact pieces for the download route (src/rest/download.ts).
+ */
+export function restRouter(routes: readonly Route[], yoga: GraphServer, config: Config, files: SqlExecutor, schema: GraphQLSchema = graphSchema): Router {
   const router = Router({ strict: true });
   const methodsByPath = new Map<string, string[]>();
+  for (const route of routes) {
+    const path = expressPath(route.path);
+    methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
+  }
+  const endsLiteral = (path: string) => !path.split('/').at(-1)!.startsWith(':');
+  for (const [path, methods] of methodsByPath) if (endsLiteral(path)) router.all(path, methodNotAllowed(methods));
   for (const route of routes) {
     const path = expressPath(route.path);
     const limit = route.bodyLimit ?? config.BODY_LIMIT_BYTES;
     const parseBody = jsonBody(limit);
     const headerRules: RequestHandler[] = [requireCredential(authorityOf(route, schema).anonymous), ...(route.idempotent ? [requireIdempotencyKey] : [])];
     const chain: RequestHandler[] = route.body ? [...headerRules, requireJson, ...parseBody] : headerRules;
-    router[route.method.toLowerCase() as 'get'](path, ...chain, handlerFor(route, yoga));
-    methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
+    router[route.method.toLowerCase() as 'get'](path, ...chain, handlerFor(route, yoga, config, files));
   }
-  for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
+  for (const [path, methods] of methodsByPath) if (!endsLiteral(path)) router.all(path, methodNotAllowed(methods));
   return router;
 }
 

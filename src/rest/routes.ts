@@ -2,6 +2,7 @@ import type { Route } from './route.ts';
 import { activityRoutes } from './routes/activity.ts';
 import { backupRoutes } from './routes/backups.ts';
 import { databaseRoutes } from './routes/databases.ts';
+import { exportRoutes } from './routes/exports.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { invitationRoutes } from './routes/invitations.ts';
 import { keyRoutes } from './routes/keys.ts';
@@ -11,7 +12,8 @@ import { preferenceRoutes } from './routes/preferences.ts';
 import { rowRoutes } from './routes/rows.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { tableRoutes } from './routes/tables.ts';
+import { trashRoutes } from './routes/trash.ts';
 import { viewRoutes } from './routes/views.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes, ...trashRoutes, ...exportRoutes];

@@ -5,6 +5,7 @@ import type { PrismaClient } from '../db/prisma.ts';
 import { DomainError } from '../errors.ts';
 import { resolveCredential } from '../graph/auth/credentials.ts';
 import { verifyEmail, VerifyEmailBody } from '../graph/auth/email-verification.ts';
+import { requireCsrfProof } from '../graph/auth/guards.ts';
 import { login, LoginBody, stepUp, StepUpBody } from '../graph/auth/login.ts';
 import { sessionCookie } from '../graph/auth/session-tokens.ts';
 import { problemsFromIssues } from '../graph/validation.ts';
@@ -55,7 +56,7 @@ export function sessionRoutes(prisma: PrismaClient, config: Config): Router {
     const caller = await resolveCredential(prisma, new Headers(credentialHeaders(req)), config.OAUTH_AUDIENCE);
     const session = caller?.credential.session;
     if (!caller?.userId || !session) throw new DomainError('UNAUTHENTICATED', 'Step-up needs a browser session.');
-    if (!session.csrfVerified) throw new DomainError('ACCESS_DENIED', 'Cookie-authenticated changes need the session’s X-CSRF-Token header.', { details: { reason: 'csrf_token_mismatch' } });
+    requireCsrfProof(caller);
     res.json(await stepUp(prisma, config, { id: caller.credential.id, userId: caller.userId }, body));
   }));
 

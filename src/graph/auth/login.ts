@@ -3,7 +3,7 @@ import type { Config } from '../../config.ts';
 import type { PrismaClient } from '../../db/prisma.ts';
 import { DomainError } from '../../errors.ts';
 import { newId } from '../../ids.ts';
-import { Email } from '../common.ts';
+import { Email } from '../../formats.ts';
 import { verifyPassword } from './passwords.ts';
 import { issueSessionSecrets } from './session-tokens.ts';
 import { consumeTotp } from './totp.ts';

@@ -1,3 +1,4 @@
+import { ID, type Statement } from '../../data/sql.ts';
 import { DomainError } from '../../errors.ts';
 import type { Context } from '../context.ts';
 import { requireCaller } from './guards.ts';
@@ -18,6 +19,14 @@ export function requireFreshStrongAuth(context: Context): void {
   }
 }
 
+/** When the user consented to an OAuth token's grant: the grant's authorization code was issued then. */
+export function grantAuthenticatedAt(tokenId: string): Statement {
+  return {
+    sql: `SELECT c.created_at AS authenticated_at FROM oauth_tokens t JOIN oauth_codes c ON c.family_id = t.family_id WHERE t.id = $1::${ID}`,
+    params: [tokenId],
+  };
+}
+
 /**
  * Security settings (sessions, two-factor, OAuth grants) change only from an interactive credential that proved
  * the user recently: a browser session within the step-up window, or an OAuth token (with `account:security`,
@@ -32,9 +41,8 @@ export async function requireSecurityCredential(context: Context): Promise<void>
     });
   }
   if (credential.type === 'session') return requireFreshStrongAuth(context);
-  // The grant's authentication time is when the user consented: its authorization code was issued then.
-  const [grant] = await context.prisma.$queryRaw<{ authenticated_at: Date }[]>`
-    SELECT c.created_at AS authenticated_at FROM oauth_tokens t JOIN oauth_codes c ON c.family_id = t.family_id WHERE t.id = ${credential.id}::bpchar`;
+  const statement = grantAuthenticatedAt(credential.id);
+  const [grant] = await context.prisma.$queryRawUnsafe<{ authenticated_at: Date }[]>(statement.sql, ...statement.params);
   const ageSeconds = grant ? (Date.now() - grant.authenticated_at.getTime()) / 1000 : Infinity;
   if (ageSeconds > context.config.STEP_UP_WINDOW_SECONDS) {
     throw new DomainError('STEP_UP_REQUIRED', 'This application’s grant is too old to change security settings: authorize it again.', {

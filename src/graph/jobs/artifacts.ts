@@ -1,32 +1,65 @@
 import { DomainError, notFound } from '../../errors.ts';
-import { sha256Of } from '../../jobs/artifacts.ts';
+import { verifiedContent, type StoredArtifact } from '../../jobs/engine/artifacts.ts';
 import { builder } from '../builder.ts';
-import { Id } from '../common.ts';
-import { loadJob } from './jobs.ts';
+import { Id } from '../../formats.ts';
+import { dataPlane, type Context } from '../context.ts';
+import { artifactUrlOf, loadJob } from './jobs.ts';
 
-export type ArtifactDownloadShape = {
-  name: string;
-  contentType: string;
-  size: number;
-  sha256: string;
-  content: string;
-};
+/**
+ * Largest artifact whose bytes the `content` field returns. GraphQL holds a whole response in memory (and base64
+ * adds a third), so bigger files (exports) are only served by the REST download, which streams them.
+ */
+export const GRAPHQL_CONTENT_LIMIT = 8 * 1024 * 1024;
+
+export type ArtifactDownloadShape = StoredArtifact & { orgId: string; contentType: string };
+
+/** Text artifacts travel as UTF-8; anything else (XLSX, ZIP) as base64. */
+function encodingOf(contentType: string): 'utf8' | 'base64' {
+  return contentType.startsWith('text/') || contentType === 'application/x-ndjson' || contentType === 'application/json' ? 'utf8' : 'base64';
+}
+
+async function contentOf(artifact: ArtifactDownloadShape, context: Context): Promise<string> {
+  if (artifact.size > GRAPHQL_CONTENT_LIMIT) {
+    const url = artifactUrlOf(artifact.orgId, artifact.jobId, artifact.name);
+    throw new DomainError('PAYLOAD_TOO_LARGE', `This artifact has ${artifact.size} bytes; GraphQL returns the content of artifacts up to ${GRAPHQL_CONTENT_LIMIT} bytes. Download it from ${url}.`, {
+      details: { size: artifact.size, limit: GRAPHQL_CONTENT_LIMIT, url },
+    });
+  }
+  const pieces: Buffer[] = [];
+  try {
+    for await (const piece of verifiedContent(dataPlane(context), artifact)) pieces.push(piece);
+  } catch (error) {
+    if (error instanceof DomainError) context.log.error({ jobId: artifact.jobId, artifact: artifact.name, details: error.details }, 'artifact content does not match its recorded digest');
+    throw error;
+  }
+  return Buffer.concat(pieces).toString(encodingOf(artifact.contentType));
+}
 
 const ArtifactDownload = builder.objectRef<ArtifactDownloadShape>('JobArtifactDownload').implement({
-  description: 'An artifact’s content, verified against its recorded size and sha256.',
+  description: 'A downloadable artifact: what a download needs to know, and (up to 8 MiB) its verified content.',
   fields: (t) => ({
+    jobId: t.exposeID('jobId'),
     name: t.exposeString('name'),
     contentType: t.exposeString('contentType'),
-    size: t.exposeInt('size'),
-    sha256: t.exposeString('sha256'),
-    content: t.exposeString('content', { description: 'UTF-8 text (the artifacts jobs produce are JSON Lines).' }),
+    size: t.exposeInt('size', { description: 'Bytes.' }),
+    sha256: t.exposeString('sha256', { description: 'Hex digest of the whole content.' }),
+    chunks: t.exposeInt('chunks', { description: 'How many stored pieces hold the content (0: stored in one piece).' }),
+    encoding: t.string({
+      description: '`utf8` for text artifacts (CSV, JSON Lines), `base64` for binary ones (XLSX, ZIP).',
+      resolve: (artifact) => encodingOf(artifact.contentType),
+    }),
+    content: t.string({
+      description: 'The bytes, encoded as `encoding` says, checked against the recorded size and sha256 (ARTIFACT_UNVERIFIED otherwise). '
+        + 'Only for artifacts up to 8 MiB (8,388,608 bytes); larger ones answer PAYLOAD_TOO_LARGE: download them from the REST route, which streams.',
+      resolve: (artifact, _args, context) => contentOf(artifact, context),
+    }),
   }),
 });
 
 builder.queryFields((t) => ({
   jobArtifact: t.field({
     type: ArtifactDownload,
-    description: 'Downloads a job artifact: 410 ARTIFACT_EXPIRED after its expiry, 409 ARTIFACT_UNVERIFIED when its content no longer matches its digest.',
+    description: 'A job artifact for download: 410 ARTIFACT_EXPIRED after its expiry, 409 ARTIFACT_UNVERIFIED when its content no longer matches its digest.',
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
       jobId: t.arg.id({ required: true, validate: Id }),
@@ -36,20 +69,19 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, context) => {
       const [orgId, jobId] = [String(args.orgId), String(args.jobId)];
       await loadJob(context.prisma, orgId, jobId);
-      const artifact = await context.prisma.jobArtifact.findFirst({ where: { jobId, name: args.name, listed: true } });
+      const artifact = await context.prisma.jobArtifact.findFirst({
+        where: { jobId, name: args.name, listed: true },
+        select: { name: true, contentType: true, sizeBytes: true, sha256: true, chunks: true, expiresAt: true },
+      });
       if (!artifact) throw notFound('artifact');
       if (artifact.expiresAt.getTime() <= Date.now()) {
         throw new DomainError('ARTIFACT_EXPIRED', 'This artifact has expired; run the job again to produce a new one.', {
           details: { expiredAt: artifact.expiresAt.toISOString() },
         });
       }
-      const content = Buffer.from(artifact.content);
-      const digest = sha256Of(content);
-      if (content.length !== Number(artifact.sizeBytes) || digest !== artifact.sha256) {
-        context.log.error({ jobId, artifact: artifact.name }, 'artifact content does not match its recorded digest');
-        throw new DomainError('ARTIFACT_UNVERIFIED', 'The artifact’s content does not match its recorded checksum; it is not served.');
-      }
-      return { name: artifact.name, contentType: artifact.contentType, size: content.length, sha256: digest, content: content.toString('utf8') };
+      return {
+        orgId, jobId, name: artifact.name, contentType: artifact.contentType, size: Number(artifact.sizeBytes), sha256: artifact.sha256, chunks: artifact.chunks,
+      };
     },
   }),
 }));

@@ -2,8 +2,9 @@ import type { TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../errors.ts';
 import { newId } from '../../ids.ts';
-import { insertJob, lockAndCountQueued, notifyWorkers } from '../../jobs/sql/queue.ts';
-import { actorOf, recordActivity, type ActivityCategory } from '../activity.ts';
+import { insertJob, lockAndCountQueued, notifyWorkers } from '../../jobs/engine/sql/queue.ts';
+import type { ActivityCategory } from '../../formats.ts';
+import { actorOf, recordActivity } from '../activity.ts';
 import type { Caller } from '../auth/caller.ts';
 import { builder } from '../builder.ts';
 import { isUniqueViolation } from '../prisma-errors.ts';
@@ -43,6 +44,8 @@ export interface JobRequest {
   fileName?: string;
   /** How many jobs the org may have queued (config JOB_QUEUE_LIMIT_PER_ORG). */
   queueLimit: number;
+  /** When the job becomes due (default: at once). A job scheduled for later skips the queue cap until then. */
+  runAt?: Date;
 }
 
 const MAX_ATTEMPTS = 5;
@@ -70,10 +73,11 @@ export async function checkQueueCapacity(tx: TransactionClient, orgId: string, l
  */
 export async function enqueueJob(tx: TransactionClient, caller: Caller, request: JobRequest, jobId = newId()): Promise<JobHandleShape> {
   const sql = prismaExecutor(tx);
-  await checkQueueCapacity(tx, request.orgId, request.queueLimit);
+  if (!request.runAt) await checkQueueCapacity(tx, request.orgId, request.queueLimit);
   const statement = insertJob({
     id: jobId, orgId: request.orgId, kind: request.kind, databaseId: request.databaseId ?? null, tableId: request.tableId ?? null,
     payload: request.payload, serialKey: request.serialKey ?? null, maxAttempts: MAX_ATTEMPTS, actor: actorOf(caller),
+    runAt: request.runAt ?? null,
   });
   try {
     await tx.$executeRaw`SAVEPOINT enqueue_job`;

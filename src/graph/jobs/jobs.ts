@@ -2,16 +2,18 @@ import { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
 import { DomainError, notFound } from '../../errors.ts';
-import { cancelQueued, JOB_STATES, notifyWorkers, requestCancel, requeue, type JobState } from '../../jobs/sql/queue.ts';
-import { JOB_CATEGORIES, JOB_KINDS, type JobKind } from '../../jobs/kinds.ts';
+import { cancelQueued, JOB_STATES, notifyWorkers, requestCancel, requeue, type JobState } from '../../jobs/engine/sql/queue.ts';
+import { JOB_CATEGORIES, JOB_KINDS, type JobKind } from '../../jobs/kinds/index.ts';
+import { PURGE_KINDS } from '../../jobs/kinds/purge.ts';
 import { recordActivity } from '../activity.ts';
 import type { Caller, OrgAuthority } from '../auth/caller.ts';
 import { requireCaller, requireCapability } from '../auth/guards.ts';
 import { builder } from '../builder.ts';
-import { Id } from '../common.ts';
+import { Id, type Json } from '../../formats.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
-import { idempotent, type Json } from '../idempotency.ts';
-import { pageOf, pageRef } from '../pages.ts';
+import { idempotent } from '../idempotency.ts';
+import { pageOf, pageRef, type PageArgs } from '../pages.ts';
+import type { Context } from '../context.ts';
 import { isUniqueViolation } from '../prisma-errors.ts';
 import { checkQueueCapacity, schemaMaintenance } from './enqueue.ts';
 
@@ -77,7 +79,7 @@ export const Job = builder.objectRef<JobShape>('Job').implement({
   }),
 });
 
-const JobPage = pageRef('JobPage', Job, 'A page of jobs, newest first.');
+export const JobPage = pageRef('JobPage', Job, 'A page of jobs, newest first.');
 
 const jobSelect = {
   id: true, orgId: true, kind: true, state: true, progressDone: true, progressTotal: true, createdAt: true, updatedAt: true,
@@ -95,7 +97,7 @@ export function artifactUrlOf(orgId: string, jobId: string, name: string): strin
   return `/v1/orgs/${orgId}/jobs/${jobId}/artifacts/${encodeURIComponent(name)}`;
 }
 
-function toJobShape(row: JobRow): JobShape {
+export function toJobShape(row: JobRow): JobShape {
   return {
     jobId: row.id,
     kind: row.kind,
@@ -121,11 +123,29 @@ export async function loadJob(db: PrismaClient | TransactionClient, orgId: strin
   return row;
 }
 
-/** Members cancel and retry their own jobs; admins anyone's (DESIGN §3). */
+/**
+ * A job's creator may cancel or retry it, an admin anyone's (DESIGN §3). Cancelling only stops work (and undoes
+ * its partial effect), so it needs no more than read authority: a viewer stops the export they started. Retrying
+ * starts the work again, so it needs the capability that starts a job of its kind (docs/decisions.md, "Export
+ * downloads").
+ */
 function requireJobControl(caller: Caller, authority: OrgAuthority, job: JobRow): void {
   if (job.actorId !== caller.actorId && !authority.capabilities.has('admin')) {
     throw new DomainError('FORBIDDEN', 'Only the job’s creator or an admin may cancel or retry it.');
   }
+}
+
+/** A trash purge runs on the service's schedule: restoring the entry is what stops it (decisions, "Gaps closed"). */
+function refusePurgeControl(job: JobRow, action: string): void {
+  if (!PURGE_KINDS.has(job.kind)) return;
+  throw new DomainError('JOB_STATE_CONFLICT', `A ${job.kind} job purges a trash entry and cannot be ${action}; restore the entry from the trash to keep it.`, {
+    details: { state: job.state, kind: job.kind },
+  });
+}
+
+/** Exports are read authority (docs/decisions.md, "Exports"); every other kind changes data or schema. */
+function startCapabilityOf(kind: string): 'read' | 'write' {
+  return JOB_CATEGORIES[kind as JobKind] === 'exports' ? 'read' : 'write';
 }
 
 function stateConflict(job: JobRow, action: string, allowed: string): DomainError {
@@ -152,6 +172,7 @@ async function eventContextOf(tx: TransactionClient, jobId: string): Promise<{ d
 async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAuthority, orgId: string, jobId: string): Promise<JobShape> {
   const job = await loadJob(tx, orgId, jobId);
   requireJobControl(caller, authority, job);
+  refusePurgeControl(job, 'cancelled');
   const sql = prismaExecutor(tx);
   const queued = cancelQueued(jobId);
   const [cancelled] = await sql.query(queued.sql, queued.params);
@@ -168,9 +189,11 @@ async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAu
   return toJobShape(await loadJob(tx, orgId, jobId));
 }
 
-async function retryJob(tx: TransactionClient, caller: Caller, authority: OrgAuthority, orgId: string, jobId: string, queueLimit: number): Promise<JobShape> {
+async function retryJob(context: Context, tx: TransactionClient, caller: Caller, orgId: string, jobId: string, queueLimit: number): Promise<JobShape> {
   const job = await loadJob(tx, orgId, jobId);
+  const authority = requireCapability(context, orgId, startCapabilityOf(job.kind));
   requireJobControl(caller, authority, job);
+  refusePurgeControl(job, 'retried');
   // A retried job joins the queue again, so it counts against the org's cap like a new one.
   await checkQueueCapacity(tx, orgId, queueLimit);
   const sql = prismaExecutor(tx);
@@ -198,6 +221,28 @@ const JobPosition = z.strictObject({ createdAt: z.string(), id: Id });
 export const JobStateFilter = z.enum(JOB_STATES as [JobState, ...JobState[]]);
 export const JobKindFilter = z.enum(JOB_KINDS as [string, ...string[]]);
 
+export type JobListArgs = PageArgs & { state?: string | null; kind?: string | null };
+
+/** The org's jobs, newest first: the `jobs` query and the `Org.jobs` edge. */
+export async function listJobs(context: Context, orgId: string, args: JobListArgs) {
+  const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+  const key = await cursorKey(context.prisma);
+  const scope = `jobs:${orgId}:${args.state ?? ''}:${args.kind ?? ''}`;
+  const after = args.cursor ? decodeCursor(key, scope, args.cursor, JobPosition) : undefined;
+  const rows = await context.prisma.job.findMany({
+    where: {
+      orgId,
+      ...(args.state ? { state: args.state as JobState } : {}),
+      ...(args.kind ? { kind: args.kind } : {}),
+      ...(after ? { OR: [{ createdAt: { lt: new Date(after.createdAt) } }, { createdAt: new Date(after.createdAt), id: { lt: after.id } }] } : {}),
+    },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    take: limit + 1,
+    select: jobSelect,
+  });
+  return pageOf(rows, limit, toJobShape, (last) => encodeCursor(key, scope, { createdAt: last.createdAt.toISOString(), id: last.id }));
+}
+
 const jobArgs = builder.args((t) => ({
   orgId: t.id({ required: true, validate: Id }),
   jobId: t.id({ required: true, validate: Id }),
@@ -222,51 +267,32 @@ builder.queryFields((t) => ({
       cursor: t.arg.string({ validate: Cursor.optional() }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:read' }),
-    resolve: async (_root, args, context) => {
-      const orgId = String(args.orgId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `jobs:${orgId}:${args.state ?? ''}:${args.kind ?? ''}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, JobPosition) : undefined;
-      const rows = await context.prisma.job.findMany({
-        where: {
-          orgId,
-          ...(args.state ? { state: args.state as JobState } : {}),
-          ...(args.kind ? { kind: args.kind } : {}),
-          ...(after ? { OR: [{ createdAt: { lt: new Date(after.createdAt) } }, { createdAt: new Date(after.createdAt), id: { lt: after.id } }] } : {}),
-        },
-        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-        take: limit + 1,
-        select: jobSelect,
-      });
-      return pageOf(rows, limit, toJobShape, (last) => encodeCursor(key, scope, { createdAt: last.createdAt.toISOString(), id: last.id }));
-    },
+    resolve: (_root, args, context) => listJobs(context, String(args.orgId), args),
   }),
 }));
 
 builder.mutationFields((t) => ({
   cancelJob: t.field({
     type: Job,
-    description: 'Cancels a queued job at once, or asks a running one to stop at its next checkpoint (it then undoes its partial work).',
+    description: 'Cancels a queued job at once, or asks a running one to stop at its next checkpoint (it then undoes its partial work). Its creator may, with read authority; an admin may cancel anyone’s.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...jobArgs },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'jobs:cancel' }),
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:cancel' }),
     resolve: (_root, { idempotencyKey, orgId, jobId }, context) => {
       const [org, job] = [String(orgId), String(jobId)];
-      const authority = requireCapability(context, org, 'write');
+      const authority = requireCapability(context, org, 'read');
       return idempotent(context, { operation: 'cancelJob', key: idempotencyKey, input: { orgId: org, jobId: job } }, (tx) =>
         cancelJob(tx, requireCaller(context), authority, org, job));
     },
   }),
   retryJob: t.field({
     type: Job,
-    description: 'Runs a failed or cancelled job again from the start.',
+    description: 'Runs a failed or cancelled job again from the start. Needs the authority that starts a job of its kind: read for exports, write otherwise.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...jobArgs },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'jobs:retry' }),
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:retry' }),
     resolve: (_root, { idempotencyKey, orgId, jobId }, context) => {
       const [org, job] = [String(orgId), String(jobId)];
-      const authority = requireCapability(context, org, 'write');
       return idempotent(context, { operation: 'retryJob', key: idempotencyKey, input: { orgId: org, jobId: job } }, (tx) =>
-        retryJob(tx, requireCaller(context), authority, org, job, context.config.JOB_QUEUE_LIMIT_PER_ORG));
+        retryJob(context, tx, requireCaller(context), org, job, context.config.JOB_QUEUE_LIMIT_PER_ORG));
     },
   }),
 }));

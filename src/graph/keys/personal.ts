@@ -4,7 +4,7 @@ import { newId } from '../../ids.ts';
 import { requireOrg } from '../auth/guards.ts';
 import { requireFreshStrongAuth } from '../auth/step-up.ts';
 import { builder } from '../builder.ts';
-import { Id } from '../common.ts';
+import { Id } from '../../formats.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
 import { Deletion } from '../deletion.ts';
 import { idempotent } from '../idempotency.ts';

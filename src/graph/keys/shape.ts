@@ -6,7 +6,7 @@ import { capabilitiesOfKey, type Capability } from '../auth/authority.ts';
 import type { Caller, OrgAuthority } from '../auth/caller.ts';
 import { issueApiKeySecret } from '../auth/secrets.ts';
 import { builder } from '../builder.ts';
-import { Timestamp } from '../common.ts';
+import { Timestamp } from '../../formats.ts';
 import type { Context } from '../context.ts';
 import type { IdempotentCall } from '../idempotency.ts';
 import { idempotentWithSecret } from '../one-time-secret.ts';

@@ -1,6 +1,6 @@
 import { builder } from '../builder.ts';
-import { Id } from '../common.ts';
-import type { TableAddress } from './loader.ts';
+import { Id } from '../../formats.ts';
+import type { TableAddress } from '../../catalog/table-schema.ts';
 
 /** The path arguments of every table-scoped operation, and the address they name. */
 export const tableAddressArgs = builder.args((t) => ({

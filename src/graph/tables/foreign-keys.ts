@@ -9,15 +9,15 @@ import { recordActivity } from '../activity.ts';
 import type { Caller } from '../auth/caller.ts';
 import { requireCaller } from '../auth/guards.ts';
 import { builder } from '../builder.ts';
-import { Id, SchemaVersion } from '../common.ts';
+import { Id, SchemaVersion } from '../../formats.ts';
 import type { Context } from '../context.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
 import { idempotent } from '../idempotency.ts';
 import { pageOf, pageRef } from '../pages.ts';
-import type { TableAddress, TableSchema } from './loader.ts';
+import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import { bumpSchemaVersion, currentSchema, ForeignKey, lockTableForSchemaChange, toForeignKeyShape } from './schema.ts';
-import { FieldReferences, resolveKeyFields } from './unique-rules.ts';
+import { FieldReferences, INDEX_BUDGET_BYTES, keyBytes, resolveKeyFields } from './unique-rules.ts';
 
 /**
  * Foreign keys (spec 2.13): real PostgreSQL foreign keys from some fields to an unconditional unique rule of a
@@ -65,16 +65,24 @@ interface Endpoints {
 export async function resolveEndpoints(context: Context, tx: TransactionClient, schema: TableSchema, body: CreateForeignKeyBody): Promise<Endpoints> {
   const problems: FieldProblem[] = [];
   const fields = resolveKeyFields(schema, body.fieldIds, 'fieldIds', problems);
-  const [head] = await tx.$queryRaw<{ schemaVersion: number }[]>`
-    SELECT schema_version AS "schemaVersion" FROM data_tables
+  const [head] = await tx.$queryRaw<{ schemaVersion: number; indexVersion: number }[]>`
+    SELECT schema_version AS "schemaVersion", index_version AS "indexVersion" FROM data_tables
      WHERE id = ${body.referencedTableId} AND database_id = ${schema.databaseId} AND org_id = ${schema.orgId} AND state = 'active'`;
   if (!head) throw validationFailed([{ path: ['referencedTableId'], message: 'is not a table of this database' }], 'The foreign key does not fit.');
   const referenced = body.referencedTableId === schema.tableId
     ? schema
-    : await context.schemas.get(tx, { id: body.referencedTableId, orgId: schema.orgId, databaseId: schema.databaseId, schemaVersion: head.schemaVersion });
+    : await context.schemas.get(tx, { id: body.referencedTableId, orgId: schema.orgId, databaseId: schema.databaseId, schemaVersion: head.schemaVersion, indexVersion: head.indexVersion });
   const rule = referenced.uniqueRules.find((candidate) => candidate.id === body.referencedRuleId);
   if (!rule) problems.push({ path: ['referencedRuleId'], message: 'is not a unique rule of the referenced table' });
   else if (rule.where !== null && rule.where !== undefined) problems.push({ path: ['referencedRuleId'], message: 'is a conditional rule; a foreign key needs an unconditional one' });
+  else if (rule.enforcement === 'hash') {
+    problems.push({
+      path: ['referencedRuleId'],
+      message: `its fields can hold ${keyBytes(rule.fieldIds.map((id) => referenced.fieldsById.get(id)!))} bytes, more than a btree index entry takes (${INDEX_BUDGET_BYTES}), `
+        + 'so the rule is enforced through a hash, and PostgreSQL foreign keys can only reference a btree unique index; '
+        + 'reference a rule whose text fields have a maxLength that fits',
+    });
+  }
   const referencedFields = (rule?.fieldIds ?? []).map((id) => referenced.fieldsById.get(id)!);
   if (rule && problems.length === 0) {
     if (fields.length !== referencedFields.length) {

@@ -1,6 +1,6 @@
 import { recogniseFailure } from '../../data/errors.ts';
 import { DomainError } from '../../errors.ts';
-import type { TableSchema } from './loader.ts';
+import type { TableSchema } from '../../catalog/table-schema.ts';
 
 /** A database refusal of a row write, as the domain error that tells the client which rule it broke. */
 export function failureToDomainError(schema: TableSchema, error: unknown): DomainError | null {

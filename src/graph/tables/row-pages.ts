@@ -2,19 +2,20 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { checkFilter, checkOrderBy, compileFilter, filterBudgetProblems, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
 import type { Position, SortKey } from '../../data/keyset.ts';
-import { selectHistoryPage, selectRowPage, selectRow, selectSortValues, toRowShape, type HistoryRecord, type RowRecord, type RowShape } from '../../data/rows.ts';
-import type { FieldDefinition } from '../../data/field-types.ts';
+import { selectHistoryPage, selectRowPage, selectRow, selectSortValues, type HistoryRecord, type PageGuard, type RowRecord, type RowShape } from '../../data/rows.ts';
+import { signatureOf } from '../../data/indexes.ts';
 import type { Params, Statement } from '../../data/sql.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../errors.ts';
 import { builder } from '../builder.ts';
 import { viewLens, type ViewLens } from '../views/views.ts';
-import { Id } from '../common.ts';
+import { Id, type Json } from '../../formats.ts';
 import { dataPlane, type Context } from '../context.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
-import { canonicalJson, type Json } from '../idempotency.ts';
-import { pageOf, pageRef } from '../pages.ts';
-import type { TableSchema } from './loader.ts';
+import { canonicalJson } from '../idempotency.ts';
+import { pageOf, pageRef, type PageArgs, type PageShape } from '../pages.ts';
+import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
+import { rowFromTable } from './row-origin.ts';
 import { Row } from './rows.ts';
 import { currentSchema } from './schema.ts';
 
@@ -30,14 +31,14 @@ export type HistoryEntryShape = {
   changedAt: string;
 };
 
-const RowPage = pageRef('RowPage', Row, 'A page of rows in the requested order (row id breaks ties).');
+export const RowPage = pageRef('RowPage', Row, 'A page of rows in the requested order (row id breaks ties).');
 
 const HistoryActor = builder.objectRef<HistoryEntryShape['actor']>('HistoryActor').implement({
   fields: (t) => ({ id: t.exposeID('id'), kind: t.exposeString('kind'), name: t.exposeString('name') }),
 });
 
 const HistoryEntry = builder.objectRef<HistoryEntryShape>('CellHistoryEntry').implement({
-  description: 'One cell at one row version: `operation` is create, update or delete (a deleted row’s cells read null).',
+  description: 'One cell at one row version: `operation` is create, update, delete (a deleted row’s cells read null) or restore.',
   fields: (t) => ({
     rowId: t.exposeID('rowId'),
     fieldId: t.exposeID('fieldId'),
@@ -49,9 +50,9 @@ const HistoryEntry = builder.objectRef<HistoryEntryShape>('CellHistoryEntry').im
     changedAt: t.field({ type: 'Timestamp', resolve: (entry) => entry.changedAt }),
   }),
 });
-const HistoryPage = pageRef('CellHistoryPage', HistoryEntry, 'Cell history of a row, newest version first.');
+export const HistoryPage = pageRef('CellHistoryPage', HistoryEntry, 'Cell history of a row, newest version first.');
 
-const RowOrderInput = builder.inputType('RowOrderInput', {
+export const RowOrderInput = builder.inputType('RowOrderInput', {
   fields: (t) => ({ field: t.string({ required: true }), direction: t.string({ required: true }) }),
 });
 
@@ -86,9 +87,16 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown, name: string): T {
   throw validationFailed(result.error.issues.map((issue) => ({ path: [name, ...issue.path.map((key) => (typeof key === 'number' ? key : String(key)))], message: issue.message })));
 }
 
-interface RowQuery {
+export interface RowQuery {
   where: FilterExpression | null;
   orderBy: OrderByItem[];
+}
+
+/** Whether a ready sort index serves this order exactly (its keys, directions, then id). */
+function hasReadyIndex(schema: TableSchema, keys: readonly SortKey[]): boolean {
+  if (keys.length === 0) return false;
+  const signature = signatureOf(keys.map((key) => ({ fieldId: key.field.id, direction: key.direction })));
+  return schema.indexes.some((index) => index.state === 'ready' && signatureOf(index.keys) === signature);
 }
 
 function sortKeysOf(schema: TableSchema, orderBy: readonly OrderByItem[]): SortKey[] {
@@ -101,7 +109,7 @@ function rowCursorScope(schema: TableSchema, query: RowQuery): string {
   return `rows:${schema.tableId}:${schema.schemaVersion}:${digest}`;
 }
 
-function checkRowQuery(schema: TableSchema, where: unknown, orderBy: unknown): RowQuery {
+export function checkRowQuery(schema: TableSchema, where: unknown, orderBy: unknown): RowQuery {
   const query: RowQuery = {
     where: where === null || where === undefined ? null : parsed(FilterExpression, where, 'where'),
     orderBy: orderBy === null || orderBy === undefined ? [] : parsed(OrderBy, orderBy, 'orderBy'),
@@ -119,7 +127,7 @@ async function run<T>(context: Context, statement: Statement): Promise<T[]> {
 }
 
 /** The view's filter and the request's together; the request's order wins, else the view's. */
-function throughView(lens: ViewLens, asked: RowQuery): RowQuery {
+export function throughView(lens: ViewLens, asked: RowQuery): RowQuery {
   const filters = [lens.where, asked.where].filter((where): where is FilterExpression => where !== null);
   return {
     where: filters.length === 0 ? null : filters.length === 1 ? filters[0]! : { and: filters },
@@ -127,13 +135,83 @@ function throughView(lens: ViewLens, asked: RowQuery): RowQuery {
   };
 }
 
-function withoutHidden(row: RowShape, shown: readonly FieldDefinition[]): RowShape {
-  if (shown.length === Object.keys(row.values).length) return row;
-  return { ...row, values: Object.fromEntries(shown.map((field) => [field.id, row.values[field.id] ?? null])) };
+/** A page row: its id, sort keys, and the row itself as JSON (hidden fields left out) built by PostgreSQL. */
+type RowPageRecord = { id: string; j: string } & Record<`k${number}`, string | null>;
+
+export interface RowPageArgs extends PageArgs {
+  viewId?: string | number | null;
+  where?: unknown;
+  orderBy?: unknown;
 }
 
-type RowPageRecord = RowRecord & Record<`k${number}`, string | null>;
+/**
+ * The table's schema and the view's lens as this server last read them, when both still claim to be current for
+ * this address. Only a hint: the page built from them carries a guard that PostgreSQL checks (see `PageGuard`).
+ */
+function cachedDefinitions(context: Context, address: TableAddress, viewId: string | null): { schema: TableSchema; lens: ViewLens | null; guard: PageGuard } | null {
+  const schema = context.schemas.peek(address.tableId);
+  if (!schema || schema.orgId !== address.orgId || schema.databaseId !== address.databaseId) return null;
+  const cached = viewId ? context.views.get(viewId) : null;
+  if (viewId && (!cached || cached.tableId !== schema.tableId || cached.orgId !== schema.orgId || cached.schemaVersion !== schema.schemaVersion)) return null;
+  const view = cached ? { id: cached.viewId, version: cached.version, userId: context.caller?.userId ?? null } : null;
+  const guard = { orgId: schema.orgId, databaseId: schema.databaseId, tableId: schema.tableId, schemaVersion: schema.schemaVersion, view };
+  return { schema, lens: cached?.lens ?? null, guard };
+}
 
+/**
+ * One page of a table's rows: the `rows` query (and so GET …/rows and POST …/rows/query) and the `Table.rows`
+ * edge. Filter language, validation, budget, view semantics and cursors are these, whichever way it is reached.
+ */
+export async function readRowPage(context: Context, schema: TableSchema, args: RowPageArgs): Promise<PageShape<RowShape>> {
+  const lens = args.viewId ? await viewLens(context, schema, String(args.viewId)) : null;
+  return (await readPageThrough(context, args, schema, lens, null))!;
+}
+
+/** One page of rows; null when a guarded page came back empty (the definitions it trusted may be stale). */
+async function readPageThrough(context: Context, args: RowPageArgs, schema: TableSchema, lens: ViewLens | null, guard: PageGuard | null): Promise<PageShape<RowShape> | null> {
+  const asked = checkRowQuery(schema, args.where, args.orderBy);
+  const query = lens ? throughView(lens, asked) : asked;
+  // The view's filter and the request's run together, so they share one budget.
+  const overBudget = query.where ? filterBudgetProblems(query.where, schema.fields) : [];
+  if (overBudget.length) throw validationFailed(prefixed(overBudget, 'where'), 'The filter is over its cost budget; simplify it.');
+  const keys = sortKeysOf(schema, query.orderBy);
+  const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+  const key = await cursorKey(context.prisma);
+  const scope = `${rowCursorScope(schema, query)}:${lens?.tag ?? ''}`;
+  const after = args.cursor ? await resolvePosition(context, schema, keys, decodeCursor(key, scope, args.cursor, RowPosition)) : null;
+  const where = query.where;
+  const filter = where ? (params: Params) => compileFilter(where, schema.fields, (value, cast) => params.add(value, cast), 'r') : null;
+  const shown = lens ? schema.fields.filter((field) => !lens.hidden.has(field.id)) : schema.fields;
+  const statement = selectRowPage(schema, { guard, filter, keys, after, limit, indexed: hasReadyIndex(schema, keys), json: shown });
+  const records = await run<RowPageRecord>(context, statement);
+  if (guard && records.length === 0) return null;
+  return pageOf(records, limit, (record) => rowFromTable(schema, JSON.parse(record.j) as RowShape), (last) =>
+    encodeCursor(key, scope, positionAfter(keys, last)));
+}
+
+/** A row's cell history, newest first: the `rowHistory` query and the `Row.history` edge. */
+export async function readHistoryPage(context: Context, schema: TableSchema, rowId: string, page: PageArgs): Promise<PageShape<HistoryEntryShape>> {
+  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+  const key = await cursorKey(context.prisma);
+  const scope = `history:${schema.tableId}:${rowId}`;
+  const after = page.cursor ? decodeCursor(key, scope, page.cursor, HistoryPosition) : null;
+  const records = await run<HistoryRecord>(context, selectHistoryPage(schema, rowId, after, limit));
+  if (records.length === 0 && !after) {
+    // No history and no row: the row never existed here.
+    const [row] = await run<RowRecord>(context, selectRow(schema, rowId));
+    if (!row) throw notFound('row');
+  }
+  return pageOf(records, limit, (record): HistoryEntryShape => ({
+    rowId,
+    fieldId: record.field_id,
+    version: record.version,
+    operation: record.operation,
+    value: JSON.parse(record.value) as Json,
+    mutationId: record.mutation_id,
+    actor: { id: record.actor_id, kind: record.actor_kind, name: record.actor_name },
+    changedAt: record.changed_at,
+  }), (last) => encodeCursor(key, scope, { version: last.version, fieldId: last.field_id }));
+}
 builder.queryFields((t) => ({
   rows: t.field({
     type: RowPage,
@@ -149,24 +227,17 @@ builder.queryFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
       const address = addressOf(args);
-      const schema = await currentSchema(context, address);
-      const lens = args.viewId ? await viewLens(context, schema, String(args.viewId)) : null;
-      const asked = checkRowQuery(schema, args.where, args.orderBy);
-      const query = lens ? throughView(lens, asked) : asked;
-      // The view's filter and the request's run together, so they share one budget.
-      const overBudget = query.where ? filterBudgetProblems(query.where, schema.fields) : [];
-      if (overBudget.length) throw validationFailed(prefixed(overBudget, 'where'), 'The filter is over its cost budget; simplify it.');
-      const keys = sortKeysOf(schema, query.orderBy);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `${rowCursorScope(schema, query)}:${lens?.tag ?? ''}`;
-      const after = args.cursor ? await resolvePosition(context, schema, keys, decodeCursor(key, scope, args.cursor, RowPosition)) : null;
-      const where = query.where;
-      const filter = where ? (params: Params) => compileFilter(where, schema.fields, (value, cast) => params.add(value, cast), 'r') : null;
-      const records = await run<RowPageRecord>(context, selectRowPage(schema, { filter, keys, after, limit }));
-      const shown = lens ? schema.fields.filter((field) => !lens.hidden.has(field.id)) : schema.fields;
-      return pageOf(records, limit, (record) => withoutHidden(toRowShape(schema.fields, record), shown), (last) =>
-        encodeCursor(key, scope, positionAfter(keys, last)));
+      const viewId = args.viewId ? String(args.viewId) : null;
+      // The table head and view look-ups were each a round trip before the page's (4 in all with the credential's):
+      // from cached definitions they ride in the page's statement as its guard. A guarded page that comes back empty,
+      // or that the cached definitions refused, is read again the long way: 404, 422 or a fresh page, as before.
+      const cached = cachedDefinitions(context, address, viewId);
+      const fast = cached ? await readPageThrough(context, args, cached.schema, cached.lens, cached.guard).catch((error: unknown) => {
+        if (error instanceof DomainError) return null;
+        throw error;
+      }) : null;
+      if (fast) return fast;
+      return readRowPage(context, await currentSchema(context, address), args);
     },
   }),
   rowHistory: t.field({
@@ -179,29 +250,6 @@ builder.queryFields((t) => ({
       cursor: t.arg.string({ validate: Cursor.optional() }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'history:read' }),
-    resolve: async (_root, args, context) => {
-      const schema = await currentSchema(context, addressOf(args));
-      const rowId = String(args.rowId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `history:${schema.tableId}:${rowId}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, HistoryPosition) : null;
-      const records = await run<HistoryRecord>(context, selectHistoryPage(schema, rowId, after, limit));
-      if (records.length === 0 && !after) {
-        // No history and no row: the row never existed here.
-        const [row] = await run<RowRecord>(context, selectRow(schema, rowId));
-        if (!row) throw notFound('row');
-      }
-      return pageOf(records, limit, (record): HistoryEntryShape => ({
-        rowId,
-        fieldId: record.field_id,
-        version: record.version,
-        operation: record.operation,
-        value: JSON.parse(record.value) as Json,
-        mutationId: record.mutation_id,
-        actor: { id: record.actor_id, kind: record.actor_kind, name: record.actor_name },
-        changedAt: record.changed_at,
-      }), (last) => encodeCursor(key, scope, { version: last.version, fieldId: last.field_id }));
-    },
+    resolve: async (_root, args, context) => readHistoryPage(context, await currentSchema(context, addressOf(args)), String(args.rowId), args),
   }),
 }));

@@ -2,7 +2,7 @@ import type { CellValue, FieldDefinition } from '../../data/field-types.ts';
 import { typeSpecOf } from '../../data/field-types.ts';
 import { DomainError, validationFailed, type FieldProblem } from '../../errors.ts';
 import { problemsFromIssues } from '../validation.ts';
-import type { TableSchema } from './loader.ts';
+import type { TableSchema } from '../../catalog/table-schema.ts';
 
 /**
  * Checks a request's `values` against the table schema and returns canonical cells keyed by field id. Every

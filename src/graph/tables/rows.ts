@@ -12,14 +12,15 @@ import { newId } from '../../ids.ts';
 import { actorOf } from '../activity.ts';
 import { requireCaller } from '../auth/guards.ts';
 import { builder } from '../builder.ts';
-import { Id, SchemaVersion, storedVersion, VersionString } from '../common.ts';
+import { Id, SchemaVersion, storedVersion, VersionString } from '../../formats.ts';
 import { dataPlane, type Context } from '../context.ts';
-import { idempotentSql, type IdempotentTransaction } from '../idempotency.ts';
-import type { TableAddress, TableSchema } from './loader.ts';
+import { idempotentSql, type IdempotentTransaction, type OneStatementWrite } from '../idempotency.ts';
+import { schemaVersionConflict, type TableAddress, type TableSchema } from '../../catalog/table-schema.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import { failureToDomainError } from './row-failures.ts';
+import { rowFromTable } from './row-origin.ts';
 import { checkRowSize, checkValues } from './row-values.ts';
-import { currentSchema, schemaExpecting, schemaVersionConflict } from './schema.ts';
+import { currentSchema, schemaExpecting } from './schema.ts';
 
 /** Spec 4.8 / 2.6: create, read, update and delete rows, each write one statement in one transaction. */
 export const CreateRowBody = z.strictObject({
@@ -47,7 +48,7 @@ export const Row = builder.objectRef<RowShape>('Row').implement({
   }),
 });
 
-const RowMutation = builder.objectRef<RowMutationShape>('RowMutation').implement({
+export const RowMutation = builder.objectRef<RowMutationShape>('RowMutation').implement({
   description: 'A committed row write and the mutation id recorded in its cell history and activity event.',
   fields: (t) => ({
     row: t.field({ type: Row, resolve: (result) => result.row }),
@@ -82,7 +83,7 @@ const DeleteRowInput = builder.inputType('DeleteRowInput', {
   validate: DeleteRowBody,
 });
 
-async function run<T>(executor: SqlExecutor, schema: TableSchema, statement: Statement): Promise<T[]> {
+export async function run<T>(executor: SqlExecutor, schema: TableSchema, statement: Statement): Promise<T[]> {
   try {
     return await executor.query<T>(statement.sql, statement.params);
   } catch (error) {
@@ -90,7 +91,7 @@ async function run<T>(executor: SqlExecutor, schema: TableSchema, statement: Sta
   }
 }
 
-function rowEvent(context: Context, schema: TableSchema, summary: string): RowEvent {
+export function rowEvent(context: Context, schema: TableSchema, summary: string): RowEvent {
   return {
     orgId: schema.orgId,
     mutationId: newId(),
@@ -101,18 +102,18 @@ function rowEvent(context: Context, schema: TableSchema, summary: string): RowEv
   };
 }
 
-function checkSchemaVersion(schema: TableSchema, expected: number | undefined): void {
+export function checkSchemaVersion(schema: TableSchema, expected: number | undefined): void {
   if (expected !== undefined && expected !== schema.schemaVersion) throw schemaVersionConflict(expected, schema.schemaVersion);
 }
 
 /** Why an insert found the table changed: its schema moved on, or it is gone. */
-async function explainRefusedInsert(executor: SqlExecutor, schema: TableSchema): Promise<never> {
+export async function explainRefusedInsert(executor: SqlExecutor, schema: TableSchema): Promise<never> {
   const [state] = await run<{ schema_version: number; state: string }>(executor, schema, rowGuardState(schema.tableId));
   if (!state || state.state !== 'active') throw notFound('table');
   throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
 }
 
-function rowLimitReached(error: unknown, rowLimit: number): DomainError | null {
+export function rowLimitReached(error: unknown, rowLimit: number): DomainError | null {
   if (recogniseFailure(error)?.kind !== 'tableFull') return null;
   return new DomainError('ROW_LIMIT_REACHED', `The table holds its maximum of ${rowLimit} rows.`, { details: { limit: rowLimit } });
 }
@@ -127,26 +128,56 @@ async function explainMissedRow(executor: SqlExecutor, schema: TableSchema, rowI
   });
 }
 
-async function createRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Promise<RowMutationShape> {
-  checkSchemaVersion(schema, body.expectedSchemaVersion);
+interface PreparedCreate { values: Map<string, CellValue>; event: RowEvent; result: RowMutationShape }
+
+/** The checked values of a create, its event and its response (see createRow). */
+function prepareCreate(context: Context, schema: TableSchema, values: Map<string, CellValue>): PreparedCreate {
+  const event = rowEvent(context, schema, 'Created 1 row');
+  return { values, event, result: { row: newRowShape(schema, values, event), mutationId: event.mutationId } };
+}
+
+function checkedValues(context: Context, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Map<string, CellValue> {
   const values = checkValues(schema, body.values, 'create');
   checkRowSize(values, context.config.ROW_SIZE_LIMIT_BYTES);
+  return values;
+}
+
+async function createRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Promise<RowMutationShape> {
+  checkSchemaVersion(schema, body.expectedSchemaVersion);
+  const values = checkedValues(context, schema, body);
   await allocateGeneratedValues(tx.executor, schema, values);
-  const event = rowEvent(context, schema, 'Created 1 row');
+  const { event, result } = prepareCreate(context, schema, values);
   const rowLimit = context.config.TABLE_ROW_LIMIT;
   // Every cell is known before the insert (canonical values read back identically, src/data/field-types.ts),
   // so the response is built here and recorded for replays by the insert statement itself.
-  const result: RowMutationShape = { row: newRowShape(schema, values, event), mutationId: event.mutationId };
-  const insert = insertRow(schema, { rowId: result.row.id, schemaVersion: schema.schemaVersion, values, event }, (params, source) =>
-    tx.recordWith(result, params, source));
+  const insert = insertRow(schema, { rowId: result.row.id, schemaVersion: schema.schemaVersion, values, event }, {
+    also: (params, source) => tx.recordWith(result, params, source),
+  });
   const [inserted] = await run<{ id: string }>(tx.executor, schema, insert);
   if (!inserted) return explainRefusedInsert(tx.executor, schema);
   tx.guardCommit({ sql: claimRowCapacity(schema.tableId, rowLimit), explain: async (error) => rowLimitReached(error, rowLimit) });
   return result;
 }
 
+/**
+ * The common case in one statement (see OneStatementWrite): the insert, its history, event, idempotency record
+ * and row-limit claim. Null sends the request down createRow's path, which explains every refusal. A table with
+ * autoNumber fields always goes that way: a number drawn here and then discarded would leave a gap for nothing.
+ */
+async function createRowAtOnce(context: Context, once: OneStatementWrite, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Promise<RowMutationShape | null> {
+  if (allocateGenerated(schema) !== null || body.expectedSchemaVersion !== schema.schemaVersion) return null;
+  const { values, event, result } = prepareCreate(context, schema, checkedValues(context, schema, body));
+  const insert = insertRow(schema, { rowId: result.row.id, schemaVersion: schema.schemaVersion, values, event }, {
+    gate: once.gate,
+    also: (params, source) => once.recordWith(result, params, source),
+    rowLimit: context.config.TABLE_ROW_LIMIT,
+  });
+  const [inserted] = await once.executor.query<{ id: string }>(insert.sql, insert.params);
+  return inserted ? result : null;
+}
+
 /** Draws autoNumber values, so that the whole row is known before it is written. */
-async function allocateGeneratedValues(executor: SqlExecutor, schema: TableSchema, values: Map<string, CellValue>): Promise<void> {
+export async function allocateGeneratedValues(executor: SqlExecutor, schema: TableSchema, values: Map<string, CellValue>): Promise<void> {
   const statement = allocateGenerated(schema);
   if (!statement) return;
   const [drawn] = await run<Record<string, string>>(executor, schema, statement);
@@ -192,7 +223,7 @@ export async function readRow(context: Context, address: TableAddress, rowId: st
   const schema = await currentSchema(context, address);
   const [record] = await run<RowRecord>(dataPlane(context), schema, selectRow(schema, rowId));
   if (!record) throw notFound('row');
-  return toRowShape(schema.fields, record);
+  return rowFromTable(schema, toRowShape(schema.fields, record));
 }
 
 builder.queryFields((t) => ({
@@ -216,7 +247,7 @@ builder.mutationFields((t) => ({
       const address = addressOf(args);
       const schema = await schemaExpecting(context, address, body.expectedSchemaVersion);
       return idempotentSql(context, { operation: 'createRow', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
-        createRow(context, tx, schema, body));
+        createRow(context, tx, schema, body), (once) => createRowAtOnce(context, once, schema, body));
     },
   }),
   updateRow: t.field({

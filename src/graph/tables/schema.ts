@@ -1,11 +1,11 @@
 import type { TransactionClient } from '../../db/prisma.ts';
-import { DomainError, notFound } from '../../errors.ts';
+import { notFound } from '../../errors.ts';
 import { builder } from '../builder.ts';
 import { schemaMaintenance } from '../jobs/enqueue.ts';
-import { Id } from '../common.ts';
+import { Id, type Json } from '../../formats.ts';
 import { dataPlane, type Context } from '../context.ts';
-import type { Json } from '../idempotency.ts';
-import { loadTableHead, type ForeignKeyDefinition, type TableAddress, type TableSchema, type UniqueRuleDefinition } from './loader.ts';
+import { requestLoader } from '../loaders.ts';
+import { loadTableHead, schemaVersionConflict, type ForeignKeyDefinition, type SortIndexDefinition, type TableVersion, type TableAddress, type TableSchema, type UniqueRuleDefinition } from '../../catalog/table-schema.ts';
 import { Field, toFieldShape, type FieldShape } from './tables.ts';
 
 /** The schema endpoint: how clients discover a table's runtime definition (spec §1). */
@@ -15,6 +15,8 @@ export type UniqueRuleShape = {
   fieldIds: string[];
   where: Json;
   state: string;
+  /** Whether a foreign key can reference the rule: only a btree-enforced rule can (src/data/unique-keys.ts). */
+  referenceable: boolean;
   createdAt: string;
 };
 
@@ -27,6 +29,7 @@ export type TableSchemaShape = {
   fields: FieldShape[];
   uniqueRules: UniqueRuleShape[];
   foreignKeys: ForeignKeyShape[];
+  indexes: SortIndexDefinition[];
 };
 
 export const UniqueRule = builder.objectRef<UniqueRuleShape>('UniqueRule').implement({
@@ -37,6 +40,10 @@ export const UniqueRule = builder.objectRef<UniqueRuleShape>('UniqueRule').imple
     fieldIds: t.exposeIDList('fieldIds'),
     where: t.field({ type: 'JSON', nullable: true, description: 'A filter expression (spec 2.4), or null for an unconditional rule.', resolve: (rule) => rule.where }),
     state: t.exposeString('state'),
+    referenceable: t.exposeBoolean('referenceable', {
+      description: 'Whether a foreign key can reference this rule: false for a conditional rule, and for a key wider than a btree '
+        + 'index entry (2,600 bytes), which is enforced through a hash.',
+    }),
     createdAt: t.field({ type: 'Timestamp', resolve: (rule) => rule.createdAt }),
   }),
 });
@@ -56,19 +63,38 @@ export const ForeignKey = builder.objectRef<ForeignKeyShape>('ForeignKey').imple
   }),
 });
 
-const TableSchemaObject = builder.objectRef<TableSchemaShape>('TableSchema').implement({
-  description: 'A table’s fields, unique rules and foreign keys at one schema version.',
+const IndexKey = builder.objectRef<SortIndexDefinition['keys'][number]>('IndexKey').implement({
+  fields: (t) => ({ fieldId: t.exposeID('fieldId'), direction: t.exposeString('direction', { description: '`asc` or `desc`' }) }),
+});
+
+export const SortIndex = builder.objectRef<SortIndexDefinition>('SortIndex').implement({
+  description: 'An index over `keys` then the row id, for reading rows in that order (issue 14). NULLs sort last ascending, first descending.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    keys: t.field({ type: [IndexKey], resolve: (index) => index.keys }),
+    origin: t.exposeString('origin', { description: '`explicit` (add_index) or `automatic` (a shared view is sorted this way)' }),
+    state: t.exposeString('state', { description: '`building` until the index can serve reads, then `ready`' }),
+    createdAt: t.field({ type: 'Timestamp', resolve: (index) => index.createdAt }),
+  }),
+});
+
+export const TableSchemaObject = builder.objectRef<TableSchemaShape>('TableSchema').implement({
+  description: 'A table’s fields, unique rules, foreign keys and sort indexes at one schema version.',
   fields: (t) => ({
     tableId: t.exposeID('tableId'),
     schemaVersion: t.exposeInt('schemaVersion'),
     fields: t.field({ type: [Field], resolve: (schema) => schema.fields }),
     uniqueRules: t.field({ type: [UniqueRule], resolve: (schema) => schema.uniqueRules }),
     foreignKeys: t.field({ type: [ForeignKey], resolve: (schema) => schema.foreignKeys }),
+    indexes: t.field({ type: [SortIndex], resolve: (schema) => schema.indexes }),
   }),
 });
 
 export function toUniqueRuleShape(tableId: string, rule: UniqueRuleDefinition): UniqueRuleShape {
-  return { id: rule.id, tableId, fieldIds: rule.fieldIds, where: (rule.where ?? null) as Json, state: rule.state, createdAt: rule.createdAt };
+  return {
+    id: rule.id, tableId, fieldIds: rule.fieldIds, where: (rule.where ?? null) as Json, state: rule.state,
+    referenceable: rule.enforcement === 'btree' && (rule.where === null || rule.where === undefined), createdAt: rule.createdAt,
+  };
 }
 
 export function toForeignKeyShape(key: ForeignKeyDefinition): ForeignKeyShape {
@@ -82,6 +108,7 @@ export function toTableSchemaShape(schema: TableSchema): TableSchemaShape {
     fields: schema.fields.map(toFieldShape),
     uniqueRules: schema.uniqueRules.map((rule) => toUniqueRuleShape(schema.tableId, rule)),
     foreignKeys: schema.foreignKeys.map(toForeignKeyShape),
+    indexes: schema.indexes,
   };
 }
 
@@ -89,6 +116,18 @@ export function toTableSchemaShape(schema: TableSchema): TableSchemaShape {
 export async function currentSchema(context: Context, address: TableAddress): Promise<TableSchema> {
   const head = await loadTableHead(dataPlane(context), address);
   return context.schemas.get(context.prisma, head);
+}
+
+/**
+ * The definition of a table the request already read (an edge's parent), at the version it was read: cached ones
+ * cost nothing, and the rest of a page of tables is read in one statement (SchemaCache.getMany).
+ */
+export function schemaOfTable(context: Context, table: TableVersion): Promise<TableSchema> {
+  const loader = requestLoader<TableVersion, TableSchema>(context, 'tableSchemas', async (tables) => {
+    const found = await context.schemas.getMany(context.prisma, tables);
+    return tables.map((head) => found.get(head.id) ?? notFound('table'));
+  }, (head) => `${head.id}@${head.schemaVersion}`);
+  return loader.load(table);
 }
 
 /**
@@ -119,12 +158,6 @@ export async function lockTableForSchemaChange(tx: TransactionClient, address: T
     SELECT id FROM jobs WHERE serial_key = ${`schema:${address.tableId}`} AND state IN ('queued', 'running')`;
   if (active) throw schemaMaintenance();
   return row.schema_version;
-}
-
-export function schemaVersionConflict(expected: number, current: number): DomainError {
-  return new DomainError('SCHEMA_VERSION_CONFLICT', 'The table’s schema changed; read its schema again and retry.', {
-    details: { expectedSchemaVersion: expected, currentSchemaVersion: current },
-  });
 }
 
 /** Every schema change ends here: the new schema version invalidates cached definitions everywhere. */

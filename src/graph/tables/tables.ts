@@ -8,11 +8,13 @@ import { recordActivity } from '../activity.ts';
 import type { Caller } from '../auth/caller.ts';
 import { requireCaller } from '../auth/guards.ts';
 import { builder } from '../builder.ts';
-import { Id } from '../common.ts';
+import { Id, type Json } from '../../formats.ts';
 import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
 import { nameTaken, ResourceName } from '../databases.ts';
-import { idempotent, type Json } from '../idempotency.ts';
-import { pageOf, pageRef } from '../pages.ts';
+import { idempotent } from '../idempotency.ts';
+import { pageOf, pageRef, type PageArgs, type PageShape } from '../pages.ts';
+import { dataPlane, type Context } from '../context.ts';
+import { requestLoader } from '../loaders.ts';
 import { isUniqueViolation } from '../prisma-errors.ts';
 
 /** Airtable's limit too; PostgreSQL's own is 1600 columns. */
@@ -35,6 +37,8 @@ export type TableShape = {
   state: string;
   version: string;
   schemaVersion: number;
+  /** Moves when the table's sort indexes change (issue 14), so cached definitions are re-read. */
+  indexVersion: number;
   fields: FieldShape[];
   createdAt: string;
   updatedAt: string;
@@ -87,7 +91,7 @@ export const Table = builder.objectRef<TableShape>('Table').implement({
   }),
 });
 
-const TablePage = pageRef('TablePage', Table, 'A page of tables, oldest first.');
+export const TablePage = pageRef('TablePage', Table, 'A page of tables, oldest first.');
 
 const FieldDefinitionInput = builder.inputType('FieldDefinitionInput', {
   fields: (t) => ({
@@ -107,7 +111,7 @@ const CreateTableInput = builder.inputType('CreateTableInput', {
 });
 
 interface TableRow {
-  id: string; orgId: string; databaseId: string; name: string; state: string; version: bigint; schemaVersion: number;
+  id: string; orgId: string; databaseId: string; name: string; state: string; version: bigint; schemaVersion: number; indexVersion: number;
   createdAt: Date; updatedAt: Date;
   fields: { id: string; name: string; type: string; required: boolean; options: unknown; position: number }[];
 }
@@ -119,7 +123,7 @@ export function toFieldShape(field: TableRow['fields'][number] | FieldDefinition
   };
 }
 
-function toTableShape(row: TableRow): TableShape {
+export function toTableShape(row: TableRow): TableShape {
   return {
     id: row.id,
     orgId: row.orgId,
@@ -128,13 +132,14 @@ function toTableShape(row: TableRow): TableShape {
     state: row.state,
     version: row.version.toString(),
     schemaVersion: row.schemaVersion,
+    indexVersion: row.indexVersion,
     fields: row.fields.map(toFieldShape),
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
 }
 
-const withFields = { fields: { orderBy: { position: 'asc' } } } as const;
+export const withFields = { fields: { orderBy: { position: 'asc' } } } as const;
 
 export async function requireDatabase(db: PrismaClient | TransactionClient, orgId: string, databaseId: string): Promise<void> {
   const database = await db.database.findFirst({ where: { id: databaseId, orgId, state: 'active' }, select: { id: true } });
@@ -167,6 +172,49 @@ async function createTable(tx: TransactionClient, caller: Caller, orgId: string,
 
 const PagePosition = z.strictObject({ id: Id });
 
+/** One database's next page of tables: its position and how many to fetch (the page size + 1). */
+interface TablePageKey { orgId: string; databaseId: string; afterId: string | null; take: number }
+
+/** Every requested database's page of table ids in one statement, each page cut by its own LATERAL limit. */
+const TABLE_PAGE_IDS = `
+  SELECT k.i::int AS "index", t.id
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) WITH ORDINALITY AS k(org_id, database_id, after_id, take, i)
+   CROSS JOIN LATERAL (
+         SELECT id FROM data_tables
+          WHERE org_id = k.org_id::bpchar AND database_id = k.database_id::bpchar AND state = 'active'
+            AND (k.after_id IS NULL OR id > k.after_id::bpchar)
+          ORDER BY id LIMIT k.take) t`;
+
+async function loadTablePages(context: Context, keys: readonly TablePageKey[]): Promise<TableRow[][]> {
+  const picked = await dataPlane(context).query<{ index: number; id: string }>(TABLE_PAGE_IDS, [
+    keys.map((key) => key.orgId), keys.map((key) => key.databaseId), keys.map((key) => key.afterId), keys.map((key) => key.take),
+  ]);
+  const rows = picked.length === 0 ? [] : await context.prisma.dataTable.findMany({
+    where: { id: { in: picked.map((pick) => pick.id) } }, include: withFields, orderBy: { id: 'asc' },
+  });
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const pages: TableRow[][] = keys.map(() => []);
+  for (const pick of picked) {
+    const row = byId.get(pick.id);
+    if (row) pages[pick.index - 1]!.push(row);
+  }
+  return pages.map((page) => page.sort((a, b) => (a.id < b.id ? -1 : 1)));
+}
+
+/**
+ * A page of a database's tables, oldest first: the `tables` query and the `Database.tables` edge. Pages of many
+ * databases asked in one request are read together (two statements for any number of databases).
+ */
+export async function pageOfTables(context: Context, orgId: string, databaseId: string, page: PageArgs): Promise<PageShape<TableShape>> {
+  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+  const key = await cursorKey(context.prisma);
+  const scope = `tables:${databaseId}`;
+  const afterId = page.cursor ? decodeCursor(key, scope, page.cursor, PagePosition).id : null;
+  const loader = requestLoader<TablePageKey, TableRow[]>(context, 'tablePages', (keys) => loadTablePages(context, keys), (k) => JSON.stringify(k));
+  const rows = await loader.load({ orgId, databaseId, afterId, take: limit + 1 });
+  return pageOf(rows, limit, toTableShape, (last) => encodeCursor(key, scope, { id: last.id }));
+}
+
 builder.queryFields((t) => ({
   table: t.field({
     type: Table,
@@ -197,17 +245,7 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       await requireDatabase(context.prisma, orgId, databaseId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `tables:${databaseId}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.dataTable.findMany({
-        where: { orgId, databaseId, state: 'active', ...(after ? { id: { gt: after } } : {}) },
-        include: withFields,
-        orderBy: { id: 'asc' },
-        take: limit + 1,
-      });
-      return pageOf(rows, limit, toTableShape, (last) => encodeCursor(key, scope, { id: last.id }));
+      return pageOfTables(context, orgId, databaseId, args);
     },
   }),
 }));

@@ -1,18 +1,22 @@
 import { z } from 'zod';
 import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
+import type { KeyEnforcement } from '../../data/unique-keys.ts';
 import { checkFilter, FilterExpression, isIndexable, resolveField } from '../../data/filter.ts';
 import { validationFailed, type FieldProblem } from '../../errors.ts';
 import { builder } from '../builder.ts';
-import { SchemaVersion } from '../common.ts';
-import type { TableSchema } from './loader.ts';
+import { SchemaVersion } from '../../formats.ts';
+import type { TableSchema } from '../../catalog/table-schema.ts';
 
 /**
  * Unique rules (DESIGN §2): a unique index over some fields, partial when the rule has a `where`. This file checks a
- * rule against the table; the index is built online by a schema-change job (src/jobs/schema-constraints.ts,
+ * rule against the table; the index is built online by a schema-change job (src/jobs/kinds/schema/constraints.ts,
  * enqueued by src/graph/tables/constraint-jobs.ts and endpoint 5).
  */
 export const MAX_UNIQUE_RULES_PER_TABLE = 50;
-/** btree entries must fit a third of a page (2704 bytes); keep headroom for tuple headers. */
+/**
+ * btree entries must fit a third of a page (2704 bytes); keep headroom for tuple headers. A key that may be wider
+ * is enforced through a hash instead (src/data/unique-keys.ts), which foreign keys cannot reference.
+ */
 export const INDEX_BUDGET_BYTES = 2_600;
 
 export const FieldReferences = z.array(z.string().min(1).max(64)).min(1).max(8);
@@ -47,13 +51,15 @@ export function resolveKeyFields(schema: TableSchema, references: readonly strin
   return fields;
 }
 
-export function checkRule(schema: TableSchema, body: CreateUniqueRuleBody): FieldDefinition[] {
+/** The widest entry a key over these fields can make, in bytes. */
+export function keyBytes(fields: readonly FieldDefinition[]): number {
+  return fields.reduce((sum, field) => sum + typeSpecOf(field.type).indexBytes(field.options)!, 0);
+}
+
+export function checkRule(schema: TableSchema, body: CreateUniqueRuleBody): { fields: FieldDefinition[]; enforcement: KeyEnforcement } {
   const problems: FieldProblem[] = [];
   const fields = resolveKeyFields(schema, body.fieldIds, 'fieldIds', problems);
-  const bytes = fields.reduce((sum, field) => sum + typeSpecOf(field.type).indexBytes(field.options)!, 0);
-  if (bytes > INDEX_BUDGET_BYTES) {
-    problems.push({ path: ['fieldIds'], message: `these fields can hold ${bytes} bytes together; a unique key may hold at most ${INDEX_BUDGET_BYTES} (lower a text maxLength)` });
-  }
+  const enforcement: KeyEnforcement = keyBytes(fields) > INDEX_BUDGET_BYTES ? 'hash' : 'btree';
   if (body.where) {
     const filterProblems = checkFilter(body.where, schema.fields).map((problem) => ({ ...problem, path: ['where', ...problem.path] }));
     problems.push(...filterProblems);
@@ -66,5 +72,5 @@ export function checkRule(schema: TableSchema, body: CreateUniqueRuleBody): Fiel
   if (sameRule && problems.length === 0) problems.push({ path: ['fieldIds'], message: `the same rule already exists (${sameRule.id})` });
   if (schema.uniqueRules.length >= MAX_UNIQUE_RULES_PER_TABLE) problems.push({ path: [], message: `a table may have at most ${MAX_UNIQUE_RULES_PER_TABLE} unique rules` });
   if (problems.length) throw validationFailed(problems, 'The unique rule does not fit the table.');
-  return fields;
+  return { fields, enforcement };
 }

@@ -1,13 +1,16 @@
 import { builder } from '../builder.ts';
-import { Id } from '../common.ts';
+import { Id } from '../../formats.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
 import { idempotent } from '../idempotency.ts';
-import { pageOf, pageRef } from '../pages.ts';
+import type { Caller } from '../auth/caller.ts';
+import { dataPlane, type Context } from '../context.ts';
+import { requestLoader } from '../loaders.ts';
+import { pageOf, pageRef, type PageArgs, type PageShape } from '../pages.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { z } from 'zod';
 import {
   CreateViewBody, createView, DeleteViewBody, deleteView, SavedView, toViewShape, UpdateViewBody, updateView, viewContext, visibleView,
-  type ViewDeletionShape,
+  type SavedViewShape, type ViewContext, type ViewDeletionShape, type ViewRow,
 } from './views.ts';
 
 /** GraphQL (and so REST) operations on saved views. Personal views need read authority; see views.ts for the rest. */
@@ -42,8 +45,51 @@ const ViewDeletion = builder.objectRef<ViewDeletionShape>('ViewDeletion').implem
   fields: (t) => ({ id: t.exposeID('id'), deleted: t.exposeBoolean('deleted'), version: t.exposeString('version') }),
 });
 
-const SavedViewPage = pageRef('SavedViewPage', SavedView, 'The caller’s personal views and the shared views of a table, oldest first.');
+export const SavedViewPage = pageRef('SavedViewPage', SavedView, 'The caller’s personal views and the shared views of a table, oldest first.');
 const PagePosition = z.strictObject({ id: Id });
+
+/** One table's next page of views: its position and how many to fetch (the page size + 1). */
+interface ViewPageKey { orgId: string; tableId: string; afterId: string | null; take: number }
+
+/** The views the caller may see (shared, and its own personal ones) of every requested table, in one statement. */
+const VIEW_PAGE_IDS = `
+  SELECT k.i::int AS "index", v.id
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) WITH ORDINALITY AS k(org_id, table_id, after_id, take, i)
+   CROSS JOIN LATERAL (
+         SELECT id FROM saved_views
+          WHERE org_id = k.org_id::bpchar AND table_id = k.table_id::bpchar
+            AND (visibility = 'shared' OR (visibility = 'personal' AND owner_user_id = $5::bpchar))
+            AND (k.after_id IS NULL OR id > k.after_id::bpchar)
+          ORDER BY id LIMIT k.take) v`;
+
+async function loadViewPages(context: Context, caller: Caller, keys: readonly ViewPageKey[]): Promise<ViewRow[][]> {
+  const picked = await dataPlane(context).query<{ index: number; id: string }>(VIEW_PAGE_IDS, [
+    keys.map((key) => key.orgId), keys.map((key) => key.tableId), keys.map((key) => key.afterId), keys.map((key) => key.take), caller.userId,
+  ]);
+  const rows = picked.length === 0 ? [] : await context.prisma.savedView.findMany({ where: { id: { in: picked.map((pick) => pick.id) } } });
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const pages: ViewRow[][] = keys.map(() => []);
+  for (const pick of picked) {
+    const row = byId.get(pick.id);
+    if (row) pages[pick.index - 1]!.push(row);
+  }
+  return pages.map((page) => page.sort((a, b) => (a.id < b.id ? -1 : 1)));
+}
+
+/**
+ * A page of the views of a table the caller may see, oldest first: the `views` query and the `Table.views` edge.
+ * Pages of many tables asked in one request are read together (two statements for any number of tables).
+ */
+export async function pageOfViews(context: Context, scope: ViewContext, page: PageArgs): Promise<PageShape<SavedViewShape>> {
+  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
+  const key = await cursorKey(context.prisma);
+  const cursorScope = `views:${scope.schema.tableId}:${scope.caller.actorKey}`;
+  const afterId = page.cursor ? decodeCursor(key, cursorScope, page.cursor, PagePosition).id : null;
+  const loader = requestLoader<ViewPageKey, ViewRow[]>(context, 'viewPages', (keys) => loadViewPages(context, scope.caller, keys), (k) => JSON.stringify(k));
+  const rows = await loader.load({ orgId: scope.schema.orgId, tableId: scope.schema.tableId, afterId, take: limit + 1 });
+  return pageOf(rows, limit, (view) => toViewShape(scope.caller, scope.authority, scope.schema, view), (last) =>
+    encodeCursor(key, cursorScope, { id: last.id }));
+}
 
 builder.queryFields((t) => ({
   view: t.field({
@@ -59,21 +105,7 @@ builder.queryFields((t) => ({
     type: SavedViewPage,
     args: { ...tableAddressArgs, limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
-    resolve: async (_root, args, context) => {
-      const scope = await viewContext(context, addressOf(args));
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const cursorScope = `views:${scope.schema.tableId}:${scope.caller.actorKey}`;
-      const after = args.cursor ? decodeCursor(key, cursorScope, args.cursor, PagePosition).id : undefined;
-      const visible = [{ visibility: 'shared' }, ...(scope.caller.userId ? [{ visibility: 'personal', ownerUserId: scope.caller.userId }] : [])];
-      const rows = await context.prisma.savedView.findMany({
-        where: { tableId: scope.schema.tableId, OR: visible, ...(after ? { id: { gt: after } } : {}) },
-        orderBy: { id: 'asc' },
-        take: limit + 1,
-      });
-      return pageOf(rows, limit, (view) => toViewShape(scope.caller, scope.authority, scope.schema, view), (last) =>
-        encodeCursor(key, cursorScope, { id: last.id }));
-    },
+    resolve: async (_root, args, context) => pageOfViews(context, await viewContext(context, addressOf(args)), args),
   }),
 }));
 

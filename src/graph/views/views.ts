@@ -5,13 +5,13 @@ import { newId } from '../../ids.ts';
 import type { Caller, OrgAuthority } from '../auth/caller.ts';
 import { requireCaller, requireOrg } from '../auth/guards.ts';
 import { builder } from '../builder.ts';
-import { SchemaVersion, storedVersion, VersionString } from '../common.ts';
+import { type Json, SchemaVersion, storedVersion, VersionString } from '../../formats.ts';
 import { dataPlane, type Context } from '../context.ts';
-import type { Json } from '../idempotency.ts';
-import type { TableAddress, TableSchema } from '../tables/loader.ts';
-import { currentSchema, schemaVersionConflict } from '../tables/schema.ts';
+import { schemaVersionConflict, type TableAddress, type TableSchema } from '../../catalog/table-schema.ts';
+import { currentSchema } from '../tables/schema.ts';
 import type { FilterExpression, OrderByItem } from '../../data/filter.ts';
 import { definitionProblems, queryIsBroken, validationErrorsOf, ViewDefinition } from './definition.ts';
+import { followSharedOrders } from './indexes.ts';
 
 /**
  * Saved views (spec 2.2, endpoints 1 and 2, and the reads and update users expect around them). A personal view is
@@ -40,9 +40,11 @@ export const UpdateViewBody = z.strictObject({
 });
 export const DeleteViewBody = z.strictObject({ expectedVersion: VersionString });
 
-/** Spec 2.2, exactly. */
+/** Spec 2.2's fields, plus the org and database of its table for the `table` edge (not exposed as fields). */
 export type SavedViewShape = {
   id: string;
+  orgId: string;
+  databaseId: string;
   tableId: string;
   name: string;
   visibility: string;
@@ -59,7 +61,7 @@ export type SavedViewShape = {
 };
 export type ViewDeletionShape = { id: string; deleted: boolean; version: string };
 
-interface ViewRow {
+export interface ViewRow {
   id: string; orgId: string; tableId: string; name: string; visibility: string; ownerUserId: string | null; ownerName: string;
   version: bigint; schemaVersion: number; definition: unknown; createdAt: Date; updatedAt: Date;
 }
@@ -87,6 +89,8 @@ export function toViewShape(caller: Caller, authority: OrgAuthority, schema: Tab
   const drifted = view.schemaVersion !== schema.schemaVersion;
   return {
     id: view.id,
+    orgId: schema.orgId,
+    databaseId: schema.databaseId,
     tableId: view.tableId,
     name: view.name,
     visibility: view.visibility,
@@ -170,6 +174,7 @@ export async function createView(tx: TransactionClient, scope: ViewContext, body
       ownerName: caller.name, schemaVersion: schema.schemaVersion, definition: body.definition as object,
     },
   });
+  if (view.visibility === 'shared') await followSharedOrders(tx, caller, schema);
   return toViewShape(caller, authority, schema, view);
 }
 
@@ -203,6 +208,7 @@ export async function updateView(tx: TransactionClient, scope: ViewContext, view
     },
   });
   if (!updated[0]) throw versionConflict(body.expectedVersion, view.version);
+  if (view.visibility === 'shared' || visibility === 'shared') await followSharedOrders(tx, caller, schema);
   return toViewShape(caller, authority, schema, updated[0]);
 }
 
@@ -212,6 +218,7 @@ export async function deleteView(tx: TransactionClient, scope: ViewContext, view
   const expected = storedVersion(body.expectedVersion);
   const { count } = expected === null ? { count: 0 } : await tx.savedView.deleteMany({ where: { id: view.id, version: expected } });
   if (count === 0) throw versionConflict(body.expectedVersion, view.version);
+  if (view.visibility === 'shared') await followSharedOrders(tx, scope.caller, scope.schema);
   return { id: view.id, deleted: true, version: (view.version + 1n).toString() };
 }
 
@@ -241,6 +248,8 @@ export interface ViewLens {
   where: FilterExpression | null;
   orderBy: OrderByItem[];
   hidden: ReadonlySet<string>;
+  /** The view's column order (fields it does not name follow in table order). */
+  columnOrder: readonly string[];
   /** Part of the rows cursor's scope: a changed view invalidates its cursors. */
   tag: string;
 }
@@ -260,10 +269,13 @@ export async function viewLens(context: Context, schema: TableSchema, viewId: st
   const definition = view.definition as ViewDefinition;
   const problems = definitionProblems(definition, schema.fields);
   if (queryIsBroken(problems)) throw validationFailed(problems, 'The view no longer fits the table; fix its definition.');
-  return {
+  const lens = {
     where: definition.query.where ?? null,
     orderBy: definition.query.orderBy ?? [],
     hidden: new Set(definition.hiddenColumns),
+    columnOrder: definition.columnOrder,
     tag: `${view.id}@${view.version}`,
   };
+  context.views.remember({ viewId: view.id, tableId: schema.tableId, orgId: schema.orgId, version: view.version, schemaVersion: schema.schemaVersion, lens });
+  return lens;
 }

@@ -121,6 +121,13 @@ export function inFlightLimit(prisma: PrismaClient, config: Config, log: Logger,
       gone.abort();
       releaseAll();
     });
+    // An event stream gives its slots back once it has started: it waits on notifications, not on the pool.
+    res.locals.releaseInFlight = releaseAll;
+    // A client that left while its credential was being read: 'close' has fired already and does not fire again
+    // for the listener above, so a slot taken now would never be given back. Each such request leaked one; a few
+    // autocannon rounds (which end with requests in flight) filled the org's slots and every later request waited
+    // and got 429 (the benchmark rounds that answered nothing, docs/decisions.md, issue 14).
+    if (res.closed) return;
     let waited = false;
     for (const [slots, key, limit] of [[byCredential, `cred:${keys.credential}`, limits.credential], [byOrg, keys.org, limits.org]] as const) {
       if (limit === 0 || key === null) continue;

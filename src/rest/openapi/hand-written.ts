@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { OAUTH_SCOPES } from '../../graph/auth/authority.ts';
 import { LoginBody, StepUpBody } from '../../graph/auth/login.ts';
+import { VerifyEmailBody } from '../../graph/auth/email-verification.ts';
 import { CSRF_HEADER, SESSION_COOKIE } from '../../graph/auth/session-tokens.ts';
 import type { JsonSchema, SchemaComponents } from './json-schema.ts';
 import { errorResponses } from './responses.ts';
@@ -16,6 +17,7 @@ const IssuedSession = z.strictObject({
   csrfToken: z.string().describe(`Send it as ${CSRF_HEADER} with every change the session makes`),
 });
 const StepUpResult = z.strictObject({ strongAuthAt: Timestamp });
+const VerifiedEmail = z.strictObject({ email: z.string(), verified: z.literal(true) });
 
 const AuthorizeParams = z.object({
   response_type: z.literal('code'),
@@ -59,7 +61,11 @@ export const OAuthErrorBody = z.strictObject({
 const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
 const form = (schema: JsonSchema) => ({ 'application/x-www-form-urlencoded': { schema } });
 const oauthError = (description: string) => ({ description, content: json({ $ref: '#/components/schemas/OAuthError' }) });
-const redirect = { description: 'Back to the client’s redirect_uri with `code` and `state`, or with `error`.', headers: { Location: { required: true, schema: { type: 'string' } } } };
+const redirect = {
+  description: 'Back to the client’s redirect_uri with `code` and `state`, or with `error`; the body only names the address.',
+  headers: { Location: { required: true, schema: { type: 'string' } } },
+  content: { 'text/plain': { schema: { type: 'string' } }, 'text/html': { schema: { type: 'string' } } },
+};
 const basic = { clientBasic: [] };
 
 export function handWrittenPaths(components: SchemaComponents): Record<string, Record<string, JsonSchema>> {
@@ -78,7 +84,7 @@ export function handWrittenPaths(components: SchemaComponents): Record<string, R
             headers: { 'Set-Cookie': { required: true, description: `${SESSION_COOKIE}, HttpOnly, Secure, SameSite=Strict`, schema: { type: 'string' } } },
             content: json(components.of(IssuedSession, 'output')),
           },
-          ...errorResponses([400, 401, 408, 413, 415, 422, 429, 500, 503]),
+          ...errorResponses([400, 401, 408, 413, 415, 422, 429, 431, 500, 503]),
         },
       },
     },
@@ -88,7 +94,28 @@ export function handWrittenPaths(components: SchemaComponents): Record<string, R
         security: [{ session: [] }],
         parameters: [{ name: CSRF_HEADER, in: 'header', required: true, schema: { type: 'string' } }],
         requestBody: { required: true, content: json(components.of(StepUpBody, 'input')) },
-        responses: { 200: { description: 'Strong authentication renewed', content: json(components.of(StepUpResult, 'output')) }, ...errorResponses([400, 401, 403, 408, 413, 415, 422, 429, 500, 503]) },
+        responses: { 200: { description: 'Strong authentication renewed', content: json(components.of(StepUpResult, 'output')) }, ...errorResponses([400, 401, 403, 408, 413, 415, 422, 429, 431, 500, 503]) },
+      },
+    },
+    '/v1/auth/verify-email': {
+      post: {
+        operationId: 'VerifyEmail', tags: ['auth'], summary: 'Spends a mailbox verification token; the token is the proof, so no credential',
+        security: [{}],
+        requestBody: { required: true, content: json(components.of(VerifyEmailBody, 'input')) },
+        responses: {
+          200: { description: 'The account is verified', content: json(components.of(VerifiedEmail, 'output')) },
+          ...errorResponses([400, 404, 408, 413, 415, 422, 429, 431, 500, 503]),
+        },
+      },
+    },
+    '/v1/openapi.json': {
+      get: {
+        operationId: 'OpenApiDocument', tags: ['meta'], summary: 'This OpenAPI 3.1 document',
+        security: [{}],
+        responses: {
+          200: { description: 'The document', content: json({ type: 'object', required: ['openapi', 'paths'] }) },
+          ...errorResponses([429, 431, 500, 503]),
+        },
       },
     },
     '/oauth/authorize': {
@@ -100,14 +127,14 @@ export function handWrittenPaths(components: SchemaComponents): Record<string, R
           200: { description: 'What the user is asked to approve', content: json(components.of(ConsentRequest, 'output')) },
           303: redirect,
           400: oauthError('Invalid client or redirect URI (never redirected)'),
-          ...errorResponses([401, 429, 500, 503]),
+          ...errorResponses([401, 429, 431, 500, 503]),
         },
       },
       post: {
         operationId: 'DecideAuthorization', tags: ['oauth'], summary: 'The user approves or denies; redirects back to the client',
         security: [{ session: [] }],
         requestBody: { required: true, content: { ...form(components.of(Decision, 'input')), ...json(components.of(Decision, 'input')) } },
-        responses: { 303: redirect, 400: oauthError('Invalid client or redirect URI (never redirected)'), ...errorResponses([401, 403, 413, 429, 500, 503]) },
+        responses: { 303: redirect, 400: oauthError('Invalid client or redirect URI (never redirected)'), ...errorResponses([401, 403, 408, 413, 429, 431, 500, 503]) },
       },
     },
     '/oauth/token': {
@@ -119,7 +146,7 @@ export function handWrittenPaths(components: SchemaComponents): Record<string, R
           200: { description: 'Tokens', content: json(components.of(TokenResponse, 'output')) },
           400: oauthError('RFC 6749 §5.2 error'),
           401: { ...oauthError('invalid_client'), headers: { 'WWW-Authenticate': { required: true, schema: { type: 'string' } } } },
-          ...errorResponses([413, 429, 500, 503]),
+          ...errorResponses([408, 413, 429, 431, 500, 503]),
         },
       },
     },
@@ -132,7 +159,7 @@ export function handWrittenPaths(components: SchemaComponents): Record<string, R
           200: { description: 'Revoked, or the token was unknown (RFC 7009 §2.2)' },
           400: oauthError('RFC 6749 §5.2 error'),
           401: { ...oauthError('invalid_client'), headers: { 'WWW-Authenticate': { required: true, schema: { type: 'string' } } } },
-          ...errorResponses([413, 429, 500, 503]),
+          ...errorResponses([408, 413, 429, 431, 500, 503]),
         },
       },
     },

@@ -73,6 +73,7 @@ export function errorStatusesOf(route: Route, authority: FieldAuthority): number
   if (route.file) statuses.add(410);
   if (route.query || route.body) statuses.add(422);
   if (route.delivers) statuses.add(502);
+  for (const status of route.errorStatuses ?? []) statuses.add(status);
   return [...statuses].sort((a, b) => a - b);
 }
 

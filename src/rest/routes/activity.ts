@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { ACTIVITY_CATEGORIES } from '../../graph/activity.ts';
+import { ACTIVITY_CATEGORIES, Id, Timestamp } from '../../formats.ts';
 import { ActivityFilterQuery, ActivityQuery } from '../../graph/activity-feed.ts';
-import { Id, Timestamp } from '../../graph/common.ts';
 import { ListActivityDocument, ListActivityFilterOptionsDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 

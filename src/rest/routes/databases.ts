@@ -1,9 +1,13 @@
 import { z } from 'zod';
-import { Id, Timestamp, VersionString } from '../../graph/common.ts';
+import { Id, Timestamp, VersionString } from '../../formats.ts';
+import { DeleteBody, UpdateDatabaseBody } from '../../graph/database-changes.ts';
 import { CreateDatabaseBody } from '../../graph/databases.ts';
-import { CreateDatabaseDocument, GetDatabaseDocument, ListDatabasesDocument } from '../operations/documents.ts';
+import {
+  CreateDatabaseDocument, DeleteDatabaseDocument, GetDatabaseDocument, ListDatabasesDocument, UpdateDatabaseDocument,
+} from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from './pages.ts';
+import { TrashEntryResponse } from './trash.ts';
 
 export const DatabaseResponse = z.strictObject({
   id: Id,
@@ -55,5 +59,31 @@ export const databaseRoutes = [
     idempotent: false,
     successStatus: 200,
     response: DatabaseResponse,
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}',
+    summary: 'Rename a database still at `expectedVersion`',
+    tags: ['databases'],
+    operation: UpdateDatabaseDocument,
+    params: DatabasePath,
+    query: z.strictObject({}),
+    body: UpdateDatabaseBody,
+    idempotent: true,
+    successStatus: 200,
+    response: DatabaseResponse,
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}',
+    summary: 'Move a database and its tables to the trash; purged by a `deleteDatabase` job after TRASH_RETENTION_DAYS',
+    tags: ['databases'],
+    operation: DeleteDatabaseDocument,
+    params: DatabasePath,
+    query: z.strictObject({}),
+    body: DeleteBody,
+    idempotent: true,
+    successStatus: 200,
+    response: TrashEntryResponse,
   }),
 ];

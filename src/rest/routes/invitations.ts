@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp } from '../../graph/common.ts';
+import { Id, Timestamp } from '../../formats.ts';
 import { AcceptInvitationBody, CreateInvitationBody, INVITATION_STATES } from '../../graph/invitations.ts';
 import { ROLES } from '../../graph/members.ts';
 import { AcceptInvitationDocument, CancelInvitationDocument, CreateInvitationDocument, ListInvitationsDocument } from '../operations/documents.ts';

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { Id, Timestamp } from '../../graph/common.ts';
+import { Id, Timestamp } from '../../formats.ts';
 import { IMPORT_BODY_LIMIT, ImportRowsBody, PreviewImportBody } from '../../graph/imports.ts';
 import { JobKindFilter, JobStateFilter } from '../../graph/jobs/jobs.ts';
 import { ApplySchemaChangeBody } from '../../graph/schema-changes.ts';
-import { JOB_STATES } from '../../jobs/sql/queue.ts';
+import { JOB_STATES } from '../../jobs/engine/sql/queue.ts';
 import {
-  ApplySchemaChangeDocument, CancelJobDocument, GetJobArtifactDocument, GetJobDocument, ImportRowsDocument, ListJobsDocument, PreviewImportRowsDocument, RetryJobDocument,
+  ApplySchemaChangeDocument, CancelJobDocument, GetJobArtifactDocument, GetJobDocument, ImportRowsDocument, JobUpdatedDocument, ListJobsDocument, PreviewImportRowsDocument, RetryJobDocument,
 } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from './pages.ts';
@@ -61,6 +61,8 @@ export const jobRoutes = [
     query: z.strictObject({}),
     body: ImportRowsBody,
     idempotent: true,
+    // The preview's uploaded file has expired (ARTIFACT_EXPIRED): preview it again.
+    errorStatuses: [410],
     successStatus: 202,
     response: JobHandleResponse,
   }),
@@ -100,6 +102,19 @@ export const jobRoutes = [
     idempotent: false,
     successStatus: 200,
     response: JobResponse,
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${JOBS}/{jobId}/events`,
+    summary: 'Live job status: server-sent events on every change of state or progress, until the job ends',
+    tags: ['jobs'],
+    operation: JobUpdatedDocument,
+    params: JobPath,
+    query: z.strictObject({}),
+    idempotent: false,
+    successStatus: 200,
+    response: JobResponse,
+    stream: true,
   }),
   defineRoute({
     method: 'POST',

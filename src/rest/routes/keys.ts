@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp } from '../../graph/common.ts';
+import { Id, Timestamp } from '../../formats.ts';
 import { CreatePersonalKeyBody } from '../../graph/keys/personal.ts';
 import { CreateTeamKeyBody } from '../../graph/keys/team.ts';
 import {
@@ -35,6 +35,8 @@ export const keyRoutes = [
   defineRoute({
     method: 'POST', path: '/v1/me/keys', summary: 'Create a personal key (the secret is in this answer only)', tags: ['keys'],
     operation: CreateMyKeyDocument, query: NoQuery, body: CreatePersonalKeyBody, idempotent: true, secret: true, successStatus: 201, response: CreatedKeyResponse,
+    // The body's orgId may name an org the caller is not in: 404, as for any org it may not know about.
+    errorStatuses: [404],
   }),
   defineRoute({
     method: 'GET', path: '/v1/me/keys', summary: 'List personal keys (endpoint 13), newest first', tags: ['keys'],

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, VersionString } from '../../graph/common.ts';
+import { Id, VersionString } from '../../formats.ts';
 import { DeleteMemberBody, MemberName, ROLES, UpdateMemberBody } from '../../graph/members.ts';
 import { DeleteMemberDocument, ListMembersDocument, UpdateMemberDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';

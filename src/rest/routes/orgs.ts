@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp, VersionString } from '../../graph/common.ts';
+import { Id, Timestamp, VersionString } from '../../formats.ts';
 import { UpdateOrgBody } from '../../graph/orgs.ts';
 import { GetOrgDocument, UpdateOrgDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';

@@ -1,8 +1,13 @@
 import { z } from 'zod';
-import { Id, Timestamp, VersionString } from '../../graph/common.ts';
+import { Id, Timestamp, VersionString } from '../../formats.ts';
 import { CreateRowBody, DeleteRowBody, UpdateRowBody } from '../../graph/tables/rows.ts';
+import { BatchRowsBody } from '../../graph/tables/row-batch-plan.ts';
 import { FilterExpression, OrderBy } from '../../data/filter.ts';
-import { CreateRowDocument, DeleteRowDocument, GetRowDocument, ListRowHistoryDocument, ListRowsDocument, UpdateRowDocument } from '../operations/documents.ts';
+import { RestoreRowBody } from '../../graph/tables/row-restore.ts';
+import {
+  BatchRowsDocument, CreateRowDocument, DeleteRowDocument, GetRowDocument, ListRowHistoryDocument, ListRowsDocument, RestoreRowDocument,
+  UpdateRowDocument,
+} from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { JsonQueryParameter, Page, PageQuery } from './pages.ts';
 import { Cursor } from '../../graph/cursor.ts';
@@ -17,13 +22,17 @@ export const RowResponse = z.strictObject({
 });
 
 export const RowMutationResponse = z.strictObject({ row: RowResponse, mutationId: Id });
+export const RowBatchResponse = z.strictObject({
+  results: z.array(z.strictObject({ row: RowResponse, outcome: z.enum(['created', 'updated', 'deleted', 'unchanged']) })),
+  mutationId: Id,
+});
 export const RowDeletionResponse = z.strictObject({ id: Id, deleted: z.literal(true), version: VersionString, mutationId: Id });
 
 export const HistoryEntryResponse = z.strictObject({
   rowId: Id,
   fieldId: Id,
   version: VersionString,
-  operation: z.enum(['create', 'update', 'delete']),
+  operation: z.enum(['create', 'update', 'delete', 'restore']),
   value: z.unknown(),
   mutationId: Id,
   actor: z.strictObject({ id: Id, kind: z.string(), name: z.string() }),
@@ -65,6 +74,19 @@ export const rowRoutes = [
     idempotent: true,
     successStatus: 201,
     response: RowMutationResponse,
+  }),
+  defineRoute({
+    method: 'POST',
+    path: `${ROWS}/batch`,
+    summary: 'Create, update, delete and upsert up to 1,000 rows in one transaction, all or nothing',
+    tags: ['rows'],
+    operation: BatchRowsDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    body: BatchRowsBody,
+    idempotent: true,
+    successStatus: 200,
+    response: RowBatchResponse,
   }),
   defineRoute({
     method: 'GET',
@@ -141,5 +163,18 @@ export const rowRoutes = [
     idempotent: true,
     successStatus: 200,
     response: RowDeletionResponse,
+  }),
+  defineRoute({
+    method: 'POST',
+    path: `${ROWS}/{rowId}/restore`,
+    summary: 'Restore a deleted row from its cell history (expectedVersion = the deletion’s version)',
+    tags: ['rows'],
+    operation: RestoreRowDocument,
+    params: RowPath,
+    query: z.strictObject({}),
+    body: RestoreRowBody,
+    idempotent: true,
+    successStatus: 200,
+    response: RowMutationResponse,
   }),
 ];

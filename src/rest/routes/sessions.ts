@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp } from '../../graph/common.ts';
+import { Id, Timestamp } from '../../formats.ts';
 import { ConfirmTwoFactorBody } from '../../graph/sessions.ts';
 import { ConfirmTwoFactorDocument, DisableTwoFactorDocument, ListMyOAuthGrantsDocument, ListMySessionsDocument, RevokeMyOAuthGrantDocument, RequestEmailVerificationDocument, RevokeMySessionDocument, StartTwoFactorEnrolmentDocument } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';

@@ -1,16 +1,19 @@
 import { z } from 'zod';
 import { FIELD_TYPES } from '../../data/field-types.ts';
-import { Id, SchemaVersion, Timestamp, VersionString } from '../../graph/common.ts';
+import { Id, SchemaVersion, Timestamp, VersionString } from '../../formats.ts';
 import { CreateForeignKeyBody } from '../../graph/tables/foreign-keys.ts';
+import { DeleteBody } from '../../graph/database-changes.ts';
+import { UpdateTableBody } from '../../graph/tables/table-changes.ts';
 import { CreateTableBody } from '../../graph/tables/tables.ts';
 import { CreateUniqueRuleBody } from '../../graph/tables/unique-rules.ts';
 import {
-  CreateForeignKeyDocument, CreateTableDocument, CreateUniqueRuleDocument, DeleteForeignKeyDocument, GetTableDocument, GetTableSchemaDocument,
-  ListForeignKeysDocument, ListTablesDocument,
+  CreateForeignKeyDocument, CreateTableDocument, CreateUniqueRuleDocument, DeleteForeignKeyDocument, DeleteTableDocument, DeleteUniqueRuleDocument, GetTableDocument,
+  GetTableSchemaDocument, ListForeignKeysDocument, ListTablesDocument, UpdateTableDocument,
 } from '../operations/documents.ts';
 import { defineRoute } from '../route.ts';
 import { JobHandleResponse } from './jobs.ts';
 import { Page, PageQuery } from './pages.ts';
+import { TrashEntryResponse } from './trash.ts';
 
 export const FieldResponse = z.strictObject({
   id: Id,
@@ -53,6 +56,15 @@ export const UniqueRuleResponse = z.strictObject({
   fieldIds: z.array(Id),
   where: z.unknown(),
   state: z.enum(['active']),
+  referenceable: z.boolean().describe('whether a foreign key can reference the rule (unconditional and not hash-enforced)'),
+  createdAt: Timestamp,
+});
+
+export const SortIndexResponse = z.strictObject({
+  id: Id,
+  keys: z.array(z.strictObject({ fieldId: Id, direction: z.enum(['asc', 'desc']) })).min(1).max(8),
+  origin: z.enum(['explicit', 'automatic']),
+  state: z.enum(['building', 'ready']),
   createdAt: Timestamp,
 });
 
@@ -62,6 +74,7 @@ export const TableSchemaResponse = z.strictObject({
   fields: z.array(FieldResponse),
   uniqueRules: z.array(UniqueRuleResponse),
   foreignKeys: z.array(ForeignKeyResponse),
+  indexes: z.array(SortIndexResponse),
 });
 
 const DatabasePath = z.strictObject({ orgId: Id, databaseId: Id });
@@ -106,6 +119,32 @@ export const tableRoutes = [
     response: TableResponse,
   }),
   defineRoute({
+    method: 'PATCH',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}',
+    summary: 'Rename a table still at `expectedVersion` (schemaVersion unchanged)',
+    tags: ['tables'],
+    operation: UpdateTableDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    body: UpdateTableBody,
+    idempotent: true,
+    successStatus: 200,
+    response: TableResponse,
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}',
+    summary: 'Move a table to the trash; purged by a `deleteTable` job after TRASH_RETENTION_DAYS. Refused while another table’s foreign key references it',
+    tags: ['tables'],
+    operation: DeleteTableDocument,
+    params: TablePath,
+    query: z.strictObject({}),
+    body: DeleteBody,
+    idempotent: true,
+    successStatus: 200,
+    response: TrashEntryResponse,
+  }),
+  defineRoute({
     method: 'GET',
     path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/schema',
     summary: 'Get the runtime definition of a table: fields, unique rules, foreign keys',
@@ -126,6 +165,18 @@ export const tableRoutes = [
     params: TablePath,
     query: z.strictObject({}),
     body: CreateUniqueRuleBody,
+    idempotent: true,
+    successStatus: 202,
+    response: JobHandleResponse,
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules/{ruleId}',
+    summary: 'Remove a unique rule, its index dropped online as a job; refused while a foreign key references it',
+    tags: ['tables'],
+    operation: DeleteUniqueRuleDocument,
+    params: TablePath.extend({ ruleId: Id }),
+    query: z.strictObject({}),
     idempotent: true,
     successStatus: 202,
     response: JobHandleResponse,

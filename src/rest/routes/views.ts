@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, SchemaVersion, Timestamp, VersionString } from '../../graph/common.ts';
+import { Id, SchemaVersion, Timestamp, VersionString } from '../../formats.ts';
 import { MAX_VALIDATION_ERRORS, ViewDefinition } from '../../graph/views/definition.ts';
 import { CreateViewBody, DeleteViewBody, UpdateViewBody } from '../../graph/views/views.ts';
 import { CreateViewDocument, DeleteViewDocument, GetViewDocument, ListViewsDocument, UpdateViewDocument } from '../operations/documents.ts';

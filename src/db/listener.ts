@@ -1,0 +1,130 @@
+import pg from 'pg';
+import type { Logger } from '../log.ts';
+
+/** A subscriber's view of its key's notifications: `next()` resolves on the next one (or at once if one came). */
+export interface ChangeSignal {
+  next(): Promise<void>;
+  close(): void;
+}
+
+class Subscriber implements ChangeSignal {
+  private pending = false;
+  private closed = false;
+  private waiter: (() => void) | null = null;
+
+  constructor(private readonly onClose: (subscriber: Subscriber) => void) {}
+
+  /** Several notifications before the subscriber looks again fold into one: it re-reads the current state anyway. */
+  wake(): void {
+    this.pending = true;
+    this.waiter?.();
+  }
+
+  next(): Promise<void> {
+    if (this.pending || this.closed) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      this.waiter = () => {
+        this.waiter = null;
+        this.pending = false;
+        resolve();
+      };
+    });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.waiter?.();
+    this.onClose(this);
+  }
+}
+
+/**
+ * One LISTEN connection per process and channel, fanned out in process to the subscribers of each payload (a job
+ * id): N open streams cost one PostgreSQL connection, not N. The connection opens with the first subscriber and
+ * closes with the last. When it is lost it is opened again after `retryMs`; every subscriber is then woken, since
+ * notifications sent while nobody listened are gone and only a fresh read can tell what changed.
+ */
+export class ChannelListener {
+  private readonly subscribers = new Map<string, Set<Subscriber>>();
+  private client: pg.Client | null = null;
+  private listening: Promise<void> = Promise.resolve();
+  private retry: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly connectionString: string | undefined,
+    private readonly channel: string,
+    private readonly log: Logger,
+    private readonly retryMs = 1_000,
+  ) {}
+
+  /**
+   * Resolves once the connection listens (or has failed and will retry), so that a read made after it cannot miss
+   * a notification sent before it.
+   */
+  async subscribe(key: string): Promise<ChangeSignal> {
+    const subscriber = new Subscriber((gone) => this.unsubscribe(key, gone));
+    const set = this.subscribers.get(key) ?? new Set();
+    set.add(subscriber);
+    this.subscribers.set(key, set);
+    this.connect();
+    await this.listening;
+    return subscriber;
+  }
+
+  /** How many subscriptions are open in this process (operators and tests read it). */
+  get size(): number {
+    let count = 0;
+    for (const set of this.subscribers.values()) count += set.size;
+    return count;
+  }
+
+  private unsubscribe(key: string, subscriber: Subscriber): void {
+    const set = this.subscribers.get(key);
+    set?.delete(subscriber);
+    if (set?.size === 0) this.subscribers.delete(key);
+    if (this.subscribers.size === 0) this.disconnect();
+  }
+
+  private connect(): void {
+    if (this.client || this.retry || this.subscribers.size === 0) return;
+    const client = new pg.Client({ connectionString: this.connectionString });
+    this.client = client;
+    client.on('notification', (message) => {
+      for (const subscriber of this.subscribers.get(message.payload ?? '') ?? []) subscriber.wake();
+    });
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client));
+    this.listening = client.connect()
+      .then(() => client.query(`LISTEN ${pg.escapeIdentifier(this.channel)}`))
+      .then(() => this.wakeAll(), (error: unknown) => this.lost(client, error));
+  }
+
+  private wakeAll(): void {
+    for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.wake();
+  }
+
+  private lost(client: pg.Client, error?: unknown): void {
+    if (this.client !== client) return;
+    this.client = null;
+    this.log.warn({ err: error, channel: this.channel }, 'notification connection lost; listening again shortly');
+    client.end().catch(() => undefined);
+    if (this.subscribers.size === 0) return;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.connect();
+    }, this.retryMs);
+    this.retry.unref();
+  }
+
+  private disconnect(): void {
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    const client = this.client;
+    this.client = null;
+    client?.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,117 @@
+import { createHash } from 'node:crypto';
+import type { SqlExecutor } from '../../db/sql.ts';
+import { DomainError } from '../../errors.ts';
+
+export interface ArtifactInput {
+  jobId: string;
+  name: string;
+  contentType: string;
+  content: Buffer;
+  /** false for a job's own inputs (an import's upload), which are kept but not offered for download. */
+  listed: boolean;
+  ttlHours: number;
+}
+
+export function sha256Of(content: Buffer): string {
+  return createHash('sha256').update(content).digest('hex');
+}
+
+/** Stores (or replaces, on a rerun) one artifact with its size and digest. */
+export async function saveArtifact(sql: SqlExecutor, artifact: ArtifactInput): Promise<void> {
+  await sql.query(
+    `INSERT INTO public.job_artifacts (job_id, name, content_type, content, size_bytes, sha256, listed, expires_at)
+     VALUES ($1::bpchar, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))
+     ON CONFLICT (job_id, name) DO UPDATE
+        SET content_type = EXCLUDED.content_type, content = EXCLUDED.content, size_bytes = EXCLUDED.size_bytes,
+            sha256 = EXCLUDED.sha256, listed = EXCLUDED.listed, created_at = now(), expires_at = EXCLUDED.expires_at`,
+    [artifact.jobId, artifact.name, artifact.contentType, artifact.content, artifact.content.length, sha256Of(artifact.content),
+      artifact.listed, artifact.ttlHours * 3600],
+  );
+}
+
+export async function loadArtifactContent(sql: SqlExecutor, jobId: string, name: string): Promise<Buffer | null> {
+  const [row] = await sql.query<{ content: Buffer }>(
+    'SELECT content FROM public.job_artifacts WHERE job_id = $1::bpchar AND name = $2', [jobId, name]);
+  return row?.content ?? null;
+}
+
+/**
+ * Large artifacts (exports) are stored as ordered chunks, written while the job streams so that its worker never
+ * holds the whole file; the `job_artifacts` row that makes them downloadable is written last, with the size and
+ * sha256 computed on the way (`chunks` > 0, `content` empty).
+ */
+export async function saveChunk(sql: SqlExecutor, jobId: string, name: string, seq: number, data: Buffer): Promise<void> {
+  await sql.query('INSERT INTO public.job_artifact_chunks (job_id, name, seq, data, sha256) VALUES ($1::bpchar, $2, $3, $4, $5)',
+    [jobId, name, seq, data, sha256Of(data)]);
+}
+
+/** Chunks and artifacts of an earlier, unfinished run of the job: it starts again from nothing. */
+export async function deleteChunkedArtifacts(sql: SqlExecutor, jobId: string): Promise<void> {
+  await sql.query('DELETE FROM public.job_artifact_chunks WHERE job_id = $1::bpchar', [jobId]);
+  await sql.query('DELETE FROM public.job_artifacts WHERE job_id = $1::bpchar AND chunks > 0', [jobId]);
+}
+
+export interface ChunkedArtifact {
+  jobId: string;
+  name: string;
+  contentType: string;
+  size: number;
+  sha256: string;
+  chunks: number;
+  ttlHours: number;
+}
+
+export async function registerChunkedArtifact(sql: SqlExecutor, artifact: ChunkedArtifact): Promise<void> {
+  await sql.query(
+    `INSERT INTO public.job_artifacts (job_id, name, content_type, content, size_bytes, sha256, listed, chunks, expires_at)
+     VALUES ($1::bpchar, $2, $3, '\\x'::bytea, $4, $5, true, $6, now() + make_interval(secs => $7))`,
+    [artifact.jobId, artifact.name, artifact.contentType, artifact.size, artifact.sha256, artifact.chunks, artifact.ttlHours * 3600],
+  );
+}
+
+/** What a download needs to know about an artifact before reading any of its bytes. */
+export interface StoredArtifact {
+  jobId: string;
+  name: string;
+  size: number;
+  sha256: string;
+  /** 0: the content is in `job_artifacts.content`. */
+  chunks: number;
+}
+
+function unverified(artifact: StoredArtifact, reason: string): DomainError {
+  return new DomainError('ARTIFACT_UNVERIFIED', 'The artifact’s content does not match its recorded checksum; it is not served.', {
+    details: { reason, name: artifact.name },
+  });
+}
+
+/**
+ * The artifact's bytes, one stored piece at a time, each checked before it is handed on (ARTIFACT_UNVERIFIED
+ * otherwise): the pieces present are exactly `chunks` and add up to `size` (checked before any byte is read:
+ * `octet_length` of an uncompressed TOAST value reads only its header), every chunk matches the sha256 its writer
+ * stored, and the last one is only handed on when the whole file's digest matches the artifact's. So no byte that
+ * fails a check is ever sent, and a consumer that gets every piece got exactly the recorded file.
+ */
+export async function* verifiedContent(sql: SqlExecutor, artifact: StoredArtifact): AsyncGenerator<Buffer> {
+  if (artifact.chunks === 0) {
+    const content = await loadArtifactContent(sql, artifact.jobId, artifact.name);
+    if (!content || content.length !== artifact.size || sha256Of(content) !== artifact.sha256) throw unverified(artifact, 'content');
+    yield content;
+    return;
+  }
+  const [shape] = await sql.query<{ count: number; bytes: string; last: number | null }>(
+    `SELECT count(*)::int AS count, coalesce(sum(octet_length(data)), 0)::text AS bytes, max(seq) AS last
+       FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2`, [artifact.jobId, artifact.name]);
+  if (!shape || shape.count !== artifact.chunks || shape.last !== artifact.chunks - 1 || Number(shape.bytes) !== artifact.size) {
+    throw unverified(artifact, 'chunks');
+  }
+  const whole = createHash('sha256');
+  for (let seq = 0; seq < artifact.chunks; seq += 1) {
+    const [chunk] = await sql.query<{ data: Buffer; sha256: string }>(
+      'SELECT data, sha256 FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2 AND seq = $3', [artifact.jobId, artifact.name, seq]);
+    if (!chunk || sha256Of(chunk.data) !== chunk.sha256) throw unverified(artifact, `chunk ${seq}`);
+    whole.update(chunk.data);
+    if (seq === artifact.chunks - 1 && whole.digest('hex') !== artifact.sha256) throw unverified(artifact, 'digest');
+    yield chunk.data;
+  }
+}

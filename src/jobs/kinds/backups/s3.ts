@@ -1,0 +1,45 @@
+import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { Readable } from 'node:stream';
+import type { Config } from '../../../config.ts';
+import type { BackupDestination } from './destination.ts';
+
+/**
+ * An S3-compatible bucket (AWS, MinIO, Ceph, R2…) through the official AWS SDK. Credentials come from the SDK's
+ * own chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profiles, instance roles), never from this service's
+ * configuration. Uploads are multipart from the stream (lib-storage), so memory stays bounded by its part size;
+ * S3 shows an object only when its upload completes, which gives the "no half object" rule for free.
+ */
+export function s3Destination(config: Config): BackupDestination {
+  const client = new S3Client({
+    region: config.BACKUP_S3_REGION,
+    ...(config.BACKUP_S3_ENDPOINT ? { endpoint: config.BACKUP_S3_ENDPOINT, forcePathStyle: true } : {}),
+  });
+  const bucket = config.BACKUP_S3_BUCKET!;
+  const prefix = config.BACKUP_S3_PREFIX.replace(/\/+$/, '');
+  const keyOf = (key: string) => (prefix ? `${prefix}/${key}` : key);
+  return {
+    kind: 's3',
+    async write(key, source) {
+      await new Upload({ client, params: { Bucket: bucket, Key: keyOf(key), Body: source }, queueSize: 2 }).done();
+    },
+    async read(key) {
+      try {
+        const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: keyOf(key) }));
+        return object.Body as Readable;
+      } catch (error) {
+        if (error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey') return null;
+        throw error;
+      }
+    },
+    async removePrefix(path) {
+      for (let token: string | undefined; ;) {
+        const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${keyOf(path)}/`, ContinuationToken: token }));
+        const keys = (page.Contents ?? []).map((object) => ({ Key: object.Key! }));
+        if (keys.length > 0) await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
+        if (!page.IsTruncated) return;
+        token = page.NextContinuationToken;
+      }
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { pgExecutor } from '../../../db/sql.ts';
+import type { Json } from '../../../formats.ts';
+import { deleteChunkedArtifacts, registerChunkedArtifact, saveChunk } from '../../engine/artifacts.ts';
+import type { JobOutcome, JobRun } from '../../engine/handler.ts';
+import type { RowCounter } from './formats.ts';
+import { ChunkSink } from './sink.ts';
+import { Snapshot } from './snapshot.ts';
+
+/**
+ * What every export kind shares: one snapshot for the whole read, the file streamed into chunked artifact storage
+ * (each chunk one checkpointed step, which also reports progress and notices a cancel), and the artifact made
+ * downloadable in the last step.
+ *
+ * Resuming: the snapshot is a transaction and dies with its worker, so a rerun cannot continue the same read. A
+ * rerun therefore deletes what the earlier run stored and starts over with a new snapshot; the artifact row is only
+ * written at the end, so nothing half-written is ever downloadable (docs/decisions.md).
+ */
+export type ExportJournal = { phase: 'export'; attempt: number } | { phase: 'done'; outcome: JobOutcome };
+
+export interface ExportProgress extends RowCounter {
+  /** Rows the export will write, counted in its snapshot before it starts (null until then). */
+  total: number | null;
+}
+
+export interface ExportFile {
+  name: string;
+  contentType: string;
+}
+
+/** Streams the whole file into `sink` and resolves when the sink has stored it; answers extra result fields. */
+export type ExportWriter = (snapshot: Snapshot, sink: ChunkSink, progress: ExportProgress) => Promise<Record<string, Json>>;
+
+export async function runExport(run: JobRun<unknown, ExportJournal>, file: ExportFile, summary: string, write: ExportWriter): Promise<JobOutcome> {
+  if (run.journal.phase === 'done' && run.journal.outcome) return run.journal.outcome;
+  const jobId = run.job.id;
+  const exporting: ExportJournal = { phase: 'export', attempt: run.job.attempt };
+  await run.step(async (sql) => {
+    await deleteChunkedArtifacts(sql, jobId);
+    return { journal: exporting, progress: { done: 0, total: null } };
+  });
+  const progress: ExportProgress = { rows: 0, total: null };
+  const sink = new ChunkSink((seq, data) => run.step(async (sql) => {
+    await saveChunk(sql, jobId, file.name, seq, data);
+    return { journal: exporting, progress: { done: progress.rows, total: progress.total } };
+  }));
+  const snapshot = await Snapshot.open(run.pool);
+  let extra: Record<string, Json>;
+  try {
+    extra = await write(snapshot, sink, progress);
+  } catch (error) {
+    snapshot.abandon();
+    await sink.settled();
+    throw error;
+  }
+  await snapshot.close();
+  const artifact = { name: file.name, size: sink.size, sha256: sink.sha256 };
+  const outcome: JobOutcome = {
+    state: 'succeeded',
+    result: { ...extra, rowsDone: progress.rows, rowsTotal: progress.total ?? progress.rows, artifact },
+    summary,
+    affectedRows: progress.rows,
+  };
+  await run.step(async (sql) => {
+    await registerChunkedArtifact(sql, {
+      jobId, name: file.name, contentType: file.contentType, size: sink.size, sha256: sink.sha256, chunks: sink.chunks, ttlHours: run.config.ARTIFACT_TTL_HOURS,
+    });
+    return { journal: { phase: 'done', outcome }, progress: { done: progress.rows, total: progress.rows } };
+  });
+  return outcome;
+}
+
+/** Undoes a stopped export: its stored chunks (and, defensively, a registered artifact) go. */
+export async function discardExport(run: JobRun<unknown, ExportJournal>): Promise<void> {
+  await deleteChunkedArtifacts(pgExecutor(run.pool), run.job.id);
+}

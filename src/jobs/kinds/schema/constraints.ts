@@ -1,0 +1,172 @@
+import type pg from 'pg';
+import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
+import { selectDuplicates, selectOrphans } from '../../../data/constraints.ts';
+import { inlineLiterals, quoteLiterals } from '../../../data/ddl.ts';
+import { typeSpecOf } from '../../../data/field-types.ts';
+import { compileFilter, type FilterExpression } from '../../../data/filter.ts';
+import type { Params, Statement } from '../../../data/sql.ts';
+import { buildHashedKey, dropHashedKey } from '../../../data/unique-keys.ts';
+import { DomainError } from '../../../errors.ts';
+import type { TableSchema } from '../../../catalog/table-schema.ts';
+import type { JobOutcome, JobRun } from '../../engine/handler.ts';
+import type { PlannedChange } from './plan.ts';
+import * as ddl from './sql.ts';
+import { bump, exec, lockVersion } from './steps.ts';
+
+/**
+ * Unique rules and foreign keys built online, as schema-change jobs: the build runs outside any transaction
+ * (CREATE UNIQUE INDEX CONCURRENTLY; a NOT VALID foreign key then VALIDATE), so row writes go on meanwhile; the
+ * catalog row and the schema version bump follow in one short cutover step. A build interrupted by a dead worker
+ * is dropped and started again on resume.
+ */
+type Target = { orgId: string; databaseId: string; tableId: string; expectedSchemaVersion: number; summary: string };
+type Journal = { phase: 'build' } | { phase: 'cutover' } | { phase: 'done'; outcome: JobOutcome };
+type Run = JobRun<Target & { change: PlannedChange }, Journal>;
+type RuleChange = Extract<PlannedChange, { kind: 'add_unique_rule' }>;
+type KeyChange = Extract<PlannedChange, { kind: 'add_foreign_key' }>;
+
+const REPORTED = 20;
+
+/** Runs outside a transaction (CONCURRENTLY refuses one), on its own connection. */
+async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    return await work(pgExecutor(client));
+  } finally {
+    client.release();
+  }
+}
+
+const isCode = (error: unknown, code: string) => (error as { code?: string })?.code === code;
+
+async function duplicatesError(sql: SqlExecutor, schema: TableSchema, change: RuleChange): Promise<DomainError | null> {
+  const fields = change.fieldIds.map((id) => schema.fieldsById.get(id)!);
+  const filter = change.where ? (params: Params) => compileFilter(change.where as FilterExpression, schema.fields, (value, cast) => params.add(value, cast), 'r') : null;
+  const statement = selectDuplicates(schema.databaseId, schema.tableId, fields, filter, REPORTED);
+  const groups = await sql.query<Record<string, unknown>>(statement.sql, statement.params);
+  if (groups.length === 0) return null;
+  return new DomainError('UNIQUE_CONFLICT', 'Existing rows already share values in these fields; resolve the duplicates first.', {
+    details: {
+      fieldIds: change.fieldIds,
+      duplicates: groups.map((group) => ({
+        rowIds: group.row_ids as string[],
+        values: Object.fromEntries(fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(group[`c${index}`] as string)])),
+      })),
+      truncated: groups.length === REPORTED,
+    },
+  });
+}
+
+async function predicateOf(sql: SqlExecutor, schema: TableSchema, where: unknown): Promise<string | null> {
+  if (where === null || where === undefined) return null;
+  const values: (string | null)[] = [];
+  const text = compileFilter(where as FilterExpression, schema.fields, (value, cast) => {
+    values.push(value === null ? null : String(value));
+    return `$${values.length}::${cast}`;
+  });
+  const quote = quoteLiterals(values);
+  const [row] = await sql.query<{ literals: string[] }>(quote.sql, quote.params);
+  return inlineLiterals(text, row!.literals);
+}
+
+/** Drops what an earlier (interrupted) build of the rule left behind. */
+function dropRule(target: { databaseId: string; tableId: string }, change: RuleChange, concurrently: boolean): Statement[] {
+  if (change.enforcement === 'hash') return dropHashedKey(target.databaseId, target.tableId, change.ruleId);
+  return [ddl.dropUniqueIndex(target.databaseId, change.ruleId, concurrently)];
+}
+
+function ruleBuild(schema: TableSchema, change: RuleChange, predicate: string | null): Statement[] {
+  if (change.enforcement === 'btree') return [ddl.buildUniqueIndex(schema.databaseId, schema.tableId, change.ruleId, change.fieldIds, predicate)];
+  const fields = change.fieldIds.map((id) => schema.fieldsById.get(id)!);
+  return buildHashedKey(schema.databaseId, schema.tableId, change.ruleId, fields, predicate);
+}
+
+async function buildRule(run: Run, schema: TableSchema, change: RuleChange): Promise<void> {
+  await outsideTransaction(run.pool, async (sql) => {
+    const duplicates = await duplicatesError(sql, schema, change);
+    if (duplicates) throw duplicates;
+    const predicate = await predicateOf(sql, schema, change.where);
+    await exec(sql, dropRule(schema, change, true));
+    try {
+      await exec(sql, ruleBuild(schema, change, predicate));
+    } catch (error) {
+      if (!isCode(error, '23505') && !isCode(error, '23P01')) throw error;
+      await exec(sql, dropRule(schema, change, true));
+      throw (await duplicatesError(sql, schema, change)) ?? error;
+    }
+  });
+}
+
+async function buildKey(run: Run, schema: TableSchema, change: KeyChange): Promise<void> {
+  const fields = change.fieldIds.map((id) => schema.fieldsById.get(id)!);
+  const orphans = async (sql: SqlExecutor): Promise<DomainError | null> => {
+    const statement = selectOrphans(schema.databaseId, {
+      tableId: schema.tableId, fields, referencedTableId: change.referencedTableId,
+      referencedFields: change.referencedFieldIds.map((id, index) => ({ ...fields[index]!, id })),
+    }, REPORTED);
+    const rows = await sql.query<Record<string, unknown>>(statement.sql, statement.params);
+    if (rows.length === 0) return null;
+    return new DomainError('FOREIGN_KEY_CONFLICT', 'Existing rows hold values that the referenced table does not have; fix them first.', {
+      details: {
+        fieldIds: change.fieldIds,
+        orphans: rows.map((row) => ({ rowId: row.id, values: Object.fromEntries(fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(row[`c${index}`] as string)])) })),
+        truncated: rows.length === REPORTED,
+      },
+    });
+  };
+  await outsideTransaction(run.pool, async (sql) => {
+    const found = await orphans(sql);
+    if (found) throw found;
+    await exec(sql, ddl.addForeignKeyNotValid(schema.databaseId, schema.tableId, change.foreignKeyId, change.fieldIds, change.referencedTableId, change.referencedFieldIds));
+    try {
+      await exec(sql, [ddl.validateForeignKey(schema.databaseId, schema.tableId, change.foreignKeyId)]);
+    } catch (error) {
+      if (!isCode(error, '23503')) throw error;
+      await exec(sql, [ddl.dropForeignKeyIfExists(schema.databaseId, schema.tableId, change.foreignKeyId)]);
+      throw (await orphans(sql)) ?? error;
+    }
+  });
+}
+
+async function cutover(sql: SqlExecutor, run: Run, schema: TableSchema): Promise<JobOutcome> {
+  await lockVersion(sql, run.payload);
+  const change = run.payload.change;
+  const result: Record<string, unknown> = {};
+  if (change.kind === 'add_unique_rule') {
+    const [index] = await sql.query<{ valid: boolean }>(ddl.uniqueIndexIsValid(schema.databaseId, change.ruleId).sql, ddl.uniqueIndexIsValid(schema.databaseId, change.ruleId).params);
+    if (!index?.valid) throw new Error('The unique index is missing or invalid at cutover');
+    await exec(sql, [ddl.insertUniqueRule(change.ruleId, schema.tableId, change.fieldIds, change.where, change.enforcement)]);
+    result.ruleId = change.ruleId;
+  } else if (change.kind === 'add_foreign_key') {
+    await exec(sql, [ddl.insertForeignKey(change.foreignKeyId, schema.tableId, change.fieldIds, change.referencedTableId, change.referencedRuleId)]);
+    result.foreignKeyId = change.foreignKeyId;
+  }
+  result.schemaVersion = await bump(sql, schema.tableId);
+  return { state: 'succeeded', result: result as JobOutcome['result'], summary: run.payload.summary };
+}
+
+/** Runs (or resumes) an online rule or key build to its cutover. */
+export async function buildConstraint(run: Run, schema: TableSchema): Promise<void> {
+  const change = run.payload.change;
+  if (!run.journal.phase) {
+    await run.step(async (sql) => {
+      await lockVersion(sql, run.payload);
+      return { journal: { phase: 'build' }, progress: { done: 0, total: 2 } };
+    });
+  }
+  if (run.journal.phase === 'build') {
+    if (change.kind === 'add_unique_rule') await buildRule(run, schema, change);
+    else if (change.kind === 'add_foreign_key') await buildKey(run, schema, change);
+    await run.step(async () => ({ journal: { phase: 'cutover' }, progress: { done: 1, total: 2 } }));
+  }
+  if (run.journal.phase === 'cutover') {
+    await run.step(async (sql) => ({ journal: { phase: 'done', outcome: await cutover(sql, run, schema) }, progress: { done: 2, total: 2 } }));
+  }
+}
+
+/** Undoes a build that will not cut over. */
+export function abandonConstraint(target: Target, change: PlannedChange): Statement[] {
+  if (change.kind === 'add_unique_rule') return dropRule(target, change, false);
+  if (change.kind === 'add_foreign_key') return [ddl.dropForeignKeyIfExists(target.databaseId, target.tableId, change.foreignKeyId)];
+  return [];
+}
