@@ -21,12 +21,12 @@ function rawExchange(port: number, payload: string, waitMs: number): Promise<str
 
 describe('the HTTP envelope', () => {
   it('answers an unknown route with 404 and the envelope', async () => {
-    expectError(await suite.server.request('GET', '/v1/nothing-here', { token: suite.org.adminKey }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(await suite.server.request('GET', '/v1/nothing-here', { token: suite.org.adminKey, outsideContract: true }), 404, 'RESOURCE_NOT_FOUND');
     expectError(await suite.server.request('GET', '/nowhere'), 404, 'RESOURCE_NOT_FOUND');
   });
 
   it('answers a known path with the wrong method with 405 and Allow', async () => {
-    const response = await suite.server.request('DELETE', '/v1/me/preferences', { token: suite.org.adminKey });
+    const response = await suite.server.request('DELETE', '/v1/me/preferences', { token: suite.org.adminKey, outsideContract: true });
     expectError(response, 405, 'METHOD_NOT_ALLOWED');
     expect(response.headers.get('allow')).toBe('GET, PATCH');
   });
@@ -36,7 +36,7 @@ describe('the HTTP envelope', () => {
     expect(ok.headers.get('x-request-id')).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
     const traced = await suite.server.request('GET', '/v1/me/preferences', { token: suite.org.adminKey, headers: { 'x-request-id': 'trace-1234.abc' } });
     expect(traced.headers.get('x-request-id')).toBe('trace-1234.abc');
-    const bogus = await suite.server.request('GET', '/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' } });
+    const bogus = await suite.server.request('GET', '/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' }, outsideContract: true });
     expect(bogus.headers.get('x-request-id')).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
     expect(bogus.body.error.requestId).toBe(bogus.headers.get('x-request-id'));
   });
@@ -138,14 +138,23 @@ describe('per-credential limits', () => {
       const token = (await createOrg(limited.prisma)).adminKey;
       const port = Number(new URL(limited.url).port);
       // Holds the only slot: headers sent (a valid key among them, or the 400 for it comes before the body is
-      // read), body never finished.
-      const stalled = rawExchange(port, [
-        'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${token}`, 'Idempotency-Key: stalled-0001',
-        'Content-Type: application/json', 'Content-Length: 50', '', '{',
-      ].join('\r\n'), 3_000);
-      // Wait on the slot being held, not on a delay: until the stalled request's headers arrive, reads get 200.
-      let refused = await limited.request('GET', '/v1/me/preferences', { token });
-      while (refused.status === 200) refused = await limited.request('GET', '/v1/me/preferences', { token });
+      // read), body never finished. Polls wait on the slot being held, not on a delay. A poll may hold the slot
+      // when the stalled request arrives; that request is then the one refused (the queue is 0), so it answers
+      // at once and is sent again.
+      let stalled: Promise<string> | undefined;
+      let refused: Awaited<ReturnType<typeof limited.request>> | undefined;
+      for (let attempt = 1; !refused; attempt += 1) {
+        let answered = false;
+        stalled = rawExchange(port, [
+          'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${token}`, `Idempotency-Key: stalled-${attempt}-0001`,
+          'Content-Type: application/json', 'Content-Length: 50', '', '{',
+        ].join('\r\n'), 3_000).finally(() => (answered = true));
+        while (!answered && !refused) {
+          const poll = await limited.request('GET', '/v1/me/preferences', { token });
+          if (poll.status !== 200) refused = poll;
+        }
+        if (!refused) expect(await stalled, 'the stalled request lost the slot to a poll').toMatch(/^HTTP\/1\.1 429/);
+      }
       expectError(refused, 429, 'RATE_LIMITED');
       expect(refused.headers.get('retry-after')).toBe('1');
       await stalled;
