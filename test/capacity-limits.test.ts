@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventEmitter } from 'node:events';
+import type { Request, Response } from 'express';
+import { loadConfig } from '../src/config.ts';
+import type { PrismaClient } from '../src/db/prisma.ts';
 import { issueApiKeySecret } from '../src/graph/auth/secrets.ts';
+import { createLogger } from '../src/log.ts';
+import { inFlightLimit } from '../src/rest/middleware/in-flight.ts';
+import { MemorySlotStore } from '../src/rest/middleware/slot-stores.ts';
 import { expectError } from './helpers/expectations.ts';
 import { createOrg, createTeamKey, type TestOrg } from './helpers/factories.ts';
 import { startTestServer, type ApiResponse, type TestServer } from './helpers/server.ts';
@@ -140,5 +147,20 @@ describe('limits keyed on the resolved credential', () => {
     const other = await createOrg(server.prisma);
     const response = await server.request('GET', '/v1/preferences/options', { token: other.adminKey });
     expect(response.status, response.text).toBe(200);
+  });
+});
+
+describe('a client that leaves before its slot is taken', () => {
+  it('holds no slot: its response closed before the limit was reached, so nothing would ever give one back', async () => {
+    const store = new MemorySlotStore();
+    const config = loadConfig({}, { CONCURRENCY_LIMIT: '1', ORG_CONCURRENCY_LIMIT: '1', DATABASE_POOL_SIZE: '10' });
+    const limit = inFlightLimit({} as PrismaClient, config, createLogger('silent'), store);
+    // The response of a client that hung up while its credential was read: already closed, 'close' already emitted.
+    const res = Object.assign(new EventEmitter(), { closed: true, locals: { limitKeys: { credential: 'api-key:K', org: 'org:O' } } });
+    let nextCalled = false;
+    await limit({} as Request, res as unknown as Response, () => { nextCalled = true; });
+    expect(nextCalled).toBe(false);
+    expect(store.take('cred:api-key:K', 1)).not.toBeNull();
+    expect(store.take('org:O', 1)).not.toBeNull();
   });
 });

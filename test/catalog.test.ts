@@ -33,10 +33,11 @@ const snake = (name: string) => name.replace(/[A-Z]/g, (letter) => `_${letter.to
 const TABLE_OF_MODEL: Record<string, string> = {
   User: 'users', Org: 'orgs', Member: 'members', ApiKey: 'api_keys', Session: 'sessions', Preference: 'preferences',
   IdempotencyRecord: 'idempotency_records', ActivityEvent: 'activity_events', Database: 'databases', DataTable: 'data_tables',
-  Field: 'fields', UniqueRule: 'unique_rules', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets', SavedView: 'saved_views',
-  Job: 'jobs', JobArtifact: 'job_artifacts',
+  Field: 'fields', UniqueRule: 'unique_rules', TableIndex: 'table_indexes', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets', SavedView: 'saved_views',
+  Job: 'jobs', JobArtifact: 'job_artifacts', JobArtifactChunk: 'job_artifact_chunks',
   Invitation: 'invitations', OAuthClient: 'oauth_clients', OAuthCode: 'oauth_codes', OAuthToken: 'oauth_tokens',
   EmailVerification: 'email_verifications',
+  Backup: 'backups', BackupSettings: 'backup_settings', BackupRun: 'backup_runs',
 };
 
 interface Column { table_name: string; column_name: string; data_type: string; udt_name: string; is_nullable: 'YES' | 'NO' }
@@ -89,7 +90,9 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
     const field = await prisma.field.create({ data: { id: newId(), tableId: table.id, name: 'F', type: 'text', options: { maxLength: 5 }, position: 0 } });
     const rule = await prisma.uniqueRule.create({ data: { id: newId(), tableId: table.id, fieldIds: [field.id] } });
     await prisma.foreignKey.create({ data: { id: newId(), tableId: table.id, fieldIds: [field.id], referencedTableId: table.id, referencedRuleId: rule.id } });
-    const loadedTable = await prisma.dataTable.findUniqueOrThrow({ where: { id: table.id }, include: { fields: true, uniqueRules: true, foreignKeys: true } });
+    await prisma.tableIndex.create({ data: { id: newId(), tableId: table.id, keys: [{ fieldId: field.id, direction: 'asc' }], signature: `${field.id}:asc`, origin: 'explicit' } });
+    const loadedTable = await prisma.dataTable.findUniqueOrThrow({ where: { id: table.id }, include: { fields: true, uniqueRules: true, foreignKeys: true, indexes: true } });
+    expect([loadedTable.indexes[0]!.state, loadedTable.indexVersion]).toEqual(['building', 0]);
     expect(loadedTable.fields[0]!.options).toEqual({ maxLength: 5 });
     expect(loadedTable.uniqueRules[0]!.fieldIds).toEqual([field.id]);
     expect(loadedTable.foreignKeys[0]!.referencedRuleId).toBe(rule.id);

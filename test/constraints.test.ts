@@ -152,8 +152,6 @@ describe('POST …/unique-rules', () => {
     ['a longText field', { fieldIds: ['Notes'] }, ['fieldIds', 0]],
     ['a json field', { fieldIds: ['Data'] }, ['fieldIds', 0]],
     ['a multiSelect field', { fieldIds: ['Tags'] }, ['fieldIds', 0]],
-    ['a text field of maxLength 1000 (4000 bytes > 2600)', { fieldIds: ['Wide'] }, ['fieldIds']],
-    ['text fields whose maxLengths sum past the budget (2 × 400 × 4 bytes)', { fieldIds: ['Half', 'Other half'] }, ['fieldIds']],
     ['a where on an unknown field', { fieldIds: ['Code'], where: { field: 'Nope', op: 'eq', value: 'x' } }, ['where', 'field']],
     ['a where using iContains (collation dependent, not indexable)', { fieldIds: ['Code'], where: { field: 'Wide', op: 'iContains', value: 'x' } }, ['where']],
     ['an extra property', { fieldIds: ['Code'], unique: true }, ['body']],

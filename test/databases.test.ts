@@ -293,7 +293,7 @@ describe('reading tables and their schema', () => {
     const schema = await get(`${a.path}/schema`);
     expect(schema.status).toBe(200);
     expect(TableSchemaResponse.parse(schema.body)).toEqual({
-      tableId: a.tableId, schemaVersion: 1, fields: one.body.fields, uniqueRules: [], foreignKeys: [],
+      tableId: a.tableId, schemaVersion: 1, fields: one.body.fields, uniqueRules: [], foreignKeys: [], indexes: [],
     });
   });
 

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { checkedFetch } from './helpers/contract.ts';
 
 const run = promisify(execFile);
 const DATA_DIR = '.data/e2e-npm-start';
@@ -28,7 +29,7 @@ async function waitForReady(url: string, child: ChildProcess, output: () => stri
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`npm start exited early (${child.exitCode}):\n${output()}`);
-    const ready = await fetch(`${url}/readyz`).then((response) => response.ok, () => false);
+    const ready = await checkedFetch(`${url}/readyz`).then((response) => response.ok, () => false);
     if (ready) return;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
@@ -56,7 +57,7 @@ describe('npm start with no DATABASE_URL', () => {
       env: bareEnv({ DATA_DIR }),
     });
     const { apiKey } = JSON.parse(stdout.trim());
-    const preferences = await fetch(`${url}/v1/me/preferences`, { headers: { authorization: `Bearer ${apiKey}` } });
+    const preferences = await checkedFetch(`${url}/v1/me/preferences`, { headers: { authorization: `Bearer ${apiKey}` } });
     expect(preferences.status).toBe(200);
     expect(await preferences.json()).toMatchObject({ timezone: 'UTC' });
 
@@ -68,6 +69,6 @@ describe('npm start with no DATABASE_URL', () => {
     const [[code]] = await Promise.all([once(child, 'close'), process.kill(servicePid, 'SIGTERM')]);
     expect(code, output).toBe(0);
     expect(output).toContain('"msg":"stopped"');
-    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    await expect(checkedFetch(`${url}/healthz`)).rejects.toThrow();
   }, 180_000);
 });

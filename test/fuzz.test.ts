@@ -7,6 +7,7 @@ import { routes } from '../src/rest/routes.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { bodyText, encodeLoosely, knownClasses, rarely, schemaArbitrary, HOSTILE_VALUES, type Hints, type JsonSchema } from './helpers/fuzz/values.ts';
 import { buildFuzzWorkspace, startDeliveryHook, StateDigest, type FuzzWorkspace } from './helpers/fuzz/workspace.ts';
+import { checkedFetch, describesRequest } from './helpers/contract.ts';
 
 /**
  * Issue 18: generated requests across every route of the OpenAPI document — valid, boundary and hostile values
@@ -301,7 +302,9 @@ async function send(request: FuzzRequest): Promise<Answer> {
   for (const [name, value] of request.headers) {
     headers.append(name, value.startsWith(FRESH_KEY) ? `fuzz-${(keyCounter += 1).toString().padStart(8, '0')}${value.slice(FRESH_KEY.length)}` : value);
   }
-  const response = await fetch(`${server.url}${request.url}`, {
+  // Requests for a method or path the document does not declare (405, 404) are outside it on purpose; every other
+  // answer must keep the document.
+  const response = await (describesRequest(request.method, request.url) ? checkedFetch : fetch)(`${server.url}${request.url}`, {
     method: request.method,
     headers,
     redirect: 'manual',
@@ -341,8 +344,15 @@ function problemWith(request: FuzzRequest, answer: Answer): string | null {
   if (answer.status >= 300) return null;
   const route = routeByName.get(request.route);
   if (!route || route.file || answer.status !== route.successStatus) return route && answer.status !== route.successStatus ? `answered ${answer.status}, not ${route.successStatus}` : null;
-  const parsed = route.response.safeParse(JSON.parse(answer.text));
-  return parsed.success ? null : `answered a success off the route's schema: ${parsed.error.message.slice(0, 300)}`;
+  // An event stream (the fuzz workspace's jobs have ended, so it closes) is checked event by event.
+  const bodies = route.stream
+    ? answer.text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice('data: '.length))
+    : [answer.text];
+  for (const body of bodies) {
+    const parsed = route.response.safeParse(JSON.parse(body));
+    if (!parsed.success) return `answered a success off the route's schema: ${parsed.error.message.slice(0, 300)}`;
+  }
+  return null;
 }
 
 /** A counterexample prints as the request, shortened: generated values can be megabytes long. */

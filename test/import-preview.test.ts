@@ -6,6 +6,7 @@ import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { allRows, mappingOf, preview, reportOf, requestPreview, waitForJob, type PreviewRequest } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { addForeignKey, addUniqueRule, createRow, createTable, refreshSchemaVersion, type FieldSpec, type TestTable } from './helpers/workspace.ts';
+import { checkedFetch } from './helpers/contract.ts';
 
 /** Endpoint 4: what a preview validates and reports, and what the request is refused for before any job exists. */
 const suite = useServerWithOrg();
@@ -278,7 +279,7 @@ describe('POST …/imports/preview: refused before any job exists', () => {
     const at = bytes.indexOf('XX');
     bytes[at] = 0xff;
     bytes[at + 1] = 0xfe;
-    const response = await fetch(`${suite.server.url}${table.path}/imports/preview`, {
+    const response = await checkedFetch(`${suite.server.url}${table.path}/imports/preview`, {
       method: 'POST', body: bytes,
       headers: { authorization: `Bearer ${admin()}`, 'idempotency-key': idempotencyKey(), 'content-type': 'application/json' },
     });

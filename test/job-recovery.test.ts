@@ -145,7 +145,7 @@ describe('a worker killed mid-job', () => {
 
     await withWorkers(async (workers) => {
       const interrupted = await accepted(requestPreview(suite.server, admin(), table, request));
-      // Loading stages 2,000 rows a step: the step that would reach 30,000 waits, so 28,000 are checkpointed.
+      // Loading stages 10,000 rows a step: the step that would reach 30,000 waits, so 20,000 are checkpointed.
       const hold = await holdCheckpoint('previewImportRows', 'load', 30_000);
       try {
         workers.push(spawnWorker());
@@ -156,7 +156,7 @@ describe('a worker killed mid-job', () => {
       }
       const atKill = JobResponse.parse((await suite.server.request('GET', interrupted.statusUrl, { token: admin() })).body);
       expect(atKill.state, 'the killed worker still holds the job until its lease runs out').toBe('running');
-      expect(atKill.progress).toEqual({ done: 28_000, total: 60_000 });
+      expect(atKill.progress).toEqual({ done: 20_000, total: 60_000 });
 
       workers.push(spawnWorker());
       const resumed = await waitForJob(suite.server, admin(), interrupted.statusUrl, undefined, 40_000);

@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { sqlPoolOf } from '../src/db/prisma.ts';
-import { JOB_HANDLERS } from '../src/jobs/registry.ts';
-import { startJobRunner } from '../src/jobs/runner.ts';
+import { JOB_HANDLERS } from '../src/jobs/kinds/index.ts';
+import { startJobRunner } from '../src/jobs/engine/runner.ts';
 import { startWorker } from '../src/jobs/worker.ts';
 import { createLogger } from '../src/log.ts';
 import { JobResponse } from '../src/rest/routes/jobs.ts';
 import { Page } from '../src/rest/routes/pages.ts';
 import { expectError, expectTimestamp } from './helpers/expectations.ts';
+import { requestExport } from './helpers/exports.ts';
 import { addMember, createOrg, type TestOrg } from './helpers/factories.ts';
 import { controlJob, importPreviewed, mappingOf, reportOf, requestImport, requestPreview, tableActivity, waitForJob } from './helpers/jobs.ts';
 import type { TestServer } from './helpers/server.ts';
@@ -107,7 +108,7 @@ describe('with a worker', () => {
       const first = await list('?limit=1');
       expectError(await suite.server.request('GET', `/v1/orgs/${org.orgId}/jobs?state=failed&cursor=${encodeURIComponent(first.nextCursor!)}`, { token: org.adminKey }), 400, 'CURSOR_INVALID');
       expectError(await suite.server.request('GET', `/v1/orgs/${org.orgId}/jobs?state=done`, { token: org.adminKey }), 422, 'VALIDATION_FAILED');
-      expectError(await suite.server.request('GET', `/v1/orgs/${org.orgId}/jobs?kind=exportRows`, { token: org.adminKey }), 422, 'VALIDATION_FAILED');
+      expectError(await suite.server.request('GET', `/v1/orgs/${org.orgId}/jobs?kind=notAKind`, { token: org.adminKey }), 422, 'VALIDATION_FAILED');
       // Another org sees none of them.
       expect((await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs?limit=100`, { token: admin() })).body.data
         .filter((job: { jobId: string }) => [ok.jobId, bad.jobId, imported.jobId].includes(job.jobId))).toEqual([]);
@@ -327,6 +328,27 @@ describe('without a worker (jobs stay queued)', () => {
     const other = await createOrg(suite.server.prisma);
     expectError(await controlJob(suite.server, other.adminKey, suite.org.orgId, own.jobId, 'cancel'), 404, 'RESOURCE_NOT_FOUND');
     expectError(await controlJob(suite.server, admin(), suite.org.orgId, newId(), 'cancel'), 404, 'RESOURCE_NOT_FOUND');
+  });
+
+  it('a viewer cancels and retries their own export, not another’s; a member demoted to viewer cancels but may not retry their import', async () => {
+    const table = await peopleTable(suite);
+    const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
+    const own = await requestExport(suite.server, viewer.apiKey, table, { format: 'csv' });
+    expect(own.status, own.text).toBe(202);
+    const cancelled = await controlJob(suite.server, viewer.apiKey, suite.org.orgId, own.body.jobId, 'cancel');
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(cancelled.body).toMatchObject({ jobId: own.body.jobId, kind: 'exportRows', state: 'cancelled' });
+    expect((await controlJob(suite.server, viewer.apiKey, suite.org.orgId, own.body.jobId, 'retry')).body).toMatchObject({ state: 'queued' });
+    const adminExport = await requestExport(suite.server, admin(), table, { format: 'csv' });
+    expectError(await controlJob(suite.server, viewer.apiKey, suite.org.orgId, adminExport.body.jobId, 'cancel'), 403, 'FORBIDDEN');
+
+    const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
+    const preview = await accept(suite.server, member.apiKey, table, CLEAN);
+    await suite.server.prisma.member.updateMany({ where: { orgId: suite.org.orgId, userId: member.userId }, data: { role: 'viewer' } });
+    expect((await controlJob(suite.server, member.apiKey, suite.org.orgId, preview.jobId, 'cancel')).body).toMatchObject({ state: 'cancelled' });
+    const retry = await controlJob(suite.server, member.apiKey, suite.org.orgId, preview.jobId, 'retry');
+    expectError(retry, 403, 'FORBIDDEN');
+    expect(retry.body.error.details).toEqual({ requiredCapability: 'write' });
   });
 
   it('a preview whose table changed between accept and run fails with SCHEMA_VERSION_CONFLICT', async () => {

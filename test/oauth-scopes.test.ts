@@ -46,6 +46,8 @@ const INPUT_OVERRIDES: () => Record<string, Record<string, unknown>> = () => ({
   acceptInvitation: { input: { token: `wdsi_${'A'.repeat(43)}` } },
   updateMember: { input: { expectedVersion: '1', role: 'viewer' } },
   backupSchedulePreview: { input: { cron: '0 3 * * *', timezone: 'UTC' } },
+  saveBackupSchedule: { input: { cron: '0 3 * * *', timezone: 'UTC' } },
+  restoreDatabaseBackup: { input: { target: 'new-database' } },
   confirmTwoFactor: { input: { code: '123456' } },
   disableTwoFactor: { input: { code: '123456' } },
   createForeignKey: { input: { fieldIds: ['Code'], referencedRuleId: newId(), referencedTableId: newId() } },
@@ -58,6 +60,9 @@ const INPUT_OVERRIDES: () => Record<string, Record<string, unknown>> = () => ({
   previewImportRows: { input: { expectedSchemaVersion: 1, format: 'csv', content: 'a\n1', fileName: 'probe.csv', mapping: [{ source: 'a', fieldId: 'A' }] } },
   importRows: { input: { previewJobId: newId(), expectedSchemaVersion: 1, mode: 'valid-rows-only' } },
   applySchemaChange: { input: { expectedSchemaVersion: 1, change: { kind: 'rename_field', fieldId: newId(), name: 'Probe' } } },
+  batchRows: { input: { expectedSchemaVersion: 1, operations: [{ op: 'create', values: {} }] } },
+  exportRows: { input: { format: 'csv' } },
+  exportDatabase: { input: { format: 'csv' } },
 });
 
 function probe(operation: 'query' | 'mutation', field: string, args: readonly GraphQLArgument[], returnsObject: boolean) {

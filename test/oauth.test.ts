@@ -5,6 +5,7 @@ import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { browser, signIn, withPassword, type TestSession } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
+import { checkedFetch } from './helpers/contract.ts';
 
 const suite = useServerWithOrg();
 const REDIRECT = 'https://app.example/callback';
@@ -15,7 +16,7 @@ function pkce() {
 }
 
 async function raw(method: string, path: string, init: { headers?: Record<string, string>; body?: string } = {}) {
-  const response = await fetch(`${suite.server.url}${path}`, { method, redirect: 'manual', ...init });
+  const response = await checkedFetch(`${suite.server.url}${path}`, { method, redirect: 'manual', ...init });
   const text = await response.text();
   let body: any;
   try {

@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { currentTotp } from '../src/graph/auth/totp.ts';
 import { routes } from '../src/rest/routes.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
+import { openEventStream } from './helpers/event-stream.ts';
 import { waitForJob } from './helpers/jobs.ts';
 import { oauthTokens } from './helpers/oauth.ts';
 import { browser, signIn, withPassword } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { addForeignKey, addUniqueRule, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
+import { addForeignKey, addUniqueRule, createDatabase, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
 const suite = useServerWithOrg();
 
@@ -40,6 +41,20 @@ interface Workspace {
 let workspace: Promise<Workspace> | undefined;
 
 /** Two linked tables and a row, made once through the API for the samples that need them. */
+async function sampleDatabasePath(): Promise<string> {
+  return `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}`;
+}
+
+let backupId: Promise<string> | undefined;
+/** One backup of the sample database, taken once. */
+function sampleBackup(): Promise<string> {
+  backupId ??= (async () => {
+    const accepted = await suite.server.request('POST', `${await sampleDatabasePath()}/backups`, write());
+    return (await waitForJob(suite.server, suite.org.adminKey, accepted.body.statusUrl)).jobId as string;
+  })();
+  return backupId;
+}
+
 function sampleWorkspace(): Promise<Workspace> {
   workspace ??= (async () => {
     const { server, org } = suite;
@@ -138,6 +153,15 @@ describe('real responses match the documented schemas', () => {
       return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs?state=succeeded&kind=previewImportRows&limit=5`, admin());
     },
     'GET /v1/orgs/{orgId}/jobs/{jobId}': async () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/${(await finishedPreview()).jobId}`, admin()),
+    // An ended job's stream is its one final event; the sample checks that event's data.
+    'GET /v1/orgs/{orgId}/jobs/{jobId}/events': async () => {
+      const events = await openEventStream(`${suite.server.url}/v1/orgs/${suite.org.orgId}/jobs/${(await finishedPreview()).jobId}/events`, {
+        headers: { authorization: `Bearer ${suite.org.adminKey}` },
+      });
+      const [event, ...more] = await events.rest();
+      expect(more).toEqual([]);
+      return { status: events.status, body: event?.data };
+    },
     'POST /v1/orgs/{orgId}/jobs/{jobId}/cancel': async () => {
       const { parent } = await sampleWorkspace();
       // Cancelling races the worker: whichever state the job is in, the answer is the job record (or 409 once it finished).
@@ -171,6 +195,20 @@ describe('real responses match the documented schemas', () => {
     'GET /v1/orgs/{orgId}/databases': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases`, admin()),
     'GET /v1/orgs/{orgId}/databases/{databaseId}': async () =>
       suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}`, admin()),
+    'PATCH /v1/orgs/{orgId}/databases/{databaseId}': async () =>
+      suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}/databases/${await createDatabase(suite.server, suite.org)}`, write({ expectedVersion: '1', name: 'Renamed sample' })),
+    'DELETE /v1/orgs/{orgId}/databases/{databaseId}': async () =>
+      suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/databases/${await createDatabase(suite.server, suite.org)}`, write({ expectedVersion: '1' })),
+    'PATCH /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}': async () =>
+      suite.server.request('PATCH', (await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }])).path, write({ expectedVersion: '1', name: 'Renamed table' })),
+    'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}': async () =>
+      suite.server.request('DELETE', (await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }])).path, write({ expectedVersion: '1' })),
+    'GET /v1/orgs/{orgId}/trash': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/trash`, admin()),
+    'POST /v1/orgs/{orgId}/trash/{id}/restore': async () => {
+      const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+      expect((await suite.server.request('DELETE', table.path, write({ expectedVersion: '1' }))).status).toBe(200);
+      return suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/trash/${table.tableId}/restore`, write());
+    },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables': async () =>
       suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/tables`,
         write({ name: 'Sample table', fields: [{ name: 'Name', type: 'text' }, { name: 'Tags', type: 'multiSelect', options: { choices: ['a'] } }] })),
@@ -183,6 +221,11 @@ describe('real responses match the documented schemas', () => {
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules': async () => settled(await suite.server.request('POST',
       `${(await sampleWorkspace()).child.path}/unique-rules`, write({ fieldIds: ['Parent code'], where: { field: 'Parent code', op: 'prefix', value: 'X' } }))),
+    'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules/{ruleId}': async () => {
+      const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+      const rule = await addUniqueRule(suite.server, suite.org.adminKey, table, { fieldIds: ['Code'] });
+      return settled(await suite.server.request('DELETE', `${table.path}/unique-rules/${rule.ruleId}`, write()));
+    },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys': requestForeignKey,
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys': async () => {
       await linkedForeignKey();
@@ -194,6 +237,16 @@ describe('real responses match the documented schemas', () => {
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows': async () =>
       createRow(suite.server, suite.org.adminKey, (await sampleWorkspace()).parent, { Code: 'A-2' }),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/exports': async () => {
+      const { parent } = await sampleWorkspace();
+      return suite.server.request('POST', `${parent.path}/exports`, write({ format: 'csv' }));
+    },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/exports': async () =>
+      suite.server.request('POST', `${await sampleDatabasePath()}/exports`, write({ format: 'jsonl' })),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/batch': async () => {
+      const { parent } = await sampleWorkspace();
+      return suite.server.request('POST', `${parent.path}/rows/batch`, write({ expectedSchemaVersion: parent.schemaVersion, operations: [{ op: 'create', values: { Code: 'B-1' } }] }));
+    },
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows': async () =>
       suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/rows?limit=1&orderBy=${encodeURIComponent('[{"field":"Code","direction":"desc"}]')}`, admin()),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/query': async () =>
@@ -222,6 +275,29 @@ describe('real responses match the documented schemas', () => {
     'POST /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule/preview': async () =>
       suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/backup-schedule/preview`,
         { ...admin(), body: { cron: '30 2 * * *', timezone: 'Europe/Berlin' } }),
+    'POST /v1/orgs/{orgId}/backup-destination/test': async () =>
+      suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/backup-destination/test`, write()),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule': async () =>
+      suite.server.request('GET', `${await sampleDatabasePath()}/backup-schedule`, admin()),
+    'PUT /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule': async () =>
+      suite.server.request('PUT', `${await sampleDatabasePath()}/backup-schedule`, write({ cron: '0 3 * * *', timezone: 'UTC' })),
+    'DELETE /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule': async () => {
+      const path = `${await sampleDatabasePath()}/backup-schedule`;
+      await waitForJob(suite.server, suite.org.adminKey, (await suite.server.request('PUT', path, write({ cron: '0 4 * * *', timezone: 'UTC' }))).body.statusUrl);
+      return suite.server.request('DELETE', path, write());
+    },
+    'PUT /v1/orgs/{orgId}/databases/{databaseId}/backup-policy': async () =>
+      suite.server.request('PUT', `${await sampleDatabasePath()}/backup-policy`, write({ keepLast: 5, keepDays: null })),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/backups': async () =>
+      suite.server.request('POST', `${await sampleDatabasePath()}/backups`, write()),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/backups': async () => {
+      await sampleBackup();
+      return suite.server.request('GET', `${await sampleDatabasePath()}/backups`, admin());
+    },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/backups/{backupId}/restore-preview': async () =>
+      suite.server.request('POST', `${await sampleDatabasePath()}/backups/${await sampleBackup()}/restore-preview`, write()),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/backups/{backupId}/restore': async () =>
+      suite.server.request('POST', `${await sampleDatabasePath()}/backups/${await sampleBackup()}/restore`, write({ target: 'new-database', name: `Restored ${idempotencyKey()}` })),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => addView(),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => {
       await addView();
@@ -237,6 +313,12 @@ describe('real responses match the documented schemas', () => {
       const { parent } = await sampleWorkspace();
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'D-1' });
       return suite.server.request('DELETE', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1' }));
+    },
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}/restore': async () => {
+      const { parent } = await sampleWorkspace();
+      const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'R-1' });
+      const deleted = await suite.server.request('DELETE', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1' }));
+      return suite.server.request('POST', `${parent.path}/rows/${row.body.row.id}/restore`, write({ expectedVersion: deleted.body.version }));
     },
     'GET /v1/orgs/{orgId}/members': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/members`, admin()),
     'PATCH /v1/orgs/{orgId}/members/{id}': async () => {

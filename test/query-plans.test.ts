@@ -2,8 +2,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectFeedPage } from '../src/data/activity.ts';
 import { resolvedOptions, type FieldDefinition } from '../src/data/field-types.ts';
+import { createSortIndex } from '../src/data/indexes.ts';
 import { deleteRow, rowGuardState, selectHistoryPage, selectRow, selectRowPage, updateRow, type RowEvent } from '../src/data/rows.ts';
 import type { Statement } from '../src/data/sql.ts';
+import { grantAuthenticatedAt } from '../src/graph/auth/step-up.ts';
 import { newId } from '../src/ids.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
@@ -47,10 +49,51 @@ describe('id lookups use their indexes', () => {
     ['a row update', () => updateRow(physical(), { rowId, expectedVersion: 1n, values: new Map([[fields[0]!.id, 'b']]), schemaVersion: 1, event: event() })],
     ['a row delete', () => deleteRow(physical(), { rowId, expectedVersion: 1n, schemaVersion: 1, event: event() })],
     ['a row page after a position', () => selectRowPage(physical(), { filter: null, keys: [], after: { values: [], rowId }, limit: 10 })],
+    ['a guarded row page through a view', () => selectRowPage(physical(), {
+      guard: { orgId: suite.org.orgId, databaseId: table.databaseId, tableId: table.tableId, schemaVersion: 1, view: { id: newId(), version: '1', userId: suite.org.adminUserId } },
+      filter: null, keys: [], after: { values: [], rowId }, limit: 10,
+    })],
     ['a row’s history', () => selectHistoryPage(physical(), rowId, { version: '2', fieldId: fields[0]!.id }, 10)],
-    ['the activity of a table', () => selectFeedPage({ orgId: suite.org.orgId, tableId: table.tableId }, new Date().toISOString(), null, 10)],
+    ['the activity of a table, with its scope', () => selectFeedPage({ orgId: suite.org.orgId, tableId: table.tableId }, new Date().toISOString(), null, 10)],
     ['the activity of an org', () => selectFeedPage({ orgId: suite.org.orgId }, new Date().toISOString(), { occurredAt: new Date().toISOString(), id: newId() }, 10)],
   ])('%s', async (_name, statement) => {
-    expect(await plan(statement())).not.toMatch(/Seq Scan on (t_|h_|data_tables|activity_events)/);
+    expect(await plan(statement())).not.toMatch(/Seq Scan on (t_|h_|data_tables|databases|saved_views|activity_events)/);
+  });
+});
+
+describe('OAuth grant lookups use their indexes', () => {
+  it('a token’s grant reaches its authorization code through the code’s family_id', async () => {
+    expect(await plan(grantAuthenticatedAt(newId()))).not.toMatch(/Seq Scan on oauth_(codes|tokens)/);
+  });
+});
+
+describe('sorted pages use their sort index (issue 14)', () => {
+  const keys = () => [{ field: fields[0]!, direction: 'asc' as const }];
+  const descending = () => [{ field: fields[0]!, direction: 'desc' as const }];
+
+  beforeAll(async () => {
+    const indexId = newId();
+    const statement = createSortIndex(table.databaseId, table.tableId, indexId, [{ fieldId: fields[0]!.id, direction: 'asc' }]);
+    await client.query(statement.sql);
+    await client.query(createSortIndex(table.databaseId, table.tableId, newId(), [{ fieldId: fields[0]!.id, direction: 'desc' }]).sql);
+  });
+
+  it('the first page reads the index in order (no sort of the table)', async () => {
+    const text = await plan(selectRowPage(physical(), { filter: null, keys: keys(), after: null, limit: 10, indexed: true }));
+    expect(text).toMatch(/Index Scan using "?i_/);
+    expect(text).not.toMatch(/Sort Key/);
+  });
+
+  it.each([
+    ['ascending, after a value', () => selectRowPage(physical(), { filter: null, keys: keys(), after: { values: ['a'], rowId }, limit: 10, indexed: true }), 3],
+    ['ascending, inside the NULLs', () => selectRowPage(physical(), { filter: null, keys: keys(), after: { values: [null], rowId }, limit: 10, indexed: true }), 1],
+    ['descending, after a value', () => selectRowPage(physical(), { filter: null, keys: descending(), after: { values: ['a'], rowId }, limit: 10, indexed: true }), 2],
+    ['descending, inside the NULLs', () => selectRowPage(physical(), { filter: null, keys: descending(), after: { values: [null], rowId }, limit: 10, indexed: true }), 2],
+  ])('a later page starts each range scan at the cursor: %s', async (_name, statement, ranges) => {
+    const text = await plan(statement());
+    expect(text).not.toMatch(/Seq Scan/);
+    expect(text.match(/Index Scan using "?i_/g)).toHaveLength(ranges);
+    expect(text.match(/Index Cond/g)).toHaveLength(ranges);
+    expect(text).not.toMatch(/Filter:/);
   });
 });

@@ -1,8 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../src/app.ts';
+import { createLogger } from '../src/log.ts';
 import { Page } from '../src/rest/routes/pages.ts';
-import { RowResponse } from '../src/rest/routes/rows.ts';
+import { RowDeletionResponse, RowResponse } from '../src/rest/routes/rows.ts';
 import { expectError } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
+import { send, type TestServer } from './helpers/server.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
@@ -87,5 +93,52 @@ describe('ROW_SIZE_LIMIT_BYTES', () => {
     expect(grown.body.error.details).toMatchObject({ limitBytes: SIZE_LIMIT });
     expect(await rowsOf(table)).toEqual([created.body.row]);
     expect(await rowActivityCount(table)).toBe(1);
+  });
+});
+
+describe('ROW_SIZE_LIMIT_BYTES on a restore', () => {
+  // A second app over the suite's database whose limit is 4× larger: a row written there no longer fits here, as
+  // after an operator lowers the limit. Restore is the one write whose values the client does not send.
+  let roomy: TestServer;
+  let close: () => Promise<void>;
+  beforeAll(async () => {
+    const server = createServer(createApp({
+      prisma: suite.server.prisma, config: { ...suite.server.config, ROW_SIZE_LIMIT_BYTES: SIZE_LIMIT * 4 }, logger: createLogger('silent'),
+    }));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    roomy = { ...suite.server, url, request: (method, path, options = {}) => send(url, method, path, options) };
+    close = async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    };
+  });
+  afterAll(() => close());
+
+  const restore = (server: TestServer, table: TestTable, rowId: string, expectedVersion: string) =>
+    server.request('POST', `${table.path}/rows/${rowId}/restore`, { token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion } });
+
+  it('refuses a deleted row over today’s limit with 413 ROW_SIZE_LIMIT, as a create, and leaves it deleted', async () => {
+    const table = await notesTable();
+    const notes = 'x'.repeat(3000);
+    const created = await createRow(roomy, admin(), table, { Notes: notes });
+    expect(created.status, created.text).toBe(201);
+    const deleted = await suite.server.request('DELETE', `${table.path}/rows/${created.body.row.id}`, {
+      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' },
+    });
+    expect(deleted.status, deleted.text).toBe(200);
+    const { version } = RowDeletionResponse.parse(deleted.body);
+
+    const refused = await restore(suite.server, table, created.body.row.id, version);
+    expectError(refused, 413, 'ROW_SIZE_LIMIT');
+    const sizeBytes = Buffer.byteLength(JSON.stringify({ [table.fields.Notes!]: notes }));
+    expect(refused.body.error.details).toEqual({ sizeBytes, limitBytes: SIZE_LIMIT });
+    expect(await rowsOf(table)).toEqual([]);
+    expect(await rowActivityCount(table)).toBe(2);
+
+    const restored = await restore(roomy, table, created.body.row.id, version);
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.body.row.values).toEqual({ [table.fields.Notes!]: notes });
   });
 });

@@ -83,3 +83,16 @@ describe('POST …/tables/{tableId}/rows/query', () => {
     expectError(await suite.server.request('POST', `${table.path}/rows/query`, { token: admin(), body: { filter: {} } }), 422, 'VALIDATION_FAILED');
   });
 });
+
+describe('other methods on …/rows/query and …/rows/batch', () => {
+  it('answers 405 with Allow: POST instead of treating the reserved segment as a row id', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    for (const [method, segment] of [['GET', 'query'], ['PATCH', 'query'], ['DELETE', 'query'], ['GET', 'batch']] as const) {
+      const response = await suite.server.request(method, `${table.path}/rows/${segment}`, { token: admin(), outsideContract: true });
+      expectError(response, 405, 'METHOD_NOT_ALLOWED');
+      expect(response.headers.get('allow')).toBe('POST');
+    }
+    expect((await suite.server.request('GET', `${table.path}/rows`, { token: admin() })).status).toBe(200);
+    expect((await suite.server.request('HEAD', `${table.path}/rows`, { token: admin() })).status).toBe(200);
+  });
+});

@@ -121,6 +121,21 @@ describe('POST …/rows (create row, spec 4.8)', () => {
     expect(await listRows(table)).toHaveLength(1);
   });
 
+  it('applies a key again once its record has expired, and records the new outcome in its place', async () => {
+    const table = await peopleTable();
+    const key = idempotencyKey();
+    const first = await createRow(suite.server, admin(), table, { Name: 'Again' }, key);
+    expect(first.status, first.text).toBe(201);
+    const { count } = await suite.server.prisma.idempotencyRecord.updateMany({ where: { key }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+    expect(count).toBe(1);
+    const second = await createRow(suite.server, admin(), table, { Name: 'Again' }, key);
+    expect(second.status, second.text).toBe(201);
+    expect(second.body.row.id).not.toBe(first.body.row.id);
+    const replay = await createRow(suite.server, admin(), table, { Name: 'Again' }, key);
+    expect(replay.text).toBe(second.text);
+    expect((await listRows(table)).map((row) => row.id).sort()).toEqual([first.body.row.id, second.body.row.id].sort());
+  });
+
   it('answers 400 BAD_REQUEST without an Idempotency-Key', async () => {
     const table = await peopleTable();
     const response = await suite.server.request('POST', `${table.path}/rows`, {

@@ -603,7 +603,7 @@ describe('unique rules and foreign keys built online (add_unique_rule, add_forei
     const ruleId = (job.result as { ruleId: string }).ruleId;
     expect(job.result).toEqual({ ruleId, schemaVersion: table.schemaVersion });
     expect((await api.schema(table)).uniqueRules).toEqual([
-      { id: ruleId, tableId: table.tableId, fieldIds: [table.fields.Code], where: null, state: 'active', createdAt: expect.any(String) },
+      { id: ruleId, tableId: table.tableId, fieldIds: [table.fields.Code], where: null, state: 'active', referenceable: true, createdAt: expect.any(String) },
     ]);
     expect(await uniqueIndexes(table)).toEqual([{ name: `u_${ruleId.toLowerCase()}`, valid: true, definition: expect.not.stringContaining('WHERE') }]);
     const clash = await createRow(suite.server, suite.org.adminKey, table, { Code: 'a' });

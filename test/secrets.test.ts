@@ -6,6 +6,7 @@ import { registerClient } from '../src/graph/auth/oauth/clients.ts';
 import { createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { browser, signIn, withPassword } from './helpers/sessions.ts';
+import { checkedFetch } from './helpers/contract.ts';
 
 /** Every log line the service writes, at the most verbose level, to search for secrets afterwards. */
 const lines: string[] = [];
@@ -41,13 +42,13 @@ describe('secrets never reach the logs', () => {
     const admin = await signIn(server, email, password);
     const { clientId, clientSecret } = await registerClient(server.prisma, { name: 'Logs', redirectUris: ['https://logs.example/cb'], confidential: true });
     const verifier = randomBytes(32).toString('base64url');
-    const consent = await fetch(`${server.url}/oauth/authorize`, {
+    const consent = await checkedFetch(`${server.url}/oauth/authorize`, {
       method: 'POST', redirect: 'manual',
       headers: { ...browser(admin), 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: 'https://logs.example/cb', scope: 'org:read', code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', decision: 'approve' }).toString(),
     });
     const code = new URL(consent.headers.get('location')!).searchParams.get('code')!;
-    const tokens = await (await fetch(`${server.url}/oauth/token`, {
+    const tokens = await (await checkedFetch(`${server.url}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}` },
       body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: 'https://logs.example/cb', code_verifier: verifier }).toString(),

@@ -12,6 +12,7 @@ import { createOrg, type TestOrg } from './helpers/factories.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { createSlowTable, slowRowsPath, waitForScans } from './helpers/slow-table.ts';
 import type { TestTable } from './helpers/workspace.ts';
+import { checkedFetch } from './helpers/contract.ts';
 
 /**
  * DESIGN §5: with REDIS_URL, rate and in-flight limits are shared by every process. Two app instances over one
@@ -40,7 +41,7 @@ async function processOf(overrides: Partial<Record<keyof Config, string>>, redis
 }
 
 async function get(url: string, path: string, token: string) {
-  const response = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const response = await checkedFetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text };
 }

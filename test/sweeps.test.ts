@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { sweepExpiredArtifacts } from '../src/jobs/artifact-sweep.ts';
-import { sweepIdempotencyRecords } from '../src/jobs/idempotency-sweep.ts';
+import { sweepExpiredArtifacts } from '../src/jobs/engine/artifact-sweep.ts';
+import { sweepEmailVerifications } from '../src/jobs/engine/email-verification-sweep.ts';
+import { sweepIdempotencyRecords } from '../src/jobs/engine/idempotency-sweep.ts';
+import { newId } from '../src/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { preview } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -17,6 +19,20 @@ describe('the worker’s catalog sweeps', () => {
     await prisma.idempotencyRecord.createMany({ data: [...expired, { ...expired[0]!, key: 'live', expiresAt: new Date(Date.now() + 60_000) }] });
     expect(await sweepIdempotencyRecords(prisma, 2)).toBe(5);
     expect(await prisma.idempotencyRecord.findMany({ where: { actorKey: 'user:sweep' }, select: { key: true } })).toEqual([{ key: 'live' }]);
+  });
+
+  it('removes spent and expired email verification tokens and keeps the live one', async () => {
+    const { prisma } = suite.server;
+    const { adminUserId: userId } = suite.org;
+    const later = new Date(Date.now() + 60_000);
+    const token = (name: string, expiresAt: Date, usedAt: Date | null) => ({
+      id: newId(), userId, email: `${name}@example.com`, tokenHash: name.padEnd(64, '0'), expiresAt, usedAt,
+    });
+    await prisma.emailVerification.createMany({
+      data: [token('spent', later, new Date()), token('expired', new Date(Date.now() - 1_000), null), token('live', later, null)],
+    });
+    expect(await sweepEmailVerifications(prisma, 1)).toBe(2);
+    expect(await prisma.emailVerification.findMany({ where: { userId }, select: { email: true } })).toEqual([{ email: 'live@example.com' }]);
   });
 
   it('frees the content of expired artifacts, which then answer 410 ARTIFACT_EXPIRED', async () => {

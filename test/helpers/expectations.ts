@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { TIMESTAMP_PATTERN } from '../../src/graph/common.ts';
+import { TIMESTAMP_PATTERN } from '../../src/formats.ts';
 import { ErrorEnvelope } from '../../src/rest/routes/formats.ts';
 import type { ApiResponse } from './server.ts';
 

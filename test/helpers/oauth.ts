@@ -3,6 +3,7 @@ import { expect } from 'vitest';
 import { registerClient } from '../../src/graph/auth/oauth/clients.ts';
 import type { TestServer } from './server.ts';
 import { browser, type TestSession } from './sessions.ts';
+import { checkedFetch } from './contract.ts';
 
 export const REDIRECT = 'https://app.example/callback';
 
@@ -10,7 +11,7 @@ const form = (fields: Record<string, string>) => new URLSearchParams(fields).toS
 
 /** Form POST to an /oauth endpoint without following redirects. */
 export async function oauthPost(server: TestServer, path: string, fields: Record<string, string>, headers: Record<string, string> = {}) {
-  const response = await fetch(`${server.url}${path}`, {
+  const response = await checkedFetch(`${server.url}${path}`, {
     method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: form(fields),
   });
   const text = await response.text();
@@ -24,7 +25,7 @@ export async function oauthTokens(server: TestServer, session: TestSession, scop
   const { clientId } = await registerClient(server.prisma, { name: 'Test app', redirectUris: [REDIRECT], confidential: false });
   const verifier = randomBytes(32).toString('base64url');
   const challenge = createHash('sha256').update(verifier).digest('base64url');
-  const consent = await fetch(`${server.url}/oauth/authorize`, {
+  const consent = await checkedFetch(`${server.url}/oauth/authorize`, {
     method: 'POST', redirect: 'manual', headers: { ...browser(session), 'content-type': 'application/x-www-form-urlencoded' },
     body: form({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, scope, state: 's', code_challenge: challenge, code_challenge_method: 'S256', decision: 'approve' }),
   });

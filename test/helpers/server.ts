@@ -1,12 +1,16 @@
 import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createPrisma, type PrismaClient } from '../../src/db/prisma.ts';
 import { answerClientErrors } from '../../src/rest/client-errors.ts';
 import { startWorker } from '../../src/jobs/worker.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
+import { checkedFetch } from './contract.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface ApiResponse<Body = any> {
@@ -23,6 +27,11 @@ export interface RequestOptions {
   rawBody?: string;
   idempotencyKey?: string;
   headers?: Record<string, string>;
+  /**
+   * Skips the OpenAPI check of the answer (test/helpers/contract.ts). Only for requests the document cannot
+   * describe on purpose: a method or path it does not list, or bytes that are not HTTP a client would send.
+   */
+  outsideContract?: true;
 }
 
 export interface TestServer {
@@ -35,7 +44,8 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-async function send(baseUrl: string, method: string, path: string, options: RequestOptions): Promise<ApiResponse> {
+/** One HTTP request to `baseUrl`; the body parsed as JSON when it is JSON. */
+export async function send(baseUrl: string, method: string, path: string, options: RequestOptions): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
@@ -44,7 +54,8 @@ async function send(baseUrl: string, method: string, path: string, options: Requ
   if (body !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) {
     headers['content-type'] = 'application/json';
   }
-  const response = await fetch(`${baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const init = { method, headers, ...(body === undefined ? {} : { body }) };
+  const response = await (options.outsideContract ? fetch : checkedFetch)(`${baseUrl}${path}`, init);
   const text = await response.text();
   let parsed: unknown = undefined;
   try {
@@ -69,6 +80,8 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
     ORG_CONCURRENCY_LIMIT: '0',
     DATABASE_POOL_SIZE: '5',
     JOB_POLL_MS: '100',
+    // Backups that any test takes land in a temporary directory, never in the working tree's DATA_DIR.
+    BACKUP_DIR: mkdtempSync(join(tmpdir(), 'wds-test-backups-')),
     ...overrides,
   });
   const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);

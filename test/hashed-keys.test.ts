@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { expectError, expectProblemPaths } from './helpers/expectations.ts';
+import { idempotencyKey } from './helpers/factories.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
+import { addUniqueRule, createRow, createTable, type TestTable } from './helpers/workspace.ts';
+
+/** Issue 13: a unique rule works on any text field; keys too wide for a btree entry are enforced through a hash. */
+const suite = useServerWithOrg();
+const admin = () => suite.org.adminKey;
+
+async function constraintsOf(table: TestTable): Promise<{ name: string; type: string; definition: string }[]> {
+  return suite.server.prisma.$queryRaw`
+    SELECT c.conname::text AS name, c.contype::text AS type, pg_get_constraintdef(c.oid) AS definition
+      FROM pg_constraint c WHERE c.conrelid = to_regclass(${`d_${table.databaseId.toLowerCase()}.t_${table.tableId.toLowerCase()}`})
+       AND starts_with(c.conname, 'u_')`;
+}
+
+async function ruleOn(table: TestTable, body: Record<string, unknown>) {
+  const added = await addUniqueRule(suite.server, admin(), table, body);
+  expect(added.job.state, JSON.stringify(added.job)).toBe('succeeded');
+  return added;
+}
+
+describe('unique rules on ordinary text', () => {
+  it('accepts a rule on a default text field (maxLength 1000) and enforces it exactly, long values included', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'Note', type: 'text' }]);
+    const { ruleId, table: current } = await ruleOn(table, { fieldIds: ['Name'] });
+    expect(await constraintsOf(table)).toEqual([{ name: `u_${ruleId.toLowerCase()}`, type: 'x', definition: expect.stringContaining('EXCLUDE USING hash') }]);
+    const long = 'é'.repeat(1000);
+    expect((await createRow(suite.server, admin(), current, { Name: long })).status).toBe(201);
+    expect((await createRow(suite.server, admin(), current, { Name: `${long.slice(1)}e` })).status).toBe(201);
+    const clash = await createRow(suite.server, admin(), current, { Name: long, Note: 'again' });
+    expectError(clash, 409, 'UNIQUE_CONFLICT');
+    expect(clash.body.error.details).toEqual({ ruleId, fieldIds: [table.fields.Name], fieldNames: ['Name'] });
+    // Empty keys take no part, as with a btree rule.
+    expect((await createRow(suite.server, admin(), current, { Note: 'a' })).status).toBe(201);
+    expect((await createRow(suite.server, admin(), current, { Note: 'b' })).status).toBe(201);
+  });
+
+  it('accepts two different values whose hash codes collide (the index finds candidates, = decides)', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const { ruleId, table: current } = await ruleOn(table, { fieldIds: ['Name'] });
+    const keyType = `d_${table.databaseId.toLowerCase()}.r_${ruleId.toLowerCase()}`;
+    // 300,000 values in 2^32 hash codes: about ten colliding pairs are expected (birthday bound); take one.
+    const [pair] = await suite.server.prisma.$queryRawUnsafe<{ a: string; b: string }[]>(`
+      SELECT min(v) AS a, max(v) AS b FROM (SELECT 'key-' || g AS v FROM generate_series(1, 300000) g) s
+       GROUP BY hash_record(ROW(v)::${keyType}) HAVING count(*) > 1 LIMIT 1`);
+    expect(pair, 'a hash collision among 300,000 keys').toBeDefined();
+    expect((await createRow(suite.server, admin(), current, { Name: pair!.a })).status).toBe(201);
+    expect((await createRow(suite.server, admin(), current, { Name: pair!.b })).status).toBe(201);
+    expectError(await createRow(suite.server, admin(), current, { Name: pair!.b }), 409, 'UNIQUE_CONFLICT');
+  });
+
+  it('lets exactly one of 8 parallel creates with the same wide value win; the others get 409', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const { table: current } = await ruleOn(table, { fieldIds: ['Name'] });
+    const responses = await Promise.all(Array.from({ length: 8 }, () => createRow(suite.server, admin(), current, { Name: 'contested' })));
+    const statuses = responses.map((response) => response.status).sort();
+    expect(statuses, responses.map((response) => response.text).join('\n')).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
+    for (const response of responses.filter((candidate) => candidate.status === 409)) expectError(response, 409, 'UNIQUE_CONFLICT');
+  });
+
+  it('hashes a multi-field key as one composite value and honours a conditional rule', async () => {
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'Name', type: 'text' }, { name: 'Year', type: 'integer' }, { name: 'Status', type: 'select', options: { choices: ['live', 'draft'] } },
+    ]);
+    const { table: current } = await ruleOn(table, { fieldIds: ['Name', 'Year'], where: { field: 'Status', op: 'eq', value: 'live' } });
+    expect((await constraintsOf(table))[0]!.definition).toMatch(/EXCLUDE USING hash \(\(ROW\(.*\)::d_\w+\.r_\w+\) WITH =\) WHERE/);
+    const row = (values: Record<string, unknown>) => createRow(suite.server, admin(), current, values);
+    expect((await row({ Name: 'x', Year: 2020, Status: 'live' })).status).toBe(201);
+    expect((await row({ Name: 'x', Year: 2021, Status: 'live' })).status).toBe(201);
+    expect((await row({ Name: 'x', Year: 2020, Status: 'draft' })).status).toBe(201);
+    expectError(await row({ Name: 'x', Year: 2020, Status: 'live' }), 409, 'UNIQUE_CONFLICT');
+  });
+
+  it('fails the job with the duplicate groups when existing rows already share a wide value', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const ids = [];
+    for (let i = 0; i < 2; i += 1) ids.push((await createRow(suite.server, admin(), table, { Name: 'same' })).body.row.id);
+    const added = await addUniqueRule(suite.server, admin(), table, { fieldIds: ['Name'] });
+    expect(added.job.state).toBe('failed');
+    expect(added.job.error).toMatchObject({ code: 'UNIQUE_CONFLICT', details: { duplicates: [{ rowIds: ids.sort(), values: { [table.fields.Name!]: 'same' } }], truncated: false } });
+    expect(await constraintsOf(table)).toEqual([]);
+  });
+
+  it('keeps a plain btree index for keys that fit, and refuses a foreign key to a hashed rule with 422 saying why', async () => {
+    const parent = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }, { name: 'Name', type: 'text' }]);
+    const narrow = await ruleOn(parent, { fieldIds: ['Code'] });
+    const wide = await ruleOn(narrow.table, { fieldIds: ['Name'] });
+    expect((await constraintsOf(parent)).map((c) => c.type).sort()).toEqual(['x']);
+    const schema = await suite.server.request('GET', `${parent.path}/schema`, { token: admin() });
+    expect(schema.body.uniqueRules.map((rule: { id: string; referenceable: boolean }) => [rule.id, rule.referenceable]).sort())
+      .toEqual([[narrow.ruleId, true], [wide.ruleId, false]].sort());
+    const child = await createTable(suite.server, suite.org, [{ name: 'Ref', type: 'text' }], { databaseId: parent.databaseId });
+    const refused = await suite.server.request('POST', `${child.path}/foreign-keys`, {
+      token: admin(), idempotencyKey: idempotencyKey(), body: { fieldIds: ['Ref'], referencedTableId: parent.tableId, referencedRuleId: wide.ruleId },
+    });
+    expectError(refused, 422, 'VALIDATION_FAILED');
+    expectProblemPaths(refused, [['referencedRuleId']]);
+    const problem = refused.body.error.details.problems.find((p: { path: string[] }) => p.path[0] === 'referencedRuleId');
+    expect(problem.message).toMatch(/4000 bytes.*hash.*btree/);
+    const accepted = await suite.server.request('POST', `${child.path}/foreign-keys`, {
+      token: admin(), idempotencyKey: idempotencyKey(), body: { fieldIds: ['Ref'], referencedTableId: parent.tableId, referencedRuleId: narrow.ruleId },
+    });
+    expect(accepted.status, accepted.text).toBe(202);
+  });
+});
