@@ -2,7 +2,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { selectFeedPage } from '../src/data/activity.ts';
 import type { Statement } from '../src/data/sql.ts';
-import { api, figures, median, startServers, type Figures, type Servers } from './harness.ts';
+import { api, figures, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * The activity feed on an org with 1,000,000 events (issue 7): p50/p99 of a filtered page of 100 through REST
@@ -282,7 +282,7 @@ try {
       ratios.push(rest.rps / bare.rps);
       process.stdout.write(`  round ${round}\n    ${line(rest)}\n    ${line(bare)}\n    REST / bare ${ratio(rest.rps / bare.rps)}\n`);
     }
-    summary.push(`  ${scenario.label.padEnd(38)} REST / bare, median of ${ROUNDS}: ${ratio(median(ratios))}`);
+    summary.push(ratioLine(`activity page, ${scenario.label}`, 'REST / bare', ratios, 0.5));
     if (scenario.diagnose) {
       // Where the time goes: the service's statement alone, with nothing but `pg` around it. If this is about as
       // fast as REST, the cost is the SQL; if it is about as fast as the bare scan, it is the service around it.
@@ -293,5 +293,5 @@ try {
   process.stdout.write(`\n${summary.join('\n')}\n`);
 } finally {
   await pool.end();
-  servers.stop();
+  await servers.stop();
 }

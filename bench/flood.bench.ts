@@ -69,5 +69,5 @@ try {
   // autocannon's percentiles cover completed requests only: a stalled org shows as lost throughput, not as p99.
   process.stdout.write(`req/s during flood / idle: ${(loaded.rps / Math.max(idle.rps, 1)).toFixed(2)}\n`);
 } finally {
-  servers.stop();
+  await servers.stop();
 }

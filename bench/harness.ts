@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
+import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /** What every benchmark shares: the servers process, the API helper and how figures are summarised. */
 export interface Figures { name: string; rps: number; p50: number; p99: number; errors: number }
@@ -12,7 +13,10 @@ export interface Servers {
   orgId: string;
   userId: string;
   databaseUrl: string;
-  stop(): void;
+  /** The servers process (the API), for memory readings. */
+  pid: number;
+  /** Stops the servers; with BENCH_PROFILE=1, waits for their CPU profile and prints its top self-time functions. */
+  stop(): Promise<void>;
 }
 
 /**
@@ -22,12 +26,21 @@ export interface Servers {
 export async function startServers(): Promise<Servers> {
   // NODE_ENV=production as `npm start` runs it: graphql-js, for one, checks every instanceof twice otherwise.
   const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const started = Date.now();
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));
   });
-  return { ...JSON.parse(line), stop: () => child.kill('SIGTERM') };
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await exited;
+    const file = profileDir && profileSince(profileDir, started);
+    if (file) process.stdout.write(`\n${topSelfTime(file)}\n`);
+  };
+  return { ...JSON.parse(line), pid: child.pid!, stop };
 }
 
 /** A REST call as the bench org's admin, with a fresh Idempotency-Key. */
@@ -51,3 +64,14 @@ export function figures(name: string, latencies: number[], seconds: number, erro
 }
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/**
+ * The one line every benchmark ends a measured row with, so `npm run bench | grep '^ratio'` gives the issue's table:
+ * `ratio | <row> | <what over what> | median of N: <x> | rounds <r1> <r2> … | target ≥ <t>`.
+ */
+export function ratioLine(row: string, quotient: string, ratios: number[], target: number): string {
+  const format = (value: number) => (value >= 0.1 ? value.toFixed(2) : value.toPrecision(2));
+  const verdict = median(ratios) >= target ? 'met' : 'not met';
+  return `ratio | ${row} | ${quotient} | median of ${ratios.length}: ${format(median(ratios))} | rounds ${ratios.map(format).join(' ')}`
+    + ` | target ≥ ${target} ${verdict}`;
+}

@@ -1,24 +1,27 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'csv-parse';
 import pg from 'pg';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { parseCsv } from '../src/jobs/imports/source.ts';
-import { api, median, startServers, type Servers } from './harness.ts';
+import { parseCsv } from '../src/jobs/kinds/imports/source.ts';
+import { api, median, ratioLine, startServers, type Servers } from './harness.ts';
+import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /**
  * Import preview (issue 5): a ~4 MiB CSV of 8 typed columns previewed into a 1,000,000-row table with one
  * unconditional unique rule, end to end through REST (`POST …/imports/preview` → 202 → poll the job's statusUrl
  * every 20 ms until it succeeds), against the bare parse of the same bytes by csv-parse alone (the options of
- * src/jobs/imports/source.ts) in this process. Same machine, same PostgreSQL, same run, alternating rounds.
+ * src/jobs/kinds/imports/source.ts) in this process. Same machine, same PostgreSQL, same run, alternating rounds.
  *
  * The ratio is bare parse seconds / end-to-end seconds: how close a preview comes to the parser's own speed.
  * The service's own parseCsv (csv-parse plus its physical line numbers) is timed too, as a third reference.
  *
  * The job runs in a worker process of its own (`src/worker.ts`, as `npm run worker` runs it) beside the bench
- * servers, which run no worker. BENCH_CPU_PROF=<dir> runs that worker with `--cpu-prof` into <dir>.
+ * servers, which run no worker. BENCH_PROFILE=1 profiles that worker as well as the servers (the job's CPU is spent
+ * there) and prints its top self-time functions when it stops.
  *
  * The file is mostly valid; every check does real work and the expected outcome is known exactly (checked):
  * - some lines have one invalid cell (bad integer, decimal, boolean, date, timestamp, choice, or a missing name);
@@ -29,7 +32,7 @@ import { api, median, startServers, type Servers } from './harness.ts';
  *
  * Besides the job's own timeline (createdAt/startedAt/finishedAt), the poll loop reads the job's journal phase
  * straight from public.jobs (one primary-key lookup per poll), so the time of each phase of the pipeline
- * (src/jobs/imports/pipeline.ts) is visible: parse + staging tables, staging batches, unique check, summary/report.
+ * (src/jobs/kinds/imports/pipeline.ts) is visible: parse + staging tables, staging batches, unique check, summary/report.
  * BENCH_SAMPLE_PG=1 also samples pg_stat_activity on each poll and prints, per stretch, what the service's
  * PostgreSQL sessions were doing (statement, or `idle in transaction` while the worker computes inside a step).
  */
@@ -280,7 +283,7 @@ function tally(phases: TimedPhase[], activity: { at: number; what: string[] }[])
   return counts;
 }
 
-/** csv-parse alone over the file's bytes, options as src/jobs/imports/source.ts, records collected by the parser. */
+/** csv-parse alone over the file's bytes, options as src/jobs/kinds/imports/source.ts, records collected by the parser. */
 function bareParse(bytes: Buffer): Promise<{ seconds: number; records: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
@@ -300,7 +303,8 @@ async function serviceParse(content: string): Promise<{ seconds: number; records
 
 /** `npm run worker` against the bench database: one process, its own event loop, as a scale-out worker runs. */
 async function startWorker(databaseUrl: string, options: { profile?: boolean } = {}): Promise<{ process: ChildProcess; stop(): Promise<void> }> {
-  const profile = options.profile === false ? undefined : process.env.BENCH_CPU_PROF;
+  const profile = options.profile === false || !profileDir ? undefined : join(profileDir, 'worker');
+  const started = Date.now();
   const args = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), '--import', 'tsx', 'src/worker.ts'];
   const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
@@ -325,6 +329,8 @@ async function startWorker(databaseUrl: string, options: { profile?: boolean } =
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await exited;
+      const file = profile && profileSince(profile, started);
+      if (file) process.stdout.write(`\nworker: ${topSelfTime(file)}\n`);
     },
   };
 }
@@ -410,7 +416,8 @@ try {
     + `  service parseCsv  ${s(median(rounds.map((round) => round.service)))} s\n`
     + `  bare / end to end ${median(rounds.map((round) => round.bare / round.e2e.seconds)).toFixed(4)} (median of per-round ratios)\n`
     + `  phases (median seconds each, median share of its round's end to end):\n`
-    + phaseMedians.map((phase) => `    ${phase.name.padEnd(44)} ${s(phase.seconds)} s  ${(phase.share * 100).toFixed(0).padStart(3)}%\n`).join(''));
+    + phaseMedians.map((phase) => `    ${phase.name.padEnd(44)} ${s(phase.seconds)} s  ${(phase.share * 100).toFixed(0).padStart(3)}%\n`).join('')
+    + `\n${ratioLine('import preview of a 4 MiB CSV', 'bare csv-parse / end to end', rounds.map((round) => round.bare / round.e2e.seconds), 0.33)}\n`);
   if (SAMPLE_PG) {
     process.stdout.write(`\nPostgreSQL sessions of the service, sampled once per poll (all ${ROUNDS} rounds; share of the stretch's polls):\n`);
     for (const name of phaseNames) {
@@ -428,5 +435,5 @@ try {
 } finally {
   await worker?.stop();
   await pool.end();
-  servers.stop();
+  await servers.stop();
 }

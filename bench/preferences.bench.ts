@@ -32,5 +32,5 @@ try {
   process.stdout.write(`REST / bare    : ${(rest.rps / bare.rps * 100).toFixed(1)}%\n`);
   process.stdout.write(`GraphQL / bare : ${(graphql.rps / bare.rps * 100).toFixed(1)}%\n`);
 } finally {
-  servers.stop();
+  await servers.stop();
 }

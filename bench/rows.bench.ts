@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ulid } from 'ulid';
-import { api, median, startServers, type Figures, type Servers } from './harness.ts';
+import { api, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * Create row (endpoint 6) through REST at concurrency 16 for a fixed number of rows, against the same transaction
@@ -138,7 +138,7 @@ try {
     ratios.push(rest.rps / raw.rps);
     process.stdout.write(`round ${round}\n  ${line(rest)}\n  ${line(raw)}\n  REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`);
   }
-  process.stdout.write(`\nREST / raw, median of ${ROUNDS}: ${median(ratios).toFixed(2)}  (target ≥ 0.5)\n`);
+  process.stdout.write(`\n${ratioLine('row create', 'REST / raw transaction', ratios, 0.75)}\n`);
 } finally {
-  servers.stop();
+  await servers.stop();
 }

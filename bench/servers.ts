@@ -14,10 +14,13 @@ import { createLogger } from '../src/log.ts';
  * The benchmark's servers, in their own process so that the load generator does not share their event loop:
  * the service (REST and /graphql) and a bare Express handler doing the same Prisma read with no GraphQL at all.
  */
+// BENCH_DATABASE_NAME: several checkouts benchmarking against one shared server must not drop each other's database.
+const benchDatabase = process.env.BENCH_DATABASE_NAME ?? 'wds_bench';
+
 async function dropBenchDatabase(serverUrl: string): Promise<void> {
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
-  await client.query('DROP DATABASE IF EXISTS wds_bench WITH (FORCE)');
+  await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(benchDatabase)} WITH (FORCE)`);
   await client.end();
 }
 
@@ -33,7 +36,7 @@ const logger = createLogger('silent');
 const server = await openDatabase(loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' }), logger);
 // A fresh database per run: rows, history and activity left by earlier runs would make later runs slower.
 await dropBenchDatabase(server.url);
-const url = await ensureDatabase(server.url, 'wds_bench');
+const url = await ensureDatabase(server.url, benchDatabase);
 await migrate(url);
 const prisma = createPrisma(url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
 const { orgId, userId, apiKey } = await bootstrapOrg(prisma, { orgName: 'Bench', email: `bench-${Date.now()}@example.com`, name: 'Bench' });

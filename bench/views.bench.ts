@@ -6,7 +6,7 @@ import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import type { SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
 import type { Params, Statement } from '../src/data/sql.ts';
-import { api, figures, median, startServers, type Figures, type Servers } from './harness.ts';
+import { api, figures, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * List 100 rows through a shared view with a 3-clause filter on a 1,000,000-row table (issue 4): REST
@@ -20,7 +20,9 @@ import { api, figures, median, startServers, type Figures, type Servers } from '
  * - "Amount desc": a realistic sorted view. Nothing indexes Amount, so every page scans and filters all 1M rows and
  *   keeps the top 101 of ~62,500 matches. This is what a user's sorted view costs until they can add indexes.
  * The SQL side does identical work in both cases; the ratio shows what the service adds on top (auth, table and view
- * lookups, cursor, JSON), and the absolute p50/p99 show what PostgreSQL itself costs.
+ * lookups, cursor, JSON), and the absolute p50/p99 show what PostgreSQL itself costs. The raw side reads the rows
+ * as text columns (what a hand-written client would); the service asks for each row as one JSON text (`json`),
+ * which PostgreSQL evaluates after the sort's LIMIT, so on the unindexed sorted view the service can beat it.
  */
 const CONCURRENCY = 4;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -60,7 +62,7 @@ async function createBenchTable(servers: Servers): Promise<BenchTable> {
   return { databaseId: database.id, tableId: table.id, schemaVersion: table.schemaVersion, path: `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}` };
 }
 
-/** The fields as the service's schema loader reads them (src/graph/tables/loader.ts), in position order. */
+/** The fields as the service's schema loader reads them (src/catalog/table-schema.ts), in position order. */
 async function catalogFields(client: pg.Client, tableId: string): Promise<FieldDefinition[]> {
   const { rows } = await client.query<FieldDefinition>(
     'SELECT id, name, type, required, options, position FROM fields WHERE table_id = $1 ORDER BY position', [tableId]);
@@ -190,10 +192,11 @@ try {
       ratios.push(rest.rps / raw.rps);
       process.stdout.write(`  round ${round}\n    ${line(rest)}\n    ${line(raw)}\n    REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`);
     }
-    summary.push(`  ${view.label.padEnd(12)} REST / raw, median of ${ROUNDS}: ${median(ratios).toFixed(2)}`);
+    // The issue's target is for the id-order view; the sorted one is PostgreSQL's own cost until it has an index.
+    summary.push(ratioLine(`rows through a 3-clause view, ${view.label}`, 'REST / raw', ratios, view.orderBy.length ? 0 : 0.5));
   }
   process.stdout.write(`\n${summary.join('\n')}\n`);
 } finally {
   await pool.end();
-  servers.stop();
+  await servers.stop();
 }
