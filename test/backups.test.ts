@@ -9,7 +9,7 @@ import {
 import { expectError } from './helpers/expectations.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createDatabase, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
 /** Issue 16: run-now backups, listing, restore previews and restores of both targets, over HTTP. */
 const dir = backupDir();
@@ -102,6 +102,35 @@ describe('restore', () => {
 
     const events = await server().prisma.activityEvent.findMany({ where: { databaseId, category: 'restores' }, select: { event: true } });
     expect(events.map((event) => event.event)).toEqual(expect.arrayContaining(['database.restore', 'job.previewDatabaseRestore.succeeded']));
+  });
+
+  it('restores a hashed unique rule (a key too wide for a btree) to both targets, still refusing duplicates', async () => {
+    const databaseId = await createDatabase(server(), suite.org);
+    const created = await createTable(server(), suite.org, [{ name: 'Text', type: 'text' }], { databaseId, name: 'Notes' });
+    const rule = await addUniqueRule(server(), admin(), created, { fieldIds: ['Text'] });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+    const notes = rule.table;
+    const wide = 'é'.repeat(1000);
+    await row(notes, { Text: wide });
+    const backup = await runBackup(server(), admin(), orgId(), databaseId);
+    expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
+
+    const copy = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'new-database', name: `Copy ${databaseId}` }));
+    expect(copy.state, JSON.stringify(copy)).toBe('succeeded');
+    const copiedTable = await server().prisma.dataTable.findFirstOrThrow({ where: { databaseId: copy.result.databaseId }, include: { fields: true } });
+    const copied: TestTable = {
+      ...notes, databaseId: copy.result.databaseId, tableId: copiedTable.id, schemaVersion: Number(copiedTable.schemaVersion),
+      fields: { Text: copiedTable.fields[0]!.id }, path: `${databasePath(orgId(), copy.result.databaseId)}/tables/${copiedTable.id}`,
+    };
+    expectError(await createRow(server(), admin(), copied, { Text: wide }), 409, 'UNIQUE_CONFLICT');
+    expect((await createRow(server(), admin(), copied, { Text: `${wide.slice(1)}e` })).status).toBe(201);
+
+    const version = await databaseVersion(server(), admin(), orgId(), databaseId);
+    const replaced = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace', expectedVersion: version }));
+    expect(replaced.state, JSON.stringify(replaced)).toBe('succeeded');
+    expectError(await createRow(server(), admin(), notes, { Text: wide }), 409, 'UNIQUE_CONFLICT');
+    const parallel = await Promise.all(Array.from({ length: 4 }, () => createRow(server(), admin(), notes, { Text: 'contested' })));
+    expect(parallel.map((response) => response.status).sort()).toEqual([201, 409, 409, 409]);
   });
 
   it('refuses a replace without the current version, before any job', async () => {

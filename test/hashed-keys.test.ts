@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
+import { waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { addUniqueRule, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
@@ -81,6 +82,23 @@ describe('unique rules on ordinary text', () => {
     expect(added.job.state).toBe('failed');
     expect(added.job.error).toMatchObject({ code: 'UNIQUE_CONFLICT', details: { duplicates: [{ rowIds: ids.sort(), values: { [table.fields.Name!]: 'same' } }], truncated: false } });
     expect(await constraintsOf(table)).toEqual([]);
+  });
+
+  it('deletes a hashed rule: its constraint, key type and key lock go, and duplicates are accepted after', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const { ruleId, table: current } = await ruleOn(table, { fieldIds: ['Name'] });
+    expect((await createRow(suite.server, admin(), current, { Name: 'same' })).status).toBe(201);
+    const accepted = await suite.server.request('DELETE', `${table.path}/unique-rules/${ruleId}`, { token: admin(), idempotencyKey: idempotencyKey() });
+    expect(accepted.status, accepted.text).toBe(202);
+    const job = await waitForJob(suite.server, admin(), accepted.body.statusUrl);
+    expect(job, JSON.stringify(job)).toMatchObject({ kind: 'deleteUniqueRule', state: 'succeeded', result: { ruleId, deleted: true } });
+    expect(await constraintsOf(table)).toEqual([]);
+    const [left] = await suite.server.prisma.$queryRawUnsafe<{ types: number; functions: number; triggers: number }[]>(`
+      SELECT (SELECT count(*)::int FROM pg_type WHERE typname = $1) AS types, (SELECT count(*)::int FROM pg_proc WHERE proname = $2) AS functions,
+             (SELECT count(*)::int FROM pg_trigger WHERE tgname = $3) AS triggers`,
+      `r_${ruleId.toLowerCase()}`, `l_${ruleId.toLowerCase()}`, `u_${ruleId.toLowerCase()}`);
+    expect(left).toEqual({ types: 0, functions: 0, triggers: 0 });
+    expect((await createRow(suite.server, admin(), { ...current, schemaVersion: job.result.schemaVersion }, { Name: 'same' })).status).toBe(201);
   });
 
   it('keeps a plain btree index for keys that fit, and refuses a foreign key to a hashed rule with 422 saying why', async () => {

@@ -70,17 +70,42 @@ export function insertCatalogPart(part: CatalogPart, rows: string): Statement {
   return { sql: `INSERT INTO public.${part} SELECT * FROM jsonb_populate_recordset(NULL::public.${part}, $1::jsonb)`, params: [rows] };
 }
 
-/** The unique indexes (u_…) and foreign keys (k_…) of a database's schema, as PostgreSQL prints them. */
+/**
+ * What enforces a database's rules, as PostgreSQL prints it, in the order a restore recreates it: a hashed rule's
+ * key type (r_…), lock function (l_…) and trigger, the unique btree indexes (u_…), the hashed rules' exclusion
+ * constraints (u_…), then the foreign keys (k_…), which need the unique indexes they reference.
+ */
 export function selectConstraintDefinitions(databaseId: string): Statement {
+  const hashed = `SELECT k.conrelid, k.conname, k.oid, k.connamespace FROM pg_constraint k
+                   WHERE k.connamespace = to_regnamespace($1) AND k.contype = 'x' AND k.conname LIKE 'u\\_%'`;
   return {
-    sql: `SELECT 'index' AS kind, c.relname AS table_name, i.relname AS name, pg_get_indexdef(i.oid) AS definition
-            FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
-           WHERE c.relnamespace = to_regnamespace($1) AND i.relname LIKE 'u\\_%' AND x.indisvalid
-          UNION ALL
-          SELECT 'foreignKey', c.relname, k.conname, pg_get_constraintdef(k.oid)
-            FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
-           WHERE k.connamespace = to_regnamespace($1) AND k.contype = 'f' AND k.convalidated
-           ORDER BY 1 DESC, 3`,
+    sql: `WITH hashed AS (${hashed}),
+          key_lock AS (SELECT g.oid, g.tgrelid, g.tgname, g.tgfoid FROM pg_trigger g JOIN hashed h ON h.conrelid = g.tgrelid AND h.conname = g.tgname)
+          SELECT kind, table_name, name, definition FROM (
+            SELECT 1 AS step, 'keyType' AS kind, c.relname AS table_name, t.typname AS name,
+                   format('CREATE TYPE %I.%I AS (%s)', n.nspname, t.typname, (
+                     SELECT string_agg(format('%I %s', a.attname, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum)
+                       FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped)) AS definition
+              FROM hashed h JOIN pg_class c ON c.oid = h.conrelid JOIN pg_namespace n ON n.oid = h.connamespace
+              JOIN pg_type t ON t.typnamespace = h.connamespace AND t.typname = 'r' || substr(h.conname, 2)
+            UNION ALL
+            SELECT 2, 'keyLock', c.relname, p.proname, pg_get_functiondef(p.oid)
+              FROM key_lock g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_proc p ON p.oid = g.tgfoid
+            UNION ALL
+            SELECT 3, 'keyTrigger', c.relname, g.tgname, pg_get_triggerdef(g.oid)
+              FROM key_lock g JOIN pg_class c ON c.oid = g.tgrelid
+            UNION ALL
+            SELECT 4, 'index', c.relname, i.relname, pg_get_indexdef(i.oid)
+              FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
+             WHERE c.relnamespace = to_regnamespace($1) AND i.relname LIKE 'u\\_%' AND x.indisvalid AND NOT x.indisexclusion
+            UNION ALL
+            SELECT 5, 'exclusion', c.relname, h.conname, pg_get_constraintdef(h.oid)
+              FROM hashed h JOIN pg_class c ON c.oid = h.conrelid
+            UNION ALL
+            SELECT 6, 'foreignKey', c.relname, k.conname, pg_get_constraintdef(k.oid)
+              FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+             WHERE k.connamespace = to_regnamespace($1) AND k.contype = 'f' AND k.convalidated
+          ) definitions ORDER BY step, name`,
     params: [schemaOf(databaseId).replaceAll('"', '')],
   };
 }
@@ -123,7 +148,7 @@ export function remapHistoryFields(databaseId: string, tableId: string, oldIds: 
  * own shape are touched: a ULID is 26 characters of [0-9a-z] after one of those prefixes.
  */
 export function rewriteIdentifiers(definition: string, ids: ReadonlyMap<string, string>): string {
-  return definition.replace(/\b([dthfsuk])_([0-9a-z]{26})\b/g, (whole, prefix: string, id: string) => {
+  return definition.replace(/\b([dthfsukrl])_([0-9a-z]{26})\b/g, (whole, prefix: string, id: string) => {
     const next = ids.get(id.toUpperCase());
     return next === undefined ? whole : `${prefix}_${next.toLowerCase()}`;
   });

@@ -31,6 +31,9 @@ export const sequenceOf = (databaseId: string, fieldId: string): string => `${sc
 /** The composite type a hashed unique key is cast to (src/data/unique-keys.ts), schema-qualified. */
 export const keyTypeOf = (databaseId: string, ruleId: string): string => `${schemaOf(databaseId)}.${fromId('r', ruleId)}`;
 
+/** The trigger function that serialises writers of one hashed key (src/data/unique-keys.ts), schema-qualified. */
+export const keyLockOf = (databaseId: string, ruleId: string): string => `${schemaOf(databaseId)}.${fromId('l', ruleId)}`;
+
 /** Unqualified names of indexes and constraints, which PostgreSQL reports back in errors. */
 export const uniqueIndexOf = (ruleId: string): string => fromId('u', ruleId);
 export const foreignKeyConstraintOf = (foreignKeyId: string): string => fromId('k', foreignKeyId);

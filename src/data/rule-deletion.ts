@@ -1,6 +1,7 @@
 import type { Statement } from './sql.ts';
 
-/** Catalog statements for removing a unique rule (issue 13); the index itself is dropped by src/jobs/schema/sql.ts. */
+/** Catalog statements for removing a unique rule (issue 13); the index itself is dropped by src/jobs/kinds/schema/sql.ts
+ * (a btree rule) or src/data/unique-keys.ts (a hashed rule). */
 
 export interface RuleReference {
   id: string;
@@ -16,6 +17,11 @@ export function selectKeysReferencingRule(ruleId: string): Statement {
            WHERE k.referenced_rule_id = $1::bpchar ORDER BY k.id`,
     params: [ruleId],
   };
+}
+
+/** How the rule is enforced ('btree' | 'hash'); no row once the rule's catalog row is gone. */
+export function selectRuleEnforcement(ruleId: string): Statement {
+  return { sql: 'SELECT enforcement FROM public.unique_rules WHERE id = $1::bpchar', params: [ruleId] };
 }
 
 export function deleteUniqueRule(ruleId: string): Statement {

@@ -1,5 +1,5 @@
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
-import { columnOf, keyTypeOf, rowsTableOf, uniqueIndexOf } from './identifiers.ts';
+import { columnOf, keyLockOf, keyTypeOf, rowsTableOf, uniqueIndexOf } from './identifiers.ts';
 import type { Statement } from './sql.ts';
 
 /**
@@ -27,8 +27,8 @@ export function keyPresent(fieldIds: readonly string[], alias?: string): string 
 }
 
 /**
- * The hashed rule: its composite type, then the constraint. Not CONCURRENTLY (PostgreSQL has no such form for a
- * constraint): the build holds the table's ACCESS EXCLUSIVE lock while the hash index is built.
+ * The hashed rule: its composite type, the key lock, then the constraint. Not CONCURRENTLY (PostgreSQL has no such
+ * form for a constraint): the build holds the table's ACCESS EXCLUSIVE lock while the hash index is built.
  */
 export function buildHashedKey(databaseId: string, tableId: string, ruleId: string, fields: readonly FieldDefinition[], predicate: string | null): Statement[] {
   const members = fields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
@@ -36,8 +36,32 @@ export function buildHashedKey(databaseId: string, tableId: string, ruleId: stri
   const where = [keyPresent(ids), ...(predicate ? [`(${predicate})`] : [])].join(' AND ');
   return [
     plain(`CREATE TYPE ${keyTypeOf(databaseId, ruleId)} AS (${members.join(', ')})`),
+    ...buildKeyLock(databaseId, tableId, ruleId, ids),
     plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} ADD CONSTRAINT ${uniqueIndexOf(ruleId)}
       EXCLUDE USING hash ((${hashedKeyExpression(databaseId, ruleId, ids)}) WITH =) WHERE (${where})`),
+  ];
+}
+
+/**
+ * A BEFORE trigger that takes a transaction advisory lock on the key's hash before the row is written. An exclusion
+ * constraint inserts first and checks after, so two transactions writing the same key each wait for the other:
+ * a deadlock that PostgreSQL only breaks after deadlock_timeout (1 s), longer than a request's statement budget,
+ * so both answered 503 or 500 where a unique index answers one 201 and one 409. With the lock, the second writer
+ * waits for the first to end and then meets its committed row: UNIQUE_CONFLICT at once. The seed keeps rules
+ * apart; rows whose key is empty take no part, as in the constraint. The body names no schema (an anonymous ROW
+ * hashes as the composite does), so it survives a restore's schema rename.
+ */
+function buildKeyLock(databaseId: string, tableId: string, ruleId: string, fieldIds: readonly string[]): Statement[] {
+  const key = `ROW(${fieldIds.map((id) => `NEW.${columnOf(id)}`).join(', ')})`;
+  const lock = keyLockOf(databaseId, ruleId);
+  return [
+    plain(`CREATE FUNCTION ${lock}() RETURNS trigger LANGUAGE plpgsql AS $body$
+      BEGIN
+        PERFORM pg_advisory_xact_lock(hash_record_extended(${key}, hashtextextended('${uniqueIndexOf(ruleId).slice(1, -1)}', 0)));
+        RETURN NEW;
+      END $body$`),
+    plain(`CREATE TRIGGER ${uniqueIndexOf(ruleId)} BEFORE INSERT OR UPDATE ON ${rowsTableOf(databaseId, tableId)}
+      FOR EACH ROW WHEN (${keyPresent(fieldIds, 'NEW')}) EXECUTE FUNCTION ${lock}()`),
   ];
 }
 
@@ -45,6 +69,7 @@ export function buildHashedKey(databaseId: string, tableId: string, ruleId: stri
 export function dropHashedKey(databaseId: string, tableId: string, ruleId: string): Statement[] {
   return [
     plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} DROP CONSTRAINT IF EXISTS ${uniqueIndexOf(ruleId)}`),
+    plain(`DROP FUNCTION IF EXISTS ${keyLockOf(databaseId, ruleId)}() CASCADE`),
     plain(`DROP TYPE IF EXISTS ${keyTypeOf(databaseId, ruleId)}`),
   ];
 }

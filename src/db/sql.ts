@@ -74,6 +74,22 @@ export interface TransactionResult<T> {
   finalStatement?: string;
 }
 
+/** A connection taken from the pool for several statements; `broken` means it must not go back for reuse. */
+export interface HeldConnection {
+  client: pg.PoolClient;
+  broken: boolean;
+}
+
+/** Runs `use` on one pooled connection, then gives it back, or discards it when a ROLLBACK on it failed. */
+export async function withPgConnection<T>(pool: pg.Pool, use: (held: HeldConnection) => Promise<T>): Promise<T> {
+  const held: HeldConnection = { client: await pool.connect(), broken: false };
+  try {
+    return await use(held);
+  } finally {
+    held.client.release(held.broken);
+  }
+}
+
 /**
  * BEGIN … COMMIT on one pooled connection; any error rolls back and is rethrown. `opening` statements
  * (parameter-free, same rule as `finalStatement`) travel with BEGIN in one round trip; each gets its own snapshot
@@ -84,8 +100,16 @@ export async function inPgTransaction<T>(
   opening: readonly string[],
   work: (executor: PgClientExecutor, opened: Record<string, unknown>[][]) => Promise<TransactionResult<T>>,
 ): Promise<T> {
-  const client = await pool.connect();
-  let broken = false;
+  return withPgConnection(pool, (held) => inPgTransactionOn(held, opening, work));
+}
+
+/** The same transaction on a connection already held (see withPgConnection). */
+export async function inPgTransactionOn<T>(
+  held: HeldConnection,
+  opening: readonly string[],
+  work: (executor: PgClientExecutor, opened: Record<string, unknown>[][]) => Promise<TransactionResult<T>>,
+): Promise<T> {
+  const { client } = held;
   try {
     const results = await client.query(['BEGIN', ...opening].join('; ')) as unknown as pg.QueryResult | pg.QueryResult[];
     const opened = (Array.isArray(results) ? results.slice(1) : []).map((result) => result.rows as Record<string, unknown>[]);
@@ -94,10 +118,8 @@ export async function inPgTransaction<T>(
     return value;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {
-      broken = true;
+      held.broken = true;
     });
     throw error;
-  } finally {
-    client.release(broken);
   }
 }

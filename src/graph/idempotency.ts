@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import type pg from 'pg';
 import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
-import { inPgTransaction, pgExecutor, prismaExecutor, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
+import { inPgTransactionOn, pgExecutor, prismaExecutor, withPgConnection, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
 import { isStatementTimeout } from '../db/statement-budget.ts';
 import { Params } from '../data/sql.ts';
 import { DomainError, httpStatusOf, type ErrorCode } from '../errors.ts';
@@ -303,9 +304,9 @@ export interface OneStatementWrite {
  * and answers, or records, exactly what it always did. Only a spent statement budget is answered at once: running
  * the request again would double the work of a caller that is already too slow.
  */
-async function attemptOneStatement<T extends Json>(pool: ReturnType<typeof sqlPoolOf>, slot: Slot, write: (once: OneStatementWrite) => Promise<T | null>): Promise<T | null> {
+async function attemptOneStatement<T extends Json>(connection: pg.PoolClient, slot: Slot, write: (once: OneStatementWrite) => Promise<T | null>): Promise<T | null> {
   const once: OneStatementWrite = {
-    executor: pgExecutor(pool),
+    executor: pgExecutor(connection),
     gate: (params) => {
       const number = params.add(slot.number, 'bigint');
       return `(SELECT pg_try_advisory_xact_lock(${number}) AND NOT EXISTS (SELECT 1 FROM idempotency_records
@@ -332,16 +333,21 @@ export async function idempotentSql<T extends Json>(
   oneStatement?: (once: OneStatementWrite) => Promise<T | null>,
 ): Promise<T> {
   const slot = slotOf(context, call);
-  const pool = sqlPoolOf(context.prisma);
-  const written = oneStatement ? await attemptOneStatement(pool, slot, oneStatement) : null;
-  if (written !== null) return written;
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return replay(await runOnce((opening, work) => inPgTransaction(pool, opening, work), slot, effect)) as T;
-    } catch (error) {
-      if (attempt >= TRANSIENT_ABORT_ATTEMPTS || !isTransientAbort(error)) throw error;
+  // One connection for both attempts. PostgreSQL reports a failed statement before it releases that statement's
+  // locks, so the transactional rerun, on another connection, could find the one-statement attempt's advisory
+  // lock still held and answer IDEMPOTENCY_IN_PROGRESS to a request that has no duplicate. On the same connection
+  // the rerun starts only once the failed statement's transaction has ended.
+  return withPgConnection(sqlPoolOf(context.prisma), async (held) => {
+    const written = oneStatement ? await attemptOneStatement(held.client, slot, oneStatement) : null;
+    if (written !== null) return written;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return replay(await runOnce((opening, work) => inPgTransactionOn(held, opening, work), slot, effect)) as T;
+      } catch (error) {
+        if (attempt >= TRANSIENT_ABORT_ATTEMPTS || !isTransientAbort(error)) throw error;
+      }
     }
-  }
+  });
 }
 
 const TRANSIENT_ABORT_ATTEMPTS = 3;

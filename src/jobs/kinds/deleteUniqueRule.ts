@@ -1,13 +1,15 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { pgExecutor } from '../../db/sql.ts';
-import { deleteUniqueRule as deleteRuleRow, selectKeysReferencingRule, type RuleReference } from '../../data/rule-deletion.ts';
+import { deleteUniqueRule as deleteRuleRow, selectKeysReferencingRule, selectRuleEnforcement, type RuleReference } from '../../data/rule-deletion.ts';
+import { dropHashedKey } from '../../data/unique-keys.ts';
 import { DomainError } from '../../errors.ts';
 import type { JobHandler } from '../engine/handler.ts';
 import { bumpSchemaVersion, dropUniqueIndex, lockCatalogRow } from './schema/sql.ts';
 
 /**
- * Removes a unique rule online (issue 13): DROP INDEX CONCURRENTLY (row writes go on), then one short step deletes
+ * Removes a unique rule online (issue 13): DROP INDEX CONCURRENTLY (row writes go on; a hashed rule's constraint
+ * is dropped in a moment under the table lock), then one short step deletes
  * the catalog row and bumps schemaVersion (`rule.delete`). Dropping first means the rule stops being enforced a
  * moment before it leaves the schema, never the other way round (a write refused by a rule the schema no longer
  * shows). A resumed job repeats the drop harmlessly (IF EXISTS). The job holds the table's schema-change key, so
@@ -32,8 +34,13 @@ async function dropIndex(pool: pg.Pool, payload: Payload): Promise<void> {
     const check = selectKeysReferencingRule(payload.ruleId);
     const keys = await sql.query<RuleReference>(check.sql, check.params);
     if (keys.length > 0) throw referencedRuleConflict(keys);
-    const drop = dropUniqueIndex(payload.databaseId, payload.ruleId, true);
-    await sql.query(drop.sql, drop.params);
+    const [rule] = await sql.query<{ enforcement: string }>(selectRuleEnforcement(payload.ruleId).sql, [payload.ruleId]);
+    // A hashed rule is a constraint with its key type and lock; PostgreSQL drops a constraint only under the
+    // table's ACCESS EXCLUSIVE lock, held for the moment the drop takes (no index build or scan).
+    const drops = rule?.enforcement === 'hash'
+      ? dropHashedKey(payload.databaseId, payload.tableId, payload.ruleId)
+      : [dropUniqueIndex(payload.databaseId, payload.ruleId, true)];
+    for (const drop of drops) await sql.query(drop.sql, drop.params);
   } finally {
     client.release();
   }

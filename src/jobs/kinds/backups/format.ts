@@ -46,9 +46,13 @@ export const Manifest = z.strictObject({
 });
 export type Manifest = z.infer<typeof Manifest>;
 
-/** A unique index or foreign key as PostgreSQL printed it (pg_get_indexdef / pg_get_constraintdef). */
+/**
+ * What enforces a rule, as PostgreSQL printed it: a hashed rule's key type, lock function (pg_get_functiondef) and
+ * trigger (pg_get_triggerdef); a unique index (pg_get_indexdef); an exclusion constraint or a foreign key
+ * (pg_get_constraintdef, added with ALTER TABLE … ADD CONSTRAINT name).
+ */
 export interface ConstraintDefinition {
-  kind: 'index' | 'foreignKey';
+  kind: 'keyType' | 'keyLock' | 'keyTrigger' | 'index' | 'exclusion' | 'foreignKey';
   tableName: string;
   name: string;
   definition: string;

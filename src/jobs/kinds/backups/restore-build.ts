@@ -61,10 +61,10 @@ export async function buildStaging(pool: pg.Pool, destination: BackupDestination
       const statement = setSequenceState(stagingId, mapped(ids, sequence.fieldId), sequence.lastValue, sequence.isCalled);
       await client.query(statement.sql, statement.params as unknown[]);
     }
-    // Unique indexes before foreign keys: a key needs the referenced unique index to exist.
+    // In the order the backup listed them: unique indexes before the foreign keys that reference them.
     for (const constraint of verified.catalog.constraints) {
       const ddl = rewriteIdentifiers(constraint.definition, ddlIds);
-      if (constraint.kind === 'index') await client.query(ddl);
+      if (constraint.kind !== 'exclusion' && constraint.kind !== 'foreignKey') await client.query(ddl);
       else {
         const table = `${schemaOf(stagingId)}.${rewriteIdentifiers(`"${constraint.tableName}"`, ddlIds)}`;
         await client.query(`ALTER TABLE ${table} ADD CONSTRAINT ${rewriteIdentifiers(`"${constraint.name}"`, ddlIds)} ${ddl}`);
