@@ -63,17 +63,23 @@ export const EXPORT_SESSION = ["SET LOCAL TimeZone = 'UTC'", "SET LOCAL DateStyl
 
 const utcText = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** A cell as the text of a CSV field (NULL stays NULL: an empty, unquoted field). */
+/**
+ * A cell as the text of a CSV field (NULL stays NULL: an empty, unquoted field). Integers, numbers and dates go to
+ * COPY as they are: its output for them is exactly their text form under EXPORT_SESSION, and skipping the cast to
+ * text saves a copy of every value (about 5% of the COPY on the benchmark's table).
+ */
 export function textCell(field: FieldDefinition, alias: string): string {
   const column = `${alias}.${columnOf(field.id)}`;
   switch (field.type) {
+    case 'integer':
+    case 'autoNumber':
     case 'date':
-      return `${column}::text`;
+      return column;
     case 'datetime':
       return utcText(column);
     case 'number':
       // Written with the field's scale (1.50 in numeric(15,2)): the exact stored decimal, and the cheapest form.
-      return `${column}::text`;
+      return column;
     case 'multiSelect':
       return multiSelectText(column);
     case 'json':
