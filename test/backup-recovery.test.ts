@@ -4,7 +4,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { backupDir, databasePath, databaseVersion, finished, pictureOf, requestRestore } from './helpers/backups.ts';
+import { backupDir, databasePath, databaseVersion, finished, pictureOf, requestRestore, strayStagingSchemas } from './helpers/backups.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -66,12 +66,6 @@ const copying = (direction: 'TO' | 'FROM') => async () => {
   const rows = await server().prisma.$queryRawUnsafe<unknown[]>(`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY %${direction} STDOUT%' OR (state = 'active' AND query LIKE 'COPY %${direction} STDIN%')`);
   return rows.length > 0;
 };
-
-async function strayStagingSchemas(): Promise<string[]> {
-  const rows = await server().prisma.$queryRawUnsafe<{ nspname: string }[]>(
-    `SELECT nspname FROM pg_namespace n WHERE nspname LIKE 'd\\_%' AND NOT EXISTS (SELECT 1 FROM databases d WHERE 'd_' || lower(trim(d.id)) = n.nspname)`);
-  return rows.map((row) => row.nspname);
-}
 
 describe('a backup taken while writes go on', () => {
   it('holds exactly the rows of one instant, across tables', async () => {
@@ -156,7 +150,7 @@ describe('a worker killed mid-backup and mid-restore', () => {
       })();
       await until(copying('FROM'), 'the restore to load rows');
       await killer.kill();
-      expect(await strayStagingSchemas()).toEqual([]);
+      expect(await strayStagingSchemas(server())).toEqual([]);
       workers.push(spawnWorker());
       const restored = await waitForJob(server(), admin(), restore.body.statusUrl, undefined, 60_000);
       done = true;
@@ -164,7 +158,7 @@ describe('a worker killed mid-backup and mid-restore', () => {
       expect(restored.state, JSON.stringify(restored)).toBe('succeeded');
       expect([...counts].every((count) => count === 300_000 || count === 400_000), JSON.stringify([...counts])).toBe(true);
       expect(await pictureOf(server(), table.databaseId)).toEqual(snapshot);
-      expect(await strayStagingSchemas()).toEqual([]);
+      expect(await strayStagingSchemas(server())).toEqual([]);
 
       // A new-database copy killed while it loads: no new database is listed until the copy is whole.
       const databasesBefore = await server().prisma.database.count({ where: { orgId: orgId() } });
@@ -183,7 +177,7 @@ describe('a worker killed mid-backup and mid-restore', () => {
       const [rows] = await server().prisma.$queryRawUnsafe<{ count: number }[]>(
         `SELECT count(*)::int AS count FROM ${rowsTableOf(copied.result.databaseId, copied.result.tableIds[0].to)}`);
       expect(rows!.count).toBe(400_000);
-      expect(await strayStagingSchemas()).toEqual([]);
+      expect(await strayStagingSchemas(server())).toEqual([]);
     });
   }, 180_000);
 });

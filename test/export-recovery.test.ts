@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { startWorker } from '../src/jobs/worker.ts';
 import { createLogger } from '../src/log.ts';
 import { download, requestExport } from './helpers/exports.ts';
+import { holdJobUpdate, withClient, type JobUpdateHold } from './helpers/job-holds.ts';
 import { controlJob, tableActivity, waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
@@ -19,24 +19,15 @@ import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
 const admin = () => suite.org.adminKey;
 const ROWS = 150_000;
-const HOLD_LOCK = 615_243;
 
 const idOf = (n: number) => `0${String(n).padStart(25, '0')}`;
 
-async function withClient<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: suite.server.database.url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
+const withDatabase = <T>(work: (client: pg.Client) => Promise<T>) => withClient(suite.server.database.url, work);
 
 /** A two-field table of ROWS rows (JSONL ≈ 22 MB: several 4 MiB chunks), seeded in one statement. */
 async function bigTable(): Promise<TestTable> {
   const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'Score', type: 'integer' }]);
-  await withClient(async (client) => {
+  await withDatabase(async (client) => {
     await client.query(`INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)}, ${columnOf(table.fields.Score!)})
       SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), md5(g::text) || ' customer ' || g, g FROM generate_series(1, $1::int) AS g`, [ROWS]);
     await client.query('UPDATE public.data_tables SET row_count = $2 WHERE id = $1', [table.tableId, ROWS]);
@@ -44,50 +35,17 @@ async function bigTable(): Promise<TestTable> {
   return table;
 }
 
-interface CheckpointHold {
-  reached(): Promise<void>;
-  release(): Promise<void>;
-  client: pg.Client;
-}
-
 /**
- * Makes the export's checkpoint that takes its progress to `progress` or past it wait on an advisory lock this test
- * holds (a trigger on the job row), so writes, cancels and kills land mid-export on any machine.
+ * Makes the export's checkpoint that takes its progress to `progress` or past it wait on a lock this test holds,
+ * so writes, cancels and kills land mid-export on any machine.
  */
-async function holdCheckpoint(progress: number): Promise<CheckpointHold> {
-  const client = new pg.Client({ connectionString: suite.server.database.url });
-  await client.connect();
-  await client.query(`SELECT pg_advisory_lock(${HOLD_LOCK})`);
-  await client.query(`CREATE FUNCTION test_hold_export() RETURNS trigger LANGUAGE plpgsql
-    AS $$ BEGIN PERFORM pg_advisory_xact_lock(${HOLD_LOCK}); RETURN NEW; END $$`);
-  await client.query(`CREATE TRIGGER test_hold_export BEFORE UPDATE ON public.jobs FOR EACH ROW
-    WHEN (NEW.kind LIKE 'export%' AND NEW.journal->>'phase' = 'export' AND OLD.progress_done < ${progress} AND NEW.progress_done >= ${progress})
-    EXECUTE FUNCTION test_hold_export()`);
-  return {
-    client,
-    reached: () => waitFor(client, `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = ${HOLD_LOCK} AND NOT granted`),
-    release: async () => {
-      await client.query(`SELECT pg_advisory_unlock(${HOLD_LOCK})`);
-      await client.query('DROP TRIGGER test_hold_export ON public.jobs');
-      await client.query('DROP FUNCTION test_hold_export()');
-      await client.end();
-    },
-  };
-}
-
-/** Polls (every 25 ms, up to 60 s) until the count query answers more than zero. */
-async function waitFor(client: pg.Client, countSql: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const { rows } = await client.query<{ n: number }>(countSql);
-    if (rows[0]!.n > 0) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${countSql}`);
-    await pause(25);
-  }
+function holdExport(progress: number): Promise<JobUpdateHold> {
+  return holdJobUpdate(suite.server.database.url,
+    `NEW.kind LIKE 'export%' AND NEW.journal->>'phase' = 'export' AND OLD.progress_done < ${progress} AND NEW.progress_done >= ${progress}`);
 }
 
 async function chunksOf(jobId: string): Promise<number> {
-  return withClient(async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM public.job_artifact_chunks WHERE job_id = $1', [jobId])).rows[0]!.n);
+  return withDatabase(async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM public.job_artifact_chunks WHERE job_id = $1', [jobId])).rows[0]!.n);
 }
 
 /** The exported JSONL lines, parsed. */
@@ -119,14 +77,14 @@ describe('an export under concurrent work', () => {
     const worker = startWorker(suite.server.prisma, suite.server.config, createLogger('silent'));
     try {
       const job = await accepted(table, { format: 'jsonl' });
-      const hold = await holdCheckpoint(1);
+      const hold = await holdExport(1);
       try {
         await hold.reached();
         for (const name of ['new 1', 'new 2', 'new 3']) {
           const created = await createRow(suite.server, admin(), table, { [table.fields.Name!]: name });
           expect(created.status, created.text).toBe(201);
         }
-        await withClient(async (client) => {
+        await withDatabase(async (client) => {
           const target = rowsTableOf(table.databaseId, table.tableId);
           await client.query(`UPDATE ${target} SET ${columnOf(table.fields.Name!)} = 'changed', version = version + 1 WHERE id = $1`, [idOf(1)]);
           await client.query(`DELETE FROM ${target} WHERE id = $1`, [idOf(ROWS)]);
@@ -149,13 +107,13 @@ describe('an export under concurrent work', () => {
     const worker = startWorker(suite.server.prisma, suite.server.config, createLogger('silent'));
     try {
       const job = await accepted(table, { format: 'csv', fileName: 'stopped.csv' });
-      const hold = await holdCheckpoint(1);
+      const hold = await holdExport(1);
       let cancel: ReturnType<typeof controlJob> | undefined;
       try {
         await hold.reached();
         // The held step locks the job row: the cancel waits for it, and the next step sees it.
         cancel = controlJob(suite.server, admin(), table.orgId, job.jobId, 'cancel');
-        await waitFor(hold.client, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event <> 'advisory'`);
+        await hold.queuedBehind();
       } finally {
         await hold.release();
       }
@@ -200,7 +158,7 @@ describe('a worker SIGKILLed mid-export', () => {
     try {
       const job = await accepted(table, { format: 'jsonl', fileName: 'all.jsonl' });
       // Chunks hold ~28,000 rows each: the kill lands after at least two chunks were committed.
-      const hold = await holdCheckpoint(50_000);
+      const hold = await holdExport(50_000);
       try {
         workers.push(spawnWorker());
         await hold.reached();

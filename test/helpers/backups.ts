@@ -123,3 +123,10 @@ export async function constraintCount(server: TestServer, databaseId: string): P
     `d_${databaseId.toLowerCase()}`);
   return Number(row!.count);
 }
+
+/** Schemas named like a database's (`d_…`) that no database owns: staging or retired schemas a restore left behind. */
+export async function strayStagingSchemas(server: TestServer): Promise<string[]> {
+  const rows = await server.prisma.$queryRawUnsafe<{ nspname: string }[]>(
+    `SELECT nspname FROM pg_namespace n WHERE nspname LIKE 'd\\_%' AND NOT EXISTS (SELECT 1 FROM databases d WHERE 'd_' || lower(trim(d.id)) = n.nspname)`);
+  return rows.map((row) => row.nspname);
+}

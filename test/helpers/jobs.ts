@@ -92,12 +92,18 @@ export async function allRows(server: TestServer, token: string, table: TestTabl
   return rows;
 }
 
-/** The activity entries of one table, oldest first (at most 100: a test's own table holds a handful). */
-export async function tableActivity(server: TestServer, token: string, table: TestTable): Promise<any[]> {
-  const response = await server.request('GET', `/v1/orgs/${table.orgId}/activity?tableId=${table.tableId}&limit=100`, { token });
+/** The org's activity entries that match `filter` (query parameters), oldest first; at most 100, which a test's own resource never exceeds. */
+export async function activityOf(server: TestServer, token: string, orgId: string, filter: Record<string, string>): Promise<any[]> {
+  const query = new URLSearchParams({ ...filter, limit: '100' });
+  const response = await server.request('GET', `/v1/orgs/${orgId}/activity?${query}`, { token });
   expect(response.status, response.text).toBe(200);
   expect(response.body.nextCursor).toBeNull();
   return [...response.body.data].reverse();
+}
+
+/** The activity entries of one table, oldest first. */
+export function tableActivity(server: TestServer, token: string, table: TestTable): Promise<any[]> {
+  return activityOf(server, token, table.orgId, { tableId: table.tableId });
 }
 
 /** A mapping of CSV header names (or JSONL properties) to the fields of the same name. */
