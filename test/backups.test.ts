@@ -8,8 +8,9 @@ import {
 } from './helpers/backups.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
+import { appliedChange, schemaChangeApi, type ChangeBody } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { addUniqueRule, createDatabase, createRow, createTable, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createDatabase, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
 /** Issue 16: run-now backups, listing, restore previews and restores of both targets, over HTTP. */
 const dir = backupDir();
@@ -21,6 +22,7 @@ const orgId = () => suite.org.orgId;
 const row = (table: TestTable, values: Record<string, unknown>) => rowOf(server(), admin(), table, values);
 const workspace = () => backupWorkspace(suite);
 const constraintsOf = (databaseId: string) => constraintCount(server(), databaseId);
+const changed = (table: TestTable, change: ChangeBody) => appliedChange(suite, table, change);
 
 describe('run now and list', () => {
   it('backs a database up as a verified set of files and lists it', async () => {
@@ -95,10 +97,17 @@ describe('restore', () => {
     expect(await databaseVersion(server(), admin(), orgId(), databaseId)).toBe(String(BigInt(version) + 1n));
 
     // The restored tables work: the autoNumber continues from the snapshot (2 rows numbered), rules and keys hold.
-    const next = await row(customers, { Name: 'Barbara' });
+    const restoredCustomers = await refreshSchemaVersion(server(), admin(), customers);
+    const restoredOrders = await refreshSchemaVersion(server(), admin(), orders);
+    expect(restoredCustomers.schemaVersion).toBeGreaterThan(customers.schemaVersion);
+    // The view, checked against the snapshot's schema, moves with it (not reported as drifted).
+    const views = await server().request('GET', `${customers.path}/views`, { token: admin() });
+    expect(views.status, views.text).toBe(200);
+    expect(views.body.data.map((view: { schemaVersion: number }) => view.schemaVersion)).toEqual([restoredCustomers.schemaVersion]);
+    const next = await row(restoredCustomers, { Name: 'Barbara' });
     expect(Number(next.values[customers.fields.Number!])).toBe(3);
-    expectError(await createRow(server(), admin(), customers, { Name: 'Grace' }), 409, 'UNIQUE_CONFLICT');
-    expectError(await createRow(server(), admin(), orders, { Customer: 'Nobody' }), 409, 'FOREIGN_KEY_CONFLICT');
+    expectError(await createRow(server(), admin(), restoredCustomers, { Name: 'Grace' }), 409, 'UNIQUE_CONFLICT');
+    expectError(await createRow(server(), admin(), restoredOrders, { Customer: 'Nobody' }), 409, 'FOREIGN_KEY_CONFLICT');
 
     const events = await server().prisma.activityEvent.findMany({ where: { databaseId, category: 'restores' }, select: { event: true } });
     expect(events.map((event) => event.event)).toEqual(expect.arrayContaining(['database.restore', 'job.previewDatabaseRestore.succeeded']));
@@ -128,9 +137,36 @@ describe('restore', () => {
     const version = await databaseVersion(server(), admin(), orgId(), databaseId);
     const replaced = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace', expectedVersion: version }));
     expect(replaced.state, JSON.stringify(replaced)).toBe('succeeded');
-    expectError(await createRow(server(), admin(), notes, { Text: wide }), 409, 'UNIQUE_CONFLICT');
-    const parallel = await Promise.all(Array.from({ length: 4 }, () => createRow(server(), admin(), notes, { Text: 'contested' })));
+    const restored = await refreshSchemaVersion(server(), admin(), notes);
+    expectError(await createRow(server(), admin(), restored, { Text: wide }), 409, 'UNIQUE_CONFLICT');
+    const parallel = await Promise.all(Array.from({ length: 4 }, () => createRow(server(), admin(), restored, { Text: 'contested' })));
     expect(parallel.map((response) => response.status).sort()).toEqual([201, 409, 409, 409]);
+  });
+
+  it('moves every restored table past any schema version it had, so no process trusts a cached schema of that number', async () => {
+    const databaseId = await createDatabase(server(), suite.org);
+    const table = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }], { databaseId, name: 'People' });
+    const backup = await runBackup(server(), admin(), orgId(), databaseId);
+    expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
+    // After the backup: a field A, read once (this process now caches the schema with A at the next version).
+    const withA = await changed(table, { kind: 'add_field', field: { name: 'A', type: 'text' } });
+    await row(withA, { Name: 'Ada', A: 'a' });
+    expect((await server().request('GET', `${table.path}/rows`, { token: admin() })).status).toBe(200);
+
+    const version = await databaseVersion(server(), admin(), orgId(), databaseId);
+    const replaced = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace', expectedVersion: version }));
+    expect(replaced.state, JSON.stringify(replaced)).toBe('succeeded');
+    const restored = await schemaChangeApi(suite).schemaOf(table);
+    expect(restored.schemaVersion).toBeGreaterThan(withA.schemaVersion);
+    expect(restored.fields.map((field) => field.name)).toEqual(['Name']);
+
+    // A different field B: the schema reaches a version number that was never A's.
+    const withB = await changed({ ...table, schemaVersion: restored.schemaVersion }, { kind: 'add_field', field: { name: 'B', type: 'text' } });
+    expect(withB.schemaVersion).not.toBe(withA.schemaVersion);
+    await row(withB, { Name: 'Grace', B: 'b' });
+    const page = await server().request('GET', `${table.path}/rows`, { token: admin() });
+    expect(page.status, page.text).toBe(200);
+    expect(page.body.data.map((entry: { values: Record<string, unknown> }) => entry.values)).toEqual([{ [withB.fields.Name!]: 'Grace', [withB.fields.B!]: 'b' }]);
   });
 
   it('refuses a replace without the current version, before any job', async () => {

@@ -4,7 +4,7 @@ import { Page } from '../src/rest/routes/pages.ts';
 import { HistoryEntryResponse, RowDeletionResponse, RowMutationResponse, RowResponse } from '../src/rest/routes/rows.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
-import { schemaChangeApi, type ChangeBody } from './helpers/schema-changes.ts';
+import { appliedChange, type ChangeBody } from './helpers/schema-changes.ts';
 import { useServerWithOrg, type Suite } from './helpers/suite.ts';
 import { addForeignKey, addUniqueRule, createDatabase, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
@@ -60,13 +60,7 @@ async function rowIds(table: TestTable): Promise<string[]> {
 }
 
 /** Applies a schema change that must succeed; the table at its new version with its fields re-read. */
-async function changed(table: TestTable, change: ChangeBody): Promise<TestTable> {
-  const api = schemaChangeApi(suite);
-  const job = await api.finished(api.accepted(await api.apply(table, change)).statusUrl);
-  expect(job.state, JSON.stringify(job)).toBe('succeeded');
-  const schema = await api.schemaOf(table);
-  return { ...table, schemaVersion: schema.schemaVersion, fields: Object.fromEntries(schema.fields.map((field) => [field.name, field.id])) };
-}
+const changed = (table: TestTable, change: ChangeBody) => appliedChange(suite, table, change);
 
 describe('POST …/rows/{rowId}/restore', () => {
   it('brings the row back with its old id, last values and createdAt, as the version after its deletion', async () => {

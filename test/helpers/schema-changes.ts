@@ -34,6 +34,15 @@ export function schemaChangeApi(suite: Suite) {
   };
 }
 
+/** Applies a change, waits for it to succeed, and answers the table at its new schema version with its fields. */
+export async function appliedChange(suite: Suite, table: TestTable, change: ChangeBody): Promise<TestTable> {
+  const api = schemaChangeApi(suite);
+  const job = await api.finished(api.accepted(await api.apply(table, change)).statusUrl);
+  expect(job.state, JSON.stringify(job)).toBe('succeeded');
+  const schema = await api.schemaOf(table);
+  return { ...table, schemaVersion: schema.schemaVersion, fields: Object.fromEntries(schema.fields.map((field) => [field.name, field.id])) };
+}
+
 export interface ConversionLeftovers {
   columns: string[];
   triggers: string[];

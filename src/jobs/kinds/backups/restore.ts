@@ -65,8 +65,25 @@ async function swapReplace(sql: SqlExecutor, run: JobRun<RestorePayload, Journal
   if (lock) await sql.query(lock.sql);
   await sql.query(renameSchema(databaseId, journal.retiredId).sql);
   await sql.query(renameSchema(journal.stagingId, databaseId).sql);
+  const live = await sql.query<{ versions: string }>(
+    `SELECT coalesce(jsonb_object_agg(id, jsonb_build_array(schema_version, index_version)), '{}')::text AS versions
+       FROM public.data_tables WHERE database_id = $1::bpchar`, [databaseId]);
   for (const statement of deleteCatalogParts(databaseId)) await sql.query(statement.sql, statement.params);
   await insertCatalog(sql, verified, identityMap());
+  // A restored table's schema (and index) version moves past both the snapshot's and the live one. Reissuing a
+  // number the table already had would let a client's expectedSchemaVersion, or a process's cached definition,
+  // from after the backup match a different schema once the table changes again.
+  // Views checked against the snapshot's version are just as valid at the new one.
+  await sql.query(
+    `WITH bumped AS (
+       UPDATE public.data_tables d
+          SET schema_version = greatest(d.schema_version, coalesce((l.versions -> d.id::text ->> 0)::int, 0)) + 1,
+              index_version = greatest(d.index_version, coalesce((l.versions -> d.id::text ->> 1)::int, 0)) + 1
+         FROM (SELECT $2::jsonb AS versions) l, public.data_tables snapshot
+        WHERE d.database_id = $1::bpchar AND snapshot.id = d.id
+        RETURNING d.id, d.schema_version, snapshot.schema_version AS snapshot_version)
+     UPDATE public.saved_views v SET schema_version = b.schema_version
+       FROM bumped b WHERE v.table_id = b.id AND v.schema_version = b.snapshot_version`, [databaseId, live[0]!.versions]);
   await sql.query('UPDATE public.databases SET version = version + 1, updated_at = now() WHERE id = $1::bpchar', [databaseId]);
   return databaseId;
 }
