@@ -31,7 +31,7 @@ export async function openRuntime(
     await database.close();
     throw error;
   }
-  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
+  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS, logger);
   const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : undefined;
   return {
     config,

@@ -1,6 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import type { Logger } from '../log.ts';
 
 export type { PrismaClient };
 export type TransactionClient = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
@@ -13,9 +14,13 @@ const pools = new WeakMap<PrismaClient, pg.Pool>();
  * which measured as the largest CPU cost of a row write (docs/decisions.md). `$disconnect` ends the pool.
  * `statementTimeoutMs` is the per-statement budget of every connection (QUERY_TIMEOUT_MS).
  */
-export function createPrisma(connectionString: string, poolSize = 10, statementTimeoutMs = 0): PrismaClient {
+export function createPrisma(connectionString: string, poolSize = 10, statementTimeoutMs = 0, log?: Logger): PrismaClient {
   // The request budget rides on every connection as a startup parameter (src/db/statement-budget.ts); 0 = none.
   const pool = new pg.Pool({ connectionString, max: poolSize, ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}) });
+  // PostgreSQL may end an idle connection (a restart, a failover, idle_session_timeout): the pool drops it, the
+  // next query opens another, and the pool emits 'error'. An 'error' nobody listens to ends a Node process, and
+  // Prisma's adapter only listens once its first query has run; the hot paths use this pool before that.
+  pool.on('error', (error) => log?.warn({ err: error }, 'the database ended an idle connection'));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(prisma, pool);
   return prisma;

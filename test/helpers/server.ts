@@ -84,8 +84,8 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
     BACKUP_DIR: mkdtempSync(join(tmpdir(), 'wds-test-backups-')),
     ...overrides,
   });
-  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
   const effectiveLogger = logger ?? createLogger(config.LOG_LEVEL);
+  const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS, effectiveLogger);
   const server: Server = createServer(createApp({ prisma, config, logger: effectiveLogger }));
   answerClientErrors(server);
   // The job worker runs beside the server as it does under `npm start` (RUN_WORKER=false leaves it out).

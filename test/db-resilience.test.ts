@@ -1,0 +1,55 @@
+import pg from 'pg';
+import { describe, expect, it, vi } from 'vitest';
+import { sqlPoolOf } from '../src/db/prisma.ts';
+import { startTestServer } from './helpers/server.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
+
+/**
+ * PostgreSQL ends idle connections on its own: a restart, a failover, `idle_session_timeout`, an operator's
+ * `pg_terminate_backend`. The service must lose only those connections, never the process.
+ */
+const suite = useServerWithOrg();
+
+async function terminateIdleConnections(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ terminated: number }>(`SELECT count(*)::int AS terminated FROM (
+      SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+       WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle') ended`);
+    return rows[0]!.terminated;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('connections PostgreSQL ends', () => {
+  it('keeps answering after PostgreSQL terminates every idle connection of the service', async () => {
+    const token = suite.org.adminKey;
+    const read = () => suite.server.request('GET', '/v1/me/preferences', { token });
+    // Parallel requests leave several idle connections in the request pool.
+    expect((await Promise.all(Array.from({ length: 4 }, read))).map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    const pool = sqlPoolOf(suite.server.prisma);
+    expect(pool.idleCount).toBeGreaterThan(0);
+    expect(await terminateIdleConnections(suite.server.database.url)).toBeGreaterThan(0);
+    // The pool drops each connection as its termination arrives; the process must still be here to serve.
+    await vi.waitFor(() => expect(pool.idleCount).toBe(0), { timeout: 10_000, interval: 20 });
+    expect((await Promise.all(Array.from({ length: 4 }, read))).map((response) => response.status)).toEqual([200, 200, 200, 200]);
+  });
+
+  it('survives it before the first Prisma query too, when only the hot paths have used the pool', async () => {
+    // Prisma's adapter listens for pool errors only once it has connected; the credential and row paths use the
+    // pool directly, so a process can hold idle connections before that.
+    const fresh = await startTestServer({ RUN_WORKER: 'false' });
+    try {
+      const pool = sqlPoolOf(fresh.prisma);
+      await Promise.all(Array.from({ length: 3 }, () => pool.query('SELECT pg_sleep(0.05)')));
+      expect(pool.idleCount).toBeGreaterThan(0);
+      expect(await terminateIdleConnections(fresh.database.url)).toBeGreaterThan(0);
+      await vi.waitFor(() => expect(pool.idleCount).toBe(0), { timeout: 10_000, interval: 20 });
+      expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await fresh.close();
+    }
+  });
+});
