@@ -6,6 +6,7 @@ import { createSortIndex } from '../src/data/indexes.ts';
 import { deleteRow, rowGuardState, selectHistoryPage, selectRow, selectRowPage, updateRow, type RowEvent } from '../src/data/rows.ts';
 import type { Statement } from '../src/data/sql.ts';
 import { grantAuthenticatedAt } from '../src/graph/auth/step-up.ts';
+import { selectGrantPage } from '../src/graph/oauth-grants.ts';
 import { newId } from '../src/ids.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
@@ -64,6 +65,12 @@ describe('id lookups use their indexes', () => {
 describe('OAuth grant lookups use their indexes', () => {
   it('a token’s grant reaches its authorization code through the code’s family_id', async () => {
     expect(await plan(grantAuthenticatedAt(newId()))).not.toMatch(/Seq Scan on oauth_(codes|tokens)/);
+  });
+
+  it('a user’s grant page is a range of the (user_id, family_id) index, not a pass over every user’s tokens', async () => {
+    const text = await plan(selectGrantPage(suite.org.adminUserId, 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ', 51));
+    expect(text).toMatch(/Index (Only )?Scan (Backward )?using oauth_tokens_user_id_family_id_idx on oauth_tokens t/);
+    expect(text).not.toMatch(/Seq Scan on oauth_tokens/);
   });
 });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ID, type Statement } from '../data/sql.ts';
 import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { requireSecurityCredential } from './auth/step-up.ts';
@@ -33,6 +34,25 @@ interface GrantRow { id: string; client_id: string; client_name: string; scopes:
 
 const PagePosition = z.strictObject({ id: Id });
 
+/**
+ * The user's live grants, newest family first, from `before` on: a range scan of the (user_id, family_id) index,
+ * not a pass over every user's tokens.
+ */
+export function selectGrantPage(userId: string, before: string, rows: number): Statement {
+  return {
+    sql: `SELECT t.family_id AS id, t.client_id, c.name AS client_name,
+                 (SELECT n.scopes FROM oauth_tokens n WHERE n.family_id = t.family_id ORDER BY n.created_at DESC, n.id DESC LIMIT 1) AS scopes,
+                 MIN(t.created_at) AS created_at, MAX(t.created_at) AS last_issued_at
+            FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id
+           WHERE t.user_id = $1::${ID} AND t.revoked_at IS NULL AND t.rotated_at IS NULL AND t.expires_at > now()
+             AND c.revoked_at IS NULL AND t.family_id < $2::${ID}
+           GROUP BY t.family_id, t.client_id, c.name
+           ORDER BY t.family_id DESC
+           LIMIT $3::int`,
+    params: [userId, before, rows],
+  };
+}
+
 builder.queryFields((t) => ({
   myOAuthGrants: t.withAuth({ personal: true, oauth: 'account:security' }).field({
     type: OAuthGrantPage,
@@ -44,16 +64,8 @@ builder.queryFields((t) => ({
       const key = await cursorKey(context.prisma);
       const scope = `my-oauth-grants:${userId}`;
       const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ';
-      const rows = await context.prisma.$queryRaw<GrantRow[]>`
-        SELECT t.family_id AS id, t.client_id, c.name AS client_name,
-               (SELECT n.scopes FROM oauth_tokens n WHERE n.family_id = t.family_id ORDER BY n.created_at DESC, n.id DESC LIMIT 1) AS scopes,
-               MIN(t.created_at) AS created_at, MAX(t.created_at) AS last_issued_at
-          FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id
-         WHERE t.user_id = ${userId}::bpchar AND t.revoked_at IS NULL AND t.rotated_at IS NULL AND t.expires_at > now()
-           AND c.revoked_at IS NULL AND t.family_id < ${before}::bpchar
-         GROUP BY t.family_id, t.client_id, c.name
-         ORDER BY t.family_id DESC
-         LIMIT ${limit + 1}::int`;
+      const page = selectGrantPage(userId, before, limit + 1);
+      const rows = await context.prisma.$queryRawUnsafe<GrantRow[]>(page.sql, ...page.params);
       return pageOf(rows, limit, (row) => ({
         id: row.id, clientId: row.client_id, clientName: row.client_name, scopes: row.scopes,
         createdAt: row.created_at.toISOString(), lastIssuedAt: row.last_issued_at.toISOString(),
