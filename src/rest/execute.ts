@@ -42,6 +42,16 @@ function textOf(document: object & Parameters<typeof print>[0]): string {
 }
 
 /**
+ * Yoga's plugins for one in-process operation, and the context they build from this request's headers. Only the
+ * context factory reads the request, and only its headers: a full fetch Request cost ~2% of a row write.
+ */
+async function envelopedFor<Data, Variables extends object>(yoga: GraphServer, serverContext: ServerContext, headers: Record<string, string>, document: TypedDocumentNode<Data, Variables>, variables: Variables) {
+  const request = { method: 'POST', url: 'http://in-process/graphql', headers: new Headers(headers) } as unknown as Request;
+  const enveloped = yoga.getEnveloped({ request, params: { query: textOf(document), variables }, ...serverContext } as never);
+  return { enveloped, contextValue: await enveloped.contextFactory() };
+}
+
+/**
  * Runs one typed GraphQL operation in-process through the same Yoga instance as /graphql, with this request's
  * id, logger and Authorization header. A rejected credential throws (the context factory refuses it).
  */
@@ -56,10 +66,7 @@ export async function runOperation<Data, Variables extends object>(
   // typed document, without yoga.fetch's Request/Response objects and JSON round trip (that hop served 74-80 % of
   // direct /graphql req/s; this one 91-108 %, `npm run bench`). Parse and validate are skipped: the documents are
   // ours, checked against schema.graphql by codegen and by the schema staleness test.
-  // Only the context factory reads the request, and only its headers: a full fetch Request cost ~2% of a row write.
-  const request = { method: 'POST', url: 'http://in-process/graphql', headers: new Headers(headers) } as unknown as Request;
-  const enveloped = yoga.getEnveloped({ request, params: { query: textOf(document), variables }, ...serverContext } as never);
-  const contextValue = await enveloped.contextFactory();
+  const { enveloped, contextValue } = await envelopedFor(yoga, serverContext, headers, document, variables);
   const result = (await enveloped.execute({ schema: enveloped.schema, document, variableValues: variables as Record<string, unknown>, contextValue })) as {
     data?: Data | null;
     errors?: readonly GraphQLErrorLike[];
@@ -84,9 +91,7 @@ export async function runSubscription<Data, Variables extends object>(
   document: TypedDocumentNode<Data, Variables>,
   variables: Variables,
 ): Promise<SubscriptionResult<Data>> {
-  const request = { method: 'POST', url: 'http://in-process/graphql', headers: new Headers(headers) } as unknown as Request;
-  const enveloped = yoga.getEnveloped({ request, params: { query: textOf(document), variables }, ...serverContext } as never);
-  const contextValue = await enveloped.contextFactory();
+  const { enveloped, contextValue } = await envelopedFor(yoga, serverContext, headers, document, variables);
   const result = await enveloped.subscribe({ schema: enveloped.schema, document, variableValues: variables as Record<string, unknown>, contextValue });
   if (!(Symbol.asyncIterator in result)) {
     const single = result as { errors?: readonly GraphQLErrorLike[] };
