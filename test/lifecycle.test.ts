@@ -236,6 +236,21 @@ describe('DELETE …/tables/{tableId} and restore', () => {
     expect(await trashIds()).not.toContain(table.tableId);
     expectError(await restore(table.tableId), 404, 'RESOURCE_NOT_FOUND');
   });
+
+  it('purges a table’s hashed unique rules with it: no key type or lock function stays in the schema', async () => {
+    const created = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text' }]);
+    const rule = await addUniqueRule(suite.server, suite.org.adminKey, created, { fieldIds: ['Note'] });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+    const leftovers = async () => (await suite.server.prisma.$queryRaw<{ name: string }[]>`
+      SELECT typname::text AS name FROM pg_type WHERE typnamespace = to_regnamespace(${`d_${created.databaseId.toLowerCase()}`}) AND typname LIKE 'r\_%'
+      UNION ALL SELECT proname::text FROM pg_proc WHERE pronamespace = to_regnamespace(${`d_${created.databaseId.toLowerCase()}`})`).map((row) => row.name).sort();
+    expect(await leftovers()).toEqual([`l_${rule.ruleId.toLowerCase()}`, `r_${rule.ruleId.toLowerCase()}`]);
+    const entry = TrashEntryResponse.parse((await send('DELETE', created.path, { expectedVersion: await versionOf(created.path) })).body);
+    const job = await purgeNow(entry.purgeJobId);
+    expect(job).toMatchObject({ state: 'succeeded', result: { purged: true, tableId: created.tableId } });
+    expect(await physicalTables(created.databaseId)).toEqual([]);
+    expect(await leftovers()).toEqual([]);
+  });
 });
 
 describe('DELETE /v1/orgs/{orgId}/databases/{databaseId} and restore', () => {

@@ -1,4 +1,4 @@
-import { historyTableOf, rowsTableOf, schemaOf, sequenceOf } from './identifiers.ts';
+import { historyTableOf, keyLockOf, keyTypeOf, rowsTableOf, schemaOf, sequenceOf } from './identifiers.ts';
 import type { Statement } from './sql.ts';
 
 /**
@@ -142,12 +142,20 @@ export function markPurging(kind: TrashKind, id: string, jobId: string): Stateme
   };
 }
 
-/** A table's physical objects: rows, cell history, autoNumber sequences. IF EXISTS: a resumed purge repeats none. */
-export function dropTableData(databaseId: string, tableId: string, sequenceFieldIds: readonly string[]): Statement[] {
+/**
+ * A table's physical objects: rows, cell history, autoNumber sequences, and each hashed rule's lock function and
+ * key type (its constraint and trigger go with the table; the function and type live beside it in the schema).
+ * IF EXISTS: a resumed purge repeats none.
+ */
+export function dropTableData(databaseId: string, tableId: string, sequenceFieldIds: readonly string[], hashedRuleIds: readonly string[] = []): Statement[] {
   return [
     { sql: `DROP TABLE IF EXISTS ${rowsTableOf(databaseId, tableId)}`, params: [] },
     { sql: `DROP TABLE IF EXISTS ${historyTableOf(databaseId, tableId)}`, params: [] },
     ...sequenceFieldIds.map((fieldId) => ({ sql: `DROP SEQUENCE IF EXISTS ${sequenceOf(databaseId, fieldId)}`, params: [] })),
+    ...hashedRuleIds.flatMap((ruleId) => [
+      { sql: `DROP FUNCTION IF EXISTS ${keyLockOf(databaseId, ruleId)}()`, params: [] },
+      { sql: `DROP TYPE IF EXISTS ${keyTypeOf(databaseId, ruleId)}`, params: [] },
+    ]),
   ];
 }
 
@@ -164,7 +172,9 @@ export function deleteCatalogRow(kind: TrashKind, id: string): Statement {
 /** The tables a purge removes (a database's: all of them, trashed or not) and their autoNumber fields' sequences. */
 export function selectPurgedTables(column: 'id' | 'database_id', id: string): Statement {
   return {
-    sql: `SELECT t.id, coalesce(array_agg(f.id ORDER BY f.id) FILTER (WHERE f.type = 'autoNumber'), '{}') AS "sequenceFieldIds"
+    sql: `SELECT t.id, coalesce(array_agg(f.id ORDER BY f.id) FILTER (WHERE f.type = 'autoNumber'), '{}') AS "sequenceFieldIds",
+                 coalesce((SELECT array_agg(r.id ORDER BY r.id) FROM public.unique_rules r WHERE r.table_id = t.id AND r.enforcement = 'hash'), '{}')
+                   AS "hashedRuleIds"
             FROM public.data_tables t LEFT JOIN public.fields f ON f.table_id = t.id
            WHERE t.${column} = $1::bpchar GROUP BY t.id ORDER BY t.id`,
     params: [id],

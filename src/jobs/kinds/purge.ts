@@ -15,7 +15,8 @@ const ULID = z.string().regex(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
 export const PurgePayload = z.object({ orgId: ULID, databaseId: ULID, tableId: ULID.optional(), name: z.string() });
 export type PurgePayload = z.infer<typeof PurgePayload>;
 
-export type PurgedTable = { id: string; sequenceFieldIds: string[] };
+/** `hashedRuleIds` is absent from the journals of purges started before hashed rules were dropped with their table. */
+export type PurgedTable = { id: string; sequenceFieldIds: string[]; hashedRuleIds?: string[] };
 
 /**
  * The purge kinds. Users neither cancel nor retry them: a cancelled purge would leave its entry in the trash with
@@ -49,7 +50,7 @@ export async function claimEntry(run: JobRun<PurgePayload, PurgeJournal>, kind: 
 
 /** The drop statements in order: every table's data, then whatever `after` adds (a database's schema). */
 export function dropPlan(databaseId: string, tables: readonly PurgedTable[], after: Statement[] = []): Statement[] {
-  return [...tables.flatMap((table) => dropTableData(databaseId, table.id, table.sequenceFieldIds)), ...after];
+  return [...tables.flatMap((table) => dropTableData(databaseId, table.id, table.sequenceFieldIds, table.hashedRuleIds)), ...after];
 }
 
 /** One step per DROP, so that no step holds locks on more than one object, and a crash loses at most one. */
