@@ -2,7 +2,7 @@ import { isId } from '../ids.ts';
 import { typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
 import { compileFilter, type FilterExpression } from './filter.ts';
 import { columnKeyOf, columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
-import { rowProjection, type PhysicalTable, type RowEvent } from './rows.ts';
+import { bindEvent, rowProjection, type BoundEvent, type PhysicalTable, type RowEvent } from './rows.ts';
 import { ID, Params, type Statement } from './sql.ts';
 import { hashedKeyExpression, keyPresent, type KeyEnforcement } from './unique-keys.ts';
 
@@ -36,17 +36,6 @@ function schemaGuard(params: Params, tableId: string, schemaVersion: number): st
   return `EXISTS (SELECT 1 FROM public.data_tables WHERE id = ${params.add(tableId, ID)} AND state = 'active'
                    AND schema_version = ${params.add(schemaVersion, 'int')})`;
 }
-
-function bindEvent(params: Params, event: RowEvent) {
-  return {
-    at: params.add(event.at, 'timestamptz'),
-    mutationId: params.add(event.mutationId, 'text'),
-    actorId: params.add(event.actor.id, 'text'),
-    actorKind: params.add(event.actor.kind, 'text'),
-    actorName: params.add(event.actor.name, 'text'),
-  };
-}
-type BoundEvent = ReturnType<typeof bindEvent>;
 
 /** History rows for `cells` (field id, version, value SQL) of each row of `source`. */
 function historyInsert(table: PhysicalTable, bound: BoundEvent, operation: string, source: string, cells: string): string {
