@@ -2,7 +2,8 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { selectFeedPage } from '../src/data/activity.ts';
 import type { Statement } from '../src/data/sql.ts';
-import { api, figures, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
+import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
+import { api, figures, median, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * The activity feed on an org with 1,000,000 events (issue 7): p50/p99 of a filtered page of 100 through REST
@@ -104,7 +105,7 @@ const bareFirstPage = (orgId: string): Statement => ({
  * autocannon for a fixed time. Rate from the start to the last response (autocannon's own duration is rounded to
  * its one-second ticks); latencies from its per-response timings so both sides are summarised alike.
  */
-async function restPages(servers: Servers, url: string, seconds: number): Promise<Figures> {
+async function restPages(servers: Servers, url: string, seconds: number, name = 'REST GET …/activity'): Promise<Figures> {
   const latencies: number[] = [];
   let errors = 0;
   const started = performance.now();
@@ -120,7 +121,7 @@ async function restPages(servers: Servers, url: string, seconds: number): Promis
       else errors += 1;
     });
   });
-  return figures('REST GET …/activity', latencies, (lastResponse - started) / 1000, errors + result.errors);
+  return figures(name, latencies, (lastResponse - started) / 1000, errors + result.errors);
 }
 
 /**
@@ -237,6 +238,25 @@ interface Scenario {
   diagnose: boolean;
 }
 
+/**
+ * The service's statement as one body PostgreSQL builds, for the floor server (bench/servers.ts): what a Node
+ * process costs with nothing of the service around that statement.
+ */
+function floorStatement(service: Statement): Statement {
+  return {
+    sql: `SELECT '{"data":[' || coalesce(string_agg(p.entry::text, ',' ORDER BY p.n), '') || ']}' AS body
+            FROM (SELECT row_number() OVER () AS n, q.entry FROM (${service.sql}) q LIMIT ${PAGE_SIZE}) p`,
+    params: service.params,
+  };
+}
+
+async function registerFloor(servers: Servers, name: string, statement: Statement): Promise<string> {
+  const url = `http://127.0.0.1:${servers.floorPort}/statements/${name}`;
+  const response = await fetch(url, { method: 'POST', body: JSON.stringify(statement) });
+  if (response.status !== 204) throw new Error(`floor server refused the statement (${response.status})`);
+  return url;
+}
+
 const servers = await startServers();
 const pool = new pg.Pool({ connectionString: servers.databaseUrl, max: CONCURRENCY });
 try {
@@ -268,21 +288,30 @@ try {
     process.stdout.write(`\n${scenario.label}, limit ${PAGE_SIZE}\n`
       + `  service SQL (selectFeedPage)\n${await plansOf(pool, scenario.service)}\n`
       + `  bare SQL\n${await plansOf(pool, scenario.bare)}\n`);
+    const floorUrl = await registerFloor(servers, `activity_${index}`, floorStatement(scenario.service));
     const run = async (seconds: number) => ({
-      rest: await restPages(servers, scenario.url, seconds).finally(() => settle(pool)),
-      bare: await sqlPages(pool, 'bare index scan (pg)', scenario.bare, `bench_bare_${index}`, seconds),
+      rest: await withCpu(servers.pid, () => restPages(servers, scenario.url, seconds)).finally(() => settle(pool)),
+      bare: await withCpu(servers.pid, () => sqlPages(pool, 'bare index scan (pg)', scenario.bare, `bench_bare_${index}`, seconds)),
+      floor: await withCpu(servers.pid, () => restPages(servers, floorUrl, seconds, 'floor: node:http + pg')),
     });
     await run(WARM_UP_SECONDS);
     // Alternating rounds: both share the machine's 2 cores with PostgreSQL, so one pair of runs swings widely;
     // the median of the per-round ratios is what we report.
     process.stdout.write(`  ${ROUNDS} rounds of ${SECONDS} s each way, concurrency ${CONCURRENCY}\n`);
     const ratios: number[] = [];
+    const ceilings: (number | undefined)[] = [];
+    const floors: number[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
-      const { rest, bare } = await run(SECONDS);
+      const { rest, bare, floor } = await run(SECONDS);
       ratios.push(rest.rps / bare.rps);
-      process.stdout.write(`  round ${round}\n    ${line(rest)}\n    ${line(bare)}\n    REST / bare ${ratio(rest.rps / bare.rps)}\n`);
+      ceilings.push(cpuCeiling(rest.cpu, bare.cpu));
+      floors.push(floor.rps / bare.rps);
+      process.stdout.write(`  round ${round}\n    ${line(rest)}\n      ${cpuLine(rest.cpu)}\n    ${line(bare)}\n      ${cpuLine(bare.cpu)}\n`
+        + `    REST / bare ${ratio(rest.rps / bare.rps)}\n    ${line(floor)}\n      ${cpuLine(floor.cpu)}\n    floor / bare ${ratio(floor.rps / bare.rps)}\n`);
     }
-    summary.push(ratioLine(`activity page, ${scenario.label}`, 'REST / bare', ratios, 0.5));
+    const row = `activity page, ${scenario.label}`;
+    summary.push(ratioLine(row, 'REST / bare', ratios, 0.5), cpuCeilingLine(row, ceilings),
+      `floor | ${row} | bare node:http + pg, the service's statement, no service / bare | median of ${floors.length}: ${ratio(median(floors))} | rounds ${floors.map(ratio).join(' ')}`);
     if (scenario.diagnose) {
       // Where the time goes: the service's statement alone, with nothing but `pg` around it. If this is about as
       // fast as REST, the cost is the SQL; if it is about as fast as the bare scan, it is the service around it.

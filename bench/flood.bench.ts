@@ -44,7 +44,7 @@ try {
     const result = await autocannon({
       url: `${base}/v1/orgs/${other.orgId}/databases`, headers: { authorization: `Bearer ${other.apiKey}` }, connections: 2, duration: SECONDS,
     });
-    return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+    return { name, requests: result.requests.total, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
   }
 
   const idle = await measureOther('other org, idle');

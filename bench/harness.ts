@@ -4,11 +4,13 @@ import { createInterface } from 'node:readline';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /** What every benchmark shares: the servers process, the API helper and how figures are summarised. */
-export interface Figures { name: string; rps: number; p50: number; p99: number; errors: number }
+export interface Figures { name: string; requests: number; rps: number; p50: number; p99: number; errors: number }
 
 export interface Servers {
   servicePort: number;
   barePort: number;
+  /** A bare node:http server answering registered statements with PostgreSQL's text (bench/servers.ts). */
+  floorPort: number;
   apiKey: string;
   orgId: string;
   userId: string;
@@ -60,7 +62,7 @@ export function percentile(sorted: number[], q: number): number {
 
 export function figures(name: string, latencies: number[], seconds: number, errors: number): Figures {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { name, rps: latencies.length / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors };
+  return { name, requests: latencies.length, rps: latencies.length / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors };
 }
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

@@ -11,7 +11,7 @@ const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
 async function measure(name: string, options: autocannon.Options): Promise<Figures> {
   await autocannon({ ...options, connections: CONNECTIONS, duration: 2 }); // warm-up: JIT, pools, caches
   const result = await autocannon({ ...options, connections: CONNECTIONS, duration: DURATION_S });
-  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  return { name, requests: result.requests.total, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
 }
 
 const servers = await startServers();

@@ -60,6 +60,7 @@ async function load(name: string, ports: number[], path: string, apiKey: string,
   })));
   return {
     name,
+    requests: results.reduce((sum, result) => sum + result.requests.total, 0),
     rps: results.reduce((sum, result) => sum + result.requests.average, 0),
     p50: results[0]!.latency.p50,
     p99: Math.max(...results.map((result) => result.latency.p99)),

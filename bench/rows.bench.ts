@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ulid } from 'ulid';
+import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
 import { api, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
@@ -62,7 +63,7 @@ async function restCreates(servers: Servers, path: string, schemaVersion: number
     });
   });
   const seconds = (lastResponse - started) / 1000;
-  return { name: 'REST POST …/rows', rps: amount / seconds, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  return { name: 'REST POST …/rows', requests: amount, rps: amount / seconds, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
 }
 
 /** The baseline: the same writes a row create commits, with nothing but `pg` between us and PostgreSQL. */
@@ -117,7 +118,7 @@ async function rawCreates(servers: Servers, amount: number): Promise<Figures> {
   await pool.end();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!);
-  return { name: 'raw pg transaction', rps: amount / seconds, p50: at(0.5), p99: at(0.99), errors: 0 };
+  return { name: 'raw pg transaction', requests: amount, rps: amount / seconds, p50: at(0.5), p99: at(0.99), errors: 0 };
 }
 
 const line = (f: Figures) => `${f.name.padEnd(24)} ${f.rps.toFixed(0).padStart(6)} rows/s   p50 ${f.p50} ms   p99 ${f.p99} ms   errors ${f.errors}`;
@@ -132,13 +133,16 @@ try {
   // single pair of runs swings widely; the median of the per-round ratios is what we report.
   process.stdout.write(`create row, ${ROUNDS} rounds of ${ROWS} rows each way, concurrency ${CONCURRENCY}\n`);
   const ratios: number[] = [];
+  const ceilings: (number | undefined)[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const rest = await restCreates(servers, table.path, table.schemaVersion, ROWS);
-    const raw = await rawCreates(servers, ROWS);
+    const rest = await withCpu(servers.pid, () => restCreates(servers, table.path, table.schemaVersion, ROWS));
+    const raw = await withCpu(servers.pid, () => rawCreates(servers, ROWS));
     ratios.push(rest.rps / raw.rps);
-    process.stdout.write(`round ${round}\n  ${line(rest)}\n  ${line(raw)}\n  REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`);
+    ceilings.push(cpuCeiling(rest.cpu, raw.cpu));
+    process.stdout.write(`round ${round}\n  ${line(rest)}\n    ${cpuLine(rest.cpu)}\n  ${line(raw)}\n    ${cpuLine(raw.cpu)}\n`
+      + `  REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`);
   }
-  process.stdout.write(`\n${ratioLine('row create', 'REST / raw transaction', ratios, 0.75)}\n`);
+  process.stdout.write(`\n${ratioLine('row create', 'REST / raw transaction', ratios, 0.75)}\n${cpuCeilingLine('row create', ceilings)}\n`);
 } finally {
   await servers.stop();
 }

@@ -51,8 +51,36 @@ bare.get('/preferences', async (_req, res) => {
   }));
 });
 const barePort = await listen(createServer(bare));
-process.stdout.write(`${JSON.stringify({ servicePort, barePort, apiKey, orgId, userId, databaseUrl: url })}\n`);
+
+/**
+ * The floor under any Node service on this machine: a bare node:http server that answers each GET of a registered
+ * statement with the one text value PostgreSQL built (no routing framework, credential, limits, GraphQL or JSON work
+ * in Node). A bench registers a statement with POST /statements/<name> and a body of `{ sql, params }`.
+ */
+const floorStatements = new Map<string, { sql: string; params: unknown[] }>();
+const floorPool = new pg.Pool({ connectionString: url, max: 4 });
+const floorPort = await listen(createServer((req, res) => {
+  const name = req.url!.slice('/statements/'.length);
+  if (req.method === 'POST') {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      floorStatements.set(name, JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      res.writeHead(204).end();
+    });
+    return;
+  }
+  const statement = floorStatements.get(name);
+  if (!statement) return void res.writeHead(404).end();
+  floorPool.query<{ body: string }>({ name: `floor_${name}`, text: statement.sql, values: statement.params }).then(
+    ({ rows }) => res.writeHead(200, { 'content-type': 'application/json' }).end(rows[0]!.body),
+    (error: Error) => res.writeHead(500).end(error.message),
+  );
+}));
+
+process.stdout.write(`${JSON.stringify({ servicePort, barePort, floorPort, apiKey, orgId, userId, databaseUrl: url })}\n`);
 process.on('SIGTERM', async () => {
+  await floorPool.end();
   await prisma.$disconnect();
   await server.close();
   process.exit(0);

@@ -8,6 +8,7 @@ import { createSortIndex } from '../src/data/indexes.ts';
 import type { Position, SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
 import type { Statement } from '../src/data/sql.ts';
+import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
 import { api, figures, median, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
@@ -185,7 +186,7 @@ try {
   process.stdout.write(`view "Amount asc" (5% empty), limit ${PAGE_SIZE}; ${ROUNDS} rounds of ${SECONDS} s per figure, concurrency ${CONCURRENCY}\n`);
 
   const summary: string[] = [];
-  const results = pages.map(() => ({ before: [] as number[], after: [] as number[], raw: [] as number[], afterRps: [] as number[], rawRps: [] as number[] }));
+  const results = pages.map(() => ({ before: [] as number[], after: [] as number[], raw: [] as number[], afterRps: [] as number[], rawRps: [] as number[], ceilings: [] as (number | undefined)[] }));
   for (let round = 1; round <= ROUNDS; round += 1) {
     process.stdout.write(`round ${round}\n`);
     await markIndex(pool, table, index.id, 'building');
@@ -198,13 +199,14 @@ try {
     await pool.query(createSortIndex(table.databaseId, table.tableId, index.id, [{ fieldId: amount.id, direction: 'asc' }]).sql);
     await markIndex(pool, table, index.id, 'ready');
     for (const [at, page] of pages.entries()) {
-      const after = await restPages(servers, page.url, `REST ${page.label}, index`);
-      const raw = await rawPages(pool, page.statement, `bench_sorted_${at}`, `raw pg ${page.label}, index`);
+      const after = await withCpu(servers.pid, () => restPages(servers, page.url, `REST ${page.label}, index`));
+      const raw = await withCpu(servers.pid, () => rawPages(pool, page.statement, `bench_sorted_${at}`, `raw pg ${page.label}, index`));
+      results[at]!.ceilings.push(cpuCeiling(after.cpu, raw.cpu));
       results[at]!.after.push(after.p50);
       results[at]!.raw.push(raw.p50);
       results[at]!.afterRps.push(after.rps);
       results[at]!.rawRps.push(raw.rps);
-      process.stdout.write(`  ${line(after)}\n  ${line(raw)}\n`);
+      process.stdout.write(`  ${line(after)}\n    ${cpuLine(after.cpu)}\n  ${line(raw)}\n    ${cpuLine(raw.cpu)}\n`);
     }
   }
   for (const [at, page] of pages.entries()) {
@@ -213,7 +215,8 @@ try {
     summary.push(`  ${page.label.padEnd(22)} p50 no index ${ms(before).padStart(7)} ms   index ${ms(after).padStart(6)} ms   raw ${ms(raw).padStart(6)} ms`
       + `   speed-up ${(before / after).toFixed(0)}×   raw p50 / REST p50 ${(raw / after).toFixed(2)}   REST / raw req/s ${median(r.afterRps.map((rps, i) => rps / r.rawRps[i]!)).toFixed(2)}`);
   }
-  process.stdout.write(`\nmedians of ${ROUNDS} rounds\n${summary.join('\n')}\n`);
+  process.stdout.write(`\nmedians of ${ROUNDS} rounds\n${summary.join('\n')}\n`
+    + `${pages.map((page, at) => cpuCeilingLine(`sorted view with its index, ${page.label}`, results[at]!.ceilings)).join('\n')}\n`);
 } finally {
   await worker?.stop();
   await pool.end();

@@ -6,7 +6,8 @@ import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import type { SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
 import type { Params, Statement } from '../src/data/sql.ts';
-import { api, figures, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
+import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
+import { api, figures, median, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * List 100 rows through a shared view with a 3-clause filter on a 1,000,000-row table (issue 4): REST
@@ -96,7 +97,7 @@ function viewPageStatement(table: BenchTable, fields: FieldDefinition[], orderBy
 }
 
 /** autocannon for a fixed time; latencies from its per-response timings so both sides are summarised alike. */
-async function restPages(servers: Servers, url: string, seconds: number): Promise<Figures> {
+async function restPages(servers: Servers, url: string, seconds: number, name = 'REST GET …/rows?viewId'): Promise<Figures> {
   const latencies: number[] = [];
   let errors = 0;
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
@@ -107,7 +108,7 @@ async function restPages(servers: Servers, url: string, seconds: number): Promis
       else errors += 1;
     });
   });
-  return figures('REST GET …/rows?viewId', latencies, result.duration, errors + result.errors);
+  return figures(name, latencies, result.duration, errors + result.errors);
 }
 
 /**
@@ -126,6 +127,29 @@ async function rawPages(pool: pg.Pool, statement: Statement, name: string, secon
     }
   }));
   return figures('raw pg query', latencies, (performance.now() - started) / 1000, 0);
+}
+
+/**
+ * The same page as one text PostgreSQL builds, for the floor server (bench/servers.ts): what a Node process costs
+ * with nothing of the service around the statement. Each row's JSON is the service's own (`json`), so PostgreSQL
+ * does the service's work, not the raw side's.
+ */
+function floorStatement(table: BenchTable, fields: FieldDefinition[], orderBy: OrderByItem[]): Statement {
+  const keys: SortKey[] = orderBy.map((item) => ({ field: resolveField(fields, item.field)!, direction: item.direction }));
+  const filter = (params: Params) => compileFilter(WHERE, fields, (value, cast) => params.add(value, cast), 'r');
+  const page = selectRowPage({ databaseId: table.databaseId, tableId: table.tableId, fields }, { filter, keys, after: null, limit: PAGE_SIZE, json: fields });
+  return {
+    sql: `SELECT '{"data":[' || coalesce(string_agg(p.j, ',' ORDER BY p.n), '') || ']}' AS body
+            FROM (SELECT row_number() OVER () AS n, q.j FROM (${page.sql}) q LIMIT ${PAGE_SIZE}) p`,
+    params: page.params,
+  };
+}
+
+async function registerFloor(servers: Servers, name: string, statement: Statement): Promise<string> {
+  const url = `http://127.0.0.1:${servers.floorPort}/statements/${name}`;
+  const response = await fetch(url, { method: 'POST', body: JSON.stringify(statement) });
+  if (response.status !== 204) throw new Error(`floor server refused the statement (${response.status})`);
+  return url;
 }
 
 /** Guards against benchmarking two different things: the REST page and the raw page hold the same rows in order. */
@@ -185,15 +209,29 @@ try {
     // Alternating rounds: both share the machine's 2 cores with PostgreSQL, so one pair of runs swings widely;
     // the median of the per-round ratios is what we report.
     process.stdout.write(`  ${ROUNDS} rounds of ${SECONDS} s each way, concurrency ${CONCURRENCY}\n`);
+    // The floor only for the id-order view: the sorted one is PostgreSQL's own cost until it has an index.
+    const floorUrl = view.orderBy.length ? null : await registerFloor(servers, name, floorStatement(table, fields, view.orderBy));
+    if (floorUrl) await restPages(servers, floorUrl, WARM_UP_SECONDS);
     const ratios: number[] = [];
+    const ceilings: (number | undefined)[] = [];
+    const floors: number[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
-      const rest = await restPages(servers, url, SECONDS);
-      const raw = await rawPages(pool, statement, name, SECONDS);
+      const rest = await withCpu(servers.pid, () => restPages(servers, url, SECONDS));
+      const raw = await withCpu(servers.pid, () => rawPages(pool, statement, name, SECONDS));
       ratios.push(rest.rps / raw.rps);
-      process.stdout.write(`  round ${round}\n    ${line(rest)}\n    ${line(raw)}\n    REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`);
+      ceilings.push(cpuCeiling(rest.cpu, raw.cpu));
+      process.stdout.write(`  round ${round}\n    ${line(rest)}\n      ${cpuLine(rest.cpu)}\n    ${line(raw)}\n      ${cpuLine(raw.cpu)}\n`
+        + `    REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`);
+      if (floorUrl) {
+        const floor = await withCpu(servers.pid, () => restPages(servers, floorUrl, SECONDS, 'floor: node:http + pg'));
+        floors.push(floor.rps / raw.rps);
+        process.stdout.write(`    ${line(floor)}\n      ${cpuLine(floor.cpu)}\n    floor / raw ${(floor.rps / raw.rps).toFixed(2)}\n`);
+      }
     }
     // The issue's target is for the id-order view; the sorted one is PostgreSQL's own cost until it has an index.
-    summary.push(ratioLine(`rows through a 3-clause view, ${view.label}`, 'REST / raw', ratios, view.orderBy.length ? 0 : 0.5));
+    const row = `rows through a 3-clause view, ${view.label}`;
+    summary.push(ratioLine(row, 'REST / raw', ratios, view.orderBy.length ? 0 : 0.5), cpuCeilingLine(row, ceilings));
+    if (floorUrl) summary.push(`floor | ${row} | bare node:http + pg, same statement, no service / raw | median of ${floors.length}: ${median(floors).toFixed(2)} | rounds ${floors.map((value) => value.toFixed(2)).join(' ')}`);
   }
   process.stdout.write(`\n${summary.join('\n')}\n`);
 } finally {
