@@ -106,6 +106,21 @@ describe('GET /v1/orgs/{orgId}/activity: the events each mutation writes', () =>
   });
 });
 
+describe('GET /v1/orgs/{orgId}/activity: names that JSON must escape', () => {
+  // Entries are JSON text PostgreSQL concatenates (src/data/sql.ts jsonObject): each name must come back exactly.
+  it('answers a database and table named with quotes, a backslash, a tab and characters beyond the BMP exactly', async () => {
+    const name = `Ledger "Q" \\ tab\there ü 😀 ${Date.now()}`;
+    const databaseId = await createDatabase(suite.server, suite.org, name);
+    const table = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text' }], { databaseId, name: 'Notes "draft" \\ 😀' });
+    const result = await page({ tableId: table.tableId });
+    expect(result.data.map((entry) => [entry.summary, entry.database, entry.table])).toEqual([[
+      'Created table Notes "draft" \\ 😀',
+      { id: databaseId, name, state: 'active' },
+      { id: table.tableId, name: 'Notes "draft" \\ 😀', state: 'active' },
+    ]]);
+  });
+});
+
 describe('ordering and keyset paging', () => {
   it('answers newest first, and limit=2 pages walk every event exactly once in the same order as one big page', async () => {
     await fullHistory();

@@ -1,4 +1,4 @@
-import { ID, Params, utcTimestamp, type Statement } from './sql.ts';
+import { ID, jsonObject, jsonValue, Params, utcTimestamp, type Statement } from './sql.ts';
 
 /**
  * The activity feed's SQL (spec 4.11, 4.12). A page is one keyset range scan on (org, occurred_at, id) — or on the
@@ -51,8 +51,22 @@ function conditions(filter: FeedFilter, asOf: string, params: Params): string[] 
 }
 
 /** A database or table as spec 2.10 names it: null when gone, else its id, name and state. */
-const named = (alias: string) => `CASE WHEN ${alias}.id IS NULL THEN NULL
-      ELSE json_build_object('id', ${alias}.id, 'name', coalesce(${alias}.name, ''), 'state', coalesce(${alias}.state, 'active')) END`;
+const named = (alias: string) => `CASE WHEN ${alias}.id IS NULL THEN 'null' ELSE ${jsonObject([
+  ['id', jsonValue(`${alias}.id`)], ['name', jsonValue(`coalesce(${alias}.name, '')`)], ['state', jsonValue(`coalesce(${alias}.state, 'active')`)],
+])} END`;
+
+/** An entry in spec 2.10's shape, as JSON text (`jsonObject`: the page builds 101 of them). */
+const entryJson = jsonObject([
+  ['id', jsonValue('e.id')], ['category', jsonValue('e.category')], ['occurredAt', jsonValue(utcTimestamp('e.occurred_at'))],
+  ['summary', jsonValue('e.summary')], ['event', jsonValue('e.event')], ['status', jsonValue('e.status')],
+  ['actor', jsonObject([
+    ['id', jsonValue('e.actor_id')], ['key', jsonValue("coalesce(e.actor_key, '')")], ['kind', jsonValue('e.actor_kind')],
+    ['name', jsonValue('e.actor_name')], ['avatarUrl', `'""'`],
+  ])],
+  ['database', named('d')], ['table', named('t')],
+  ['rowId', jsonValue('e.row_id')], ['affectedRows', jsonValue('e.affected_rows')], ['jobId', jsonValue('e.job_id')],
+  ['fileName', jsonValue('e.file_name')], ['destination', jsonValue('e.destination')],
+]);
 
 /**
  * One page, newest first; `after` is the last entry of the previous page; `asOf` is the first page's cutoff. Each
@@ -66,12 +80,7 @@ export function selectFeedPage(filter: FeedFilter, asOf: string, after: FeedPosi
   const scope = filter.tableId || filter.databaseId ? feedScope(filter, params) : null;
   const where = conditions(filter, asOf, params);
   if (after) where.push(`(e.occurred_at, e.id) < (${params.add(after.occurredAt, 'timestamptz')}, ${params.add(after.id, ID)})`);
-  const page = `SELECT e.id, e.occurred_at::text AS position,
-           json_build_object('id', e.id, 'category', e.category, 'occurredAt', ${utcTimestamp('e.occurred_at')}, 'summary', e.summary,
-             'event', e.event, 'status', e.status,
-             'actor', json_build_object('id', e.actor_id, 'key', coalesce(e.actor_key, ''), 'kind', e.actor_kind, 'name', e.actor_name, 'avatarUrl', ''),
-             'database', ${named('d')}, 'table', ${named('t')},
-             'rowId', e.row_id, 'affectedRows', e.affected_rows, 'jobId', e.job_id, 'fileName', e.file_name, 'destination', e.destination)::text AS entry
+  const page = `SELECT e.id, e.occurred_at::text AS position, ${entryJson} AS entry
       FROM activity_events e
       LEFT JOIN databases d ON d.id = e.database_id
       LEFT JOIN data_tables t ON t.id = e.table_id

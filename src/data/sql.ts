@@ -24,3 +24,17 @@ export const ID = 'bpchar';
 export function utcTimestamp(column: string): string {
   return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 }
+
+/** A value as JSON text, `null` when it is NULL; `to_json` escapes a string as `json_build_object` does. */
+export function jsonValue(expression: string): string {
+  return `coalesce(to_json(${expression})::text, 'null')`;
+}
+
+/**
+ * A JSON object as text, concatenated from its members, each SQL that is already JSON text and never NULL. About
+ * 3× cheaper in PostgreSQL than `json_build_object`, which resolves every argument's type on every call (1.6 against
+ * 4.6 µs for a 15-member activity entry). Keys are ours, plain names that need no escaping.
+ */
+export function jsonObject(members: readonly (readonly [key: string, json: string])[]): string {
+  return `${members.map(([key, json], index) => `'${index === 0 ? '{' : ','}"${key}":' || ${json}`).join(' || ')} || '}'`;
+}
