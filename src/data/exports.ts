@@ -2,7 +2,7 @@ import { compileFilter, type FilterExpression } from './filter.ts';
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
 import { columnOf, rowsTableOf } from './identifiers.ts';
 import { orderByClause, type SortKey } from './keyset.ts';
-import type { Statement } from './sql.ts';
+import { jsonObject, jsonValue, type Statement } from './sql.ts';
 
 /**
  * Export SQL: one `COPY (SELECT …) TO STDOUT` per table, so PostgreSQL formats every value and the worker only
@@ -89,7 +89,7 @@ export function textCell(field: FieldDefinition, alias: string): string {
   }
 }
 
-/** A cell as a JSON value inside a `json_build_*` call: numbers, booleans and arrays keep their JSON types. */
+/** A cell as a value `to_json` turns into its JSON type: numbers, booleans, arrays and json keep theirs. */
 function jsonCell(field: FieldDefinition, alias: string): string {
   const column = `${alias}.${columnOf(field.id)}`;
   switch (field.type) {
@@ -109,6 +109,12 @@ function jsonCell(field: FieldDefinition, alias: string): string {
     default:
       return typeSpecOf(field.type).read(column);
   }
+}
+
+/** A cell as compact JSON text (`null` when empty); json cells lose jsonb's spaces after `:` and `,`. */
+function jsonCellText(field: FieldDefinition, alias: string): string {
+  const json = jsonValue(jsonCell(field, alias));
+  return field.type === 'json' ? compactJson(json) : json;
 }
 
 export interface ExportQuery {
@@ -161,17 +167,20 @@ export function csvCopy(query: ExportQuery): CopyPlan {
 
 /**
  * JSONL: `{id, version, values}` per row, `values` keyed by field id, or by field name (`byName`; names are user
- * text, so they travel as settings).
+ * text, so they travel as settings). Concatenated JSON text (`jsonObject`), not `json_build_object`: a function
+ * takes at most 100 arguments, which failed every export of more than 50 fields, and concatenation is the cheaper.
  */
 export function jsonlCopy(query: ExportQuery, byName: boolean): CopyPlan {
   const settings = new Settings();
-  const pairs = query.columns.map((field) => `${byName ? settings.add(field.name) : `'${field.id}'`}, ${jsonCell(field, 'r')}`);
-  const document = `json_build_object('id', r.id, 'version', r.version::text, 'values', json_build_object(${pairs.join(', ')}))::text`;
-  return plan(query, settings, compactJson(document), RAW_LINES);
+  const pairs = query.columns.map((field, index) =>
+    `'${index === 0 ? '' : ','}' || ${byName ? `to_json(${settings.add(field.name)})::text` : `'"${field.id}"'`} || ':' || ${jsonCellText(field, 'r')}`);
+  const values = pairs.length ? `'{' || ${pairs.join(' || ')} || '}'` : `'{}'`;
+  const document = jsonObject([['id', jsonValue('r.id')], ['version', jsonValue('r.version::text')], ['values', values]]);
+  return plan(query, settings, document, RAW_LINES);
 }
 
 /** XLSX: each row as a JSON array of its cells, typed by the job (numbers, booleans, dates). */
 export function arrayCopy(query: ExportQuery): CopyPlan {
-  const cells = query.columns.map((field) => (field.type === 'json' ? textCell(field, 'r') : jsonCell(field, 'r')));
-  return plan(query, new Settings(), `json_build_array(${cells.join(', ')})::text`, RAW_LINES);
+  const cells = query.columns.map((field) => (field.type === 'json' ? jsonValue(textCell(field, 'r')) : jsonCellText(field, 'r')));
+  return plan(query, new Settings(), `'[' || ${cells.length ? cells.join(" || ',' || ") : "''"} || ']'`, RAW_LINES);
 }
