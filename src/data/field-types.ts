@@ -13,6 +13,9 @@ export const FIELD_TYPES = [
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
+/** Fields a table may hold, at creation and through `add_field` alike (Airtable's limit too; PostgreSQL's is 1,600). */
+export const MAX_FIELDS_PER_TABLE = 500;
+
 export type CellValue = string | number | boolean | null | CellValue[] | { [key: string]: CellValue };
 
 /** Filter/sort families: which operators and comparisons make sense for a type (src/data/filter.ts). */

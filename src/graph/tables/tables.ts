@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { createTable as createTableDdl } from '../../data/ddl.ts';
-import { FieldInput, resolvedOptions, type FieldDefinition, type FieldType } from '../../data/field-types.ts';
+import { FieldInput, MAX_FIELDS_PER_TABLE, resolvedOptions, type FieldDefinition, type FieldType } from '../../data/field-types.ts';
 import { notFound } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { recordActivity } from '../activity.ts';
@@ -16,9 +16,6 @@ import { pageOf, pageRef, type PageArgs, type PageShape } from '../pages.ts';
 import { dataPlane, type Context } from '../context.ts';
 import { requestLoader } from '../loaders.ts';
 import { isUniqueViolation } from '../prisma-errors.ts';
-
-/** Airtable's limit too; PostgreSQL's own is 1600 columns. */
-export const MAX_FIELDS_PER_TABLE = 500;
 
 export type FieldShape = {
   id: string;

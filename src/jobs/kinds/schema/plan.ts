@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  FIELD_OPTIONS, FIELD_TYPES, FieldInput, FieldName, resolvedOptions, typeSpecOf, type FieldDefinition, type FieldType,
+  FIELD_OPTIONS, FIELD_TYPES, FieldInput, FieldName, MAX_FIELDS_PER_TABLE, resolvedOptions, typeSpecOf, type FieldDefinition, type FieldType,
 } from '../../../data/field-types.ts';
 import type { FieldProblem } from '../../../errors.ts';
 import { FilterExpression, resolveField } from '../../../data/filter.ts';
@@ -83,8 +83,6 @@ export const PlannedChange = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('drop_index'), indexId: z.string() }),
 ]);
 export type PlannedChange = z.infer<typeof PlannedChange>;
-
-export const MAX_FIELDS_PER_TABLE = 500;
 
 /** Options whose change alters the column type (a conversion, not an update). */
 const COLUMN_SHAPING_OPTIONS: Partial<Record<FieldType, string[]>> = { number: ['precision', 'scale'], autoNumber: ['start', 'max'] };
