@@ -3,7 +3,7 @@ import pg from 'pg';
 import { selectFeedPage } from '../src/data/activity.ts';
 import type { Statement } from '../src/data/sql.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
-import { api, figures, median, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
+import { api, figures, median, ratioLine, registerFloor, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * The activity feed on an org with 1,000,000 events (issue 7): p50/p99 of a filtered page of 100 through REST
@@ -248,13 +248,6 @@ function floorStatement(service: Statement): Statement {
             FROM (SELECT row_number() OVER () AS n, q.entry FROM (${service.sql}) q LIMIT ${PAGE_SIZE}) p`,
     params: service.params,
   };
-}
-
-async function registerFloor(servers: Servers, name: string, statement: Statement): Promise<string> {
-  const url = `http://127.0.0.1:${servers.floorPort}/statements/${name}`;
-  const response = await fetch(url, { method: 'POST', body: JSON.stringify(statement) });
-  if (response.status !== 204) throw new Error(`floor server refused the statement (${response.status})`);
-  return url;
 }
 
 const servers = await startServers();

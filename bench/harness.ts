@@ -45,6 +45,14 @@ export async function startServers(): Promise<Servers> {
   return { ...JSON.parse(line), pid: child.pid!, stop };
 }
 
+/** Registers a statement that yields one `body` text with the floor server; answers the URL that runs it. */
+export async function registerFloor(servers: Servers, name: string, statement: { sql: string; params: unknown[] }): Promise<string> {
+  const url = `http://127.0.0.1:${servers.floorPort}/statements/${name}`;
+  const response = await fetch(url, { method: 'POST', body: JSON.stringify(statement) });
+  if (response.status !== 204) throw new Error(`floor server refused the statement (${response.status})`);
+  return url;
+}
+
 /** A REST call as the bench org's admin, with a fresh Idempotency-Key. */
 export async function api(servers: Servers, method: string, path: string, body?: unknown): Promise<any> {
   const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {

@@ -7,7 +7,7 @@ import type { SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
 import type { Params, Statement } from '../src/data/sql.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
-import { api, figures, median, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
+import { api, figures, median, ratioLine, registerFloor, startServers, type Figures, type Servers } from './harness.ts';
 
 /**
  * List 100 rows through a shared view with a 3-clause filter on a 1,000,000-row table (issue 4): REST
@@ -143,13 +143,6 @@ function floorStatement(table: BenchTable, fields: FieldDefinition[], orderBy: O
             FROM (SELECT row_number() OVER () AS n, q.j FROM (${page.sql}) q LIMIT ${PAGE_SIZE}) p`,
     params: page.params,
   };
-}
-
-async function registerFloor(servers: Servers, name: string, statement: Statement): Promise<string> {
-  const url = `http://127.0.0.1:${servers.floorPort}/statements/${name}`;
-  const response = await fetch(url, { method: 'POST', body: JSON.stringify(statement) });
-  if (response.status !== 204) throw new Error(`floor server refused the statement (${response.status})`);
-  return url;
 }
 
 /** Guards against benchmarking two different things: the REST page and the raw page hold the same rows in order. */
