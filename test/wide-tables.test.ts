@@ -28,7 +28,7 @@ function valueFor(index: number, round: number): unknown {
 }
 
 describe('a 500-field table', () => {
-  it('creates, reads, filters, updates, keeps history, exports, previews and imports a row with every field set', async () => {
+  it('creates, batches, reads, filters, updates, keeps history, exports, previews and imports rows with every field set', async () => {
     const table = await createTable(suite.server, suite.org, FIELDS);
     const byId = (round: number) => Object.fromEntries(FIELDS.map((field, index) => [table.fields[field.name]!, valueFor(index, round)]));
 
@@ -72,5 +72,12 @@ describe('a 500-field table', () => {
     const rows = await suite.server.request('GET', `${target.path}/rows`, { token: admin() });
     const expected = FIELDS.map((_field, index) => (index < mapped.length ? valueFor(index, 2) : null));
     expect(rows.body.data.map((row: { values: Record<string, unknown> }) => Object.values(row.values))).toEqual([expected]);
+
+    const batch = await suite.server.request('POST', `${table.path}/rows/batch`, {
+      token: admin(), idempotencyKey: idempotencyKey(),
+      body: { expectedSchemaVersion: table.schemaVersion, operations: [3, 4, 5].map((round) => ({ op: 'create', values: byId(round) })) },
+    });
+    expect(batch.status, batch.text).toBe(200);
+    expect(batch.body.results.map((result: { row: { values: unknown } }) => result.row.values)).toEqual([byId(3), byId(4), byId(5)]);
   });
 });
