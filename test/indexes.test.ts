@@ -7,7 +7,7 @@ import { waitForJob } from './helpers/jobs.ts';
 import { schemaChangeApi } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { definitionOf, expectProblems, savedView, viewClient, type View } from './helpers/views.ts';
-import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
 /**
  * Sort indexes (issue 14): add_index / drop_index through endpoint 5, the schema endpoint's `indexes`, the cap,
@@ -113,6 +113,30 @@ describe('add_index and drop_index', () => {
     expectProblems(await api.apply(table, { kind: 'drop_index', indexId: '01HZZZZZZZZZZZZZZZZZZZZZZZ' }), [['change', 'indexId']]);
     const { table: indexed } = await succeed(table, { kind: 'add_index', fields: [{ field: 'N', direction: 'asc' }] });
     expectProblems(await api.apply(indexed, { kind: 'add_index', fields: [{ field: table.fields.N, direction: 'asc' }] }), [['change', 'fields']]);
+  });
+
+  // A wider maxLength would let in a value no index entry can hold: the row's write would then fail with a 500.
+  it('refuses raising a text maxLength past what an index or a btree unique rule over it can hold, and keeps writes 2xx', async () => {
+    let table = await createTable(suite.server, suite.org, [
+      { name: 'T', type: 'text', options: { maxLength: 100 } },
+      { name: 'K', type: 'text', options: { maxLength: 100 } },
+    ]);
+    table = (await succeed(table, { kind: 'add_index', fields: [{ field: 'T', direction: 'asc' }] })).table;
+    const rule = await addUniqueRule(suite.server, suite.org.adminKey, table, { fieldIds: ['K'] });
+    expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+    table = await refreshSchemaVersion(suite.server, suite.org.adminKey, table);
+    const widen = (field: string, maxLength: number) => api.apply(table, { kind: 'update_field', fieldId: table.fields[field], options: { maxLength } });
+
+    const overIndex = await widen('T', 1_000);
+    expectProblems(overIndex, [['change', 'options', 'maxLength']]);
+    expect(overIndex.body.error.details.problems[0].message).toMatch(/^sort index \w+ could no longer hold every value \(4000 bytes, at most 2550\); drop it first$/);
+    const overRule = await widen('K', 700);
+    expectProblems(overRule, [['change', 'options', 'maxLength']]);
+    expect(overRule.body.error.details.problems[0].message).toMatch(/^unique rule \w+ could no longer hold every key \(2800 bytes, at most 2600\)/);
+
+    table = (await succeed(table, { kind: 'update_field', fieldId: table.fields.T, options: { maxLength: 600 } })).table;
+    const longest = await createRow(suite.server, suite.org.adminKey, table, { T: '😀'.repeat(600), K: '😀'.repeat(100) });
+    expect(longest.status, longest.text).toBe(201);
   });
 
   it('allows at most 8 indexes per table: the ninth is 409 CAPACITY_LIMIT', async () => {

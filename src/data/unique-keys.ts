@@ -13,6 +13,12 @@ import type { Statement } from './sql.ts';
  */
 export type KeyEnforcement = 'btree' | 'hash';
 
+/**
+ * btree entries must fit a third of a page (2704 bytes); keep headroom for tuple headers. A key that may be wider
+ * is enforced through a hash instead, which foreign keys cannot reference.
+ */
+export const INDEX_BUDGET_BYTES = 2_600;
+
 const plain = (sql: string): Statement => ({ sql, params: [] });
 
 /** The key of a hashed rule as one composite value, over the columns of `alias` (or unqualified). */

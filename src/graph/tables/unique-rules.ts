@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
-import type { KeyEnforcement } from '../../data/unique-keys.ts';
+import { INDEX_BUDGET_BYTES, type KeyEnforcement } from '../../data/unique-keys.ts';
 import { checkFilter, FilterExpression, isIndexable, resolveField } from '../../data/filter.ts';
 import { validationFailed, type FieldProblem } from '../../errors.ts';
 import { builder } from '../builder.ts';
@@ -13,11 +13,6 @@ import type { TableSchema } from '../../catalog/table-schema.ts';
  * enqueued by src/graph/tables/constraint-jobs.ts and endpoint 5).
  */
 export const MAX_UNIQUE_RULES_PER_TABLE = 50;
-/**
- * btree entries must fit a third of a page (2704 bytes); keep headroom for tuple headers. A key that may be wider
- * is enforced through a hash instead (src/data/unique-keys.ts), which foreign keys cannot reference.
- */
-export const INDEX_BUDGET_BYTES = 2_600;
 
 export const FieldReferences = z.array(z.string().min(1).max(64)).min(1).max(8);
 

@@ -4,7 +4,8 @@ import {
 } from '../../../data/field-types.ts';
 import type { FieldProblem } from '../../../errors.ts';
 import { FilterExpression, resolveField } from '../../../data/filter.ts';
-import { indexKeysOf, signatureOf } from '../../../data/indexes.ts';
+import { INDEX_KEY_BUDGET_BYTES, indexKeysOf, signatureOf } from '../../../data/indexes.ts';
+import { INDEX_BUDGET_BYTES } from '../../../data/unique-keys.ts';
 import { Id } from '../../../formats.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobKind } from '../index.ts';
@@ -145,6 +146,32 @@ function parsedOptions(type: FieldType, options: Record<string, unknown> | undef
   return {};
 }
 
+/**
+ * A text field's maxLength sizes the btree entries of the sort indexes and btree-enforced unique rules over it.
+ * Raising it past their budget would let in a value no entry can hold: PostgreSQL would refuse that row's write
+ * (54000), a 500 where the caller deserves to hear why now. Hashed rules take any width.
+ */
+function checkKeysStillFit(schema: TableSchema, widened: FieldDefinition, problems: FieldProblem[]): void {
+  const path = ['change', 'options', 'maxLength'];
+  const bytesOf = (fieldIds: readonly string[]) => fieldIds.reduce((sum, id) => {
+    const field = id === widened.id ? widened : schema.fields.find((candidate) => candidate.id === id);
+    return sum + (field ? typeSpecOf(field.type).indexBytes(field.options) ?? 0 : 0);
+  }, 0);
+  for (const index of schema.indexes) {
+    const bytes = bytesOf(index.keys.map((key) => key.fieldId));
+    if (index.keys.some((key) => key.fieldId === widened.id) && bytes > INDEX_KEY_BUDGET_BYTES) {
+      const remedy = index.origin === 'automatic' ? 'sort no shared view by this field first' : 'drop it first';
+      problems.push({ path, message: `sort index ${index.id} could no longer hold every value (${bytes} bytes, at most ${INDEX_KEY_BUDGET_BYTES}); ${remedy}`, fieldId: widened.id });
+    }
+  }
+  for (const rule of schema.uniqueRules) {
+    const bytes = bytesOf(rule.fieldIds);
+    if (rule.enforcement === 'btree' && rule.fieldIds.includes(widened.id) && bytes > INDEX_BUDGET_BYTES) {
+      problems.push({ path, message: `unique rule ${rule.id} could no longer hold every key (${bytes} bytes, at most ${INDEX_BUDGET_BYTES}); delete it and add it again, hashed`, fieldId: widened.id });
+    }
+  }
+}
+
 function planUpdate(schema: TableSchema, change: z.infer<typeof UpdateField>, problems: FieldProblem[]): PlannedChange {
   const field = fieldOf(schema, change.fieldId, problems);
   if (!field) return { kind: 'update_field', fieldId: change.fieldId, required: false, options: {} };
@@ -158,6 +185,7 @@ function planUpdate(schema: TableSchema, change: z.infer<typeof UpdateField>, pr
   if (field.type === 'json' && change.options?.maxDepth !== undefined && Number(change.options.maxDepth) < Number(field.options.maxDepth)) {
     problems.push({ path: ['change', 'options', 'maxDepth'], message: 'maxDepth cannot be lowered (existing documents would need re-validation); convert through text instead' });
   }
+  if (problems.length === 0) checkKeysStillFit(schema, { ...field, options }, problems);
   return { kind: 'update_field', fieldId: field.id, required: change.required ?? field.required, options };
 }
 
