@@ -3,6 +3,7 @@ import { JobResponse } from '../src/rest/routes/jobs.ts';
 import { RowResponse } from '../src/rest/routes/rows.ts';
 import { Page } from '../src/rest/routes/pages.ts';
 import { expectError } from './helpers/expectations.ts';
+import { holdJobUpdate } from './helpers/job-holds.ts';
 import { waitForJob } from './helpers/jobs.ts';
 import { schemaChangeApi } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -137,6 +138,25 @@ describe('add_index and drop_index', () => {
     table = (await succeed(table, { kind: 'update_field', fieldId: table.fields.T, options: { maxLength: 600 } })).table;
     const longest = await createRow(suite.server, suite.org.adminKey, table, { T: '😀'.repeat(600), K: '😀'.repeat(100) });
     expect(longest.status, longest.text).toBe(201);
+  });
+
+  it('fails a maxLength raise whose field gained an automatic index while it waited in the queue', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'T', type: 'text', options: { maxLength: 100 } }]);
+    const claim = await holdJobUpdate(suite.server.database.url, `NEW.kind = 'updateField' AND OLD.state = 'queued' AND NEW.state <> 'queued'`);
+    try {
+      const accepted = api.accepted(await api.apply(table, { kind: 'update_field', fieldId: table.fields.T, options: { maxLength: 1_000 } }));
+      await claim.reached();
+      savedView(await views.postView(table, { visibility: 'shared', definition: definitionOf({ orderBy: [{ field: 'T', direction: 'asc' }] }) }));
+      await claim.unlock();
+      const job = await api.finished(accepted.statusUrl);
+      expect(job.state).toBe('failed');
+      expect(job.error).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: { problems: [{ path: ['change', 'options', 'maxLength'], fieldId: table.fields.T, message: expect.stringMatching(/; sort no shared view by this field first$/) }] },
+      });
+    } finally {
+      await claim.release();
+    }
   });
 
   it('allows at most 8 indexes per table: the ninth is 409 CAPACITY_LIMIT', async () => {

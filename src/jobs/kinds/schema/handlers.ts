@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
 import { inlineLiterals, quoteLiterals } from '../../../data/ddl.ts';
 import { typeSpecOf, type FieldDefinition } from '../../../data/field-types.ts';
-import { DomainError } from '../../../errors.ts';
+import { DomainError, validationFailed } from '../../../errors.ts';
 import { loadTableHead, readSchema, schemaVersionConflict, type TableSchema } from '../../../catalog/table-schema.ts';
 import { saveArtifact, sha256Of } from '../../engine/artifacts.ts';
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { JobKind } from '../index.ts';
-import { CHANGE_JOBS, PlannedChange, renamedInWhere } from './plan.ts';
+import { CHANGE_JOBS, keysThatNoLongerFit, PlannedChange, renamedInWhere } from './plan.ts';
 import { conversionSql } from './conversions.ts';
 import * as ddl from './sql.ts';
 import { bump, exec, lockVersion } from './steps.ts';
@@ -84,6 +84,8 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
     }
     case 'update_field': {
       const field = fieldIn(schema, change.fieldId);
+      const unfit = keysThatNoLongerFit(schema, { ...field, options: change.options });
+      if (unfit.length > 0) throw validationFailed(unfit, 'An index or unique rule added since this change was accepted cannot hold the new maxLength.');
       await exec(sql, [ddl.blockWrites(databaseId, tableId)]);
       const check = ddl.selectViolations(databaseId, tableId, field, change.required && !field.required, change.options);
       const [violations] = await sql.query<{ count: number; sample: string[] }>(check.sql, check.params);

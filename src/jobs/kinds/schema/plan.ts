@@ -149,9 +149,11 @@ function parsedOptions(type: FieldType, options: Record<string, unknown> | undef
 /**
  * A text field's maxLength sizes the btree entries of the sort indexes and btree-enforced unique rules over it.
  * Raising it past their budget would let in a value no entry can hold: PostgreSQL would refuse that row's write
- * (54000), a 500 where the caller deserves to hear why now. Hashed rules take any width.
+ * (54000), a 500 where the caller deserves to hear why now. Hashed rules take any width. Checked when the change
+ * is accepted and again when it is applied: a shared view saved in between may have added an automatic index.
  */
-function checkKeysStillFit(schema: TableSchema, widened: FieldDefinition, problems: FieldProblem[]): void {
+export function keysThatNoLongerFit(schema: TableSchema, widened: FieldDefinition): FieldProblem[] {
+  const problems: FieldProblem[] = [];
   const path = ['change', 'options', 'maxLength'];
   const bytesOf = (fieldIds: readonly string[]) => fieldIds.reduce((sum, id) => {
     const field = id === widened.id ? widened : schema.fields.find((candidate) => candidate.id === id);
@@ -170,6 +172,7 @@ function checkKeysStillFit(schema: TableSchema, widened: FieldDefinition, proble
       problems.push({ path, message: `unique rule ${rule.id} could no longer hold every key (${bytes} bytes, at most ${INDEX_BUDGET_BYTES}); delete it and add it again, hashed`, fieldId: widened.id });
     }
   }
+  return problems;
 }
 
 function planUpdate(schema: TableSchema, change: z.infer<typeof UpdateField>, problems: FieldProblem[]): PlannedChange {
@@ -185,7 +188,7 @@ function planUpdate(schema: TableSchema, change: z.infer<typeof UpdateField>, pr
   if (field.type === 'json' && change.options?.maxDepth !== undefined && Number(change.options.maxDepth) < Number(field.options.maxDepth)) {
     problems.push({ path: ['change', 'options', 'maxDepth'], message: 'maxDepth cannot be lowered (existing documents would need re-validation); convert through text instead' });
   }
-  if (problems.length === 0) checkKeysStillFit(schema, { ...field, options }, problems);
+  if (problems.length === 0) problems.push(...keysThatNoLongerFit(schema, { ...field, options }));
   return { kind: 'update_field', fieldId: field.id, required: change.required ?? field.required, options };
 }
 
