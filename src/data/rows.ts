@@ -2,7 +2,7 @@ import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './fie
 import { isId } from '../ids.ts';
 import { columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
 import { afterPosition, orderByClause, orderingOf, rangesAfter, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
-import { ID, Params, utcTimestamp, type Statement } from './sql.ts';
+import { ID, jsonObject, Params, utcTimestamp, type Statement } from './sql.ts';
 
 /**
  * Row SQL. Each mutation is ONE statement of data-modifying CTEs: the capacity/schema guard, the row, its cell
@@ -79,17 +79,18 @@ function cellJson(field: FieldDefinition, column: string): string {
 /**
  * Each row as one JSON text in the spec's shape (`RowShape`, `values` holding `fields` in their order), built by
  * PostgreSQL: one column to parse per row instead of one per field, and one `JSON.parse` instead of a per-field
- * mapping (issue 14, round 3). Field ids are ULIDs, so they need no escaping as keys. Concatenated with `||`
- * rather than `json_build_object`, which takes at most 50 pairs.
+ * mapping (issue 14, round 3). Ids, versions and timestamps need no escaping. Concatenated (`jsonObject`) rather
+ * than `json_build_object`, which takes at most 50 pairs.
  */
 export function rowJsonProjection(fields: readonly FieldDefinition[], alias: string): string {
-  const cells = fields.map((field, index) => `'${index === 0 ? '' : ','}"${literalId(field.id).slice(1, -1)}":' || coalesce(${cellJson(field, `${alias}.${columnOf(field.id)}`)}, 'null')`);
-  return [
-    `'{"id":"' || ${alias}.id || '","version":"' || ${alias}.version::text`,
-    `'","createdAt":"' || ${utcTimestamp(`${alias}.created_at`)} || '","updatedAt":"' || ${utcTimestamp(`${alias}.updated_at`)} || '","values":{'`,
-    ...cells,
-    `'}}'`,
-  ].join(' || ');
+  const quoted = (text: string) => `'"' || ${text} || '"'`;
+  return jsonObject([
+    ['id', quoted(`${alias}.id`)],
+    ['version', quoted(`${alias}.version::text`)],
+    ['createdAt', quoted(utcTimestamp(`${alias}.created_at`))],
+    ['updatedAt', quoted(utcTimestamp(`${alias}.updated_at`))],
+    ['values', jsonObject(fields.map((field) => [field.id, `coalesce(${cellJson(field, `${alias}.${columnOf(field.id)}`)}, 'null')`]))],
+  ]);
 }
 
 /** Cells keyed by field id, every field present (null when empty). */

@@ -30,11 +30,17 @@ export function jsonValue(expression: string): string {
   return `coalesce(to_json(${expression})::text, 'null')`;
 }
 
+const PLAIN_KEY = /^[A-Za-z0-9_]+$/;
+
 /**
  * A JSON object as text, concatenated from its members, each SQL that is already JSON text and never NULL. About
  * 3× cheaper in PostgreSQL than `json_build_object`, which resolves every argument's type on every call (1.6 against
- * 4.6 µs for a 15-member activity entry). Keys are ours, plain names that need no escaping.
+ * 4.6 µs for a 15-member activity entry). Keys are ours (names, field ids), plain text that needs no escaping.
  */
 export function jsonObject(members: readonly (readonly [key: string, json: string])[]): string {
+  if (members.length === 0) return `'{}'`;
+  // Keys are inlined into the SQL text: anything but a plain name or id is a bug, never user text.
+  const unsafe = members.find(([key]) => !PLAIN_KEY.test(key));
+  if (unsafe) throw new Error(`Not a plain JSON key: ${JSON.stringify(unsafe[0])}`);
   return `${members.map(([key, json], index) => `'${index === 0 ? '{' : ','}"${key}":' || ${json}`).join(' || ')} || '}'`;
 }

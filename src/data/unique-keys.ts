@@ -3,8 +3,7 @@ import { columnOf, keyLockOf, keyTypeOf, rowsTableOf, uniqueIndexOf } from './id
 import type { Statement } from './sql.ts';
 
 /**
- * How a unique rule is enforced (docs/decisions.md, issue 13). A key that fits a btree entry (2600 bytes, see
- * src/graph/tables/unique-rules.ts) gets a unique btree index on its columns, which foreign keys can reference and
+ * How a unique rule is enforced (docs/decisions.md, issue 13). A key that fits a btree entry (`INDEX_BUDGET_BYTES`) gets a unique btree index on its columns, which foreign keys can reference and
  * which is built CONCURRENTLY. A wider key gets an exclusion constraint `EXCLUDE USING hash (key WITH =)`: the
  * hash index stores a 4-byte hash code whatever the value's length, and PostgreSQL re-checks every candidate it
  * finds with the real `=`, so two different values whose hashes collide never conflict. A multi-field key is
@@ -18,6 +17,11 @@ export type KeyEnforcement = 'btree' | 'hash';
  * is enforced through a hash instead, which foreign keys cannot reference.
  */
 export const INDEX_BUDGET_BYTES = 2_600;
+
+/** The widest entry a key over these fields can make, in bytes (a field without a btree order counts nothing). */
+export function keyBytes(fields: readonly FieldDefinition[]): number {
+  return fields.reduce((sum, field) => sum + (typeSpecOf(field.type).indexBytes(field.options) ?? 0), 0);
+}
 
 const plain = (sql: string): Statement => ({ sql, params: [] });
 

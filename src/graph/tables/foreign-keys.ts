@@ -17,8 +17,8 @@ import { pageOf, pageRef } from '../pages.ts';
 import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import { bumpSchemaVersion, currentSchema, ForeignKey, lockTableForSchemaChange, toForeignKeyShape } from './schema.ts';
-import { INDEX_BUDGET_BYTES } from '../../data/unique-keys.ts';
-import { FieldReferences, keyBytes, resolveKeyFields } from './unique-rules.ts';
+import { INDEX_BUDGET_BYTES, keyBytes } from '../../data/unique-keys.ts';
+import { FieldReferences, resolveKeyFields } from './unique-rules.ts';
 
 /**
  * Foreign keys (spec 2.13): real PostgreSQL foreign keys from some fields to an unconditional unique rule of a

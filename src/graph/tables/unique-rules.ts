@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
-import { INDEX_BUDGET_BYTES, type KeyEnforcement } from '../../data/unique-keys.ts';
+import { INDEX_BUDGET_BYTES, keyBytes, type KeyEnforcement } from '../../data/unique-keys.ts';
 import { checkFilter, FilterExpression, isIndexable, resolveField } from '../../data/filter.ts';
 import { validationFailed, type FieldProblem } from '../../errors.ts';
 import { builder } from '../builder.ts';
@@ -44,11 +44,6 @@ export function resolveKeyFields(schema: TableSchema, references: readonly strin
     } else fields.push(field);
   });
   return fields;
-}
-
-/** The widest entry a key over these fields can make, in bytes. */
-export function keyBytes(fields: readonly FieldDefinition[]): number {
-  return fields.reduce((sum, field) => sum + typeSpecOf(field.type).indexBytes(field.options)!, 0);
 }
 
 export function checkRule(schema: TableSchema, body: CreateUniqueRuleBody): { fields: FieldDefinition[]; enforcement: KeyEnforcement } {

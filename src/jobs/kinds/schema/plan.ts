@@ -5,7 +5,7 @@ import {
 import type { FieldProblem } from '../../../errors.ts';
 import { FilterExpression, resolveField } from '../../../data/filter.ts';
 import { INDEX_KEY_BUDGET_BYTES, indexKeysOf, signatureOf } from '../../../data/indexes.ts';
-import { INDEX_BUDGET_BYTES } from '../../../data/unique-keys.ts';
+import { INDEX_BUDGET_BYTES, keyBytes } from '../../../data/unique-keys.ts';
 import { Id } from '../../../formats.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobKind } from '../index.ts';
@@ -155,10 +155,8 @@ function parsedOptions(type: FieldType, options: Record<string, unknown> | undef
 export function keysThatNoLongerFit(schema: TableSchema, widened: FieldDefinition): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const path = ['change', 'options', 'maxLength'];
-  const bytesOf = (fieldIds: readonly string[]) => fieldIds.reduce((sum, id) => {
-    const field = id === widened.id ? widened : schema.fields.find((candidate) => candidate.id === id);
-    return sum + (field ? typeSpecOf(field.type).indexBytes(field.options) ?? 0 : 0);
-  }, 0);
+  const bytesOf = (fieldIds: readonly string[]) =>
+    keyBytes(fieldIds.map((id) => (id === widened.id ? widened : schema.fieldsById.get(id))).filter((field) => field !== undefined));
   for (const index of schema.indexes) {
     const bytes = bytesOf(index.keys.map((key) => key.fieldId));
     if (index.keys.some((key) => key.fieldId === widened.id) && bytes > INDEX_KEY_BUDGET_BYTES) {
