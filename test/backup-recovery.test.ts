@@ -46,11 +46,7 @@ async function withWorkers<T>(run: (workers: { kill(): Promise<void> }[]) => Pro
 }
 
 async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await expect.poll(check, { timeout: 60_000, interval: 10, message: `timed out waiting for ${what}` }).toBe(true);
 }
 
 /** `count` rows written straight into the physical table (fast), with the catalog's count to match. */

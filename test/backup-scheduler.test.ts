@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { schedulerTick } from '../src/jobs/kinds/backups/scheduler.ts';
 import { backupDir, databasePath, finished } from './helpers/backups.ts';
 import { expectError } from './helpers/expectations.ts';
@@ -58,13 +58,11 @@ async function backupJobs(databaseId: string) {
 
 /** Polls (with a deadline) until `done` holds. */
 async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
+  return vi.waitFor(async () => {
     const value = await read();
     if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+    throw new Error(`${what}: ${JSON.stringify(value)}`);
+  }, { timeout: 30_000, interval: 50 });
 }
 
 async function allSucceeded(databaseId: string, count: number): Promise<void> {

@@ -2,7 +2,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { checkedFetch } from './helpers/contract.ts';
 
 const run = promisify(execFile);
@@ -26,14 +26,13 @@ async function freePort(): Promise<number> {
 }
 
 async function waitForReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`npm start exited early (${child.exitCode}):\n${output()}`);
-    const ready = await checkedFetch(`${url}/readyz`).then((response) => response.ok, () => false);
-    if (ready) return;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`npm start was not ready within 90 s:\n${output()}`);
+  // Ready, or exited (which fails at once rather than at the deadline).
+  const exited = await vi.waitFor(async () => {
+    if (child.exitCode !== null) return true;
+    if (await checkedFetch(`${url}/readyz`).then((response) => response.ok, () => false)) return false;
+    throw new Error(`npm start was not ready within 90 s:\n${output()}`);
+  }, { timeout: 90_000, interval: 250 });
+  if (exited) throw new Error(`npm start exited early (${child.exitCode}):\n${output()}`);
 }
 
 let child: ChildProcess | undefined;

@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { expectError } from './helpers/expectations.ts';
 import { createOrg, idempotencyKey } from './helpers/factories.ts';
 import { startTestServer } from './helpers/server.ts';
@@ -149,10 +149,13 @@ describe('per-credential limits', () => {
           'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${token}`, `Idempotency-Key: stalled-${attempt}-0001`,
           'Content-Type: application/json', 'Content-Length: 50', '', '{',
         ].join('\r\n'), 3_000).finally(() => (answered = true));
-        while (!answered && !refused) {
+        // Until the stalled request is answered (its 3 s exchange) or a poll is refused because it holds the slot.
+        await vi.waitFor(async () => {
+          if (answered) return;
           const poll = await limited.request('GET', '/v1/me/preferences', { token });
           if (poll.status !== 200) refused = poll;
-        }
+          else throw new Error('the stalled request does not hold the slot yet');
+        }, { timeout: 10_000, interval: 1 });
         if (!refused) expect(await stalled, 'the stalled request lost the slot to a poll').toMatch(/^HTTP\/1\.1 429/);
       }
       expectError(refused, 429, 'RATE_LIMITED');

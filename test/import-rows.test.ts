@@ -306,12 +306,8 @@ describe('POST …/jobs/{jobId}/cancel and /retry of a running import', () => {
     expect(previewJob.result).toMatchObject({ totalRows: 20_000, validRows: 20_000 });
     const accepted = await requestImport(suite.server, admin(), table, previewJob.jobId, 'valid-rows-only');
     expect(accepted.status, accepted.text).toBe(202);
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const page = await suite.server.request('GET', `${table.path}/rows?limit=1`, { token: admin() });
-      if (page.body.data.length > 0) break;
-      if (Date.now() > deadline) throw new Error('the import inserted nothing in time');
-    }
+    await expect.poll(async () => (await suite.server.request('GET', `${table.path}/rows?limit=1`, { token: admin() })).body.data.length,
+      { timeout: 30_000, interval: 0, message: 'the import inserted nothing in time' }).toBeGreaterThan(0);
     const cancel = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/jobs/${accepted.body.jobId}/cancel`, { token: admin(), idempotencyKey: idempotencyKey() });
     expect(cancel.status, cancel.text).toBe(200);
     expect((await waitForJob(suite.server, admin(), accepted.body.statusUrl)).state).toBe('cancelled');

@@ -38,11 +38,7 @@ function spawnWorker(leaseSeconds: number): { kill(): Promise<void> } {
 }
 
 async function waitUntil(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not in time`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await expect.poll(check, { timeout: 30_000, interval: 0, message: `${what}: not in time` }).toBe(true);
 }
 
 const buildBackends = () => suite.server.prisma.$queryRaw<{ pid: number; waiting: boolean }[]>`

@@ -64,12 +64,10 @@ async function physicalIndexes(table: TestTable): Promise<string[]> {
 }
 
 async function readyIndexes(table: TestTable) {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const schema = await api.schemaOf(table);
-    if (schema.indexes.every((index) => index.state === 'ready') || Date.now() > deadline) return schema.indexes;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  let indexes: Awaited<ReturnType<typeof api.schemaOf>>['indexes'] = [];
+  await expect.poll(async () => (indexes = (await api.schemaOf(table)).indexes).every((index) => index.state === 'ready'),
+    { timeout: 30_000, interval: 50, message: 'every index ready' }).toBe(true);
+  return indexes;
 }
 
 describe('add_index and drop_index', () => {
@@ -208,9 +206,7 @@ describe('automatic indexes for shared views', () => {
     expect((await api.schemaOf(table)).indexes).toHaveLength(1);
     await views.deleteView(table, second);
     expect((await api.schemaOf(table)).indexes).toEqual([]);
-    const deadline = Date.now() + 30_000;
-    while ((await physicalIndexes(table)).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(await physicalIndexes(table)).toEqual([]);
+    await expect.poll(() => physicalIndexes(table), { timeout: 30_000, interval: 50 }).toEqual([]);
   });
 
   it('an order that cannot be indexed (a text of 1000 characters may not fit a btree entry) saves the view without one', async () => {

@@ -51,13 +51,9 @@ async function listeningConnections(): Promise<number[]> {
 }
 
 async function waitForListeners(holds: (pids: number[]) => boolean): Promise<number[]> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const pids = await listeningConnections();
-    if (holds(pids)) return pids;
-    if (Date.now() > deadline) throw new Error(`listening connections stayed ${JSON.stringify(pids)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  let pids: number[] = [];
+  await expect.poll(async () => holds(pids = await listeningConnections()), { timeout: 20_000, interval: 25, message: 'listening connections as expected' }).toBe(true);
+  return pids;
 }
 
 describe('GET /v1/orgs/{orgId}/jobs/{jobId}/events', () => {
@@ -96,7 +92,7 @@ describe('GET /v1/orgs/{orgId}/jobs/{jobId}/events', () => {
     const events = await stream(jobId);
     await nextJob(events);
     const ended = events.next();
-    while (events.comments.length === 0) await new Promise((resolve) => setTimeout(resolve, 25));
+    await expect.poll(() => events.comments.length, { timeout: 5_000, interval: 25 }).toBeGreaterThan(0);
     expect(events.comments[0]).toBe('heartbeat');
     await move(jobId, `state = 'cancelled', finished_at = now()`);
     expect((await ended)?.data.state).toBe('cancelled');

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { columnOf, historyTableOf, rowsTableOf } from '../src/data/identifiers.ts';
@@ -104,15 +103,9 @@ async function holdCheckpoint(kind: string, phase: string, progress: number): Pr
     EXECUTE FUNCTION test_hold_checkpoint()`);
   return {
     reached: async () => {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const { rows } = await client.query<{ waiting: number }>(
-          `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = ${HOLD_LOCK} AND NOT granted`,
-        );
-        if (rows[0]!.waiting > 0) return;
-        if (Date.now() > deadline) throw new Error(`no ${kind} job reached the held checkpoint in time`);
-        await pause(25);
-      }
+      await expect.poll(async () => (await client.query<{ waiting: number }>(
+        `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = ${HOLD_LOCK} AND NOT granted`,
+      )).rows[0]!.waiting, { timeout: 60_000, interval: 25, message: `no ${kind} job reached the held checkpoint in time` }).toBeGreaterThan(0);
     },
     release: async () => {
       // Unlock before dropping: DROP TRIGGER waits for the held step's transaction, which waits for this lock.

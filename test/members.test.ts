@@ -155,15 +155,11 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
 
 /** Polls (with a deadline) until `count` sessions of this database wait for a lock. */
 async function waitForLockWaiters(count: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  await expect.poll(async () => {
     const [row] = await suite.server.prisma.$queryRaw<{ waiting: number }[]>`
       SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
-    const waiting = row?.waiting ?? 0;
-    if (waiting >= count) return;
-    if (Date.now() > deadline) throw new Error(`only ${waiting} of ${count} requests reached the lock`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+    return row?.waiting ?? 0;
+  }, { timeout: 10_000, interval: 0, message: `requests waiting on the lock (of ${count})` }).toBeGreaterThanOrEqual(count);
 }
 
 describe('DELETE /v1/orgs/{orgId}/members/{id}', () => {

@@ -111,15 +111,10 @@ describe('POST …/rows/batch: failures reported by index', () => {
       await other.query('BEGIN');
       await other.query(`INSERT INTO ${rowsTable} (id, created_at, updated_at, ${columnOf(table.fields.Code!)}) VALUES ($1, now(), now(), 'k')`, [newId()]);
       const pending = batch(rule.table, [{ op: 'create', values: { Code: 'j' } }, { op: 'create', values: { Code: 'k' } }]);
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        // The batch's insert waits for this transaction's key (its statement text is longer than pg_stat_activity keeps).
-        const { rows } = await other.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`);
-        if (rows[0]!.n > 0) break;
-        if (Date.now() > deadline) throw new Error('the batch never waited on the concurrent key');
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
+      // The batch's insert waits for this transaction's key (its statement text is longer than pg_stat_activity keeps).
+      await expect.poll(async () => (await other.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+      )).rows[0]!.n, { timeout: 30_000, interval: 25, message: 'the batch never waited on the concurrent key' }).toBeGreaterThan(0);
       await other.query('COMMIT');
       const response = await pending;
       expectError(response, 409, 'UNIQUE_CONFLICT');

@@ -306,25 +306,15 @@ async function open(): Promise<Session> {
 
 /** Waits until a backend (other than the test's sessions) waits on a lock while running a statement like `pattern`. */
 async function waitForLockWait(pattern: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const rows = await suite.server.prisma.$queryRaw<{ pid: number }[]>`
-      SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${pattern}`;
-    if (rows.length > 0) return;
-    if (Date.now() > deadline) throw new Error(`nothing waited on a lock running ${pattern} in time`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await expect.poll(async () => (await suite.server.prisma.$queryRaw<{ pid: number }[]>`
+    SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${pattern}`).length,
+  { timeout: timeoutMs, interval: 0, message: `nothing waited on a lock running ${pattern} in time` }).toBeGreaterThan(0);
 }
 
 async function waitForPidWaiting(pid: number, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const rows = await suite.server.prisma.$queryRaw<{ waiting: boolean }[]>`
-      SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = ${pid}`;
-    if (rows[0]?.waiting) return;
-    if (Date.now() > deadline) throw new Error(`session ${pid} did not wait in time`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await expect.poll(async () => (await suite.server.prisma.$queryRaw<{ waiting: boolean }[]>`
+    SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = ${pid}`)[0]?.waiting === true,
+  { timeout: timeoutMs, interval: 0, message: `session ${pid} did not wait in time` }).toBe(true);
 }
 
 /**

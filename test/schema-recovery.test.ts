@@ -69,11 +69,7 @@ class Session {
 }
 
 async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not in time`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await expect.poll(check, { timeout: timeoutMs, interval: 0, message: `${what}: not in time` }).toBe(true);
 }
 
 /** Some backend waits on a lock while running a statement like `pattern`. */

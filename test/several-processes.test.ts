@@ -160,9 +160,7 @@ describe('two API processes and two worker processes', () => {
 
     // The workers' own logs: between them, each job finished once.
     const finished = () => workers.flatMap((worker) => logged(worker, 'job finished').map((entry) => entry.jobId as string)).sort();
-    const deadline = Date.now() + 10_000;
-    while (finished().length < jobIds.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(finished()).toEqual([...jobIds].sort());
+    await expect.poll(finished, { timeout: 10_000, interval: 50 }).toEqual([...jobIds].sort());
   }, 180_000);
 
   it('what one process changes or hands out, the other honours: a schema change, a page cursor', async () => {

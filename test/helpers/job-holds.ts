@@ -1,5 +1,5 @@
-import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
+import { vi } from 'vitest';
 
 /**
  * Holds that stop a job at a chosen point with a lock the test owns, so that a cancel, a write or a kill lands at
@@ -8,13 +8,10 @@ import pg from 'pg';
 
 /** Polls (every 25 ms, up to 60 s) until the count query answers more than zero. */
 export async function waitFor(client: pg.Client, countSql: string, params: unknown[] = []): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+  await vi.waitFor(async () => {
     const { rows } = await client.query<{ n: number }>(countSql, params);
-    if (rows[0]!.n > 0) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${countSql}`);
-    await pause(25);
-  }
+    if (rows[0]!.n === 0) throw new Error(`timed out waiting for: ${countSql}`);
+  }, { timeout: 60_000, interval: 25 });
 }
 
 async function connect(databaseUrl: string): Promise<pg.Client> {

@@ -1,5 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
 import { idempotencyKey } from './factories.ts';
 import type { ApiResponse, TestServer } from './server.ts';
 import type { TestTable } from './workspace.ts';
@@ -8,14 +7,13 @@ const TERMINAL = new Set(['succeeded', 'failed', 'partially_completed', 'cancell
 
 /** Polls a job's statusUrl until it is terminal (or `until` holds), with a deadline instead of a fixed sleep. */
 export async function waitForJob(server: TestServer, token: string, statusUrl: string, until = (job: any) => TERMINAL.has(job.state), timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const response = await vi.waitFor(async () => {
     const response = await server.request('GET', statusUrl, { token });
-    expect(response.status, response.text).toBe(200);
-    if (until(response.body)) return response.body;
-    if (Date.now() > deadline) throw new Error(`job did not reach the expected state in time: ${response.text}`);
-    await sleep(50);
-  }
+    if (response.status !== 200 || until(response.body)) return response;
+    throw new Error(`job did not reach the expected state in time: ${response.text}`);
+  }, { timeout: timeoutMs, interval: 50 });
+  expect(response.status, response.text).toBe(200);
+  return response.body;
 }
 
 export interface PreviewRequest {

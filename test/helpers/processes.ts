@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
-import { setTimeout as pause } from 'node:timers/promises';
+import { vi } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { PrismaClient } from '../../src/db/prisma.ts';
 import type { TestDatabase } from './database.ts';
@@ -39,12 +39,10 @@ function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
 const groupAlive = (pid: number) => signalGroup(pid, 0);
 
 async function untilGone(pid: number, deadlineMs: number): Promise<boolean> {
-  const deadline = Date.now() + deadlineMs;
-  while (groupAlive(pid)) {
-    if (Date.now() > deadline) return false;
-    await pause(50);
-  }
-  return true;
+  return vi.waitFor(() => {
+    if (groupAlive(pid)) throw new Error(`process group ${pid} is still running`);
+    return true;
+  }, { timeout: deadlineMs, interval: 50 }).catch(() => false);
 }
 
 /** The environment a process gets: the test's own, without the service settings the test run may carry. */
@@ -95,15 +93,15 @@ export async function startApiProcess(database: TestDatabase, prisma: PrismaClie
   const settings = { DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', RUN_WORKER: 'false', ...env };
   const service = spawnService('start', settings);
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const ready = await fetch(`${url}/readyz`).then((response) => response.status === 200, () => false);
-    if (ready) break;
-    if (!groupAlive(service.pid) || Date.now() > deadline) {
-      await service.stop();
-      throw new Error(`npm start on port ${port} did not become ready`);
-    }
-    await pause(100);
+  // Ready (true), or gone before it was (false): either ends the wait; 90 s without either is not ready either.
+  const ready = await vi.waitFor(async () => {
+    if (await fetch(`${url}/readyz`).then((response) => response.status === 200, () => false)) return true;
+    if (!groupAlive(service.pid)) return false;
+    throw new Error(`npm start on port ${port} is not ready yet`);
+  }, { timeout: 90_000, interval: 100 }).catch(() => false);
+  if (!ready) {
+    await service.stop();
+    throw new Error(`npm start on port ${port} did not become ready`);
   }
   return {
     ...service,
@@ -135,13 +133,14 @@ export function logged(service: ServiceProcess, message: string): Record<string,
  */
 export async function startWorkerProcess(database: TestDatabase, env: Env = {}): Promise<ServiceProcess> {
   const service = spawnService('worker', { DATABASE_URL: database.url, LOG_LEVEL: 'info', ...env });
-  const deadline = Date.now() + 90_000;
-  while (logged(service, 'worker started').length === 0) {
-    if (!groupAlive(service.pid) || Date.now() > deadline) {
-      await service.stop();
-      throw new Error('npm run worker did not start');
-    }
-    await pause(100);
+  const started = await vi.waitFor(() => {
+    if (logged(service, 'worker started').length > 0) return true;
+    if (!groupAlive(service.pid)) return false;
+    throw new Error('npm run worker has not started yet');
+  }, { timeout: 90_000, interval: 100 }).catch(() => false);
+  if (!started) {
+    await service.stop();
+    throw new Error('npm run worker did not start');
   }
   return service;
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { vi } from 'vitest';
 import { columnOf, rowsTableOf } from '../../src/data/identifiers.ts';
 import type { TestOrg } from './factories.ts';
 import type { TestServer } from './server.ts';
@@ -43,17 +44,15 @@ export async function waitForScans(server: TestServer, table: TestTable, holds: 
   const client = new pg.Client({ connectionString: server.database.url });
   await client.connect();
   try {
-    const deadline = Date.now() + deadlineMs;
-    for (;;) {
+    return await vi.waitFor(async () => {
       const { rows } = await client.query<{ count: number }>(
         `SELECT count(*)::int AS count FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1`,
         [`%FROM ${rowsTableOf(table.databaseId, table.tableId)}%ILIKE%`],
       );
       const count = rows[0]!.count;
       if (holds(count)) return count;
-      if (Date.now() > deadline) throw new Error(`scans of the table stayed at ${count}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+      throw new Error(`scans of the table stayed at ${count}`);
+    }, { timeout: deadlineMs, interval: 25 });
   } finally {
     await client.end();
   }

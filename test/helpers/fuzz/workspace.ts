@@ -1,9 +1,8 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
 import { addMember, createOrg, createTeamKey, idempotencyKey } from '../factories.ts';
 import { preview } from '../jobs.ts';
 import type { TestServer } from '../server.ts';
@@ -214,12 +213,9 @@ export class StateDigest {
 
   /** Waits until no job is running or due within 30 s, so that a digest is not taken while a worker is changing state. */
   async settle(timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
+    await vi.waitFor(async () => {
       const { rows } = await this.client.query<{ busy: number }>("SELECT count(*)::int AS busy FROM jobs WHERE state = 'running' OR (state = 'queued' AND run_at < now() + interval '30 seconds')");
-      if (rows[0]!.busy === 0) return;
-      if (Date.now() > deadline) throw new Error('jobs did not settle');
-      await sleep(20);
-    }
+      if (rows[0]!.busy !== 0) throw new Error('jobs did not settle');
+    }, { timeout: timeoutMs, interval: 20 });
   }
 }
