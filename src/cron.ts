@@ -8,7 +8,7 @@ import { isKnownTimezone } from './timezones.ts';
  *
  * The expression is parsed here, with Vixie cron's grammar and day rule, so that a 422 names the wrong field.
  * cron-parser then enumerates matching local wall-clock times (it runs in UTC, where no clock jumps), and
- * `instantOf` turns each into an instant under one rule for DST (docs/decisions.md, "Backup schedule preview"):
+ * `instantOf` turns each into an instant under one rule for DST (docs/decisions/backups.md, "Schedule preview"):
  * - a local time that occurs twice (fall back) runs once, at its first occurrence;
  * - a local time that does not exist (spring forward) runs once, at the instant the clock jumps.
  * cron-parser's own DST handling is not used: it moves a skipped 02:30 to 03:30, after a 03:00 run of the same

@@ -11,7 +11,7 @@ const UNSTORABLE_GLOBAL = new RegExp(UNSTORABLE.source, 'g');
 
 export const UNSTORABLE_TEXT_MESSAGE = 'must not contain U+0000 or an unpaired surrogate (they cannot be stored)';
 
-/** Deepest JSON accepted in a request body or a JSON query parameter (docs/decisions.md, "Input hygiene"). */
+/** Deepest JSON accepted in a request body or a JSON query parameter (docs/decisions/input-hygiene.md). */
 export const MAX_JSON_DEPTH = 64;
 
 export const isStorableText = (value: string): boolean => !UNSTORABLE.test(value);

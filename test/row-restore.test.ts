@@ -8,7 +8,7 @@ import { appliedChange, type ChangeBody } from './helpers/schema-changes.ts';
 import { useServerWithOrg, type Suite } from './helpers/suite.ts';
 import { addForeignKey, addUniqueRule, createDatabase, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
-/** POST …/rows/{rowId}/restore and the restoreRow mutation (docs/decisions.md, "Row restore and page-size costs"). */
+/** POST …/rows/{rowId}/restore and the restoreRow mutation (docs/decisions/lifecycle.md, "Row restore"). */
 const suite = useServerWithOrg();
 const admin = () => suite.org.adminKey;
 

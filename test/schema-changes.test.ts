@@ -70,7 +70,7 @@ function client(suite: Suite) {
 
 /**
  * 422 VALIDATION_FAILED naming exactly these problem paths under `change`. Problems found by the body's zod schema
- * come as `["body", "change", …]` (docs/decisions.md), those found against the table as `["change", …]`; both are
+ * come as `["body", "change", …]` (docs/decisions/schema-changes.md), those found against the table as `["change", …]`; both are
  * compared without the leading "body".
  */
 async function expectRefused(_suite: Suite, response: ApiResponse, paths: Path[]): Promise<void> {
@@ -432,7 +432,7 @@ describe('refusals before any job', () => {
     expectError(await api.apply({ ...otherTable }, change), 404, 'RESOURCE_NOT_FOUND');
     expectError(await api.apply({ ...table, path: table.path.replace(table.tableId, newId()) }, change), 404, 'RESOURCE_NOT_FOUND');
     expect(await jobsOfTable(suite, table)).toBe(0);
-    // Schema is the `manage` capability: members have it (docs/decisions.md, Authority).
+    // Schema is the `manage` capability: members have it (docs/decisions/data-plane.md, Authority).
     const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
     api.accepted(await api.apply(table, change, { token: member.apiKey }));
   });

@@ -65,7 +65,7 @@ const CASES: Record<string, Case> = {
     from: { name: 'V', type: 'text' }, to: { type: 'integer' }, field: { type: 'integer', options: {} },
     values: [['42', 42], ['-7', -7], ['+3', 3], ['007', 7], ['9007199254740991', 9007199254740991], ['9007199254740992', UNCONVERTIBLE],
       ['1.0', UNCONVERTIBLE], ['1e3', UNCONVERTIBLE], [' 5', UNCONVERTIBLE], ['five', UNCONVERTIBLE], [null, null],
-      // "" is an empty cell (stored as null, docs/decisions.md), so it stays empty rather than failing.
+      // "" is an empty cell (stored as null, docs/decisions/data-plane.md), so it stays empty rather than failing.
       ['', null]],
   },
   'text → integer within min/max': {

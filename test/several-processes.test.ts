@@ -201,7 +201,7 @@ describe('two API processes and two worker processes', () => {
         if (answer.status === 201) {
           expect(answer.text).toBe(created!.text);
         } else {
-          // The duplicate arrived while the first was in flight (decisions: Foundation): 409, then the replay.
+          // The duplicate arrived while the first was in flight (docs/decisions/idempotency.md): 409, then the replay.
           expectError(answer, 409, 'IDEMPOTENCY_IN_PROGRESS');
           expect(answer.headers.get('retry-after')).toBe('1');
           const replay = await send(at === 0 ? api.one : api.two);

@@ -19,7 +19,7 @@ const admin = () => suite.org.adminKey;
 const { postView, deleteView, rowIdsThrough } = viewClient(suite);
 
 // ---------------------------------------------------------------------------------------------------------------
-// Every operator on every field type it accepts (docs/decisions.md, "Filter language"), through rows?viewId.
+// Every operator on every field type it accepts (docs/decisions/filters.md), through rows?viewId.
 
 const TYPED_FIELDS: FieldSpec[] = [
   { name: 'Text', type: 'text', options: { maxLength: 100 } },
@@ -49,7 +49,7 @@ const TYPED_ROWS: Record<string, Body> = {
 
 const ORDERED = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'between', 'in', 'isNull', 'isNotNull'];
 const TEXTUAL = [...ORDERED, 'prefix', 'contains', 'iContains'];
-/** The decisions.md operator × type table, per field of TYPED_FIELDS. */
+/** The operator × type table of docs/decisions/filters.md, per field of TYPED_FIELDS. */
 const ACCEPTED: Record<string, string[]> = {
   Text: TEXTUAL, Long: TEXTUAL, Mail: TEXTUAL, Link: TEXTUAL, Status: TEXTUAL,
   Int: ORDERED, Num: ORDERED, Seq: ORDERED, Day: ORDERED, At: ORDERED,

@@ -5,7 +5,7 @@ import { TIMESTAMP_PATTERN } from '../formats.ts';
 /**
  * The field types of a table: for each, the options it accepts, the PostgreSQL column that stores it, how a cell
  * value is validated (typed policy: no coercion, no silent rounding, no NaN/Infinity) and how it is read back.
- * Cell values on the wire are plain JSON; `docs/decisions.md` lists each type's JSON form.
+ * Cell values on the wire are plain JSON; `docs/decisions/data-plane.md` lists each type's JSON form.
  */
 export const FIELD_TYPES = [
   'text', 'longText', 'integer', 'number', 'boolean', 'date', 'datetime', 'email', 'url', 'select', 'multiSelect',

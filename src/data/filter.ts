@@ -5,7 +5,7 @@ import { columnOf } from './identifiers.ts';
 
 /**
  * The filter language of saved views and conditional unique rules (spec 2.3, 2.4): its zod schemas, the semantic
- * check against a table's fields, and the compiler to a SQL boolean expression. `docs/decisions.md` ("Filter
+ * check against a table's fields, and the compiler to a SQL boolean expression. `docs/decisions/filters.md` ("Filter
  * language") has the operator × type table this file implements.
  */
 

@@ -59,7 +59,7 @@ const notNull = (key: SortKey): boolean => key.field.required || Boolean(typeSpe
  * equality on a prefix of the keys and one bound on the next key (or on the id), so each is a single range of a
  * btree over (keys…, id) and PostgreSQL starts its scan right at the position. The OR of `afterPosition` is the
  * same set, but no index can start a scan at it (NULLs sort last ascending, so "after v" is `> v OR IS NULL`):
- * with it, page 100 reads the 99 pages before it (decisions: "Indexes for sorted and filtered views").
+ * with it, page 100 reads the 99 pages before it (docs/decisions/indexes.md).
  */
 export function rangesAfter(keys: readonly SortKey[], position: Position, alias: string, params: Params): string[] {
   const columns = keys.map((key) => `${alias}.${columnOf(key.field.id)}`);

@@ -6,7 +6,7 @@ import {
 import { ID, Params, utcTimestamp, type Statement } from './sql.ts';
 
 /**
- * Row restore (docs/decisions.md, "Row restore and page-size costs"): a deleted row comes back from its cell
+ * Row restore (docs/decisions/lifecycle.md, "Row restore"): a deleted row comes back from its cell
  * history under its old id, as the version after its deletion. The write is the row insert's statement shape —
  * schema guard, row, one history entry per cell (operation `restore`), `records.changed` — so the same unique
  * indexes, foreign keys, capacity guard and idempotency record apply.

@@ -3,7 +3,7 @@ import { columnOf, keyLockOf, keyTypeOf, rowsTableOf, uniqueIndexOf } from './id
 import type { Statement } from './sql.ts';
 
 /**
- * How a unique rule is enforced (docs/decisions.md, issue 13). A key that fits a btree entry (`INDEX_BUDGET_BYTES`) gets a unique btree index on its columns, which foreign keys can reference and
+ * How a unique rule is enforced (docs/decisions/bulk-writes.md). A key that fits a btree entry (`INDEX_BUDGET_BYTES`) gets a unique btree index on its columns, which foreign keys can reference and
  * which is built CONCURRENTLY. A wider key gets an exclusion constraint `EXCLUDE USING hash (key WITH =)`: the
  * hash index stores a 4-byte hash code whatever the value's length, and PostgreSQL re-checks every candidate it
  * finds with the real `=`, so two different values whose hashes collide never conflict. A multi-field key is

@@ -11,7 +11,7 @@ const pools = new WeakMap<PrismaClient, pg.Pool>();
 /**
  * The catalog client. Prisma's pg adapter runs on a pool we create, so that the hot paths (credential lookup, row
  * writes) can use the same connections through `pg` directly (`sqlPoolOf`) without Prisma's per-query overhead,
- * which measured as the largest CPU cost of a row write (docs/decisions.md). `$disconnect` ends the pool.
+ * which measured as the largest CPU cost of a row write (docs/decisions/data-plane.md). `$disconnect` ends the pool.
  * `statementTimeoutMs` is the per-statement budget of every connection (QUERY_TIMEOUT_MS).
  */
 export function createPrisma(connectionString: string, poolSize = 10, statementTimeoutMs = 0, log?: Logger): PrismaClient {

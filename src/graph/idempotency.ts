@@ -77,7 +77,7 @@ const isExpected = (error: unknown): error is DomainError => error instanceof Do
 /**
  * A last statement an effect may hand over to run in the same round trip as COMMIT. Row writes put their capacity
  * guard here: the lock it takes on the table's counter row is then held for the COMMIT alone, not across further
- * round trips and event-loop turns, which is what lets parallel creates into one table scale (docs/decisions.md).
+ * round trips and event-loop turns, which is what lets parallel creates into one table scale (docs/decisions/data-plane.md).
  */
 export interface CommitGuard {
   /** Parameter-free SQL from IDs and integers only; it must RAISE when the write must not commit. */

@@ -19,7 +19,7 @@ export function pageRef<T>(name: string, item: ObjectRef<any, T>, description: s
   });
 }
 
-/** The page arguments of a list: root fields name them `limit`/`cursor`, edges `first`/`after` (docs/decisions.md). */
+/** The page arguments of a list: root fields name them `limit`/`cursor`, edges `first`/`after` (docs/decisions/graphql.md). */
 export type PageArgs = { limit?: number | null; cursor?: string | null };
 
 /** A page from `limit + 1` fetched items: the extra one only tells whether another page exists. */

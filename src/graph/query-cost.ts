@@ -7,7 +7,7 @@ import { DomainError } from '../errors.ts';
 import { DEFAULT_PAGE_SIZE } from './cursor.ts';
 
 /**
- * The cost limit, computed when the variables are known (docs/decisions.md, "Row restore and page-size costs").
+ * The cost limit, computed when the variables are known (docs/decisions/graphql.md, "Cost").
  * graphql-armor's cost rule runs at validation, before variables exist, and multiplies only a literal `first`: an
  * omitted `first` (a page of 50) or `first: $n` counted 1, so `databases { data { tables { data { rows … } } } }`
  * priced 50 × 50 × 50 rows as one of each. Here each page field — one with a `first` or `limit` argument — is

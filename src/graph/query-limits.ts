@@ -4,7 +4,7 @@ import { DomainError } from '../errors.ts';
 import { pageSizeCost } from './query-cost.ts';
 
 /**
- * Abuse limits for documents clients write (docs/decisions.md, "GraphQL graph, limits and GraphiQL"). Chosen so
+ * Abuse limits for documents clients write (docs/decisions/graphql.md). Chosen so
  * that the graph is usable as a graph — org → databases → tables → schema, views and rows, rows → history — while
  * a document that asks for a million rows, or is built to make the parser or validator work, is refused before
  * anything runs. Introspection is exempt: GraphiQL and code generators read the schema.

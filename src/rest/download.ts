@@ -19,7 +19,7 @@ function contentDisposition(name: string): string {
 }
 
 /**
- * The one exception to "a route is one GraphQL operation" (docs/decisions.md, "Export downloads"): the operation
+ * The one exception to "a route is one GraphQL operation" (docs/decisions/exports.md, "Downloads"): the operation
  * has already decided authority and expiry and answered the artifact's size and digest; the bytes are streamed
  * from storage here, one stored piece at a time, so the API process never holds a whole export. Each piece is
  * verified before it is sent (src/jobs/engine/artifacts.ts). The first piece is read before the status line, so a

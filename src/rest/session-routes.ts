@@ -16,7 +16,7 @@ import { requireJson } from './router.ts';
 
 /**
  * `POST /v1/auth/login`, `POST /v1/auth/step-up` and `POST /v1/auth/verify-email`: plain handlers because they set
- * or need a session cookie, or have no caller to scope an Idempotency-Key to (docs/decisions.md); spending a
+ * or need a session cookie, or have no caller to scope an Idempotency-Key to (docs/decisions/identity.md); spending a
  * verification token twice is harmless (the second answers 404 and changes nothing). The decisions live in
  * src/graph/auth/login.ts; these only parse, call and answer.
  */

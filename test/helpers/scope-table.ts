@@ -2,7 +2,7 @@ import type { OAuthScope } from '../../src/graph/auth/authority.ts';
 
 /**
  * The OAuth scope each GraphQL root field (and so each /v1 route) requires, as declared in its src/graph file.
- * `null`: no scope, for reasons in docs/decisions.md. test/oauth-scopes.test.ts proves every entry against the
+ * `null`: no scope, for reasons in docs/decisions/identity.md. test/oauth-scopes.test.ts proves every entry against the
  * running schema (a token with every other scope is refused with exactly this one), and fails when a root field
  * is missing here. README.md's authority table lists the same scopes.
  */

@@ -126,7 +126,7 @@ export async function loadJob(db: PrismaClient | TransactionClient, orgId: strin
 /**
  * A job's creator may cancel or retry it, an admin anyone's (DESIGN §3). Cancelling only stops work (and undoes
  * its partial effect), so it needs no more than read authority: a viewer stops the export they started. Retrying
- * starts the work again, so it needs the capability that starts a job of its kind (docs/decisions.md, "Export
+ * starts the work again, so it needs the capability that starts a job of its kind (docs/decisions/jobs.md, "Export
  * downloads").
  */
 function requireJobControl(caller: Caller, authority: OrgAuthority, job: JobRow): void {
@@ -135,7 +135,7 @@ function requireJobControl(caller: Caller, authority: OrgAuthority, job: JobRow)
   }
 }
 
-/** A trash purge runs on the service's schedule: restoring the entry is what stops it (decisions, "Gaps closed"). */
+/** A trash purge runs on the service's schedule: restoring the entry is what stops it (docs/decisions/lifecycle.md). */
 function refusePurgeControl(job: JobRow, action: string): void {
   if (!PURGE_KINDS.has(job.kind)) return;
   throw new DomainError('JOB_STATE_CONFLICT', `A ${job.kind} job purges a trash entry and cannot be ${action}; restore the entry from the trash to keep it.`, {
@@ -143,7 +143,7 @@ function refusePurgeControl(job: JobRow, action: string): void {
   });
 }
 
-/** Exports are read authority (docs/decisions.md, "Exports"); every other kind changes data or schema. */
+/** Exports are read authority (docs/decisions/exports.md); every other kind changes data or schema. */
 function startCapabilityOf(kind: string): 'read' | 'write' {
   return JOB_CATEGORIES[kind as JobKind] === 'exports' ? 'read' : 'write';
 }

@@ -17,7 +17,7 @@ import {
 import { currentSchema } from './schema.ts';
 
 /**
- * Restoring a deleted row from its cell history (docs/decisions.md, "Row restore and page-size costs").
+ * Restoring a deleted row from its cell history (docs/decisions/lifecycle.md, "Row restore").
  * `expectedVersion` is the version of the deletion, as the delete answered it and the history shows it.
  */
 export const RestoreRowBody = z.strictObject({ expectedVersion: VersionString, expectedSchemaVersion: SchemaVersion.optional() });

@@ -8,7 +8,7 @@ import { Id } from '../../formats.ts';
  * A view definition (spec 2.3), checked in two layers. The shape (this zod schema, every limit of spec §8) is a
  * 422 wherever it is broken. The fit against the table (`definitionProblems`) is a 422 when a view is written —
  * the client names the schema version it wrote against — and, when the table has changed since, the same
- * problems are reported on reads as `validationErrors` while the view keeps loading (docs/decisions.md).
+ * problems are reported on reads as `validationErrors` while the view keeps loading (docs/decisions/views.md).
  */
 export const MAX_COLUMNS = 200;
 export const MAX_VALIDATION_ERRORS = 200;

@@ -14,7 +14,7 @@ import type { Snapshot } from './exports/snapshot.ts';
 
 /**
  * Export of a whole database to one ZIP archive: `schema.json` (tables, fields with options, unique rules, foreign
- * keys, saved views; format documented in docs/decisions.md) and one CSV or JSONL file per table, every table read in the same
+ * keys, saved views; format documented in docs/decisions/exports.md) and one CSV or JSONL file per table, every table read in the same
  * snapshot so that foreign keys hold between the files.
  */
 export const ExportDatabasePayload = z.object({

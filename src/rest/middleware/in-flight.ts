@@ -126,7 +126,7 @@ export function inFlightLimit(prisma: PrismaClient, config: Config, log: Logger,
     // A client that left while its credential was being read: 'close' has fired already and does not fire again
     // for the listener above, so a slot taken now would never be given back. Each such request leaked one; a few
     // autocannon rounds (which end with requests in flight) filled the org's slots and every later request waited
-    // and got 429 (the benchmark rounds that answered nothing, docs/decisions.md, issue 14).
+    // and got 429 (the benchmark rounds that answered nothing, docs/decisions/capacity.md).
     if (res.closed) return;
     let waited = false;
     for (const [slots, key, limit] of [[byCredential, `cred:${keys.credential}`, limits.credential], [byOrg, keys.org, limits.org]] as const) {

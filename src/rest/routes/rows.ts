@@ -47,7 +47,7 @@ const RowListQuery = PageQuery.extend({
 
 /**
  * GET …/rows's parameters as a JSON body, for filters larger than a URL may be: the spec allows 32 path items of
- * 1,024 characters, and Node refuses request lines and headers over 16 KiB (docs/decisions.md, issue 18).
+ * 1,024 characters, and Node refuses request lines and headers over 16 KiB (docs/decisions/input-hygiene.md).
  */
 const RowQueryBody = z.strictObject({
   viewId: Id.optional().describe('read through this saved view (its filter, order and hidden columns)'),

@@ -13,7 +13,7 @@ import { Snapshot } from './snapshot.ts';
  *
  * Resuming: the snapshot is a transaction and dies with its worker, so a rerun cannot continue the same read. A
  * rerun therefore deletes what the earlier run stored and starts over with a new snapshot; the artifact row is only
- * written at the end, so nothing half-written is ever downloadable (docs/decisions.md).
+ * written at the end, so nothing half-written is ever downloadable (docs/decisions/exports.md).
  */
 export type ExportJournal = { phase: 'export'; attempt: number } | { phase: 'done'; outcome: JobOutcome };
 

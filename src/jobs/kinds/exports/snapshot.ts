@@ -7,7 +7,7 @@ import { EXPORT_SESSION, type CopyPlan } from '../../../data/exports.ts';
  * One consistent view of the data for a whole export: a REPEATABLE READ, READ ONLY transaction on a connection of
  * its own. Every count and COPY of the job runs in it, so every row is as of one instant while writes go on, across
  * all tables of a database. The transaction cannot outlive its worker: after a crash the job starts again with a new
- * snapshot (docs/decisions.md).
+ * snapshot (docs/decisions/exports.md).
  */
 export class Snapshot {
   private constructor(private readonly client: pg.PoolClient) {}

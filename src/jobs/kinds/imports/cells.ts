@@ -4,7 +4,7 @@ import type { CellValue, FieldDefinition } from '../../../data/field-types.ts';
 /**
  * Turning an imported cell into a typed value. JSONL cells are JSON already and go straight to the field's
  * validator. CSV cells are text; each type reads one unambiguous textual form and the value then passes the same
- * validator as a row write (no rounding, no coercion beyond the textual form). docs/decisions.md lists the forms.
+ * validator as a row write (no rounding, no coercion beyond the textual form). docs/decisions/imports.md lists the forms.
  */
 export type CellResult = { ok: true; value: CellValue } | { ok: false; message: string };
 
