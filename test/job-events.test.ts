@@ -98,13 +98,17 @@ describe('GET /v1/orgs/{orgId}/jobs/{jobId}/events', () => {
     expect((await ended)?.data.state).toBe('cancelled');
   });
 
-  it('needs jobs:read (403 INSUFFICIENT_SCOPE without it), any role that reads (a viewer), and a credential (401)', async () => {
+  it('needs a credential (401 UNAUTHENTICATED)', async () => {
+    const jobId = await queuedJob();
+    expectError(await suite.server.request('GET', eventsPath(jobId)), 401, 'UNAUTHENTICATED');
+  });
+
+  it('needs jobs:read (403 INSUFFICIENT_SCOPE without it) and any role that reads (a viewer)', async () => {
     const jobId = await queuedJob();
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
     const session = await signIn(suite.server, await withPassword(suite.server, viewer.userId));
     const narrow = await oauthTokens(suite.server, session, 'org:read');
     expectError(await suite.server.request('GET', eventsPath(jobId), { token: narrow.access_token }), 403, 'INSUFFICIENT_SCOPE');
-    expectError(await suite.server.request('GET', eventsPath(jobId)), 401, 'UNAUTHENTICATED');
     await move(jobId, `state = 'failed', finished_at = now(), error = '{"code": "INTERNAL_ERROR", "message": "x"}'::jsonb`);
     const scoped = await oauthTokens(suite.server, session, 'jobs:read');
     for (const token of [scoped.access_token, viewer.apiKey]) {

@@ -40,13 +40,22 @@ describe('GET /v1/orgs/{orgId}/members', () => {
     });
   });
 
-  it('a cursor from another org is CURSOR_INVALID; another org is 404; a team key may list', async () => {
+  it('a cursor from another org is 400 CURSOR_INVALID', async () => {
     const org = await createOrg(suite.server.prisma);
     await addMember(suite.server.prisma, org.orgId, 'member');
     const first = await suite.server.request('GET', `${membersOf(org)}?limit=1`, { token: org.adminKey });
     const replayed = await suite.server.request('GET', `${membersOf(suite.org)}?cursor=${encodeURIComponent(first.body.nextCursor)}`, { token: suite.org.adminKey });
     expectError(replayed, 400, 'CURSOR_INVALID');
+  });
+
+  it('another org’s member list is 404', async () => {
+    const org = await createOrg(suite.server.prisma);
     expectError(await suite.server.request('GET', membersOf(org), { token: suite.org.adminKey }), 404, 'RESOURCE_NOT_FOUND');
+  });
+
+  it('a team key may list its org’s members', async () => {
+    const org = await createOrg(suite.server.prisma);
+    await addMember(suite.server.prisma, org.orgId, 'member');
     const teamKey = await createTeamKey(suite.server.prisma, org, 'read');
     expect((await suite.server.request('GET', membersOf(org), { token: teamKey })).body.data).toHaveLength(2);
   });
@@ -173,13 +182,23 @@ describe('DELETE /v1/orgs/{orgId}/members/{id}', () => {
     expect(after.status).toBe(401); // the personal key was revoked with the membership
   });
 
-  it('refuses the last admin, a stale version and non-admins', async () => {
+  const remove = (org: TestOrg, token: string, id: string, expectedVersion: string) =>
+    suite.server.request('DELETE', `${membersOf(org)}/${id}`, { token, idempotencyKey: idempotencyKey(), body: { expectedVersion } });
+
+  it('refuses removing the last admin (409 LAST_ADMIN)', async () => {
+    const org = await createOrg(suite.server.prisma);
+    expectError(await remove(org, org.adminKey, await adminMemberId(org), '1'), 409, 'LAST_ADMIN');
+  });
+
+  it('refuses a stale version (409 ROW_VERSION_CONFLICT)', async () => {
     const org = await createOrg(suite.server.prisma);
     const member = await addMember(suite.server.prisma, org.orgId, 'member');
-    const remove = (token: string, id: string, expectedVersion: string) =>
-      suite.server.request('DELETE', `${membersOf(org)}/${id}`, { token, idempotencyKey: idempotencyKey(), body: { expectedVersion } });
-    expectError(await remove(org.adminKey, await adminMemberId(org), '1'), 409, 'LAST_ADMIN');
-    expectError(await remove(org.adminKey, member.memberId, '2'), 409, 'ROW_VERSION_CONFLICT');
-    expectError(await remove(member.apiKey, member.memberId, '1'), 403, 'FORBIDDEN');
+    expectError(await remove(org, org.adminKey, member.memberId, '2'), 409, 'ROW_VERSION_CONFLICT');
+  });
+
+  it('refuses non-admins (403 FORBIDDEN)', async () => {
+    const org = await createOrg(suite.server.prisma);
+    const member = await addMember(suite.server.prisma, org.orgId, 'member');
+    expectError(await remove(org, member.apiKey, member.memberId, '1'), 403, 'FORBIDDEN');
   });
 });
