@@ -1,7 +1,7 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { selectFeedPage } from '../src/data/activity.ts';
-import type { Statement } from '../src/data/sql.ts';
+import { selectFeedPage } from '../src/catalog/activity-feed.ts';
+import type { Statement } from '../src/data/statement.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
 import { api, figures, median, ratioLine, registerFloor, startServers, type Figures, type Servers } from './harness.ts';
 

@@ -4,17 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { bootstrapOrg } from '../src/cli/provision.ts';
-import { loadConfig } from '../src/config.ts';
+import { bootstrapOrg } from '../src/identity/provision.ts';
+import { loadConfig } from '../src/kernel/config.ts';
 import { createDatabaseSchema, createTable } from '../src/data/ddl.ts';
 import { columnOf, historyTableOf, rowsTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { ensureDatabase, openDatabase } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createPrisma } from '../src/db/prisma.ts';
-import { newId } from '../src/ids.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { insertJob } from '../src/jobs/engine/sql/queue.ts';
-import { startWorker } from '../src/jobs/worker.ts';
-import { createLogger } from '../src/log.ts';
+import { startWorker } from '../src/jobs/start-worker.ts';
+import { createLogger } from '../src/kernel/log.ts';
 
 /**
  * Backup and restore of a BENCH_BACKUP_ROWS-row database (1,000,000 by default; one table of three fields and one

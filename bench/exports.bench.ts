@@ -19,7 +19,7 @@ import { api, median, startServers, type Servers } from './harness.ts';
  * pg-copy-streams in this process. Same machine, same PostgreSQL, same run, alternating rounds.
  *
  * The ratio is raw COPY seconds / end-to-end seconds (target ≥ 0.5). The export runs in a worker process of its
- * own (`src/worker.ts`); its peak RSS growth is VmHWM at the end of a round minus VmRSS just before it (Linux
+ * own (`src/bin/worker.ts`); its peak RSS growth is VmHWM at the end of a round minus VmRSS just before it (Linux
  * /proc), target < 150 MB for 1M rows. The download of the artifact is timed separately: it streams from the
  * chunks, is hashed as it arrives and checked against the artifact's sha256, and the API process's RSS is sampled
  * every 20 ms during it (growth = the highest sample minus VmRSS just before).
@@ -139,7 +139,7 @@ async function timedDownload(servers: Servers, artifact: { url: string; size: nu
 
 async function startWorker(databaseUrl: string): Promise<{ process: ChildProcess; stop(): Promise<void> }> {
   const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
   const lines = createInterface({ input: child.stdout! });
   await new Promise<void>((resolve, reject) => {
     lines.on('line', (line) => {

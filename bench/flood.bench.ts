@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { bootstrapOrg } from '../src/cli/provision.ts';
+import { bootstrapOrg } from '../src/identity/provision.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { createPrisma } from '../src/db/prisma.ts';
 import { api, startServers, type Figures } from './harness.ts';

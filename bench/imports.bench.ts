@@ -19,7 +19,7 @@ import { profileDir, profileSince, topSelfTime } from './profile.ts';
  * The ratio is bare parse seconds / end-to-end seconds: how close a preview comes to the parser's own speed.
  * The service's own parseCsv (csv-parse plus its physical line numbers) is timed too, as a third reference.
  *
- * The job runs in a worker process of its own (`src/worker.ts`, as `npm run worker` runs it) beside the bench
+ * The job runs in a worker process of its own (`src/bin/worker.ts`, as `npm run worker` runs it) beside the bench
  * servers, which run no worker. BENCH_PROFILE=1 profiles that worker as well as the servers (the job's CPU is spent
  * there) and prints its top self-time functions when it stops.
  *
@@ -305,7 +305,7 @@ async function serviceParse(content: string): Promise<{ seconds: number; records
 async function startWorker(databaseUrl: string, options: { profile?: boolean } = {}): Promise<{ process: ChildProcess; stop(): Promise<void> }> {
   const profile = options.profile === false || !profileDir ? undefined : join(profileDir, 'worker');
   const started = Date.now();
-  const args = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), '--import', 'tsx', 'src/worker.ts'];
+  const args = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), '--import', 'tsx', 'src/bin/worker.ts'];
   const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
   const lines = createInterface({ input: child.stdout! });

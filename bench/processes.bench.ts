@@ -10,7 +10,7 @@ import { api, median, ratioLine, startServers, type Figures } from './harness.ts
 /**
  * Issue 14: req/s of one API process against two behind the same load — a page of 50 rows (GET …/rows?limit=50) at
  * concurrency 8, for BENCH_SECONDS (default 3) per measurement, median of BENCH_ROUNDS (default 3). The two processes
- * are `src/main.ts` as `npm start` runs it (worker off, limits off) over the bench database; the load generator splits
+ * are `src/bin/main.ts` as `npm start` runs it (worker off, limits off) over the bench database; the load generator splits
  * its connections evenly between the two ports (4 + 4), against 8 on one port. Target: two / one ≥ 1.2.
  */
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -36,7 +36,7 @@ async function startApiProcess(databaseUrl: string): Promise<ApiProcess> {
     LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0',
   };
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/main.ts'], { stdio: ['ignore', 'ignore', 'inherit'], env });
   const deadline = Date.now() + 60_000;
   while (!(await fetch(`http://127.0.0.1:${port}/readyz`).then((response) => response.ok, () => false))) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`API process on port ${port} did not become ready`);

@@ -2,13 +2,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import pg from 'pg';
-import { createApp } from '../src/app.ts';
-import { bootstrapOrg } from '../src/cli/provision.ts';
+import { createApp } from '../src/http/app.ts';
+import { bootstrapOrg } from '../src/identity/provision.ts';
 import { ensureDatabase, openDatabase } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createPrisma } from '../src/db/prisma.ts';
-import { loadConfig } from '../src/config.ts';
-import { createLogger } from '../src/log.ts';
+import { loadConfig } from '../src/kernel/config.ts';
+import { createLogger } from '../src/kernel/log.ts';
 
 /**
  * The benchmark's servers, in their own process so that the load generator does not share their event loop:

@@ -4,10 +4,10 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import type { FieldDefinition } from '../src/data/field-types.ts';
 import { columnOf, rowsTableOf, schemaOf, sortIndexOf } from '../src/data/identifiers.ts';
-import { createSortIndex } from '../src/data/indexes.ts';
+import { createSortIndex } from '../src/data/sort-indexes.ts';
 import type { Position, SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
-import type { Statement } from '../src/data/sql.ts';
+import type { Statement } from '../src/data/statement.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
 import { api, figures, median, startServers, type Figures, type Servers } from './harness.ts';
 
@@ -59,7 +59,7 @@ async function loadRows(client: pg.Client, table: BenchTable, fields: FieldDefin
 
 async function startWorker(databaseUrl: string): Promise<{ stop(): Promise<void> }> {
   const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.includes('"worker started"')) resolve();

@@ -5,7 +5,7 @@ import type { FieldDefinition } from '../src/data/field-types.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import type { SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
-import type { Params, Statement } from '../src/data/sql.ts';
+import type { Params, Statement } from '../src/data/statement.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
 import { api, figures, median, ratioLine, registerFloor, startServers, type Figures, type Servers } from './harness.ts';
 
@@ -89,7 +89,7 @@ async function loadRows(client: pg.Client, table: BenchTable, fields: FieldDefin
   await client.query(`VACUUM (ANALYZE) ${rowsTableOf(table.databaseId, table.tableId)}`);
 }
 
-/** The statement src/graph/tables/row-pages.ts runs for the first page of this view (no request where/orderBy). */
+/** The statement src/graph/rows/row-pages.ts runs for the first page of this view (no request where/orderBy). */
 function viewPageStatement(table: BenchTable, fields: FieldDefinition[], orderBy: OrderByItem[]): Statement {
   const keys: SortKey[] = orderBy.map((item) => ({ field: resolveField(fields, item.field)!, direction: item.direction }));
   const filter = (params: Params) => compileFilter(WHERE, fields, (value, cast) => params.add(value, cast), 'r');

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { addUser, setPassword } from '../src/cli/provision.ts';
-import { issueApiKeySecret } from '../src/graph/auth/secrets.ts';
-import { currentTotp } from '../src/graph/auth/totp.ts';
-import { newId } from '../src/ids.ts';
+import { addUser, setPassword } from '../src/identity/provision.ts';
+import { issueApiKeySecret } from '../src/identity/secrets.ts';
+import { currentTotp } from '../src/identity/totp.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { oauthTokens, refresh } from './helpers/oauth.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ActivityPageResponse } from '../src/rest/routes/activity.ts';
+import { ActivityPageResponse } from '../src/http/rest/routes/activity.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -107,7 +107,7 @@ describe('GET /v1/orgs/{orgId}/activity: the events each mutation writes', () =>
 });
 
 describe('GET /v1/orgs/{orgId}/activity: names that JSON must escape', () => {
-  // Entries are JSON text PostgreSQL concatenates (src/data/sql.ts jsonObject): each name must come back exactly.
+  // Entries are JSON text PostgreSQL concatenates (src/data/statement.ts jsonObject): each name must come back exactly.
   it('answers a database and table named with quotes, a backslash, a tab and characters beyond the BMP exactly', async () => {
     const name = `Ledger "Q" \\ tab\there ü 😀 ${Date.now()}`;
     const databaseId = await createDatabase(suite.server, suite.org, name);

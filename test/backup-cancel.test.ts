@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { Config } from '../src/config.ts';
+import type { Config } from '../src/kernel/config.ts';
 import { rowsTableOf, schemaOf } from '../src/data/identifiers.ts';
-import { startWorker } from '../src/jobs/worker.ts';
-import { createLogger } from '../src/log.ts';
+import { startWorker } from '../src/jobs/start-worker.ts';
+import { createLogger } from '../src/kernel/log.ts';
 import {
   backupDir, backupWorkspace, databasePath, databaseVersion, pictureOf, requestRestore, rowOf, runBackup, strayStagingSchemas,
 } from './helpers/backups.ts';

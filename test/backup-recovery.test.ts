@@ -11,7 +11,7 @@ import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
 /**
- * Backups under writes and under SIGKILL (issue 16). The server runs no worker; the workers are `src/worker.ts`
+ * Backups under writes and under SIGKILL (issue 16). The server runs no worker; the workers are `src/bin/worker.ts`
  * processes with a 2 s lease, killed (no handover) while they copy, and a second one finishes the job.
  */
 const dir = backupDir();
@@ -21,7 +21,7 @@ const server = () => suite.server;
 const orgId = () => suite.org.orgId;
 
 function spawnWorker(): { child: ChildProcess; kill(): Promise<void> } {
-  const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
+  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATABASE_URL: server().database.url, LOG_LEVEL: 'silent', NODE_ENV: 'test', JOB_POLL_MS: '50', JOB_LEASE_SECONDS: '2', BACKUP_DIR: dir },

@@ -24,7 +24,7 @@ const orgId = () => suite.org.orgId;
 const setClock = (instant: Date) => writeFileSync(clockFile, instant.toISOString());
 
 function spawnWorker(): { child: ChildProcess; kill(): Promise<void> } {
-  const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
+  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

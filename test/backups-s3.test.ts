@@ -1,7 +1,7 @@
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackupResponse } from '../src/rest/routes/backups.ts';
-import { Page } from '../src/rest/routes/pages.ts';
+import { BackupResponse } from '../src/http/rest/routes/backups.ts';
+import { Page } from '../src/contracts/pages.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import {
   backupWorkspace, constraintCount, databasePath, databaseVersion, finished, pictureOf, requestPreview, requestRestore, runBackup,

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BackupResponse } from '../src/rest/routes/backups.ts';
-import { Page } from '../src/rest/routes/pages.ts';
+import { BackupResponse } from '../src/http/rest/routes/backups.ts';
+import { Page } from '../src/contracts/pages.ts';
 import {
   backupDir, backupWorkspace, constraintCount, databasePath, databaseVersion, finished, pictureOf, requestPreview, requestRestore, rowOf, runBackup,
 } from './helpers/backups.ts';

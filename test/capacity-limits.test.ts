@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventEmitter } from 'node:events';
 import type { Request, Response } from 'express';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/kernel/config.ts';
 import type { PrismaClient } from '../src/db/prisma.ts';
-import { issueApiKeySecret } from '../src/graph/auth/secrets.ts';
-import { createLogger } from '../src/log.ts';
-import { inFlightLimit } from '../src/rest/middleware/in-flight.ts';
-import { MemorySlotStore } from '../src/rest/middleware/slot-stores.ts';
+import { issueApiKeySecret } from '../src/identity/secrets.ts';
+import { createLogger } from '../src/kernel/log.ts';
+import { inFlightLimit } from '../src/http/middleware/in-flight.ts';
+import { MemorySlotStore } from '../src/http/middleware/slot-stores.ts';
 import { expectError } from './helpers/expectations.ts';
 import { createOrg, createTeamKey, type TestOrg } from './helpers/factories.ts';
 import { startTestServer, type ApiResponse, type TestServer } from './helpers/server.ts';

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, MIGRATIONS_DIR } from '../src/db/migrate.ts';
 import { getDatamodel } from '../src/generated/pothos-types.ts';
-import { newId } from '../src/ids.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 

@@ -3,8 +3,8 @@ import { once } from 'node:events';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { startWorker } from '../src/jobs/worker.ts';
-import { createLogger } from '../src/log.ts';
+import { startWorker } from '../src/jobs/start-worker.ts';
+import { createLogger } from '../src/kernel/log.ts';
 import { download, requestExport } from './helpers/exports.ts';
 import { holdJobUpdate, withClient, type JobUpdateHold } from './helpers/job-holds.ts';
 import { controlJob, tableActivity, waitForJob } from './helpers/jobs.ts';
@@ -14,7 +14,7 @@ import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 /**
  * An export reads one snapshot while writes go on, can be cancelled mid-way, and after its worker is SIGKILLed
  * starts again on another worker and still ends with a correct artifact. The server runs no worker: each test
- * starts its own (in-process, or `src/worker.ts` processes with a 2 s lease to kill).
+ * starts its own (in-process, or `src/bin/worker.ts` processes with a 2 s lease to kill).
  */
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
 const admin = () => suite.org.adminKey;
@@ -136,7 +136,7 @@ interface WorkerProcess {
 }
 
 function spawnWorker(): WorkerProcess {
-  const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
+  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: '2', LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },

@@ -6,8 +6,8 @@ import {
   checkFilter, checkOrderBy, compileFilter, FilterExpression, isIndexable, OrderBy, resolveField, type Bind,
 } from '../src/data/filter.ts';
 import { columnOf } from '../src/data/identifiers.ts';
-import { Params } from '../src/data/sql.ts';
-import { newId } from '../src/ids.ts';
+import { Params } from '../src/data/statement.ts';
+import { newId } from '../src/kernel/ids.ts';
 
 function fieldOf(name: string, type: FieldType, options?: Record<string, unknown>): FieldDefinition {
   return { id: newId(), name, type, required: false, options: resolvedOptions(type, options), position: 0 };

@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { sqlPoolOf } from '../src/db/prisma.ts';
-import { sha256Hex } from '../src/graph/auth/secrets.ts';
-import type { OAuthScope } from '../src/graph/auth/authority.ts';
-import { newId } from '../src/ids.ts';
+import { sha256Hex } from '../src/identity/secrets.ts';
+import type { OAuthScope } from '../src/kernel/authority.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { definitionOf } from './helpers/views.ts';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { getIntrospectionQuery } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { printedSchema } from '../src/graph/index.ts';
+import { printedSchema } from '../src/graph/schema.ts';
 import { createOrg } from './helpers/factories.ts';
 import { startTestServer } from './helpers/server.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../src/graph/idempotency.ts';
+import { canonicalJson } from '../src/idempotency/run.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { JobHandleResponse, JobResponse } from '../src/rest/routes/jobs.ts';
-import { newId } from '../src/ids.ts';
+import { JobHandleResponse, JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { allRows, importPreviewed, mappingOf, preview, reportOf, requestImport, tableActivity, waitForJob } from './helpers/jobs.ts';

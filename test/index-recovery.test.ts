@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 function spawnWorker(leaseSeconds: number): { kill(): Promise<void> } {
-  const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
+  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: String(leaseSeconds), LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },

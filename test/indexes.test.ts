@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { JobResponse } from '../src/rest/routes/jobs.ts';
-import { RowResponse } from '../src/rest/routes/rows.ts';
-import { Page } from '../src/rest/routes/pages.ts';
+import { JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { RowResponse } from '../src/http/rest/routes/rows.ts';
+import { Page } from '../src/contracts/pages.ts';
 import { expectError } from './helpers/expectations.ts';
 import { holdJobUpdate } from './helpers/job-holds.ts';
 import { waitForJob } from './helpers/jobs.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, UNSTORABLE_TEXT_MESSAGE } from '../src/input-hygiene.ts';
-import { newId } from '../src/ids.ts';
+import { MAX_JSON_DEPTH, UNSTORABLE_TEXT_MESSAGE } from '../src/kernel/input-hygiene.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import type { ApiResponse } from './helpers/server.ts';

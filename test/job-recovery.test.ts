@@ -3,9 +3,9 @@ import { once } from 'node:events';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { columnOf, historyTableOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { startWorker } from '../src/jobs/worker.ts';
-import { createLogger } from '../src/log.ts';
-import { JobResponse } from '../src/rest/routes/jobs.ts';
+import { startWorker } from '../src/jobs/start-worker.ts';
+import { createLogger } from '../src/kernel/log.ts';
+import { JobResponse } from '../src/http/rest/routes/jobs.ts';
 import { allRows, mappingOf, reportOf, requestImport, requestPreview, waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { addUniqueRule, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
@@ -13,7 +13,7 @@ import { addUniqueRule, createTable, refreshSchemaVersion, type TestTable } from
 /**
  * A worker killed mid-job (SIGKILL: no handover, its lease simply runs out) and a second worker that reclaims the
  * job resume it from its last checkpoint to the same result as a run that was never interrupted. The server runs no
- * worker; the workers are separate `src/worker.ts` processes with a 2 s lease.
+ * worker; the workers are separate `src/bin/worker.ts` processes with a 2 s lease.
  */
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
 const admin = () => suite.org.adminKey;
@@ -26,7 +26,7 @@ interface WorkerProcess {
 
 function spawnWorker(): WorkerProcess {
   // Its own process group, so that SIGKILL reaches tsx's node child too.
-  const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
+  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: '2', LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },

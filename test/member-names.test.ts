@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addUser } from '../src/cli/provision.ts';
+import { addUser } from '../src/identity/provision.ts';
 import { createOrg, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 

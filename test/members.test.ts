@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { MemberResponse } from '../src/rest/routes/members.ts';
-import { DeletionResponse } from '../src/rest/routes/formats.ts';
+import { MemberResponse } from '../src/http/rest/routes/members.ts';
+import { DeletionResponse } from '../src/contracts/responses.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -1,10 +1,10 @@
 import { getNamedType, isInputObjectType, isListType, isNonNullType, isObjectType, type GraphQLArgument, type GraphQLInputType } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { OAUTH_SCOPES, type OAuthScope } from '../src/graph/auth/authority.ts';
-import { sha256Hex } from '../src/graph/auth/secrets.ts';
+import { OAUTH_SCOPES, type OAuthScope } from '../src/kernel/authority.ts';
+import { sha256Hex } from '../src/identity/secrets.ts';
 import { ISSUE_5_SCOPES, SCOPE_OF_FIELD as IDENTITY_SCOPES } from './helpers/scope-table.ts';
-import { schema } from '../src/graph/index.ts';
-import { newId } from '../src/ids.ts';
+import { schema } from '../src/graph/schema.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 
 const suite = useServerWithOrg();

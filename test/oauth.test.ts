@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { registerClient } from '../src/graph/auth/oauth/clients.ts';
+import { registerClient } from '../src/identity/oauth/clients.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { browser, signIn, withPassword, type TestSession } from './helpers/sessions.ts';

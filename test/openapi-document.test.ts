@@ -5,8 +5,8 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { rootFieldOf } from '../src/rest/openapi/security.ts';
-import { routes } from '../src/rest/routes.ts';
+import { rootFieldOf } from '../src/http/openapi/security.ts';
+import { routes } from '../src/http/rest/routes.ts';
 import { ISSUE_5_SCOPES, SCOPE_OF_FIELD } from './helpers/scope-table.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 

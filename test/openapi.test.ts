@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { currentTotp } from '../src/graph/auth/totp.ts';
-import { routes } from '../src/rest/routes.ts';
+import { currentTotp } from '../src/identity/totp.ts';
+import { routes } from '../src/http/rest/routes.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { openEventStream } from './helpers/event-stream.ts';
 import { waitForJob } from './helpers/jobs.ts';

@@ -1,13 +1,13 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selectFeedPage } from '../src/data/activity.ts';
+import { selectFeedPage } from '../src/catalog/activity-feed.ts';
 import { resolvedOptions, type FieldDefinition } from '../src/data/field-types.ts';
-import { createSortIndex } from '../src/data/indexes.ts';
+import { createSortIndex } from '../src/data/sort-indexes.ts';
 import { deleteRow, rowGuardState, selectHistoryPage, selectRow, selectRowPage, updateRow, type RowEvent } from '../src/data/rows.ts';
-import type { Statement } from '../src/data/sql.ts';
-import { grantAuthenticatedAt } from '../src/graph/auth/step-up.ts';
-import { selectGrantPage } from '../src/graph/oauth-grants.ts';
-import { newId } from '../src/ids.ts';
+import type { Statement } from '../src/data/statement.ts';
+import { grantAuthenticatedAt } from '../src/graph/server/step-up.ts';
+import { selectGrantPage } from '../src/graph/sessions/oauth-grants.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../src/ids.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import type { RequestOptions } from './helpers/server.ts';

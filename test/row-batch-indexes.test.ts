@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { newId } from '../src/ids.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

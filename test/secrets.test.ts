@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerClient } from '../src/graph/auth/oauth/clients.ts';
+import { registerClient } from '../src/identity/oauth/clients.ts';
 import { createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { browser, signIn, withPassword } from './helpers/sessions.ts';

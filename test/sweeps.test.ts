@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { sweepExpiredArtifacts } from '../src/jobs/engine/artifact-sweep.ts';
 import { sweepEmailVerifications } from '../src/jobs/engine/email-verification-sweep.ts';
 import { sweepIdempotencyRecords } from '../src/jobs/engine/idempotency-sweep.ts';
-import { newId } from '../src/ids.ts';
+import { newId } from '../src/kernel/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { preview } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -3,7 +3,7 @@ import type { PrismaClient, TransactionClient } from '../db/prisma.ts';
 import type { SqlExecutor } from '../db/sql.ts';
 import { valueSchemaOf, type CellValue, type FieldDefinition, type FieldType } from '../data/field-types.ts';
 import type { PhysicalTable } from '../data/rows.ts';
-import { DomainError, notFound } from '../errors.ts';
+import { DomainError, notFound } from '../kernel/errors.ts';
 
 /**
  * A table's definition at one schema version, as row writes and reads need it. Loaded in one statement (one

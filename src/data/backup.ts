@@ -1,5 +1,5 @@
 import { columnOf, historyTableOf, rowsTableOf, schemaOf, sequenceOf } from './identifiers.ts';
-import type { Statement } from './sql.ts';
+import type { Statement } from './statement.ts';
 
 /**
  * SQL of backups and restores (issue 16), built from IDs only. A backup reads the catalog rows of one database as

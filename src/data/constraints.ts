@@ -1,6 +1,6 @@
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
 import { columnOf, rowsTableOf } from './identifiers.ts';
-import { Params, type Statement } from './sql.ts';
+import { Params, type Statement } from './statement.ts';
 
 /**
  * What stands in the way of a new unique rule or foreign key: existing duplicates and orphans, listed so the

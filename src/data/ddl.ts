@@ -2,7 +2,7 @@ import { typeSpecOf, type FieldDefinition, type FieldOptions } from './field-typ
 import {
   columnOf, foreignKeyConstraintOf, historyTableOf, rowsTableOf, schemaOf, sequenceOf,
 } from './identifiers.ts';
-import type { Statement } from './sql.ts';
+import type { Statement } from './statement.ts';
 
 /**
  * DDL for the data plane (DESIGN §2). Identifiers come from src/data/identifiers.ts; DDL cannot take bound

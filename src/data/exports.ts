@@ -2,7 +2,7 @@ import { compileFilter, type FilterExpression } from './filter.ts';
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
 import { columnOf, rowsTableOf } from './identifiers.ts';
 import { orderByClause, type SortKey } from './keyset.ts';
-import { jsonObject, jsonValue, type Statement } from './sql.ts';
+import { jsonObject, jsonValue, type Statement } from './statement.ts';
 
 /**
  * Export SQL: one `COPY (SELECT …) TO STDOUT` per table, so PostgreSQL formats every value and the worker only

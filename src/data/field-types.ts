@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { isId } from '../ids.ts';
-import { TIMESTAMP_PATTERN } from '../formats.ts';
+import { isId } from '../kernel/ids.ts';
+import { TIMESTAMP_PATTERN } from '../kernel/formats.ts';
 
 /**
  * The field types of a table: for each, the options it accepts, the PostgreSQL column that stores it, how a cell
@@ -280,7 +280,7 @@ export function typeSpecOf(type: FieldType): TypeSpec {
   return TYPES[type];
 }
 
-/** A field's canonical value validator, built once per schema version (src/graph/tables/schema-cache.ts). */
+/** A field's canonical value validator, built once per schema version (src/catalog/table-schema.ts). */
 export function valueSchemaOf(field: FieldDefinition): z.ZodType<CellValue> {
   return TYPES[field.type].value(field.options);
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { FieldProblem } from '../errors.ts';
+import type { FieldProblem } from '../kernel/errors.ts';
 import { isStorableText, typeSpecOf, UNSTORABLE_TEXT, valueSchemaOf, type FieldDefinition, type ValueFamily } from './field-types.ts';
 import { columnOf } from './identifiers.ts';
 

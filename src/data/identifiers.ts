@@ -1,4 +1,4 @@
-import { isId } from '../ids.ts';
+import { isId } from '../kernel/ids.ts';
 
 /**
  * Every identifier in data-plane SQL comes from here, and is derived from a ULID only (DESIGN §2): user text never

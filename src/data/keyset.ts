@@ -1,6 +1,6 @@
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
 import { columnOf } from './identifiers.ts';
-import { ID, type Params } from './sql.ts';
+import { ID, type Params } from './statement.ts';
 
 /**
  * Keyset pagination over a user-chosen order. Every order ends with the row id, so positions are total.
@@ -17,7 +17,7 @@ export interface Position {
   rowId: string;
 }
 
-/** One direction's ordering, NULLs included; sort indexes are built with exactly this (src/data/indexes.ts). */
+/** One direction's ordering, NULLs included; sort indexes are built with exactly this (src/data/sort-indexes.ts). */
 export const orderingOf = (direction: SortKey['direction']): string => (direction === 'asc' ? 'ASC NULLS LAST' : 'DESC NULLS FIRST');
 
 export function orderByClause(keys: readonly SortKey[], alias: string): string {

@@ -1,9 +1,9 @@
-import { isId } from '../ids.ts';
+import { isId } from '../kernel/ids.ts';
 import { typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
 import { compileFilter, type FilterExpression } from './filter.ts';
 import { columnKeyOf, columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
 import { bindEvent, rowProjection, type BoundEvent, type PhysicalTable, type RowEvent } from './rows.ts';
-import { ID, Params, type Statement } from './sql.ts';
+import { ID, Params, type Statement } from './statement.ts';
 import { hashedKeyExpression, keyPresent, type KeyEnforcement } from './unique-keys.ts';
 
 /**

@@ -3,7 +3,7 @@ import { columnOf, historyTableOf, rowsTableOf } from './identifiers.ts';
 import {
   activityInsert, bindEvent, cellValueSql, historyInsert, schemaGuard, type PhysicalTable, type RowEvent,
 } from './rows.ts';
-import { ID, Params, utcTimestamp, type Statement } from './sql.ts';
+import { ID, Params, utcTimestamp, type Statement } from './statement.ts';
 
 /**
  * Row restore (docs/decisions/lifecycle.md, "Row restore"): a deleted row comes back from its cell

@@ -1,8 +1,8 @@
 import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
-import { isId } from '../ids.ts';
+import { isId } from '../kernel/ids.ts';
 import { columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
 import { afterPosition, orderByClause, orderingOf, rangesAfter, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
-import { ID, jsonObject, Params, utcTimestamp, type Statement } from './sql.ts';
+import { ID, jsonObject, Params, utcTimestamp, type Statement } from './statement.ts';
 
 /**
  * Row SQL. Each mutation is ONE statement of data-modifying CTEs: the capacity/schema guard, the row, its cell
@@ -337,7 +337,7 @@ export interface RowPageQuery {
   keys: readonly SortKey[];
   after: Position | null;
   limit: number;
-  /** A ready sort index matches `keys` (src/data/indexes.ts): read a later page as index ranges. */
+  /** A ready sort index matches `keys` (src/data/sort-indexes.ts): read a later page as index ranges. */
   indexed?: boolean;
   /** Answer each row as `id`, its sort keys and `j`, its JSON with these fields' values (`rowJsonProjection`). */
   json?: readonly FieldDefinition[];

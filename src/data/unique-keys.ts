@@ -1,6 +1,6 @@
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
 import { columnOf, keyLockOf, keyTypeOf, rowsTableOf, uniqueIndexOf } from './identifiers.ts';
-import type { Statement } from './sql.ts';
+import type { Statement } from './statement.ts';
 
 /**
  * How a unique rule is enforced (docs/decisions/bulk-writes.md). A key that fits a btree entry (`INDEX_BUDGET_BYTES`) gets a unique btree index on its columns, which foreign keys can reference and

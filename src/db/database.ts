@@ -1,7 +1,7 @@
 import path from 'node:path';
 import pg from 'pg';
-import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
+import type { Config } from '../kernel/config.ts';
+import type { Logger } from '../kernel/log.ts';
 import { startEmbeddedPostgres } from './embedded.ts';
 
 export interface Database {

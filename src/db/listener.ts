@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../kernel/log.ts';
 
 /** A subscriber's view of its key's notifications: `next()` resolves on the next one (or at once if one came). */
 export interface ChangeSignal {

@@ -1,7 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../kernel/log.ts';
 
 export type { PrismaClient };
 export type TransactionClient = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../kernel/log.ts';
 
 /**
  * The Redis connection that shares rate and in-flight limits between processes (REDIS_URL). Commands fail at once

@@ -1,4 +1,4 @@
-import { DomainError } from '../errors.ts';
+import { DomainError } from '../kernel/errors.ts';
 
 /**
  * Statement time budgets (DESIGN §5). Every pooled connection starts with the request budget as its

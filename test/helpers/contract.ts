@@ -1,7 +1,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { openApiDocument } from '../../src/rest/openapi.ts';
-import { routes } from '../../src/rest/routes.ts';
+import { openApiDocument } from '../../src/http/openapi/document.ts';
+import { routes } from '../../src/http/rest/routes.ts';
 
 /**
  * Every answer a test receives from /v1 or /oauth is checked against the OpenAPI document the service serves

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import { TIMESTAMP_PATTERN } from '../../src/formats.ts';
-import { ErrorEnvelope } from '../../src/rest/routes/formats.ts';
+import { TIMESTAMP_PATTERN } from '../../src/kernel/formats.ts';
+import { ErrorEnvelope } from '../../src/contracts/responses.ts';
 import type { ApiResponse } from './server.ts';
 
 /** The spec §7 envelope, exactly: status, code, requestId equal to X-Request-Id, and no other properties. */

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { addUser, bootstrapOrg } from '../../src/cli/provision.ts';
+import { addUser, bootstrapOrg } from '../../src/identity/provision.ts';
 import type { PrismaClient } from '../../src/db/prisma.ts';
-import type { Role } from '../../src/graph/auth/authority.ts';
-import { issueApiKeySecret } from '../../src/graph/auth/secrets.ts';
-import { newId } from '../../src/ids.ts';
+import type { Role } from '../../src/kernel/authority.ts';
+import { issueApiKeySecret } from '../../src/identity/secrets.ts';
+import { newId } from '../../src/kernel/ids.ts';
 
 const unique = () => randomBytes(4).toString('hex');
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
-import { registerClient } from '../../src/graph/auth/oauth/clients.ts';
+import { registerClient } from '../../src/identity/oauth/clients.ts';
 import type { TestServer } from './server.ts';
 import { browser, type TestSession } from './sessions.ts';
 import { checkedFetch } from './contract.ts';

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { vi } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { loadConfig, type Config } from '../../src/kernel/config.ts';
 import type { PrismaClient } from '../../src/db/prisma.ts';
 import type { TestDatabase } from './database.ts';
 import { send, type TestServer } from './server.ts';

@@ -1,4 +1,4 @@
-import type { OAuthScope } from '../../src/graph/auth/authority.ts';
+import type { OAuthScope } from '../../src/kernel/authority.ts';
 
 /**
  * The OAuth scope each GraphQL root field (and so each /v1 route) requires, as declared in its src/graph file.

@@ -4,12 +4,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApp } from '../../src/app.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { createApp } from '../../src/http/app.ts';
+import { loadConfig, type Config } from '../../src/kernel/config.ts';
 import { createPrisma, type PrismaClient } from '../../src/db/prisma.ts';
-import { answerClientErrors } from '../../src/rest/client-errors.ts';
-import { startWorker } from '../../src/jobs/worker.ts';
-import { createLogger, type Logger } from '../../src/log.ts';
+import { answerClientErrors } from '../../src/http/client-errors.ts';
+import { startWorker } from '../../src/jobs/start-worker.ts';
+import { createLogger, type Logger } from '../../src/kernel/log.ts';
 import { checkedFetch } from './contract.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 

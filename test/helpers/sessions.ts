@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { setPassword } from '../../src/cli/provision.ts';
+import { setPassword } from '../../src/identity/provision.ts';
 import type { TestServer } from './server.ts';
 
 export interface TestSession {

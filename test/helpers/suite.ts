@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
-import type { Config } from '../../src/config.ts';
+import type { Config } from '../../src/kernel/config.ts';
 import { createOrg, type TestOrg } from './factories.ts';
 import { startTestServer, type TestServer } from './server.ts';
 

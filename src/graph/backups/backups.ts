@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { DomainError, notFound } from '../../errors.ts';
-import { Id } from '../../formats.ts';
-import { requireCaller } from '../auth/guards.ts';
-import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
-import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
-import { idempotent } from '../idempotency.ts';
+import { DomainError, notFound } from '../../kernel/errors.ts';
+import { Id } from '../../kernel/formats.ts';
+import { requireCaller } from '../server/guards.ts';
+import { builder } from '../server/builder.ts';
+import type { Context } from '../server/context.ts';
+import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle } from '../jobs/enqueue.ts';
-import { pageOf, pageRef } from '../pages.ts';
+import { pageOf, pageRef } from '../shared/pages.ts';
 import { requireDatabase } from '../tables/tables.ts';
 
 /**

@@ -1,15 +1,15 @@
 import { z } from 'zod';
-import { nextRuns } from '../../cron.ts';
+import { nextRuns } from '../../kernel/cron.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { notFound } from '../../errors.ts';
-import { Id } from '../../formats.ts';
-import { actorOf, recordActivity } from '../activity.ts';
-import type { Caller } from '../auth/caller.ts';
-import { requireCaller } from '../auth/guards.ts';
-import { PreviewBackupScheduleBody } from '../backup-schedule.ts';
-import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
-import { idempotent } from '../idempotency.ts';
+import { notFound } from '../../kernel/errors.ts';
+import { Id } from '../../kernel/formats.ts';
+import { actorOf, recordActivity } from '../../catalog/activity.ts';
+import type { Caller } from '../../kernel/caller.ts';
+import { requireCaller } from '../server/guards.ts';
+import { PreviewBackupScheduleBody } from './schedule-preview.ts';
+import { builder } from '../server/builder.ts';
+import type { Context } from '../server/context.ts';
+import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle } from '../jobs/enqueue.ts';
 import { requireDatabase } from '../tables/tables.ts';
 

@@ -1,9 +1,9 @@
-import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
-import { Database } from '../databases.ts';
-import { notFound } from '../../errors.ts';
-import { requestLoader } from '../loaders.ts';
-import { Org, toOrgShape, type OrgShape } from '../orgs.ts';
+import { builder } from '../server/builder.ts';
+import type { Context } from '../server/context.ts';
+import { Database } from '../databases/databases.ts';
+import { notFound } from '../../kernel/errors.ts';
+import { requestLoader } from '../server/loaders.ts';
+import { Org, toOrgShape, type OrgShape } from '../orgs/orgs.ts';
 import { pageOfTables, TablePage } from '../tables/tables.ts';
 import { edgePageArgs, pageArgsOf } from './page-args.ts';
 

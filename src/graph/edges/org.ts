@@ -1,8 +1,8 @@
-import { builder } from '../builder.ts';
-import { DatabasePage, listDatabases } from '../databases.ts';
+import { builder } from '../server/builder.ts';
+import { DatabasePage, listDatabases } from '../databases/databases.ts';
 import { JobKindFilter, JobPage, JobStateFilter, listJobs } from '../jobs/jobs.ts';
-import { listMembers, MemberPage } from '../members.ts';
-import { Org } from '../orgs.ts';
+import { listMembers, MemberPage } from '../members/members.ts';
+import { Org } from '../orgs/orgs.ts';
 import { edgePageArgs, pageArgsOf } from './page-args.ts';
 
 /**

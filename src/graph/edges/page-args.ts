@@ -1,6 +1,6 @@
-import { builder } from '../builder.ts';
-import { Cursor, PageLimit } from '../cursor.ts';
-import type { PageArgs } from '../pages.ts';
+import { builder } from '../server/builder.ts';
+import { Cursor, PageLimit } from '../../catalog/cursor.ts';
+import type { PageArgs } from '../shared/pages.ts';
 
 /**
  * The page arguments of every edge: `first` (1..100, default 50) and `after` (a `nextCursor`). Relay's names, so

@@ -1,8 +1,8 @@
-import { DomainError } from '../../errors.ts';
-import { builder } from '../builder.ts';
-import { HistoryPage, readHistoryPage } from '../tables/row-pages.ts';
-import { tableOfRowRead } from '../tables/row-origin.ts';
-import { Row } from '../tables/rows.ts';
+import { DomainError } from '../../kernel/errors.ts';
+import { builder } from '../server/builder.ts';
+import { HistoryPage, readHistoryPage } from '../rows/row-pages.ts';
+import { tableOfRowRead } from '../rows/row-origin.ts';
+import { Row } from '../rows/rows.ts';
 import { edgePageArgs, pageArgsOf } from './page-args.ts';
 
 /**

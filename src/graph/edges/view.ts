@@ -1,7 +1,7 @@
-import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
-import { notFound } from '../../errors.ts';
-import { requestLoader } from '../loaders.ts';
+import { builder } from '../server/builder.ts';
+import type { Context } from '../server/context.ts';
+import { notFound } from '../../kernel/errors.ts';
+import { requestLoader } from '../server/loaders.ts';
 import { Table, toTableShape, withFields, type TableShape } from '../tables/tables.ts';
 import { SavedView, type SavedViewShape } from '../views/views.ts';
 

@@ -1,8 +1,8 @@
-import { DomainError, notFound } from '../../errors.ts';
+import { DomainError, notFound } from '../../kernel/errors.ts';
 import { verifiedContent, type StoredArtifact } from '../../jobs/engine/artifacts.ts';
-import { builder } from '../builder.ts';
-import { Id } from '../../formats.ts';
-import { dataPlane, type Context } from '../context.ts';
+import { builder } from '../server/builder.ts';
+import { Id } from '../../kernel/formats.ts';
+import { dataPlane, type Context } from '../server/context.ts';
 import { artifactUrlOf, loadJob } from './jobs.ts';
 
 /**

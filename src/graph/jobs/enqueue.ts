@@ -1,13 +1,13 @@
 import type { TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
-import { DomainError } from '../../errors.ts';
-import { newId } from '../../ids.ts';
+import { DomainError } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
 import { insertJob, lockAndCountQueued, notifyWorkers } from '../../jobs/engine/sql/queue.ts';
-import type { ActivityCategory } from '../../formats.ts';
-import { actorOf, recordActivity } from '../activity.ts';
-import type { Caller } from '../auth/caller.ts';
-import { builder } from '../builder.ts';
-import { isUniqueViolation } from '../prisma-errors.ts';
+import type { ActivityCategory } from '../../kernel/formats.ts';
+import { actorOf, recordActivity } from '../../catalog/activity.ts';
+import type { Caller } from '../../kernel/caller.ts';
+import { builder } from '../server/builder.ts';
+import { isUniqueViolation } from '../../db/pg-errors.ts';
 
 /** Spec 2.7: what every accepted durable operation answers. */
 export type JobHandleShape = {

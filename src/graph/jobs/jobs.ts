@@ -1,20 +1,20 @@
 import { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
-import { DomainError, notFound } from '../../errors.ts';
+import { DomainError, notFound } from '../../kernel/errors.ts';
 import { cancelQueued, JOB_STATES, notifyWorkers, requestCancel, requeue, type JobState } from '../../jobs/engine/sql/queue.ts';
-import { JOB_CATEGORIES, JOB_KINDS, type JobKind } from '../../jobs/kinds/index.ts';
-import { PURGE_KINDS } from '../../jobs/kinds/purge.ts';
-import { recordActivity } from '../activity.ts';
-import type { Caller, OrgAuthority } from '../auth/caller.ts';
-import { requireCaller, requireCapability } from '../auth/guards.ts';
-import { builder } from '../builder.ts';
-import { Id, type Json } from '../../formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
-import { idempotent } from '../idempotency.ts';
-import { pageOf, pageRef, type PageArgs } from '../pages.ts';
-import type { Context } from '../context.ts';
-import { isUniqueViolation } from '../prisma-errors.ts';
+import { JOB_CATEGORIES, JOB_KINDS, type JobKind } from '../../jobs/engine/kinds.ts';
+import { PURGE_KINDS } from '../../jobs/kinds/trash/purge.ts';
+import { recordActivity } from '../../catalog/activity.ts';
+import type { Caller, OrgAuthority } from '../../kernel/caller.ts';
+import { requireCaller, requireCapability } from '../server/guards.ts';
+import { builder } from '../server/builder.ts';
+import { Id, type Json } from '../../kernel/formats.ts';
+import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import { pageOf, pageRef, type PageArgs } from '../shared/pages.ts';
+import type { Context } from '../server/context.ts';
+import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { checkQueueCapacity, schemaMaintenance } from './enqueue.ts';
 
 /** The job status record behind every `statusUrl` (issue 5; spec 2.16 leaves it open). */

@@ -1,8 +1,8 @@
 import type { ChangeSignal } from '../../db/listener.ts';
 import type { JobState } from '../../jobs/engine/sql/queue.ts';
-import { builder } from '../builder.ts';
-import { Id } from '../../formats.ts';
-import type { Context } from '../context.ts';
+import { builder } from '../server/builder.ts';
+import { Id } from '../../kernel/formats.ts';
+import type { Context } from '../server/context.ts';
 import { Job, loadJob, toJobShape, type JobShape } from './jobs.ts';
 
 const ENDED: ReadonlySet<JobState> = new Set(['succeeded', 'failed', 'partially_completed', 'cancelled']);

@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { DomainError } from '../../errors.ts';
-import { newId } from '../../ids.ts';
-import { capabilitiesOfKey, type Capability } from '../auth/authority.ts';
-import type { Caller, OrgAuthority } from '../auth/caller.ts';
-import { issueApiKeySecret } from '../auth/secrets.ts';
-import { builder } from '../builder.ts';
-import { Timestamp } from '../../formats.ts';
-import type { Context } from '../context.ts';
-import type { IdempotentCall } from '../idempotency.ts';
-import { idempotentWithSecret } from '../one-time-secret.ts';
-import { pageRef } from '../pages.ts';
+import { DomainError } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import { capabilitiesOfKey, type Capability } from '../../kernel/authority.ts';
+import type { Caller, OrgAuthority } from '../../kernel/caller.ts';
+import { issueApiKeySecret } from '../../identity/secrets.ts';
+import { builder } from '../server/builder.ts';
+import { Timestamp } from '../../kernel/formats.ts';
+import type { Context } from '../server/context.ts';
+import type { IdempotentCall } from '../../idempotency/run.ts';
+import { idempotentWithSecret } from '../server/one-time-secret.ts';
+import { pageRef } from '../shared/pages.ts';
 
 /** Spec 2.12 (personal keys); team keys have the same metadata with `scope: "team"` and `userId: null`. */
 export type KeyShape = {

@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { notFound } from '../../errors.ts';
-import { newId } from '../../ids.ts';
-import { requireOrg, requirePersonalIdentity } from '../auth/guards.ts';
-import { requireFreshStrongAuth } from '../auth/step-up.ts';
-import { builder } from '../builder.ts';
-import { Id } from '../../formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
-import { Deletion } from '../deletion.ts';
-import { idempotent } from '../idempotency.ts';
-import { pageOf } from '../pages.ts';
+import { notFound } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import { requireOrg, requirePersonalIdentity } from '../server/guards.ts';
+import { requireFreshStrongAuth } from '../server/step-up.ts';
+import { builder } from '../server/builder.ts';
+import { Id } from '../../kernel/formats.ts';
+import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { Deletion } from '../shared/deletion.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import { pageOf } from '../shared/pages.ts';
 import { ApiKeyPage, checkDelegation, CreatedApiKey, createOnce, insertKey, KeyCeiling, KeyName, keySelect, revokeKey, toKeyShape } from './shape.ts';
 
 /** `POST /v1/orgs/{orgId}/keys`: a workspace-owned key. It acts under the org's admin role, capped by its access. */

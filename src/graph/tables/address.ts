@@ -1,5 +1,5 @@
-import { builder } from '../builder.ts';
-import { Id } from '../../formats.ts';
+import { builder } from '../server/builder.ts';
+import { Id } from '../../kernel/formats.ts';
 import type { TableAddress } from '../../catalog/table-schema.ts';
 
 /** The path arguments of every table-scoped operation, and the address they name. */

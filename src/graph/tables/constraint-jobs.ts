@@ -1,7 +1,7 @@
-import { builder } from '../builder.ts';
-import { idempotent } from '../idempotency.ts';
+import { builder } from '../server/builder.ts';
+import { idempotent } from '../../idempotency/run.ts';
 import { JobHandle } from '../jobs/enqueue.ts';
-import { enqueueSchemaChange } from '../schema-changes.ts';
+import { enqueueSchemaChange } from '../jobs/schema-changes.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import { CreateForeignKeyBody, CreateForeignKeyInput } from './foreign-keys.ts';
 import { CreateUniqueRuleBody, CreateUniqueRuleInput } from './unique-rules.ts';

@@ -1,17 +1,17 @@
 import type { TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
-import { selectKeysReferencingRule, type RuleReference } from '../../data/rule-deletion.ts';
-import { notFound } from '../../errors.ts';
-import { referencedRuleConflict } from '../../jobs/kinds/deleteUniqueRule.ts';
-import { requireCaller } from '../auth/guards.ts';
-import { builder } from '../builder.ts';
-import { Id } from '../../formats.ts';
-import type { Context } from '../context.ts';
-import { idempotent } from '../idempotency.ts';
+import { selectKeysReferencingRule, type RuleReference } from '../../catalog/unique-rule-deletion.ts';
+import { notFound } from '../../kernel/errors.ts';
+import { referencedRuleConflict } from '../../jobs/kinds/schema/deleteUniqueRule.ts';
+import { requireCaller } from '../server/guards.ts';
+import { builder } from '../server/builder.ts';
+import { Id } from '../../kernel/formats.ts';
+import type { Context } from '../server/context.ts';
+import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from '../jobs/enqueue.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import type { TableAddress } from '../../catalog/table-schema.ts';
-import { lockTableForSchemaChange } from './schema.ts';
+import { lockTableForSchemaChange } from './schema-endpoint.ts';
 
 /**
  * DELETE …/unique-rules/{ruleId} (issue 13): checked at once (404, 409 while a foreign key uses the rule, 409

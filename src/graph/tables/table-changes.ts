@@ -1,22 +1,22 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { trashTable } from '../../data/trash.ts';
-import { DomainError, notFound } from '../../errors.ts';
-import { newId } from '../../ids.ts';
-import { recordActivity } from '../activity.ts';
-import type { Caller } from '../auth/caller.ts';
-import { requireCaller } from '../auth/guards.ts';
-import { builder } from '../builder.ts';
-import { VersionString } from '../../formats.ts';
-import type { Context } from '../context.ts';
-import { DeleteBody, DeleteInput, versionConflict } from '../database-changes.ts';
-import { nameTaken, ResourceName } from '../databases.ts';
-import { idempotent } from '../idempotency.ts';
-import { isUniqueViolation } from '../prisma-errors.ts';
+import { trashTable } from '../../catalog/trash.ts';
+import { DomainError, notFound } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import { recordActivity } from '../../catalog/activity.ts';
+import type { Caller } from '../../kernel/caller.ts';
+import { requireCaller } from '../server/guards.ts';
+import { builder } from '../server/builder.ts';
+import { VersionString } from '../../kernel/formats.ts';
+import type { Context } from '../server/context.ts';
+import { DeleteBody, DeleteInput, versionConflict } from '../databases/database-changes.ts';
+import { nameTaken, ResourceName } from '../databases/databases.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { purgeTime, run, schedulePurge, toTrashEntryShape, TrashEntry, type TrashEntryShape } from '../trash/entries.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import type { TableAddress } from '../../catalog/table-schema.ts';
-import { lockTableForSchemaChange } from './schema.ts';
+import { lockTableForSchemaChange } from './schema-endpoint.ts';
 import { Table, toTableShape, withFields, type TableShape } from './tables.ts';
 
 /**

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
 import { INDEX_BUDGET_BYTES, keyBytes, type KeyEnforcement } from '../../data/unique-keys.ts';
 import { checkFilter, FilterExpression, isIndexable, resolveField } from '../../data/filter.ts';
-import { validationFailed, type FieldProblem } from '../../errors.ts';
-import { builder } from '../builder.ts';
-import { SchemaVersion } from '../../formats.ts';
+import { validationFailed, type FieldProblem } from '../../kernel/errors.ts';
+import { builder } from '../server/builder.ts';
+import { SchemaVersion } from '../../kernel/formats.ts';
 import type { TableSchema } from '../../catalog/table-schema.ts';
 
 /**

@@ -1,11 +1,11 @@
 import type { TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
-import type { Statement } from '../../data/sql.ts';
-import type { TrashEntryRow, TrashKind } from '../../data/trash.ts';
-import { newId } from '../../ids.ts';
-import type { Caller } from '../auth/caller.ts';
-import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
+import type { Statement } from '../../data/statement.ts';
+import type { TrashEntryRow, TrashKind } from '../../catalog/trash.ts';
+import { newId } from '../../kernel/ids.ts';
+import type { Caller } from '../../kernel/caller.ts';
+import { builder } from '../server/builder.ts';
+import type { Context } from '../server/context.ts';
 import { enqueueJob, statusUrlOf } from '../jobs/enqueue.ts';
 
 /** One restorable thing in an org's trash: what it was, who deleted it, when, and until when it can come back. */

@@ -1,18 +1,18 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { restoreDatabase, restoreTable, selectTrashEntry, selectTrashPage, type TrashEntryRow } from '../../data/trash.ts';
-import { notFound } from '../../errors.ts';
+import { restoreDatabase, restoreTable, selectTrashEntry, selectTrashPage, type TrashEntryRow } from '../../catalog/trash.ts';
+import { notFound } from '../../kernel/errors.ts';
 import { cancelQueued, requestCancel } from '../../jobs/engine/sql/queue.ts';
-import { recordActivity } from '../activity.ts';
-import type { Caller } from '../auth/caller.ts';
-import { requireCaller } from '../auth/guards.ts';
-import { builder } from '../builder.ts';
-import { Id, Timestamp } from '../../formats.ts';
-import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
-import { nameTaken } from '../databases.ts';
-import { idempotent } from '../idempotency.ts';
-import { pageOf, pageRef } from '../pages.ts';
-import { isUniqueViolation } from '../prisma-errors.ts';
+import { recordActivity } from '../../catalog/activity.ts';
+import type { Caller } from '../../kernel/caller.ts';
+import { requireCaller } from '../server/guards.ts';
+import { builder } from '../server/builder.ts';
+import { Id, Timestamp } from '../../kernel/formats.ts';
+import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { nameTaken } from '../databases/databases.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import { pageOf, pageRef } from '../shared/pages.ts';
+import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { run, toTrashEntryShape, TrashEntry } from './entries.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { checkFilter, checkOrderBy, filterBudgetProblems, FilterExpression, OrderBy } from '../../data/filter.ts';
 import type { FieldDefinition } from '../../data/field-types.ts';
-import type { FieldProblem } from '../../errors.ts';
-import { Id } from '../../formats.ts';
+import type { FieldProblem } from '../../kernel/errors.ts';
+import { Id } from '../../kernel/formats.ts';
 
 /**
  * A view definition (spec 2.3), checked in two layers. The shape (this zod schema, every limit of spec §8) is a

@@ -1,11 +1,11 @@
-import { builder } from '../builder.ts';
-import { Id } from '../../formats.ts';
-import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
-import { idempotent } from '../idempotency.ts';
-import type { Caller } from '../auth/caller.ts';
-import { dataPlane, type Context } from '../context.ts';
-import { requestLoader } from '../loaders.ts';
-import { pageOf, pageRef, type PageArgs, type PageShape } from '../pages.ts';
+import { builder } from '../server/builder.ts';
+import { Id } from '../../kernel/formats.ts';
+import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import type { Caller } from '../../kernel/caller.ts';
+import { dataPlane, type Context } from '../server/context.ts';
+import { requestLoader } from '../server/loaders.ts';
+import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { z } from 'zod';
 import {

@@ -1,17 +1,17 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { DomainError, notFound, validationFailed } from '../../errors.ts';
-import { newId } from '../../ids.ts';
-import type { Caller, OrgAuthority } from '../auth/caller.ts';
-import { requireCaller, requireOrg } from '../auth/guards.ts';
-import { builder } from '../builder.ts';
-import { type Json, SchemaVersion, storedVersion, VersionString } from '../../formats.ts';
-import { dataPlane, type Context } from '../context.ts';
+import { DomainError, notFound, validationFailed } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import type { Caller, OrgAuthority } from '../../kernel/caller.ts';
+import { requireCaller, requireOrg } from '../server/guards.ts';
+import { builder } from '../server/builder.ts';
+import { type Json, SchemaVersion, storedVersion, VersionString } from '../../kernel/formats.ts';
+import { dataPlane, type Context } from '../server/context.ts';
 import { schemaVersionConflict, type TableAddress, type TableSchema } from '../../catalog/table-schema.ts';
-import { currentSchema } from '../tables/schema.ts';
+import { currentSchema } from '../tables/schema-endpoint.ts';
 import type { FilterExpression, OrderByItem } from '../../data/filter.ts';
 import { definitionProblems, queryIsBroken, validationErrorsOf, ViewDefinition } from './definition.ts';
-import { followSharedOrders } from './indexes.ts';
+import { followSharedOrders } from './shared-orders.ts';
 
 /**
  * Saved views (spec 2.2, endpoints 1 and 2, and the reads and update users expect around them). A personal view is

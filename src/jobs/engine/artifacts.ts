@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SqlExecutor } from '../../db/sql.ts';
-import { DomainError } from '../../errors.ts';
+import { DomainError } from '../../kernel/errors.ts';
 
 export interface ArtifactInput {
   jobId: string;

@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import type { z } from 'zod';
-import type { Config } from '../../config.ts';
+import type { Config } from '../../kernel/config.ts';
 import type { PrismaClient } from '../../db/prisma.ts';
 import type { PgClientExecutor } from '../../db/sql.ts';
-import type { ErrorCode } from '../../errors.ts';
-import type { ActivityCategory, Json } from '../../formats.ts';
-import type { Logger } from '../../log.ts';
+import type { ErrorCode } from '../../kernel/errors.ts';
+import type { ActivityCategory, Json } from '../../kernel/formats.ts';
+import type { Logger } from '../../kernel/log.ts';
 import type { Progress } from './sql/queue.ts';
 
 /** The job a handler runs, as claimed (payload already parsed by the handler's schema). */
@@ -98,7 +98,7 @@ export function succeededEvent(kind: string): string {
   return `job.${kind}.succeeded`;
 }
 
-/** A handler as the runner gets it: with the activity category its kind has in JOB_CATEGORIES (src/jobs/kinds). */
+/** A handler as the runner gets it: with the activity category its kind has in JOB_CATEGORIES (src/jobs/engine/kinds.ts). */
 export interface RegisteredJobHandler<Payload = any, Journal = any> extends JobHandler<Payload, Journal> {
   category: ActivityCategory;
 }

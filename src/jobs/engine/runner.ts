@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import { inPgTransaction, pgExecutor } from '../../db/sql.ts';
-import { DomainError, isErrorCode } from '../../errors.ts';
-import { newId } from '../../ids.ts';
-import type { Json } from '../../formats.ts';
+import { DomainError, isErrorCode } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import type { Json } from '../../kernel/formats.ts';
 import {
   JobCancelled, LeaseLost, type ClaimedJob, type JobFailure, type JobOutcome, type JobRun, type JobServices, type RegisteredJobHandler,
 } from './handler.ts';

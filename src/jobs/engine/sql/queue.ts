@@ -1,4 +1,4 @@
-import type { Statement } from '../../../data/sql.ts';
+import type { Statement } from '../../../data/statement.ts';
 
 /**
  * The queue's SQL as named pure functions (pg-boss plans.ts, Graphile Worker src/sql). Every statement that a

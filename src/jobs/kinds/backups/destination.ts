@@ -3,7 +3,7 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Config } from '../../../config.ts';
+import type { Config } from '../../../kernel/config.ts';
 import { s3Destination } from './s3.ts';
 
 /**

@@ -1,5 +1,5 @@
-import { newId } from '../../../ids.ts';
-import type { CatalogSnapshot } from './format.ts';
+import { newId } from '../../../kernel/ids.ts';
+import type { CatalogSnapshot } from './archive-format.ts';
 
 /**
  * The ids a restore writes. `replace` keeps every id (the same database, exactly as it was); a `new-database`

@@ -9,9 +9,9 @@ import {
 import { createDatabaseSchema, createTable } from '../../../data/ddl.ts';
 import type { FieldDefinition, FieldType } from '../../../data/field-types.ts';
 import { schemaOf } from '../../../data/identifiers.ts';
-import { DomainError } from '../../../errors.ts';
+import { DomainError } from '../../../kernel/errors.ts';
 import type { BackupDestination } from './destination.ts';
-import { historyFileOf, rowsFileOf } from './format.ts';
+import { historyFileOf, rowsFileOf } from './archive-format.ts';
 import { mapped, type IdMap } from './remap.ts';
 import type { VerifiedBackup } from './verify.ts';
 

@@ -1,7 +1,7 @@
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
-import type { Config } from '../../../config.ts';
+import type { Config } from '../../../kernel/config.ts';
 import type { BackupDestination } from './destination.ts';
 
 /**

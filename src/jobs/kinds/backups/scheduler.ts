@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import type { Config } from '../../../config.ts';
-import { nextRuns } from '../../../cron.ts';
+import type { Config } from '../../../kernel/config.ts';
+import { nextRuns } from '../../../kernel/cron.ts';
 import { inPgTransaction, type SqlExecutor } from '../../../db/sql.ts';
-import { newId } from '../../../ids.ts';
-import type { Logger } from '../../../log.ts';
+import { newId } from '../../../kernel/ids.ts';
+import type { Logger } from '../../../kernel/log.ts';
 import { insertJob, insertJobEvent, notifyWorkers } from '../../engine/sql/queue.ts';
-import { insertBackupEvent } from './sql.ts';
+import { insertBackupEvent } from './catalog-statements.ts';
 
 /**
  * The backup scheduler, run by every worker process. Each tick, in one transaction per due schedule:

@@ -12,7 +12,7 @@ import type { BackupDestination } from './destination.ts';
 import {
   CATALOG_FILE, FORMAT, FORMAT_VERSION, historyFileOf, MANIFEST, rowsFileOf,
   type CatalogSnapshot, type ConstraintDefinition, type Manifest,
-} from './format.ts';
+} from './archive-format.ts';
 
 /**
  * Writes one backup: every object read in ONE repeatable-read transaction, so the catalog and every table are

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import type { SqlExecutor } from '../../../db/sql.ts';
-import { DomainError } from '../../../errors.ts';
+import { DomainError } from '../../../kernel/errors.ts';
 import type { BackupDestination } from './destination.ts';
-import { CATALOG_FILE, Manifest, MANIFEST, type CatalogSnapshot } from './format.ts';
+import { CATALOG_FILE, Manifest, MANIFEST, type CatalogSnapshot } from './archive-format.ts';
 
 /**
  * Verifies a backup before anything reads it for a restore: the manifest's sha256 against the catalog, every

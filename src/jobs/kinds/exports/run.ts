@@ -1,8 +1,8 @@
 import { pgExecutor } from '../../../db/sql.ts';
-import type { Json } from '../../../formats.ts';
+import type { Json } from '../../../kernel/formats.ts';
 import { deleteChunkedArtifacts, registerChunkedArtifact, saveChunk } from '../../engine/artifacts.ts';
 import type { JobOutcome, JobRun } from '../../engine/handler.ts';
-import type { RowCounter } from './formats.ts';
+import type { RowCounter } from './file-formats.ts';
 import { ChunkSink } from './sink.ts';
 import { Snapshot } from './snapshot.ts';
 

@@ -2,7 +2,7 @@ import { parse } from 'csv-parse/sync';
 import { z } from 'zod';
 import { typeSpecOf, type FieldDefinition } from '../../../data/field-types.ts';
 import { resolveField } from '../../../data/filter.ts';
-import type { FieldProblem } from '../../../errors.ts';
+import type { FieldProblem } from '../../../kernel/errors.ts';
 import type { ImportFormat } from './source.ts';
 
 /**

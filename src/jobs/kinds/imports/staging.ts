@@ -1,9 +1,9 @@
 import { typeSpecOf, type FieldDefinition } from '../../../data/field-types.ts';
 import { compileFilter, type FilterExpression } from '../../../data/filter.ts';
 import { columnOf, historyTableOf, rowsTableOf } from '../../../data/identifiers.ts';
-import { Params, type Statement } from '../../../data/sql.ts';
+import { Params, type Statement } from '../../../data/statement.ts';
 import type { ForeignKeyDefinition, TableSchema, UniqueRuleDefinition } from '../../../catalog/table-schema.ts';
-import { isId } from '../../../ids.ts';
+import { isId } from '../../../kernel/ids.ts';
 
 /**
  * An import's staging area: the file's rows as typed columns (`wds_jobs.s_<job>`) and the problems found

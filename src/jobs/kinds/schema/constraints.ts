@@ -4,13 +4,13 @@ import { selectDuplicates, selectOrphans } from '../../../data/constraints.ts';
 import { inlineLiterals, quoteLiterals } from '../../../data/ddl.ts';
 import { typeSpecOf } from '../../../data/field-types.ts';
 import { compileFilter, type FilterExpression } from '../../../data/filter.ts';
-import type { Params, Statement } from '../../../data/sql.ts';
+import type { Params, Statement } from '../../../data/statement.ts';
 import { buildHashedKey, dropHashedKey } from '../../../data/unique-keys.ts';
-import { DomainError } from '../../../errors.ts';
+import { DomainError } from '../../../kernel/errors.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { PlannedChange } from './plan.ts';
-import * as ddl from './sql.ts';
+import * as ddl from './change-statements.ts';
 import { bump, exec, lockVersion } from './steps.ts';
 
 /**

@@ -2,17 +2,17 @@ import { z } from 'zod';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
 import { inlineLiterals, quoteLiterals } from '../../../data/ddl.ts';
 import { typeSpecOf, type FieldDefinition } from '../../../data/field-types.ts';
-import { DomainError, validationFailed } from '../../../errors.ts';
+import { DomainError, validationFailed } from '../../../kernel/errors.ts';
 import { loadTableHead, readSchema, schemaVersionConflict, type TableSchema } from '../../../catalog/table-schema.ts';
 import { saveArtifact, sha256Of } from '../../engine/artifacts.ts';
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
-import type { JobKind } from '../index.ts';
+import type { JobKind } from '../../engine/kinds.ts';
 import { CHANGE_JOBS, keysThatNoLongerFit, PlannedChange, renamedInWhere } from './plan.ts';
 import { conversionSql } from './conversions.ts';
-import * as ddl from './sql.ts';
+import * as ddl from './change-statements.ts';
 import { bump, exec, lockVersion } from './steps.ts';
 import { abandonConstraint, buildConstraint } from './constraints.ts';
-import { abandonIndexChange, forgetFieldIndexes, rebuildFieldIndexes, runIndexChange } from '../indexes.ts';
+import { abandonIndexChange, forgetFieldIndexes, rebuildFieldIndexes, runIndexChange } from './updateTableIndexes.ts';
 
 /**
  * Schema changes as durable jobs (endpoint 5). Every change ends in one short transaction that holds the table's

@@ -2,13 +2,13 @@ import { z } from 'zod';
 import {
   FIELD_OPTIONS, FIELD_TYPES, FieldInput, FieldName, MAX_FIELDS_PER_TABLE, resolvedOptions, typeSpecOf, type FieldDefinition, type FieldType,
 } from '../../../data/field-types.ts';
-import type { FieldProblem } from '../../../errors.ts';
+import type { FieldProblem } from '../../../kernel/errors.ts';
 import { FilterExpression, resolveField } from '../../../data/filter.ts';
-import { INDEX_KEY_BUDGET_BYTES, indexKeysOf, signatureOf } from '../../../data/indexes.ts';
+import { INDEX_KEY_BUDGET_BYTES, indexKeysOf, signatureOf } from '../../../data/sort-indexes.ts';
 import { INDEX_BUDGET_BYTES, keyBytes } from '../../../data/unique-keys.ts';
-import { Id } from '../../../formats.ts';
+import { Id } from '../../../kernel/formats.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
-import type { JobKind } from '../index.ts';
+import type { JobKind } from '../../engine/kinds.ts';
 import { conversionSql } from './conversions.ts';
 
 /**

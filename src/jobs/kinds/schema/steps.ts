@@ -1,8 +1,8 @@
 import type { SqlExecutor } from '../../../db/sql.ts';
-import type { Statement } from '../../../data/sql.ts';
-import { DomainError } from '../../../errors.ts';
+import type { Statement } from '../../../data/statement.ts';
+import { DomainError } from '../../../kernel/errors.ts';
 import { schemaVersionConflict } from '../../../catalog/table-schema.ts';
-import * as ddl from './sql.ts';
+import * as ddl from './change-statements.ts';
 
 /** Shared by every schema-change job: statements in order, the version lock and the version bump. */
 export async function exec(sql: SqlExecutor, statements: readonly Statement[]): Promise<void> {

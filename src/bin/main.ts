@@ -1,0 +1,48 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { createApp } from '../http/app.ts';
+import { startWorker, type Worker } from '../jobs/start-worker.ts';
+import { answerClientErrors } from '../http/client-errors.ts';
+import { openRuntime, type Runtime } from './runtime.ts';
+
+async function listen(server: Server, port: number, host: string): Promise<void> {
+  server.listen(port, host);
+  await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error))]);
+}
+
+/** SIGTERM/SIGINT: stop accepting, let in-flight requests finish (up to the grace period), then close the pool. */
+function shutdownOnSignal(server: Server, runtime: Runtime, worker: Worker | null): void {
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    runtime.logger.info({ signal }, 'shutting down');
+    const closed = new Promise((resolve) => server.close(resolve));
+    const grace = setTimeout(() => server.closeAllConnections(), runtime.config.SHUTDOWN_GRACE_MS);
+    await closed;
+    clearTimeout(grace);
+    await worker?.stop();
+    await runtime.close();
+    runtime.logger.info('stopped');
+    runtime.logger.flush(() => process.exit(0));
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, (s) => void stop(s));
+}
+
+async function main(): Promise<void> {
+  const runtime = await openRuntime();
+  const { config, logger, prisma, redis } = runtime;
+  const server = createServer(createApp({ prisma, config, logger, ...(redis ? { redis } : {}) }));
+  answerClientErrors(server);
+  await listen(server, config.PORT, config.HOST);
+  const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
+  shutdownOnSignal(server, runtime, worker);
+  const address = server.address();
+  logger.info({ port: typeof address === 'object' && address ? address.port : config.PORT, pid: process.pid, worker: Boolean(worker) }, 'listening');
+}
+
+main().catch((error: unknown) => {
+  // The logger may not exist yet (bad configuration), so the reason goes to stderr as plain text.
+  process.stderr.write(`workspace-data-service failed to start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.exit(1);
+});

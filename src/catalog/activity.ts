@@ -1,0 +1,57 @@
+import type { TransactionClient } from '../db/prisma.ts';
+import type { Actor } from '../data/rows.ts';
+import type { ActivityCategory } from '../kernel/formats.ts';
+import { newId } from '../kernel/ids.ts';
+import type { Caller } from '../kernel/caller.ts';
+
+const PLAIN_EVENTS = [
+  'backup.failed.detected', 'backup.failed.resolved', 'backup.overdue.detected', 'backup.overdue.resolved', 'database.backup.prune',
+  'database.backup_policy.update', 'database.backup_schedule.update', 'database.backup_schedule.delete', 'database.create',
+  'database.delete', 'database.restore', 'database.update', 'field.create', 'field.convert', 'field.delete', 'field.update',
+  'fields.reorder', 'records.changed', 'table.create', 'table.delete', 'table.update', 'foreign-key.create', 'foreign-key.delete',
+  'rule.create', 'rule.delete',
+] as const;
+const JOBS_WITH_SUCCESS = [
+  'testBackupDestination', 'previewDatabaseRestore', 'runDatabaseBackup', 'exportDatabase', 'previewImportRows', 'importRows',
+  'exportRows', 'exportView',
+] as const;
+const JOBS_WITHOUT_SUCCESS = [
+  'saveBackupSchedule', 'deleteDatabase', 'restoreDatabaseBackup', 'createField', 'deleteField', 'reorderFields', 'updateField',
+  'applySchemaChange', 'createTable', 'deleteTable', 'createForeignKey', 'deleteForeignKey', 'updateTable', 'createUniqueRule',
+  'deleteUniqueRule',
+] as const;
+
+/** Every event kind of spec §6: the plain kinds and `job.<operation>.<suffix>`. */
+export const ACTIVITY_EVENTS: readonly string[] = [
+  ...PLAIN_EVENTS,
+  ...JOBS_WITH_SUCCESS.flatMap((job) => ['cancelled', 'succeeded', 'failed', 'partially_completed', 'queued'].map((suffix) => `job.${job}.${suffix}`)),
+  ...JOBS_WITHOUT_SUCCESS.flatMap((job) => ['cancelled', 'failed', 'partially_completed', 'queued'].map((suffix) => `job.${job}.${suffix}`)),
+];
+
+export interface ActivityInput {
+  orgId: string;
+  category: ActivityCategory;
+  /** One of the event kinds of spec §6. */
+  event: string;
+  summary: string;
+  databaseId?: string;
+  tableId?: string;
+  rowId?: string;
+  affectedRows?: number;
+  jobId?: string;
+  fileName?: string;
+  mutationId?: string;
+}
+
+/** The audit feed's view of a caller: who it was at the time, kept even if they are renamed or removed later. */
+export function actorOf(caller: Caller): Actor {
+  return { id: caller.actorId, kind: caller.kind, name: caller.name, key: caller.credential.prefix };
+}
+
+/** Writes an activity event in the caller's transaction, so it exists exactly when the change does (DESIGN §4). */
+export async function recordActivity(tx: TransactionClient, caller: Caller, input: ActivityInput): Promise<void> {
+  const actor = actorOf(caller);
+  await tx.activityEvent.create({
+    data: { id: newId(), ...input, actorId: actor.id, actorKind: actor.kind, actorKey: actor.key, actorName: actor.name },
+  });
+}

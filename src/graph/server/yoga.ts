@@ -1,0 +1,109 @@
+import { useGraphQlJit } from '@envelop/graphql-jit';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import type { Config } from '../../kernel/config.ts';
+import { ChannelListener } from '../../db/listener.ts';
+import { connectionStringOf, type PrismaClient } from '../../db/prisma.ts';
+import { isStatementTimeout, queryTimeoutError } from '../../db/statement-budget.ts';
+import { DomainError } from '../../kernel/errors.ts';
+import { JOB_UPDATED_CHANNEL } from '../../jobs/engine/sql/queue.ts';
+import type { Logger } from '../../kernel/log.ts';
+import { resolveCredential } from '../../identity/credentials.ts';
+import type { Caller } from '../../kernel/caller.ts';
+import type { Context, ResolvedCredential, ServerContext } from './context.ts';
+import { schema } from '../schema.ts';
+import { refuseUnstorableText } from './refuse-unstorable-text.ts';
+import { SchemaCache } from '../../catalog/table-schema.ts';
+import { queryLimits } from './query-limits.ts';
+import { GRAPHIQL_OPTIONS, renderGraphiQLPage } from './graphiql.ts';
+import { ViewLensCache } from '../views/lens-cache.ts';
+
+export type GraphServer = YogaServerInstance<ServerContext, Context>;
+
+/** The error a resolver threw, under the GraphQLError that graphql-js wraps it in (if it did). */
+function thrownBy(error: unknown): unknown {
+  const original = (error as { originalError?: unknown } | null)?.originalError;
+  return original ?? error;
+}
+
+/**
+ * Errors from resolvers that are not DomainErrors are bugs: log them with the request id before they are masked.
+ * (Checks use our own DomainError class, not `instanceof GraphQLError`: test runners may load graphql twice.)
+ */
+function logUnexpectedErrors(): Plugin<Context> {
+  return {
+    onExecute: () => ({
+      onExecuteDone: ({ args, result }) => {
+        if (!('errors' in result) || !result.errors) return;
+        for (const error of result.errors) {
+          const thrown = thrownBy(error);
+          if (thrown !== error && isStatementTimeout(thrown)) {
+            args.contextValue.log.warn({ path: error.path }, 'query ran out of its statement budget');
+          } else if (thrown !== error && !(thrown instanceof DomainError)) {
+            args.contextValue.log.error({ err: thrown, path: error.path }, 'unexpected error in resolver');
+          }
+        }
+      },
+    }),
+  };
+}
+
+/**
+ * DomainErrors and GraphQL's own request errors (syntax, validation) pass; a statement cancelled by its time budget
+ * becomes QUERY_TIMEOUT; anything else a resolver threw is masked.
+ */
+function maskUnexpected(error: unknown): Error {
+  const thrown = thrownBy(error);
+  // graphql-js wrapped it with the field's path and locations (its extensions are the DomainError's): keep them,
+  // so that a client following several edges learns which one was refused.
+  if (thrown instanceof DomainError) return thrown !== error && error instanceof Error ? error : thrown;
+  if (isStatementTimeout(thrown)) return queryTimeoutError();
+  if (thrown === error && error instanceof Error && error.name === 'GraphQLError') return error;
+  return new DomainError('INTERNAL_ERROR', 'Internal error.');
+}
+
+function callerOf(credential: ResolvedCredential): Caller | null {
+  if ('rejected' in credential) throw credential.rejected;
+  return credential.caller;
+}
+
+/**
+ * The one GraphQL server: `/graphql` mounts it, and src/http/rest runs its typed operations through its envelop
+ * in-process (src/http/rest/execute.ts), so both get the same context, authority, validation and error masking.
+ */
+export function createGraphServer(prisma: PrismaClient, config: Config, logger: Logger): GraphServer {
+  const schemas = new SchemaCache();
+  const views = new ViewLensCache();
+  const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
+  return createYoga<ServerContext, Context>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    landingPage: false,
+    // CORS is an allow-list in front of both /graphql and /v1 (src/http/middleware/cors.ts), never yoga's default.
+    cors: false,
+    // GET /graphql from a browser (Accept: text/html) answers GraphiQL, its assets served locally (src/graph/server/graphiql.ts).
+    graphiql: GRAPHIQL_OPTIONS,
+    renderGraphiQL: renderGraphiQLPage,
+    batching: false,
+    logging: false,
+    maskedErrors: { maskError: maskUnexpected },
+    context: async ({ request, requestId, log, credential }): Promise<Context> => ({
+      prisma,
+      config,
+      requestId,
+      log,
+      caller: credential ? callerOf(credential) : await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
+      schemas,
+      loaders: new Map(),
+      views,
+      jobUpdates,
+    }),
+    plugins: [
+      ...queryLimits(),
+      refuseUnstorableText(),
+      logUnexpectedErrors(),
+      // Each document compiled once into plain functions (graphql-jit) instead of graphql-js walking ~1,500 fields of
+      // a 100-entry page per request: the same resolvers, auth scopes and masking, for /graphql and REST alike.
+      useGraphQlJit(),
+    ],
+  });
+}

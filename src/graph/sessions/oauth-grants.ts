@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { ID, type Statement } from '../../data/statement.ts';
+import { notFound } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import { requireSecurityCredential } from '../server/step-up.ts';
+import { builder } from '../server/builder.ts';
+import { Id } from '../../kernel/formats.ts';
+import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { Deletion } from '../shared/deletion.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import { pageOf, pageRef } from '../shared/pages.ts';
+
+/**
+ * An application the user authorized (`GET/DELETE /v1/me/oauth-grants`): one token family, from the consent
+ * through every refresh. `id` is the family id; `scopes` are those of its newest token (a refresh may narrow them).
+ */
+export type OAuthGrantShape = { id: string; clientId: string; clientName: string; scopes: string[]; createdAt: string; lastIssuedAt: string };
+
+const OAuthGrant = builder.objectRef<OAuthGrantShape>('OAuthGrant').implement({
+  description: 'A live authorization of an OAuth application for the caller. Its tokens are never shown.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    clientId: t.exposeID('clientId'),
+    clientName: t.exposeString('clientName'),
+    scopes: t.exposeStringList('scopes'),
+    createdAt: t.field({ type: 'Timestamp', resolve: (grant) => grant.createdAt }),
+    lastIssuedAt: t.field({ type: 'Timestamp', resolve: (grant) => grant.lastIssuedAt }),
+  }),
+});
+
+const OAuthGrantPage = pageRef('OAuthGrantPage', OAuthGrant, 'A page of live OAuth grants, newest first.');
+
+interface GrantRow { id: string; client_id: string; client_name: string; scopes: string[]; created_at: Date; last_issued_at: Date }
+
+const PagePosition = z.strictObject({ id: Id });
+
+/**
+ * The user's live grants, newest family first, from `before` on: a range scan of the (user_id, family_id) index,
+ * not a pass over every user's tokens.
+ */
+export function selectGrantPage(userId: string, before: string, rows: number): Statement {
+  return {
+    sql: `SELECT t.family_id AS id, t.client_id, c.name AS client_name,
+                 (SELECT n.scopes FROM oauth_tokens n WHERE n.family_id = t.family_id ORDER BY n.created_at DESC, n.id DESC LIMIT 1) AS scopes,
+                 MIN(t.created_at) AS created_at, MAX(t.created_at) AS last_issued_at
+            FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id
+           WHERE t.user_id = $1::${ID} AND t.revoked_at IS NULL AND t.rotated_at IS NULL AND t.expires_at > now()
+             AND c.revoked_at IS NULL AND t.family_id < $2::${ID}
+           GROUP BY t.family_id, t.client_id, c.name
+           ORDER BY t.family_id DESC
+           LIMIT $3::int`,
+    params: [userId, before, rows],
+  };
+}
+
+builder.queryFields((t) => ({
+  myOAuthGrants: t.withAuth({ personal: true, oauth: 'account:security' }).field({
+    type: OAuthGrantPage,
+    description: 'The applications the caller authorized that still hold a live token, newest first.',
+    args: { limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    resolve: async (_root, args, context) => {
+      const userId = context.caller.userId;
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const key = await cursorKey(context.prisma);
+      const scope = `my-oauth-grants:${userId}`;
+      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ';
+      const page = selectGrantPage(userId, before, limit + 1);
+      const rows = await context.prisma.$queryRawUnsafe<GrantRow[]>(page.sql, ...page.params);
+      return pageOf(rows, limit, (row) => ({
+        id: row.id, clientId: row.client_id, clientName: row.client_name, scopes: row.scopes,
+        createdAt: row.created_at.toISOString(), lastIssuedAt: row.last_issued_at.toISOString(),
+      }), (last) => encodeCursor(key, scope, { id: last.id }));
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  revokeMyOAuthGrant: t.withAuth({ personal: true, oauth: 'account:security' }).field({
+    type: Deletion,
+    description: 'Revokes an application’s grant: every access and refresh token of it at once. Anyone else’s is 404.',
+    args: { idempotencyKey: t.arg.string({ required: true }), id: t.arg.id({ required: true, validate: Id }) },
+    resolve: async (_root, { idempotencyKey, id }, context) => {
+      const familyId = String(id);
+      await requireSecurityCredential(context);
+      return idempotent(context, { operation: 'revokeMyOAuthGrant', key: idempotencyKey, input: { id: familyId } }, async (tx) => {
+        const { count } = await tx.oAuthToken.updateMany({ where: { familyId, userId: context.caller.userId, revokedAt: null, expiresAt: { gt: new Date() } }, data: { revokedAt: new Date() } });
+        if (count === 0) throw notFound('grant');
+        return { deleted: true, mutationId: newId() };
+      });
+    },
+  }),
+}));

@@ -1,0 +1,121 @@
+import type { Redis } from 'ioredis';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import type { Config } from '../kernel/config.ts';
+import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
+import { pgExecutor } from '../db/sql.ts';
+import { DomainError } from '../kernel/errors.ts';
+import { createGraphServer, type GraphServer } from '../graph/server/yoga.ts';
+import { GRAPHIQL_ASSET_PATH, graphiqlAssets } from '../graph/server/graphiql.ts';
+import type { Logger } from '../kernel/log.ts';
+import { sendDomainError, sendError } from './error-response.ts';
+import { bodyReadDeadline } from './middleware/body-deadline.ts';
+import { jsonBody } from './middleware/json-body.ts';
+import { corsAllowList } from './middleware/cors.ts';
+import { inFlightLimit } from './middleware/in-flight.ts';
+import { rateLimit } from './middleware/rate-limit.ts';
+import { MemorySlotStore, RedisSlotStore } from './middleware/slot-stores.ts';
+import { resolveCaller, resolvedCredentialOf } from './middleware/caller.ts';
+import { oauthRoutes } from './oauth-routes.ts';
+import { requestContext } from './middleware/request-context.ts';
+import { openApiDocument } from './openapi/document.ts';
+import { restRouter } from './rest/router.ts';
+import { routes } from './rest/routes.ts';
+import { sessionRoutes } from './session-routes.ts';
+
+export interface AppDependencies {
+  prisma: PrismaClient;
+  config: Config;
+  logger: Logger;
+  /** With REDIS_URL: rate and in-flight limits are shared by every process through it (DESIGN §5). */
+  redis?: Redis;
+}
+
+function health(prisma: PrismaClient): Express {
+  const app = express();
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await prisma.$queryRaw`SELECT 1`;
+      res.json({ status: 'ready', checks: { database: 'ok' } });
+    } catch {
+      res.status(503).json({ status: 'unavailable', checks: { database: 'unreachable' } });
+    }
+  });
+  return app;
+}
+
+/** /graphql for clients that write their own documents; the same Yoga instance serves src/http/rest. */
+function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
+  return [
+    ...jsonBody(config.BODY_LIMIT_BYTES),
+    // Any document may select a one-time secret (a key, an invitation token, a TOTP secret): never cache.
+    (_req, res, next) => {
+      res.set('Cache-Control', 'no-store');
+      next();
+    },
+    // `handle` converts the Node request, runs the operation and writes the response.
+    (req, res) => {
+      const credential = resolvedCredentialOf(res);
+      return yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log, ...(credential ? { credential } : {}) });
+    },
+  ];
+}
+
+const unknownRoute: RequestHandler = (req, res) => {
+  sendError(req, res, { code: 'RESOURCE_NOT_FOUND', message: `No route for ${req.method} ${req.path}.` });
+};
+
+/** body-parser's failures become the envelope; anything else is a bug, logged and answered with a redacted 500. */
+const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+  if (error instanceof DomainError) return sendDomainError(req, res, error);
+  const type = (error as { type?: string }).type;
+  if (type === 'entity.too.large') return sendError(req, res, { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is too large.' });
+  if (type === 'entity.parse.failed') return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request body is not valid JSON.' });
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return sendError(req, res, { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request bodies must be UTF-8 JSON.' });
+  }
+  if (type === 'request.aborted') return; // the client went away; nobody to answer
+  // A body that does not decode as its Content-Encoding says (`gzip` over plain text): body-parser's bare 400.
+  if ((error as { status?: unknown }).status === 400) {
+    return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request body could not be read as its Content-Encoding says.' });
+  }
+  // Express cannot decode a path parameter such as `%E0%A4%A`: a malformed request, not our failure.
+  if (error instanceof URIError) return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request path is not valid percent-encoding.' });
+  res.locals.log?.error({ err: error }, 'unhandled error');
+  sendError(req, res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });
+};
+
+/** A request's slot outlives a process that died holding it for this long: longer than any request should run. */
+function slotLeaseMs(config: Config): number {
+  return Math.max(60_000, 2 * config.QUERY_TIMEOUT_MS + config.BODY_READ_TIMEOUT_MS);
+}
+
+export function createApp({ prisma, config, logger, redis }: AppDependencies): Express {
+  const yoga = createGraphServer(prisma, config, logger);
+  const openApi = openApiDocument(routes);
+  const app = express();
+  app.disable('x-powered-by');
+  // Express would hash every response body for an ETag, POSTs included; resources carry versions instead.
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestContext(logger));
+  app.use(health(prisma));
+  app.use(['/v1', '/graphql'], corsAllowList(config.CORS_ORIGINS));
+  app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
+  app.use(['/v1', '/graphql', '/oauth'], resolveCaller(prisma, config), rateLimit(config, redis),
+    inFlightLimit(prisma, config, logger, redis ? new RedisSlotStore(redis, slotLeaseMs(config)) : new MemorySlotStore()));
+  app.get('/v1/openapi.json', (_req, res) => {
+    res.json(openApi);
+  });
+  app.use(sessionRoutes(prisma, config));
+  app.use(oauthRoutes(prisma, config));
+  app.use(restRouter(routes, yoga, config, pgExecutor(sqlPoolOf(prisma))));
+  app.get(`${GRAPHIQL_ASSET_PATH}/:name`, graphiqlAssets);
+  // app.all, not app.use: Yoga must see the full path to recognise its endpoint.
+  app.all('/graphql', ...graphqlEndpoint(yoga, config));
+  app.use(unknownRoute);
+  app.use(errorHandler);
+  return app;
+}

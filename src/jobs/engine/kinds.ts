@@ -1,0 +1,35 @@
+import type { ActivityCategory } from '../../kernel/formats.ts';
+
+/*
+ * The vocabulary of job kinds, with no handler code: the API process reads it (job filters, activity categories)
+ * without loading what workers run (src/jobs/kinds/registry.ts holds the handlers).
+ */
+
+/** Every kind of durable job and the activity category its events go to (spec §6 operation names). */
+export const JOB_CATEGORIES = {
+  previewImportRows: 'imports',
+  importRows: 'imports',
+  createField: 'schema',
+  updateField: 'schema',
+  deleteField: 'schema',
+  reorderFields: 'schema',
+  applySchemaChange: 'schema',
+  createUniqueRule: 'schema',
+  createForeignKey: 'schema',
+  deleteDatabase: 'schema',
+  deleteTable: 'schema',
+  deleteUniqueRule: 'schema',
+  updateTable: 'schema',
+  exportRows: 'exports',
+  exportView: 'exports',
+  exportDatabase: 'exports',
+
+  runDatabaseBackup: 'backups',
+  previewDatabaseRestore: 'restores',
+  restoreDatabaseBackup: 'restores',
+  saveBackupSchedule: 'backups',
+  testBackupDestination: 'backups',
+} as const satisfies Record<string, ActivityCategory>;
+
+export type JobKind = keyof typeof JOB_CATEGORIES;
+export const JOB_KINDS = Object.keys(JOB_CATEGORIES) as JobKind[];

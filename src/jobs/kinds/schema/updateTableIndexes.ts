@@ -1,0 +1,220 @@
+import type pg from 'pg';
+import { z } from 'zod';
+import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
+import { createSortIndex, dropSortIndex, indexKeysOf, MAX_INDEXES_PER_TABLE, signatureOf, sortIndexState, viewIndexKeys, type IndexKey } from '../../../data/sort-indexes.ts';
+import { DomainError } from '../../../kernel/errors.ts';
+import { newId } from '../../../kernel/ids.ts';
+import type { TableSchema } from '../../../catalog/table-schema.ts';
+import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
+import type { PlannedChange } from './plan.ts';
+import { bump, exec, lockVersion } from './steps.ts';
+import * as catalog from '../../../catalog/table-indexes.ts';
+import { insertJob, notifyWorkers } from '../../engine/sql/queue.ts';
+
+/**
+ * Sort indexes built and dropped online (issue 14). `add_index` / `drop_index` are schema changes (endpoint 5,
+ * serial per table, cutover bumps `schemaVersion`); the indexes that shared views' orders need are built and
+ * dropped by `updateTable` jobs that never move `schemaVersion`. Both build with CREATE INDEX CONCURRENTLY outside
+ * any transaction. A worker killed mid-build leaves an INVALID index: the rerun drops it and builds again.
+ */
+type Target = { orgId: string; databaseId: string; tableId: string; expectedSchemaVersion: number; summary: string };
+type AddIndex = Extract<PlannedChange, { kind: 'add_index' }>;
+type DropIndex = Extract<PlannedChange, { kind: 'drop_index' }>;
+type ChangeJournal =
+  | { phase: 'build'; indexId: string; keys: IndexKey[] }
+  | { phase: 'cutover'; indexId: string }
+  | { phase: 'drop'; outcome: JobOutcome }
+  | { phase: 'done'; outcome: JobOutcome };
+type ChangeRun = JobRun<Target & { change: PlannedChange }, ChangeJournal>;
+
+async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    return await work(pgExecutor(client));
+  } finally {
+    client.release();
+  }
+}
+
+async function query<T>(sql: SqlExecutor, statement: { sql: string; params: unknown[] }): Promise<T[]> {
+  return sql.query<T>(statement.sql, statement.params);
+}
+
+/** Builds the index unless a valid one is there already; an INVALID leftover of an interrupted build is dropped first. */
+export async function ensureSortIndex(pool: pg.Pool, target: { databaseId: string; tableId: string }, indexId: string, keys: readonly IndexKey[]): Promise<void> {
+  await outsideTransaction(pool, async (sql) => {
+    const [state] = await query<{ valid: boolean }>(sql, sortIndexState(target.databaseId, indexId));
+    if (state?.valid) return;
+    if (state) await exec(sql, [dropSortIndex(target.databaseId, indexId)]);
+    await exec(sql, [createSortIndex(target.databaseId, target.tableId, indexId, keys)]);
+  });
+}
+
+async function isValid(sql: SqlExecutor, databaseId: string, indexId: string): Promise<boolean> {
+  const [state] = await query<{ valid: boolean }>(sql, sortIndexState(databaseId, indexId));
+  return state?.valid === true;
+}
+
+/** The signatures the table's shared views are sorted by (only orders that can be indexed). */
+export async function neededSignatures(sql: SqlExecutor, schema: Pick<TableSchema, 'tableId' | 'fields'>): Promise<Map<string, IndexKey[]>> {
+  const views = await query<{ orderBy: unknown }>(sql, catalog.selectSharedOrders(schema.tableId));
+  const needed = new Map<string, IndexKey[]>();
+  for (const view of views) {
+    const keys = viewIndexKeys(schema.fields, view.orderBy);
+    if (keys) needed.set(signatureOf(keys), keys);
+  }
+  return needed;
+}
+
+function capacityLimit(): DomainError {
+  return new DomainError('CAPACITY_LIMIT', `A table may have at most ${MAX_INDEXES_PER_TABLE} indexes, automatic ones included; drop one first.`, {
+    details: { limit: MAX_INDEXES_PER_TABLE, scope: 'table indexes' },
+  });
+}
+
+async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): Promise<void> {
+  if (!run.journal.phase) {
+    await run.step(async (sql) => {
+      await lockVersion(sql, run.payload);
+      await exec(sql, [catalog.lockTableIndexes(schema.tableId)]);
+      const existing = await query<catalog.IndexRow>(sql, catalog.selectTableIndexes(schema.tableId));
+      const signature = signatureOf(change.keys);
+      if (!existing.some((index) => index.signature === signature) && existing.length >= MAX_INDEXES_PER_TABLE) throw capacityLimit();
+      const [row] = await query<catalog.IndexRow>(sql, catalog.insertTableIndex(change.indexId, schema.tableId, change.keys, 'explicit'));
+      await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
+      return { journal: { phase: 'build', indexId: row!.id, keys: change.keys }, progress: { done: 0, total: 2 } };
+    });
+  }
+  if (run.journal.phase === 'build') {
+    const { indexId, keys } = run.journal as Extract<ChangeJournal, { phase: 'build' }>;
+    await ensureSortIndex(run.pool, schema, indexId, keys);
+    await run.step(async () => ({ journal: { phase: 'cutover', indexId }, progress: { done: 1, total: 2 } }));
+  }
+  if (run.journal.phase === 'cutover') {
+    const { indexId } = run.journal as Extract<ChangeJournal, { phase: 'cutover' }>;
+    await run.step(async (sql) => {
+      await lockVersion(sql, run.payload);
+      if (!(await isValid(sql, schema.databaseId, indexId))) throw new Error('The index is missing or invalid at cutover');
+      const [updated] = await query(sql, catalog.setIndexState(indexId, 'ready'));
+      if (!updated) throw new DomainError('RESOURCE_NOT_FOUND', 'The index was removed while it was built (its field was deleted).');
+      await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
+      const schemaVersion = await bump(sql, schema.tableId);
+      const outcome: JobOutcome = { state: 'succeeded', result: { indexId, schemaVersion }, summary: run.payload.summary };
+      return { journal: { phase: 'done', outcome }, progress: { done: 2, total: 2 } };
+    });
+  }
+}
+
+/**
+ * drop_index: the row goes first (reads stop relying on the index), the index after, concurrently. An index that a
+ * shared view's order still needs is kept and becomes automatic: it goes when no view needs it any more.
+ */
+async function dropIndex(run: ChangeRun, schema: TableSchema, change: DropIndex): Promise<void> {
+  if (!run.journal.phase) {
+    await run.step(async (sql) => {
+      await lockVersion(sql, run.payload);
+      await exec(sql, [catalog.lockTableIndexes(schema.tableId)]);
+      const [row] = await query<catalog.IndexRow>(sql, catalog.selectTableIndex(change.indexId));
+      if (!row) throw new DomainError('RESOURCE_NOT_FOUND', 'The index no longer exists.');
+      const needed = (await neededSignatures(sql, schema)).has(row.signature);
+      if (needed) await exec(sql, [catalog.setIndexOrigin(row.id, 'automatic')]);
+      else await exec(sql, [catalog.deleteTableIndex(row.id)]);
+      await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
+      const schemaVersion = await bump(sql, schema.tableId);
+      const outcome: JobOutcome = {
+        state: 'succeeded', result: { indexId: row.id, dropped: !needed, keptForViews: needed, schemaVersion }, summary: run.payload.summary,
+      };
+      return { journal: needed ? { phase: 'done', outcome } : { phase: 'drop', outcome }, progress: { done: 1, total: 2 } };
+    });
+  }
+  if (run.journal.phase === 'drop') {
+    const { outcome } = run.journal as Extract<ChangeJournal, { phase: 'drop' }>;
+    await outsideTransaction(run.pool, (sql) => exec(sql, [dropSortIndex(schema.databaseId, change.indexId)]));
+    await run.step(async () => ({ journal: { phase: 'done', outcome }, progress: { done: 2, total: 2 } }));
+  }
+}
+
+/** Runs (or resumes) add_index / drop_index to its end; the outcome is in the journal. */
+export async function runIndexChange(run: ChangeRun, schema: TableSchema): Promise<void> {
+  const change = run.payload.change;
+  if (change.kind === 'add_index') await addIndex(run, schema, change);
+  else if (change.kind === 'drop_index') await dropIndex(run, schema, change);
+}
+
+/** Undoes an add_index that will not cut over: its row (unless it was adopted and is ready) and its index. */
+export async function abandonIndexChange(run: JobRun<Target & { change: PlannedChange }, Partial<ChangeJournal>>): Promise<void> {
+  const journal = run.journal as Partial<{ indexId: string }>;
+  if (run.payload.change.kind !== 'add_index' || !journal.indexId) return;
+  const indexId = journal.indexId;
+  const removed = await query(pgExecutor(run.pool), catalog.discardBuildingIndex(indexId, ['explicit']));
+  if (removed.length > 0) await outsideTransaction(run.pool, (sql) => exec(sql, [dropSortIndex(run.payload.databaseId, indexId)]));
+}
+
+/** The automatic index job: build the index its row asks for and mark it ready, or drop it when its row is gone. */
+export const ViewIndexPayload = z.object({ orgId: z.string(), databaseId: z.string(), tableId: z.string(), indexId: z.string(), summary: z.string() });
+type ViewIndexPayload = z.infer<typeof ViewIndexPayload>;
+type ViewIndexJournal = { phase: 'done'; outcome: JobOutcome };
+
+async function syncViewIndex(run: JobRun<ViewIndexPayload, ViewIndexJournal>): Promise<JobOutcome> {
+  const { databaseId, tableId, indexId, summary } = run.payload;
+  const sql = pgExecutor(run.pool);
+  const [row] = await query<catalog.IndexRow>(sql, catalog.selectTableIndex(indexId));
+  if (row?.state === 'building') await ensureSortIndex(run.pool, { databaseId, tableId }, indexId, row.keys);
+  let kept = false;
+  if (row) {
+    await run.step(async (tx) => {
+      await exec(tx, [catalog.lockTableIndexes(tableId)]);
+      const [marked] = await query(tx, catalog.setIndexState(indexId, 'ready'));
+      kept = marked !== undefined;
+      if (kept) await exec(tx, [catalog.bumpIndexVersion(tableId)]);
+      const outcome: JobOutcome = { state: 'succeeded', result: { indexId, state: 'ready' }, summary };
+      return { journal: { phase: 'done', outcome }, progress: { done: 1, total: 1 } };
+    });
+  }
+  if (kept) return (run.journal as ViewIndexJournal).outcome;
+  await outsideTransaction(run.pool, (client) => exec(client, [dropSortIndex(databaseId, indexId)]));
+  return { state: 'succeeded', result: { indexId, dropped: true }, summary };
+}
+
+export const updateTableIndexes: JobHandler<ViewIndexPayload, ViewIndexJournal> = {
+  kind: 'updateTable',
+  payload: ViewIndexPayload,
+  successEvent: () => 'table.update',
+  describe: (payload) => payload.summary,
+  run: (run) => (run.journal.phase === 'done' ? Promise.resolve(run.journal.outcome!) : syncViewIndex(run)),
+  async discard(run) {
+    const { databaseId, indexId } = run.payload;
+    const sql = pgExecutor(run.pool);
+    await query(sql, catalog.discardBuildingIndex(indexId, ['automatic']));
+    const [row] = await query(sql, catalog.selectTableIndex(indexId));
+    if (!row) await outsideTransaction(run.pool, (client) => exec(client, [dropSortIndex(databaseId, indexId)]));
+  },
+};
+
+/** delete_field: the column's indexes go with it (PostgreSQL drops them with the column), so do their rows. */
+export async function forgetFieldIndexes(sql: SqlExecutor, tableId: string, fieldId: string): Promise<void> {
+  const gone = await query(sql, catalog.deleteIndexesOnField(tableId, fieldId));
+  if (gone.length > 0) await exec(sql, [catalog.bumpIndexVersion(tableId)]);
+}
+
+/**
+ * convert_field's cutover drops the old column and its indexes with it: each index over the field is rebuilt over
+ * the new column by an `updateTable` job (reads use no index until it is ready), or forgotten when the new type
+ * cannot be indexed. Runs inside the cutover transaction, so the jobs exist exactly when the conversion does.
+ */
+export async function rebuildFieldIndexes(sql: SqlExecutor, run: JobRun<Target, unknown>, fields: TableSchema['fields'], fieldId: string): Promise<void> {
+  const { orgId, databaseId, tableId } = run.payload;
+  const indexes = await query<catalog.IndexRow>(sql, catalog.selectIndexesOnField(tableId, fieldId));
+  for (const index of indexes) {
+    const order = index.keys.map((key) => ({ field: key.fieldId, direction: key.direction }));
+    if (indexKeysOf(fields, order, []).problems.length > 0) {
+      await exec(sql, [catalog.deleteTableIndex(index.id)]);
+      continue;
+    }
+    await exec(sql, [catalog.setIndexState(index.id, 'building'), insertJob({
+      id: newId(), orgId, kind: 'updateTable', databaseId, tableId, serialKey: null, maxAttempts: 5, actor: run.job.actor, runAt: null,
+      payload: { orgId, databaseId, tableId, indexId: index.id, summary: `Rebuild index ${index.id} after a field conversion` },
+    })]);
+  }
+  if (indexes.length > 0) await exec(sql, [catalog.bumpIndexVersion(tableId), notifyWorkers()]);
+}

@@ -1,0 +1,113 @@
+import { z } from 'zod';
+
+const nonNegativeInt = z.coerce.number().int().min(0);
+
+/** Every setting the service reads from the environment, with its default. `0` disables a limit. */
+const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z.string().url().optional(),
+  /** Where the embedded PostgreSQL keeps its cluster when DATABASE_URL is unset. */
+  DATA_DIR: z.string().min(1).default('.data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Sustained requests per second per credential (token bucket refill rate). */
+  RATE_LIMIT_RPS: nonNegativeInt.default(50),
+  /** Extra requests a credential may burst above the sustained rate. */
+  RATE_LIMIT_BURST: nonNegativeInt.default(100),
+  /** Requests one credential may have in flight at once; always held below DATABASE_POOL_SIZE (src/http/middleware/in-flight.ts). */
+  CONCURRENCY_LIMIT: nonNegativeInt.default(4),
+  /** Requests one organisation's credentials may have in flight together; also held below the pool. */
+  ORG_CONCURRENCY_LIMIT: nonNegativeInt.default(6),
+  /** Requests per credential (and per org) that may wait for an in-flight slot; beyond it, 429 at once. */
+  CONCURRENCY_QUEUE: nonNegativeInt.default(16),
+  /** How long a queued request waits for an in-flight slot before it gets 429. */
+  CONCURRENCY_QUEUE_WAIT_MS: nonNegativeInt.default(2_000),
+  /** Shares rate and in-flight limits between all processes of the service; unset → counted per process. */
+  REDIS_URL: z.string().url().optional(),
+  /** statement_timeout of every statement a request runs (QUERY_TIMEOUT, 503, beyond it); `0` disables. */
+  QUERY_TIMEOUT_MS: nonNegativeInt.default(5_000),
+  /** statement_timeout of the statements a job's steps run: jobs backfill and build indexes, so longer; `0` disables. */
+  JOB_QUERY_TIMEOUT_MS: nonNegativeInt.default(600_000),
+  /** JSON bodies larger than this get 413 (routes may declare a larger limit, e.g. imports). */
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  /** A body not fully received within this many milliseconds gets 408. */
+  BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  /** How long idempotency records are kept (DESIGN §4 requires at least 24 hours). */
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(24).default(24),
+  /** Rows one table may hold (ROW_LIMIT_REACHED beyond it). */
+  TABLE_ROW_LIMIT: z.coerce.number().int().min(1).default(1_000_000),
+  /** Largest row, measured as the UTF-8 JSON of its values (ROW_SIZE_LIMIT beyond it). */
+  ROW_SIZE_LIMIT_BYTES: z.coerce.number().int().min(1024).default(524_288),
+  /** How long SIGTERM waits for in-flight requests before closing connections. */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** An event stream with nothing to send writes a comment this often, so that proxies do not cut it as idle. */
+  EVENT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
+  /** Jobs one worker process runs at once. */
+  JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** A job whose worker sent no heartbeat for this long is taken over by another worker. */
+  JOB_LEASE_SECONDS: z.coerce.number().min(1).max(3600).default(30),
+  /** Idle workers look for due jobs this often (they also wake at once on NOTIFY). */
+  JOB_POLL_MS: z.coerce.number().int().min(10).default(1_000),
+  /** Jobs one organisation may have queued (not yet running); one more is refused with 429 CAPACITY_LIMIT. */
+  JOB_QUEUE_LIMIT_PER_ORG: z.coerce.number().int().min(1).default(50),
+  /** How long a trashed database or table stays restorable before its purge job runs (fractions allowed). */
+  TRASH_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(7),
+  /** How long job artifacts (import error reports) can be downloaded (ARTIFACT_EXPIRED after). */
+  ARTIFACT_TTL_HOURS: z.coerce.number().min(0.001).default(72),
+  /** A browser session older than this since its last password (and TOTP) check must step up for sensitive operations. */
+  STEP_UP_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** Absolute lifetime of a browser session. */
+  SESSION_TTL_HOURS: z.coerce.number().int().min(1).default(12),
+  /** Consecutive failed logins after which an account is locked for a while. */
+  LOGIN_LOCKOUT_THRESHOLD: z.coerce.number().int().min(1).default(5),
+  /** The first lock lasts this long and doubles with every further failure, up to LOGIN_LOCKOUT_MAX_SECONDS. */
+  LOGIN_LOCKOUT_BASE_SECONDS: z.coerce.number().int().min(1).default(30),
+  LOGIN_LOCKOUT_MAX_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** The audience OAuth access tokens are issued for; a token minted for another one is refused (401). */
+  OAUTH_AUDIENCE: z.string().min(1).max(255).default('workspace-data-service'),
+  OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).default(600),
+  OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).default(30),
+  OAUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(10).default(60),
+  /** How long an invitation's token can be accepted. */
+  INVITATION_TTL_HOURS: z.coerce.number().int().min(1).default(168),
+  /** Where one-time tokens (invitations, mailbox verification) are POSTed as JSON instead of being answered; unset: no hook. */
+  DELIVERY_WEBHOOK_URL: z.string().url().refine((value) => /^https?:\/\//i.test(value), 'must be an http(s) URL').optional(),
+  /** A delivery that has not answered 2xx within this many milliseconds fails the request (502). */
+  DELIVERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(5_000),
+  /** How long a mailbox verification token can be spent. */
+  EMAIL_VERIFICATION_TTL_HOURS: z.coerce.number().int().min(1).default(24),
+  /** Origins allowed to call /v1 and /graphql from a browser (CORS), comma-separated; empty: no CORS at all. */
+  CORS_ORIGINS: z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
+  /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
+  /** Where backups are written when no S3 bucket is configured (default `DATA_DIR/backups`). */
+  BACKUP_DIR: z.string().min(1).optional(),
+  /** An S3-compatible bucket for backups instead of BACKUP_DIR; credentials come from the AWS SDK's environment. */
+  BACKUP_S3_BUCKET: z.string().min(1).optional(),
+  BACKUP_S3_PREFIX: z.string().default(''),
+  BACKUP_S3_ENDPOINT: z.string().url().optional(),
+  BACKUP_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Backups without a keepDays policy expire after this many days. */
+  BACKUP_TTL_DAYS: z.coerce.number().min(0.0001).default(30),
+  /** A database whose last success is older than its interval plus this grace is `backup.overdue`. */
+  BACKUP_OVERDUE_GRACE_MINUTES: z.coerce.number().min(0).default(60),
+  /** How often each worker looks for due backup schedules. */
+  BACKUP_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(15_000),
+  /** Tests only: a file holding an ISO timestamp the scheduler uses as "now" instead of the clock. */
+  BACKUP_SCHEDULER_CLOCK_FILE: z.string().min(1).optional(),
+  RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof Config, string>> = {}): Config {
+  const source = Object.fromEntries(
+    Object.entries({ ...env, ...overrides }).filter(([, value]) => value !== undefined && value !== ''),
+  );
+  const parsed = ConfigSchema.safeParse(source);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}
