@@ -11,6 +11,6 @@ export const LookupRowsBody = z.strictObject({
 });
 export type LookupRowsBody = z.infer<typeof LookupRowsBody>;
 
-export const LookupRowsResponse = (row: z.ZodType) => z.strictObject({
+export const LookupRowsResponse = <Row extends z.ZodType>(row: Row) => z.strictObject({
   data: z.array(row.nullable()).max(MAX_LOOKUP_KEYS).describe('one entry per key, in key order: its row, or null when no row holds it'),
 });

@@ -19,6 +19,6 @@ export const SimilarRowsBody = z.strictObject({
 });
 export type SimilarRowsBody = z.infer<typeof SimilarRowsBody>;
 
-export const SimilarRowResponse = (row: z.ZodType) => z.strictObject({ row, score: z.number().min(0).max(1) });
-export const SimilarRowsResponse = (row: z.ZodType) => z.strictObject({ data: z.array(SimilarRowResponse(row)).max(MAX_SIMILAR_LIMIT) });
+export const SimilarRowResponse = <Row extends z.ZodType>(row: Row) => z.strictObject({ row, score: z.number().min(0).max(1) });
+export const SimilarRowsResponse = <Row extends z.ZodType>(row: Row) => z.strictObject({ data: z.array(SimilarRowResponse(row)).max(MAX_SIMILAR_LIMIT) });
 

@@ -36,7 +36,7 @@ export type BackupPolicyInput = {
 
 export type BatchRowsInput = {
   expectedSchemaVersion: number;
-  /** 1..1000 of {op: "create", values}, {op: "update", rowId, expectedVersion, values}, {op: "delete", rowId, expectedVersion}, {op: "upsert", matchOn: <unconditional unique rule id>, values}. */
+  /** 1..1000 of {op: "create", values}, {op: "update", rowId, expectedVersion, values}, {op: "delete", rowId, expectedVersion}, {op: "upsert", matchOn: <unconditional unique rule id>, values}; update and delete may name their row by {matchOn: <unconditional unique rule id>, key: [values in the rule’s order], expectedVersion?} instead of rowId. */
   operations: Array<unknown>;
 };
 
