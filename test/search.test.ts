@@ -1,4 +1,10 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import type { FieldDefinition } from '../src/data/field-types.ts';
+import { rowsTableOf } from '../src/data/identifiers.ts';
+import { isSearchable, searchCondition, similarRows } from '../src/data/search.ts';
+import { Params } from '../src/data/sql.ts';
+import { appliedChange, schemaChangeApi } from './helpers/schema-changes.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -182,5 +188,78 @@ describe('POST …/rows/similar', () => {
     expect((await similar(table, { fieldId: 'Name', value: 'acme' }, viewer.apiKey)).status).toBe(200);
     const stranger = await createOrg(suite.server.prisma);
     expectError(await similar(table, { fieldId: 'Name', value: 'acme' }, stranger.adminKey), 404, 'RESOURCE_NOT_FOUND');
+  });
+});
+
+describe('search and trigram indexes (add_index using search | trigram)', () => {
+  const api = schemaChangeApi(suite);
+
+  async function explain(sql: string, params: unknown[]): Promise<string> {
+    const client = new pg.Client({ connectionString: suite.server.database.url });
+    await client.connect();
+    try {
+      // Only whether the index can serve the statement: on a few rows the planner would rather scan.
+      await client.query('SET enable_seqscan = off');
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
+      return rows.map((row) => row['QUERY PLAN']).join('\n');
+    } finally {
+      await client.end();
+    }
+  }
+
+  const fieldsOf = async (table: TestTable) => (await api.schemaOf(table)).fields as FieldDefinition[];
+
+  it('builds a search index online as a job, lists it in the schema, and search statements use it', async () => {
+    const table = await tableWith(SUPPLIERS);
+    const indexed = await appliedChange(suite, table, { kind: 'add_index', using: 'search' });
+    const schema = await api.schemaOf(indexed);
+    const textFields = ['Name', 'Notes', 'Email', 'Site', 'Kind', 'Tags'].map((name) => table.fields[name]!);
+    expect(schema.indexes).toEqual([{
+      id: expect.any(String), keys: textFields.map((fieldId) => ({ fieldId, direction: 'asc' })), origin: 'explicit', state: 'ready', method: 'search',
+      createdAt: expect.any(String),
+    }]);
+    expect((await searched(indexed, { search: 'CREME' })).sort()).toEqual(['CREME fraiche', 'Crème Brûlée Café', 'Martin', 'Post', 'Web'].sort());
+    const fields = await fieldsOf(indexed);
+    const params = new Params();
+    const condition = searchCondition({ indexed: fields.filter(isSearchable), scanned: [] }, ['creme', 'cafe'], params);
+    const plan = await explain(`SELECT r.id FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE ${condition}`, params.values);
+    expect(plan).toContain(`Bitmap Index Scan on i_${schema.indexes[0]!.id.toLowerCase()}`);
+  });
+
+  it('builds a trigram index on one text field, which similar rows use', async () => {
+    const table = await tableWith([{ Name: 'ACME Corporation' }, { Name: 'Acme Corp' }]);
+    const indexed = await appliedChange(suite, table, { kind: 'add_index', using: 'trigram', fields: [{ field: 'Name' }] });
+    const [index] = (await api.schemaOf(indexed)).indexes;
+    expect(index).toMatchObject({ method: 'trigram', keys: [{ fieldId: table.fields.Name, direction: 'asc' }], state: 'ready' });
+    const fields = await fieldsOf(indexed);
+    const statement = similarRows({ databaseId: table.databaseId, tableId: table.tableId, fields }, { field: fields.find((field) => field.name === 'Name')!, value: 'Acme Corp.', threshold: 0.3, limit: 10, shown: fields });
+    expect(await explain(statement.sql, statement.params)).toContain(`Bitmap Index Scan on i_${index!.id.toLowerCase()}`);
+    const response = await similar(indexed, { fieldId: 'Name', value: 'Acme Corp.' });
+    expect(response.body.data).toHaveLength(2);
+  });
+
+  it('refuses a trigram index on a field without text, and fields on a search index, with 422', async () => {
+    const table = await suppliers();
+    const numeric = await api.apply(table, { kind: 'add_index', using: 'trigram', fields: [{ field: 'Qty' }] });
+    expectError(numeric, 422, 'VALIDATION_FAILED');
+    expectProblemPaths(numeric, [['change', 'fields', 0, 'field']]);
+    expectError(await api.apply(table, { kind: 'add_index', using: 'search', fields: [{ field: 'Name' }] }), 422, 'VALIDATION_FAILED');
+    expectError(await api.apply(table, { kind: 'add_index', fields: [{ field: 'Name' }] }), 422, 'VALIDATION_FAILED');
+  });
+
+  it('counts text indexes against the cap of 8 per table', async () => {
+    let table = await createTable(suite.server, suite.org, Array.from({ length: 8 }, (_item, index) => ({ name: `T${index}`, type: 'text', options: { maxLength: 100 } })));
+    for (let index = 0; index < 7; index += 1) table = await appliedChange(suite, table, { kind: 'add_index', fields: [{ field: `T${index}`, direction: 'asc' }] });
+    table = await appliedChange(suite, table, { kind: 'add_index', using: 'search' });
+    const refused = await api.apply(table, { kind: 'add_index', using: 'trigram', fields: [{ field: 'T7' }] });
+    expectError(refused, 409, 'CAPACITY_LIMIT');
+  });
+
+  it('deleting an indexed field drops the search index with it', async () => {
+    const table = await tableWith([{ Name: 'x' }]);
+    const indexed = await appliedChange(suite, table, { kind: 'add_index', using: 'search' });
+    const after = await appliedChange(suite, indexed, { kind: 'delete_field', fieldId: table.fields.Notes });
+    expect((await api.schemaOf(after)).indexes).toEqual([]);
+    expect(await searched(after, { search: 'x' })).toEqual(['x']);
   });
 });
