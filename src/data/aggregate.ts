@@ -133,7 +133,7 @@ function groupSql(key: GroupKey, index: number, params: Params): string {
   }
 }
 
-/** A value read back as text: dates as YYYY-MM-DD, timestamps in the spec's UTC form, the rest as PostgreSQL prints it. */
+/** A value read back as text: dates as YYYY-MM-DD, timestamps in the spec's UTC form, the rest as PostgreSQL prints. */
 function outputSql(form: 'date' | 'timestamp' | 'text', expression: string): string {
   if (form === 'date') return `to_char(${expression}, 'YYYY-MM-DD')`;
   if (form === 'timestamp') return typeSpecOf('datetime').read(expression);

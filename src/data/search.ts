@@ -41,7 +41,7 @@ export function foldedField(field: FieldDefinition, alias: string | null): strin
   return `public.wds_fold(${part(field, alias)})`;
 }
 
-/** A LIKE pattern that finds `word` anywhere, the word's own `%`, `_` and `\` matched literally, folded as documents are. */
+/** A LIKE pattern finding `word` anywhere (its own `%`, `_` and `\` matched literally), folded as documents are. */
 function containsWord(params: Params, word: string): string {
   const literal = word.replace(/[\\%_]/g, (character) => `\\${character}`);
   return `('%' || public.wds_fold(${params.add(literal, 'text')}) || '%')`;
