@@ -88,7 +88,7 @@ describe('add_index and drop_index', () => {
     const indexes = await api.schemaOf(table);
     expect(indexes.indexes).toHaveLength(4);
     expect(indexes.indexes[0]).toEqual({
-      id: expect.any(String), keys: [{ fieldId: table.fields.N, direction: 'asc' }], origin: 'explicit', state: 'ready', createdAt: expect.any(String),
+      id: expect.any(String), keys: [{ fieldId: table.fields.N, direction: 'asc' }], origin: 'explicit', state: 'ready', method: 'btree', createdAt: expect.any(String),
     });
     const definitions = await physicalIndexes(table);
     expect(definitions).toHaveLength(4);

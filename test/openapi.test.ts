@@ -251,6 +251,14 @@ describe('real responses match the documented schemas', () => {
       suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/rows?limit=1&orderBy=${encodeURIComponent('[{"field":"Code","direction":"desc"}]')}`, admin()),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/query': async () =>
       suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/query`, { ...admin(), body: { limit: 1, orderBy: [{ field: 'Code', direction: 'desc' }] } }),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/aggregate': async () =>
+      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/aggregate`, { ...admin(), body: { groupBy: ['Code'], aggregates: [{ fn: 'count', as: 'n' }] } }),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/similar': async () =>
+      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/similar`, { ...admin(), body: { fieldId: 'Code', value: 'A-1' } }),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/lookup': async () => {
+      const { parent, ruleId } = await sampleWorkspace();
+      return suite.server.request('POST', `${parent.path}/rows/lookup`, { ...admin(), body: { ruleId, keys: [['A-1'], ['none']] } });
+    },
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}/history': async () => {
       const { parent, rowId } = await sampleWorkspace();
       return suite.server.request('GET', `${parent.path}/rows/${rowId}/history`, admin());

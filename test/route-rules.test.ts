@@ -149,11 +149,14 @@ describe('the Idempotency-Key rules (spec 4.1, §8: 8..255 characters on every m
     const routes = (await credentialRoutes()).filter((route) => route.template.startsWith('/v1/'));
     expect(routes.filter((route) => route.method === 'GET' && route.idempotent)).toEqual([]);
     // Spec 4.1: every mutating endpoint needs the key, except the backup schedule preview (endpoint 7) and reads
-    // sent as POST for their size (POST …/rows/query).
+    // sent as POST for their size (POST …/rows/query, …/rows/aggregate, …/rows/lookup, …/rows/similar).
     const unkeyed = routes.filter((route) => route.method !== 'GET' && !route.idempotent).map((route) => `${route.method} ${route.template}`);
     expect(unkeyed.sort()).toEqual([
       'POST /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule/preview',
+      'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/aggregate',
+      'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/lookup',
       'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/query',
+      'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/similar',
     ]);
   });
 

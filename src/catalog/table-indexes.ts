@@ -12,7 +12,15 @@ export interface IndexRow {
   signature: string;
   origin: 'explicit' | 'automatic';
   state: 'building' | 'ready';
+  method: IndexMethod;
 }
+
+/** btree: sort keys (issue 14); trigram and search: GIN trigram indexes over folded text (issue 28). */
+export type IndexMethod = 'btree' | 'trigram' | 'search';
+
+/** One index per method and keys: a text index's signature carries its method, so it never matches a sort order. */
+export const indexSignatureOf = (method: IndexMethod, keys: readonly IndexKey[]): string =>
+  (method === 'btree' ? signatureOf(keys) : `${method}:${signatureOf(keys)}`);
 
 /** Serialises changes to one table's indexes (view saves, add_index, drop_index), so the cap cannot be overrun. */
 export function lockTableIndexes(tableId: string): Statement {
@@ -20,11 +28,11 @@ export function lockTableIndexes(tableId: string): Statement {
 }
 
 export function selectTableIndexes(tableId: string): Statement {
-  return { sql: 'SELECT id, keys, signature, origin, state FROM table_indexes WHERE table_id = $1::bpchar ORDER BY id', params: [tableId] };
+  return { sql: 'SELECT id, keys, signature, origin, state, method FROM table_indexes WHERE table_id = $1::bpchar ORDER BY id', params: [tableId] };
 }
 
 export function selectTableIndex(indexId: string): Statement {
-  return { sql: 'SELECT id, keys, signature, origin, state FROM table_indexes WHERE id = $1::bpchar', params: [indexId] };
+  return { sql: 'SELECT id, keys, signature, origin, state, method FROM table_indexes WHERE id = $1::bpchar', params: [indexId] };
 }
 
 /** The stored orderBy of every shared view of the table: what automatic indexes serve. */
@@ -39,12 +47,12 @@ export function selectSharedOrders(tableId: string): Statement {
  * A new index row in state building. An explicit one over keys an index already has adopts that index (it stays,
  * now declared) instead of building a second: the answer is whichever row holds the keys.
  */
-export function insertTableIndex(indexId: string, tableId: string, keys: readonly IndexKey[], origin: IndexRow['origin']): Statement {
+export function insertTableIndex(indexId: string, tableId: string, keys: readonly IndexKey[], origin: IndexRow['origin'], method: IndexMethod = 'btree'): Statement {
   return {
-    sql: `INSERT INTO table_indexes (id, table_id, keys, signature, origin, state) VALUES ($1::bpchar, $2::bpchar, $3::jsonb, $4, $5, 'building')
+    sql: `INSERT INTO table_indexes (id, table_id, keys, signature, origin, state, method) VALUES ($1::bpchar, $2::bpchar, $3::jsonb, $4, $5, 'building', $6)
           ON CONFLICT (table_id, signature) DO UPDATE SET origin = CASE WHEN EXCLUDED.origin = 'explicit' THEN 'explicit' ELSE table_indexes.origin END
-          RETURNING id, keys, signature, origin, state`,
-    params: [indexId, tableId, JSON.stringify(keys), signatureOf(keys), origin],
+          RETURNING id, keys, signature, origin, state, method`,
+    params: [indexId, tableId, JSON.stringify(keys), indexSignatureOf(method, keys), origin, method],
   };
 }
 
@@ -70,7 +78,7 @@ export function deleteIndexesOnField(tableId: string, fieldId: string): Statemen
 
 export function selectIndexesOnField(tableId: string, fieldId: string): Statement {
   return {
-    sql: `SELECT id, keys, signature, origin, state FROM table_indexes
+    sql: `SELECT id, keys, signature, origin, state, method FROM table_indexes
            WHERE table_id = $1::bpchar AND keys @> jsonb_build_array(jsonb_build_object('fieldId', $2::text))`,
     params: [tableId, fieldId],
   };

@@ -39,6 +39,8 @@ export type SortIndexDefinition = {
   keys: { fieldId: string; direction: 'asc' | 'desc' }[];
   origin: 'explicit' | 'automatic';
   state: 'building' | 'ready';
+  /** btree: a sort index; trigram: one field's folded text; search: the search document of `keys`' fields (issue 28). */
+  method: 'btree' | 'trigram' | 'search';
   createdAt: string;
 };
 
@@ -119,7 +121,7 @@ export async function readSchemas(db: PrismaClient | TransactionClient, heads: r
                  'state', k.state) ORDER BY k.id), '[]')
          FROM foreign_keys k JOIN data_tables rt ON rt.id = k.referenced_table_id JOIN unique_rules rr ON rr.id = k.referenced_rule_id
         WHERE k.table_id = t.id) AS "foreignKeys",
-      (SELECT coalesce(json_agg(json_build_object('id', i.id, 'keys', i.keys, 'origin', i.origin, 'state', i.state,
+      (SELECT coalesce(json_agg(json_build_object('id', i.id, 'keys', i.keys, 'origin', i.origin, 'state', i.state, 'method', i.method,
                  'createdAt', to_char(i.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY i.id), '[]')
          FROM table_indexes i WHERE i.table_id = t.id) AS indexes
       FROM data_tables t WHERE t.id = ANY(${heads.map((head) => head.id)}::bpchar[])`;

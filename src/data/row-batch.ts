@@ -74,7 +74,7 @@ export interface KeyRule {
 }
 
 /** Equality of the rule's key between `t` (the table) and `k` (the batch's keys), in the form the rule's index serves. */
-function keyMatch(table: PhysicalTable, rule: KeyRule): string {
+export function keyMatch(table: PhysicalTable, rule: KeyRule): string {
   const ids = rule.fields.map((field) => field.id);
   if (rule.enforcement === 'hash') {
     return `${hashedKeyExpression(table.databaseId, rule.ruleId, ids, 't')} = ${hashedKeyExpression(table.databaseId, rule.ruleId, ids, 'k')} AND ${keyPresent(ids, 't')}`;

@@ -341,6 +341,30 @@ export interface RowPageQuery {
   indexed?: boolean;
   /** Answer each row as `id`, its sort keys and `j`, its JSON with these fields' values (`rowJsonProjection`). */
   json?: readonly FieldDefinition[];
+  /**
+   * Search relevance (issue 28), when there are no `keys`: the page is ordered by it, highest first, then id, and
+   * each row answers it as `k0` (a real, exact as text), which `after.values[0]` holds on later pages.
+   */
+  rank?: ((params: Params) => string) | null;
+}
+
+/** A page by relevance: `rank DESC, id` with the position's rank and id as its keyset. */
+function selectRankedPage(table: PhysicalTable, query: RowPageQuery, rank: (params: Params) => string): Statement {
+  const params = new Params();
+  const conditions = [
+    ...(query.guard ? [guardCondition(query.guard, params)] : []),
+    ...(query.filter ? [query.filter(params)] : []),
+  ];
+  const after = query.after;
+  if (after) {
+    const value = params.add(after.values[0] ?? '0', 'real');
+    const id = params.add(after.rowId, ID);
+    conditions.push(`(${rank(params)} < ${value} OR (${rank(params)} = ${value} AND r.id > ${id}))`);
+  }
+  const sql = `SELECT ${pageProjection(table, query)}, (${rank(params)})::text AS k0 FROM ${rowsTableOf(table.databaseId, table.tableId)} r
+    ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''}
+    ORDER BY ${rank(params)} DESC, r.id ASC LIMIT ${params.add(query.limit + 1, 'int')}`;
+  return { sql, params: params.values };
 }
 
 function pageProjection(table: PhysicalTable, query: RowPageQuery): string {
@@ -350,6 +374,7 @@ function pageProjection(table: PhysicalTable, query: RowPageQuery): string {
 
 /** One page in the order of `keys` then id; sort keys come back as `k0…` so the last row can become a cursor. */
 export function selectRowPage(table: PhysicalTable, query: RowPageQuery): Statement {
+  if (query.rank && query.keys.length === 0) return selectRankedPage(table, query, query.rank);
   if (query.after && query.indexed && query.keys.length > 0) return selectIndexedPage(table, query, query.after);
   const params = new Params();
   const conditions = [

@@ -4,6 +4,7 @@ import { resolveField } from './filter.ts';
 import { columnOf, rowsTableOf, schemaOf, sortIndexOf } from './identifiers.ts';
 import { orderingOf, type SortKey } from './keyset.ts';
 import type { Statement } from './statement.ts';
+import { foldedField, searchDocument } from './search.ts';
 
 /**
  * Sort indexes (issue 14): a btree over a table's sort keys then the row id, with each key's NULL placement exactly
@@ -66,6 +67,16 @@ const plain = (sql: string): Statement => ({ sql, params: [] });
 export function createSortIndex(databaseId: string, tableId: string, indexId: string, keys: readonly IndexKey[]): Statement {
   const columns = keys.map((key) => `${columnOf(key.fieldId)} ${orderingOf(key.direction)}`);
   return plain(`CREATE INDEX CONCURRENTLY ${sortIndexOf(indexId)} ON ${rowsTableOf(databaseId, tableId)} (${[...columns, 'id ASC'].join(', ')})`);
+}
+
+/**
+ * A GIN trigram index over folded text (issue 28): one field's (`trigram`, for similar rows) or the search document
+ * of `fields` in their order (`search`), written exactly as src/data/search.ts writes them in queries, so PostgreSQL
+ * matches the two. Built CONCURRENTLY, as sort indexes are; dropped with `dropSortIndex`.
+ */
+export function createTextIndex(databaseId: string, tableId: string, indexId: string, method: 'trigram' | 'search', fields: readonly FieldDefinition[]): Statement {
+  const expression = method === 'trigram' ? foldedField(fields[0]!, null) : searchDocument(fields, null);
+  return plain(`CREATE INDEX CONCURRENTLY ${sortIndexOf(indexId)} ON ${rowsTableOf(databaseId, tableId)} USING gin ((${expression}) public.gin_trgm_ops)`);
 }
 
 export function dropSortIndex(databaseId: string, indexId: string): Statement {

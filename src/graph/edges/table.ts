@@ -7,6 +7,9 @@ import { notFound } from '../../kernel/errors.ts';
 import { requestLoader } from '../server/loaders.ts';
 import type { TableVersion } from '../../catalog/table-schema.ts';
 import { readRowPage, RowOrderInput, RowPage } from '../rows/row-pages.ts';
+import { aggregateTable, AggregatePage, AggregateRowsInput } from '../rows/row-aggregate.ts';
+import { AggregateRowsBody } from '../../contracts/rows-aggregate.ts';
+import { SearchText } from '../../contracts/rows-search.ts';
 import { ForeignKey, schemaOfTable, TableSchemaObject, toTableSchemaShape, UniqueRule } from '../tables/schema-endpoint.ts';
 import { Table, type TableShape } from '../tables/tables.ts';
 import { pageOfViews, SavedViewPage } from '../views/operations.ts';
@@ -81,9 +84,20 @@ builder.objectFields(Table, (t) => ({
       viewId: t.arg.id({ validate: Id.optional() }),
       where: t.arg({ type: 'JSON' }),
       orderBy: t.arg({ type: [RowOrderInput] }),
+      search: t.arg.string({ validate: SearchText.optional() }),
     },
     authScopes: (table) => readsTable(table, 'rows:read'),
+    resolve: async (table, args, context) => readRowPage(context, await schemaOfTable(context, versionOf(table)), {
+      ...pageArgsOf(args), viewId: args.viewId, where: args.where, orderBy: args.orderBy, search: args.search,
+    }),
+  }),
+  aggregate: t.field({
+    type: AggregatePage,
+    nullable: true,
+    description: 'Aggregates of the table’s rows, optionally grouped: the `aggregateRows` query’s rules (issue 28).',
+    args: { input: t.arg({ type: AggregateRowsInput, required: true }) },
+    authScopes: (table) => readsTable(table, 'rows:read'),
     resolve: async (table, args, context) =>
-      readRowPage(context, await schemaOfTable(context, versionOf(table)), { ...pageArgsOf(args), viewId: args.viewId, where: args.where, orderBy: args.orderBy }),
+      aggregateTable(context, await schemaOfTable(context, versionOf(table)), AggregateRowsBody.parse(args.input)),
   }),
 }));

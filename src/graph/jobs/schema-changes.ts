@@ -47,7 +47,10 @@ function describe(schema: TableSchema, change: PlannedChange, referencedTableNam
     case 'reorder_fields': return 'Reorder fields';
     case 'add_unique_rule': return `Create a unique rule on ${change.fieldIds.map(name).join(', ')}`;
     case 'add_foreign_key': return `Link ${change.fieldIds.map(name).join(', ')} to ${referencedTableName ?? 'another table'}`;
-    case 'add_index': return `Index ${change.keys.map((key) => `${name(key.fieldId)} ${key.direction}`).join(', ')}`;
+    case 'add_index':
+      if (change.method === 'search') return `Search index over ${change.keys.map((key) => name(key.fieldId)).join(', ')}`;
+      if (change.method === 'trigram') return `Trigram index on ${change.keys.map((key) => name(key.fieldId)).join(', ')}`;
+      return `Index ${change.keys.map((key) => `${name(key.fieldId)} ${key.direction}`).join(', ')}`;
     case 'drop_index': return `Drop index ${change.indexId}`;
   }
 }

@@ -5,6 +5,7 @@ import { DomainError, httpStatusOf, type ErrorCode, type FieldProblem } from '..
 import { Id, SchemaVersion, VersionString } from '../../kernel/formats.ts';
 import type { TableSchema, UniqueRuleDefinition } from '../../catalog/table-schema.ts';
 import { checkRowSize, checkValues } from './row-values.ts';
+import { checkedKey, unconditionalRule } from './row-lookup.ts';
 
 /**
  * The in-memory half of a row batch (issue 13): the request's shape, each operation checked against the schema
@@ -13,10 +14,30 @@ import { checkRowSize, checkValues } from './row-values.ts';
 export const MAX_BATCH_OPERATIONS = 1_000;
 
 const Values = z.record(z.string(), z.unknown());
+/**
+ * An update or delete names its row by `rowId` (with `expectedVersion`), or by `matchOn` (an unconditional unique
+ * rule) and `key` (its fields' values in its order), where `expectedVersion` is optional (issue 28).
+ */
+const RowTarget = {
+  rowId: Id.optional(),
+  matchOn: Id.optional().describe('an unconditional unique rule of the table, instead of rowId'),
+  key: z.array(z.unknown()).min(1).max(16).optional().describe('with matchOn: the rule’s field values in its order'),
+  expectedVersion: VersionString.optional().describe('required with rowId, optional with matchOn'),
+};
+function targetIssues(operation: { rowId?: string | undefined; matchOn?: string | undefined; key?: unknown[] | undefined; expectedVersion?: string | undefined }, context: z.core.$RefinementCtx): void {
+  if (operation.rowId !== undefined) {
+    if (operation.matchOn !== undefined || operation.key !== undefined) context.addIssue({ code: 'custom', path: ['matchOn'], message: 'must be absent with rowId' });
+    if (operation.expectedVersion === undefined) context.addIssue({ code: 'custom', path: ['expectedVersion'], message: 'is required with rowId' });
+  } else if (operation.matchOn === undefined) {
+    context.addIssue({ code: 'custom', path: ['rowId'], message: 'is required (or matchOn and key)' });
+  } else if (operation.key === undefined) {
+    context.addIssue({ code: 'custom', path: ['key'], message: 'is required with matchOn' });
+  }
+}
 export const BatchOperation = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('create'), values: Values }),
-  z.strictObject({ op: z.literal('update'), rowId: Id, expectedVersion: VersionString, values: Values }),
-  z.strictObject({ op: z.literal('delete'), rowId: Id, expectedVersion: VersionString }),
+  z.strictObject({ op: z.literal('update'), ...RowTarget, values: Values }).superRefine(targetIssues),
+  z.strictObject({ op: z.literal('delete'), ...RowTarget }).superRefine(targetIssues),
   z.strictObject({ op: z.literal('upsert'), matchOn: Id.describe('an unconditional unique rule of the table'), values: Values }),
 ], { error: 'op must be one of create, update, delete, upsert' });
 export type BatchOperation = z.infer<typeof BatchOperation>;
@@ -30,9 +51,19 @@ export type BatchRowsBody = z.infer<typeof BatchRowsBody>;
 /** One operation, checked: what the database phase needs. */
 export type PlannedOperation =
   | { op: 'create'; index: number; values: Map<string, CellValue> }
-  | { op: 'update'; index: number; rowId: string; expectedVersion: string; values: Map<string, CellValue> }
-  | { op: 'delete'; index: number; rowId: string; expectedVersion: string }
+  | { op: 'update'; index: number; rowId: string; expectedVersion: string; values: Map<string, CellValue>; match?: KeyMatch }
+  | { op: 'delete'; index: number; rowId: string; expectedVersion: string; match?: KeyMatch }
   | { op: 'upsert'; index: number; rule: UniqueRuleDefinition; key: string; lockId: string; values: Map<string, CellValue>; named: Set<string> };
+
+/**
+ * An update or delete by key: its rule and checked key. `rowId` (and `expectedVersion`, when the request gave none)
+ * are filled in once the key's row is found under lock (src/graph/tables/row-batch.ts, `resolveKeyedTargets`).
+ */
+export interface KeyMatch {
+  rule: UniqueRuleDefinition;
+  key: CellValue[];
+  versionGiven: boolean;
+}
 
 export interface BatchFailure {
   index: number;
@@ -114,7 +145,31 @@ function planUpsert(schema: TableSchema, operation: Extract<BatchOperation, { op
   return { op: 'upsert', index, rule, key, lockId: lockIdOf(schema.tableId, rule.id, key), values, named: namedFields(schema, operation.values) };
 }
 
+/** The rule and key of a keyed update or delete, or null (the failure recorded). */
+function planMatch(schema: TableSchema, operation: { matchOn?: string | undefined; key?: unknown[] | undefined; expectedVersion?: string | undefined }, index: number, failures: BatchFailures): KeyMatch | null {
+  const rule = unconditionalRule(schema, operation.matchOn!, ['matchOn']);
+  if ('path' in rule) return failures.invalid(index, rule.path, rule.message), null;
+  const problems: FieldProblem[] = [];
+  const key = checkedKey(schema, rule, operation.key!, ['key'], problems);
+  key.forEach((value, position) => {
+    if (value === null && !problems.some((problem) => problem.path[1] === position)) {
+      problems.push({ path: ['key', position], message: 'must not be empty: an empty value names no row' });
+    }
+  });
+  if (problems.length > 0) {
+    failures.add(index, new DomainError('VALIDATION_FAILED', 'The key does not fit the rule’s fields.', { details: { problems } }));
+    return null;
+  }
+  return { rule, key, versionGiven: operation.expectedVersion !== undefined };
+}
+
 function planOne(schema: TableSchema, operation: BatchOperation, index: number, failures: BatchFailures, rowSizeLimit: number): PlannedOperation | null {
+  if ((operation.op === 'update' || operation.op === 'delete') && operation.rowId === undefined) {
+    const match = planMatch(schema, operation, index, failures);
+    if (!match) return null;
+    const target = { index, rowId: '', expectedVersion: operation.expectedVersion ?? '', match };
+    return operation.op === 'update' ? { op: 'update', ...target, values: checkValues(schema, operation.values, 'update') } : { op: 'delete', ...target };
+  }
   switch (operation.op) {
     case 'create': {
       const values = checkValues(schema, operation.values, 'create');
@@ -122,9 +177,9 @@ function planOne(schema: TableSchema, operation: BatchOperation, index: number, 
       return { op: 'create', index, values };
     }
     case 'update':
-      return { op: 'update', index, rowId: operation.rowId, expectedVersion: operation.expectedVersion, values: checkValues(schema, operation.values, 'update') };
+      return { op: 'update', index, rowId: operation.rowId!, expectedVersion: operation.expectedVersion!, values: checkValues(schema, operation.values, 'update') };
     case 'delete':
-      return { op: 'delete', index, rowId: operation.rowId, expectedVersion: operation.expectedVersion };
+      return { op: 'delete', index, rowId: operation.rowId!, expectedVersion: operation.expectedVersion! };
     case 'upsert':
       return planUpsert(schema, operation, index, failures);
   }
@@ -134,12 +189,16 @@ function planOne(schema: TableSchema, operation: BatchOperation, index: number, 
 function refuseRepeats(planned: readonly PlannedOperation[], failures: BatchFailures): void {
   const seen = new Map<string, number>();
   for (const operation of planned) {
-    const target = operation.op === 'update' || operation.op === 'delete' ? `row ${operation.rowId}`
+    const target = (operation.op === 'update' || operation.op === 'delete') && operation.match ? `key ${operation.match.rule.id} ${JSON.stringify(operation.match.key)}`
+      : operation.op === 'update' || operation.op === 'delete' ? `row ${operation.rowId}`
       : operation.op === 'upsert' ? `key ${operation.rule.id} ${operation.key}` : null;
     if (target === null) continue;
     const earlier = seen.get(target);
     if (earlier === undefined) seen.set(target, operation.index);
-    else failures.invalid(operation.index, [operation.op === 'upsert' ? 'values' : 'rowId'], `operation ${earlier} of this batch already changes this row; a batch names each row once`);
+    else {
+      const path = operation.op === 'upsert' ? 'values' : (operation.op === 'update' || operation.op === 'delete') && operation.match ? 'key' : 'rowId';
+      failures.invalid(operation.index, [path], `operation ${earlier} of this batch already changes this row; a batch names each row once`);
+    }
   }
 }
 

@@ -16,6 +16,8 @@ import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { schemaVersionConflict, type TableSchema } from '../../catalog/table-schema.ts';
 import { BatchFailures, BatchRowsBody, keyOf, planBatch, type PlannedOperation } from './row-batch-plan.ts';
 import { checkRowSize } from './row-values.ts';
+import { keyRuleOf } from './row-lookup.ts';
+import { lockRowsByKey } from '../../data/lookup.ts';
 import { explainRefusedInsert, Row, rowEvent, rowLimitReached, run } from './rows.ts';
 import type { Statement } from '../../data/statement.ts';
 import { schemaExpecting } from '../tables/schema-endpoint.ts';
@@ -62,14 +64,51 @@ function versionConflict(expectedVersion: string, currentVersion: string | null)
   return new DomainError('ROW_VERSION_CONFLICT', message, { details: { expectedVersion, currentVersion } });
 }
 
+/**
+ * Finds and locks the rows of updates and deletes by key (`matchOn`), rule by rule: each such operation then names
+ * its row by id, at the version the request expected or, when it gave none, at the version just locked. A key no
+ * row holds fails as an update of a missing row does (409, currentVersion null); two operations that reach one row
+ * are refused as naming it twice.
+ */
+async function resolveKeyedTargets(executor: SqlExecutor, schema: TableSchema, planned: readonly PlannedOperation[], failures: BatchFailures): Promise<void> {
+  const keyed = planned.filter((operation): operation is Extract<PlannedOperation, { op: 'update' | 'delete' }> =>
+    (operation.op === 'update' || operation.op === 'delete') && operation.match !== undefined);
+  if (keyed.length === 0) return;
+  for (const rule of schema.uniqueRules) {
+    const mine = keyed.filter((operation) => operation.match!.rule.id === rule.id);
+    if (mine.length === 0) continue;
+    const records = await query<RowRecord & { k: number }>(executor, schema, lockRowsByKey(schema, keyRuleOf(schema, rule), mine.map((operation) => operation.match!.key)));
+    const byPosition = new Map(records.map((record) => [record.k, record]));
+    mine.forEach((operation, position) => {
+      const record = byPosition.get(position);
+      const { match } = operation;
+      if (!record) {
+        failures.add(operation.index, new DomainError('ROW_VERSION_CONFLICT', 'No row holds this key.', {
+          details: { expectedVersion: match!.versionGiven ? operation.expectedVersion : null, currentVersion: null, matchOn: rule.id, key: match!.key },
+        }));
+        return;
+      }
+      operation.rowId = record.id;
+      if (!match!.versionGiven) operation.expectedVersion = record.version;
+    });
+  }
+  const namedBy = new Map<string, number>();
+  for (const operation of planned) {
+    if ((operation.op !== 'update' && operation.op !== 'delete') || failures.has(operation.index) || operation.rowId === '') continue;
+    const earlier = namedBy.get(operation.rowId);
+    if (earlier === undefined) namedBy.set(operation.rowId, operation.index);
+    else failures.invalid(operation.index, [operation.match ? 'key' : 'rowId'], `names row ${operation.rowId}, which operation ${earlier} of this batch also changes; a batch names each row once`);
+  }
+}
+
 /** Locks the rows that updates and deletes name, and checks their versions. */
 async function lockTargets(executor: SqlExecutor, schema: TableSchema, planned: readonly PlannedOperation[], failures: BatchFailures): Promise<Map<string, RowShape>> {
-  const ids = planned.flatMap((operation) => (operation.op === 'update' || operation.op === 'delete' ? [operation.rowId] : []));
+  const ids = planned.flatMap((operation) => ((operation.op === 'update' || operation.op === 'delete') && !failures.has(operation.index) ? [operation.rowId] : []));
   if (ids.length === 0) return new Map();
   const records = await query<RowRecord>(executor, schema, lockRows(schema, ids));
   const rows = new Map(records.map((record) => [record.id, toRowShape(schema.fields, record)]));
   for (const operation of planned) {
-    if (operation.op !== 'update' && operation.op !== 'delete') continue;
+    if ((operation.op !== 'update' && operation.op !== 'delete') || failures.has(operation.index)) continue;
     const current = rows.get(operation.rowId);
     if (!current || current.version !== operation.expectedVersion) failures.add(operation.index, versionConflict(operation.expectedVersion, current?.version ?? null));
   }
@@ -358,6 +397,7 @@ async function runBatch(context: Context, tx: IdempotentTransaction, schema: Tab
   const rowSizeLimit = context.config.ROW_SIZE_LIMIT_BYTES;
   const planned = planBatch(schema, body, failures, rowSizeLimit);
   await lockUpsertKeys(tx.executor, schema, planned);
+  await resolveKeyedTargets(tx.executor, schema, planned, failures);
   const targets = await lockTargets(tx.executor, schema, planned, failures);
   const matched = await matchUpserts(tx.executor, schema, planned);
   const writes = decideWrites(schema, planned, targets, matched, failures, rowSizeLimit);
@@ -397,7 +437,8 @@ const BatchRowsInput = builder.inputType('BatchRowsInput', {
     operations: t.field({
       type: ['JSON'], required: true,
       description: '1..1000 of {op: "create", values}, {op: "update", rowId, expectedVersion, values}, {op: "delete", rowId, expectedVersion}, '
-        + '{op: "upsert", matchOn: <unconditional unique rule id>, values}.',
+        + '{op: "upsert", matchOn: <unconditional unique rule id>, values}; update and delete may name their row by '
+        + '{matchOn: <unconditional unique rule id>, key: [values in the rule’s order], expectedVersion?} instead of rowId.',
     }),
   }),
   validate: BatchRowsBody,

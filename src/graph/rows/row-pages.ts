@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { checkFilter, checkOrderBy, compileFilter, filterBudgetProblems, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
+import { checkFilter, checkOrderBy, filterBudgetProblems, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
+import { countRows } from '../../data/aggregate.ts';
 import type { Position, SortKey } from '../../data/keyset.ts';
 import { selectHistoryPage, selectRowPage, selectRow, selectSortValues, type HistoryRecord, type PageGuard, type RowRecord, type RowShape } from '../../data/rows.ts';
 import { signatureOf } from '../../data/sort-indexes.ts';
-import type { Params, Statement } from '../../data/statement.ts';
+import type { Statement } from '../../data/statement.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { builder } from '../server/builder.ts';
 import { viewLens, type ViewLens } from '../views/views.ts';
@@ -16,6 +17,8 @@ import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.
 import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { rowFromTable } from './row-origin.ts';
+import { rowSelection } from './row-filter.ts';
+import { SearchText } from '../../contracts/rows-search.ts';
 import { Row } from './rows.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
 
@@ -32,6 +35,13 @@ export type HistoryEntryShape = {
 };
 
 export const RowPage = pageRef('RowPage', Row, 'A page of rows in the requested order (row id breaks ties).');
+builder.objectFields(RowPage, (t) => ({
+  total: t.int({
+    nullable: true,
+    description: 'With `includeTotal`, on the first page: how many rows match (the filter, view and search). Null otherwise.',
+    resolve: (page) => (page as RowPageShape).total ?? null,
+  }),
+}));
 
 const HistoryActor = builder.objectRef<HistoryEntryShape['actor']>('HistoryActor').implement({
   fields: (t) => ({ id: t.exposeID('id'), kind: t.exposeString('kind'), name: t.exposeString('name') }),
@@ -96,7 +106,7 @@ export interface RowQuery {
 function hasReadyIndex(schema: TableSchema, keys: readonly SortKey[]): boolean {
   if (keys.length === 0) return false;
   const signature = signatureOf(keys.map((key) => ({ fieldId: key.field.id, direction: key.direction })));
-  return schema.indexes.some((index) => index.state === 'ready' && signatureOf(index.keys) === signature);
+  return schema.indexes.some((index) => index.method === 'btree' && index.state === 'ready' && signatureOf(index.keys) === signature);
 }
 
 function sortKeysOf(schema: TableSchema, orderBy: readonly OrderByItem[]): SortKey[] {
@@ -142,7 +152,14 @@ export interface RowPageArgs extends PageArgs {
   viewId?: string | number | null;
   where?: unknown;
   orderBy?: unknown;
+  /** Rows containing every word (issue 28), by relevance unless an order is given. */
+  search?: string | null;
+  /** Count the matches on the first page (`total`). */
+  includeTotal?: boolean | null;
 }
+
+/** A row page, with the count of all its matches when the first page asked for it. */
+export type RowPageShape = PageShape<RowShape> & { total?: number | null };
 
 /**
  * The table's schema and the view's lens as this server last read them, when both still claim to be current for
@@ -162,13 +179,13 @@ function cachedDefinitions(context: Context, address: TableAddress, viewId: stri
  * One page of a table's rows: the `rows` query (and so GET …/rows and POST …/rows/query) and the `Table.rows`
  * edge. Filter language, validation, budget, view semantics and cursors are these, whichever way it is reached.
  */
-export async function readRowPage(context: Context, schema: TableSchema, args: RowPageArgs): Promise<PageShape<RowShape>> {
+export async function readRowPage(context: Context, schema: TableSchema, args: RowPageArgs): Promise<RowPageShape> {
   const lens = args.viewId ? await viewLens(context, schema, String(args.viewId)) : null;
   return (await readPageThrough(context, args, schema, lens, null))!;
 }
 
 /** One page of rows; null when a guarded page came back empty (the definitions it trusted may be stale). */
-async function readPageThrough(context: Context, args: RowPageArgs, schema: TableSchema, lens: ViewLens | null, guard: PageGuard | null): Promise<PageShape<RowShape> | null> {
+async function readPageThrough(context: Context, args: RowPageArgs, schema: TableSchema, lens: ViewLens | null, guard: PageGuard | null): Promise<RowPageShape | null> {
   const asked = checkRowQuery(schema, args.where, args.orderBy);
   const query = lens ? throughView(lens, asked) : asked;
   // The view's filter and the request's run together, so they share one budget.
@@ -177,16 +194,23 @@ async function readPageThrough(context: Context, args: RowPageArgs, schema: Tabl
   const keys = sortKeysOf(schema, query.orderBy);
   const limit = args.limit ?? DEFAULT_PAGE_SIZE;
   const key = await cursorKey(context.prisma);
-  const scope = `${rowCursorScope(schema, query)}:${lens?.tag ?? ''}`;
+  const search = args.search ?? null;
+  const scope = `${rowCursorScope(schema, query)}:${lens?.tag ?? ''}${search === null ? '' : `:${createHash('sha256').update(search).digest('base64url')}`}`;
   const after = args.cursor ? await resolvePosition(context, schema, keys, decodeCursor(key, scope, args.cursor, RowPosition)) : null;
-  const where = query.where;
-  const filter = where ? (params: Params) => compileFilter(where, schema.fields, (value, cast) => params.add(value, cast), 'r') : null;
+  const { filter, rank } = rowSelection(schema, query.where, search);
   const shown = lens ? schema.fields.filter((field) => !lens.hidden.has(field.id)) : schema.fields;
-  const statement = selectRowPage(schema, { guard, filter, keys, after, limit, indexed: hasReadyIndex(schema, keys), json: shown });
+  const statement = selectRowPage(schema, { guard, filter, keys, after, limit, indexed: hasReadyIndex(schema, keys), json: shown, rank });
   const records = await run<RowPageRecord>(context, statement);
   if (guard && records.length === 0) return null;
-  return pageOf(records, limit, (record) => rowFromTable(schema, JSON.parse(record.j) as RowShape), (last) =>
-    encodeCursor(key, scope, positionAfter(keys, last)));
+  // A page by relevance carries its rank as its one sort value (`k0`).
+  const cursorKeys = rank && keys.length === 0 ? [null] : keys;
+  const page: RowPageShape = pageOf(records, limit, (record) => rowFromTable(schema, JSON.parse(record.j) as RowShape), (last) =>
+    encodeCursor(key, scope, positionAfter(cursorKeys as readonly SortKey[], last)));
+  if (args.includeTotal && !args.cursor) {
+    const [counted] = await run<{ total: string }>(context, countRows(schema, filter));
+    page.total = Number(counted!.total);
+  }
+  return page;
 }
 
 /** A row's cell history, newest first: the `rowHistory` query and the `Row.history` edge. */
@@ -223,6 +247,8 @@ builder.queryFields((t) => ({
       orderBy: t.arg({ type: [RowOrderInput] }),
       limit: t.arg.int({ validate: PageLimit.optional() }),
       cursor: t.arg.string({ validate: Cursor.optional() }),
+      search: t.arg.string({ validate: SearchText.optional(), description: SearchText.description }),
+      includeTotal: t.arg.boolean({ description: 'Answer `total`, the exact count of the matches, on the first page (a full count: its cost grows with the matches).' }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {

@@ -74,6 +74,9 @@ export const SortIndex = builder.objectRef<SortIndexDefinition>('SortIndex').imp
     keys: t.field({ type: [IndexKey], resolve: (index) => index.keys }),
     origin: t.exposeString('origin', { description: '`explicit` (add_index) or `automatic` (a shared view is sorted this way)' }),
     state: t.exposeString('state', { description: '`building` until the index can serve reads, then `ready`' }),
+    method: t.exposeString('method', {
+      description: '`btree` (sort keys), `trigram` (one text field’s folded text: similar rows) or `search` (the folded text of `keys`’ fields: search)',
+    }),
     createdAt: t.field({ type: 'Timestamp', resolve: (index) => index.createdAt }),
   }),
 });

@@ -10,10 +10,11 @@ import { memberRoutes } from './routes/members.ts';
 import { orgRoutes } from './routes/orgs.ts';
 import { preferenceRoutes } from './routes/preferences.ts';
 import { rowRoutes } from './routes/rows.ts';
+import { rowQueryRoutes } from './routes/row-queries.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { tableRoutes } from './routes/tables.ts';
 import { trashRoutes } from './routes/trash.ts';
 import { viewRoutes } from './routes/views.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes, ...trashRoutes, ...exportRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...rowQueryRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes, ...trashRoutes, ...exportRoutes];

@@ -11,6 +11,11 @@ import {
 import { defineRoute } from '../route.ts';
 import { JsonQueryParameter, Page, PageQuery } from '../../../contracts/pages.ts';
 import { Cursor } from '../../../catalog/cursor.ts';
+import { SearchText } from '../../../contracts/rows-search.ts';
+
+const INCLUDE_TOTAL = 'answer `total`, the exact count of the matches, on the first page: a full count, whose cost grows with the matches';
+const IncludeTotal = z.enum(['true', 'false']).transform((value) => value === 'true').describe(INCLUDE_TOTAL);
+
 
 /** Spec 2.6 `row`. */
 export const RowResponse = z.strictObject({
@@ -20,6 +25,9 @@ export const RowResponse = z.strictObject({
   updatedAt: Timestamp,
   values: z.record(Id, z.unknown()),
 });
+
+/** GET …/rows's page: `total` only when `includeTotal` asked for it (null on later pages). */
+const RowListPage = Page(RowResponse).extend({ total: z.int().min(0).nullable().optional() });
 
 export const RowMutationResponse = z.strictObject({ row: RowResponse, mutationId: Id });
 export const RowBatchResponse = z.strictObject({
@@ -43,6 +51,8 @@ const RowListQuery = PageQuery.extend({
   viewId: Id.optional().describe('read through this saved view (its filter, order and hidden columns)'),
   where: JsonQueryParameter(FilterExpression, 'JSON filter expression (spec 2.4); fields by id or exact name').optional(),
   orderBy: JsonQueryParameter(OrderBy, 'JSON array of {field, direction} (at most 8); row id breaks ties').optional(),
+  search: SearchText.optional(),
+  includeTotal: IncludeTotal.optional(),
 });
 
 /**
@@ -55,6 +65,8 @@ const RowQueryBody = z.strictObject({
   orderBy: OrderBy.optional().describe('[{field, direction}] (at most 8); row id breaks ties'),
   limit: z.int().min(1).max(100).optional(),
   cursor: Cursor.optional(),
+  search: SearchText.optional(),
+  includeTotal: z.boolean().optional().describe(INCLUDE_TOTAL),
 });
 
 const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
@@ -98,7 +110,7 @@ export const rowRoutes = [
     query: RowListQuery,
     idempotent: false,
     successStatus: 200,
-    response: Page(RowResponse),
+    response: RowListPage,
   }),
   defineRoute({
     method: 'POST',
@@ -112,7 +124,7 @@ export const rowRoutes = [
     bodyVariables: true,
     idempotent: false,
     successStatus: 200,
-    response: Page(RowResponse),
+    response: RowListPage,
   }),
   defineRoute({
     method: 'GET',

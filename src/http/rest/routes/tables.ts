@@ -62,9 +62,11 @@ export const UniqueRuleResponse = z.strictObject({
 
 export const SortIndexResponse = z.strictObject({
   id: Id,
-  keys: z.array(z.strictObject({ fieldId: Id, direction: z.enum(['asc', 'desc']) })).min(1).max(8),
+  keys: z.array(z.strictObject({ fieldId: Id, direction: z.enum(['asc', 'desc']) })).min(1).max(500),
   origin: z.enum(['explicit', 'automatic']),
   state: z.enum(['building', 'ready']),
+  method: z.enum(['btree', 'trigram', 'search']).describe('btree: a sort index; trigram: one text field, for POST …/rows/similar; '
+    + 'search: the table’s text-like fields, for search'),
   createdAt: Timestamp,
 });
 

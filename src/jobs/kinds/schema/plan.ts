@@ -6,6 +6,7 @@ import type { FieldProblem } from '../../../kernel/errors.ts';
 import { FilterExpression, resolveField } from '../../../data/filter.ts';
 import { INDEX_KEY_BUDGET_BYTES, indexKeysOf, signatureOf } from '../../../data/sort-indexes.ts';
 import { INDEX_BUDGET_BYTES, keyBytes } from '../../../data/unique-keys.ts';
+import { isSearchable } from '../../../data/search.ts';
 import { Id } from '../../../kernel/formats.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobKind } from '../../engine/kinds.ts';
@@ -39,10 +40,25 @@ const FieldReferences = z.array(z.string().min(1).max(64)).min(1).max(8);
 export const AddUniqueRule = z.strictObject({ kind: z.literal('add_unique_rule'), fieldIds: FieldReferences, where: FilterExpression.optional() });
 export const AddForeignKey = z.strictObject({ kind: z.literal('add_foreign_key'), fieldIds: FieldReferences, referencedTableId: Id, referencedRuleId: Id });
 
-/** Sort indexes (issue 14): `fields` is an orderBy (spec 2.3), fields by id or exact name; the row id comes last. */
+/**
+ * Sort indexes (issue 14): `fields` is an orderBy (spec 2.3), fields by id or exact name; the row id comes last.
+ * `using: 'trigram'` indexes one text field's folded text for similar rows; `using: 'search'` (no fields) the
+ * folded text of every text-like field, for search (issue 28). Both count against the table's index cap.
+ */
 export const AddIndex = z.strictObject({
   kind: z.literal('add_index'),
-  fields: z.array(z.strictObject({ field: z.string().min(1).max(64), direction: z.enum(['asc', 'desc']) })).min(1).max(8),
+  using: z.enum(['btree', 'trigram', 'search']).optional().describe('btree (default): a sort index; trigram: one text field; search: all text-like fields'),
+  fields: z.array(z.strictObject({ field: z.string().min(1).max(64), direction: z.enum(['asc', 'desc']).optional() })).min(1).max(8).optional(),
+}).superRefine((change, context) => {
+  const using = change.using ?? 'btree';
+  if (using === 'search' && change.fields !== undefined) context.addIssue({ code: 'custom', path: ['fields'], message: 'must be absent: a search index covers every text-like field' });
+  if (using !== 'search' && change.fields === undefined) context.addIssue({ code: 'custom', path: ['fields'], message: `is required for a ${using} index` });
+  if (using === 'trigram' && (change.fields?.length ?? 1) !== 1) context.addIssue({ code: 'custom', path: ['fields'], message: 'must name one field for a trigram index' });
+  if (using === 'btree') {
+    change.fields?.forEach((item, index) => {
+      if (item.direction === undefined) context.addIssue({ code: 'custom', path: ['fields', index, 'direction'], message: 'is required for a sort index' });
+    });
+  }
 });
 export const DropIndex = z.strictObject({ kind: z.literal('drop_index'), indexId: Id });
 
@@ -80,7 +96,10 @@ export const PlannedChange = z.discriminatedUnion('kind', [
     kind: z.literal('add_foreign_key'), foreignKeyId: z.string(), fieldIds: z.array(z.string()), referencedTableId: z.string(),
     referencedRuleId: z.string(), referencedFieldIds: z.array(z.string()),
   }),
-  z.object({ kind: z.literal('add_index'), indexId: z.string(), keys: z.array(z.object({ fieldId: z.string(), direction: z.enum(['asc', 'desc']) })) }),
+  z.object({
+    kind: z.literal('add_index'), indexId: z.string(), keys: z.array(z.object({ fieldId: z.string(), direction: z.enum(['asc', 'desc']) })),
+    method: z.enum(['btree', 'trigram', 'search']).default('btree'),
+  }),
   z.object({ kind: z.literal('drop_index'), indexId: z.string() }),
 ]);
 export type PlannedChange = z.infer<typeof PlannedChange>;
@@ -89,6 +108,19 @@ export type PlannedChange = z.infer<typeof PlannedChange>;
 const COLUMN_SHAPING_OPTIONS: Partial<Record<FieldType, string[]>> = { number: ['precision', 'scale'], autoNumber: ['start', 'max'] };
 
 type Planned = { change: PlannedChange; problems: FieldProblem[] };
+
+/** The keys of a text index: its one field (trigram), or every text-like field in position order (search). */
+function textIndexKeysOf(schema: TableSchema, method: 'trigram' | 'search', field: string | undefined): { keys: { fieldId: string; direction: 'asc' }[]; problems: FieldProblem[] } {
+  if (method === 'search') {
+    const keys = schema.fields.filter(isSearchable).map((candidate) => ({ fieldId: candidate.id, direction: 'asc' as const }));
+    return { keys, problems: keys.length > 0 ? [] : [{ path: ['change', 'using'], message: 'the table has no text-like field to search' }] };
+  }
+  const found = resolveField(schema.fields, field!);
+  const path = ['change', 'fields', 0, 'field'];
+  if (!found) return { keys: [], problems: [{ path, message: 'is not a field of this table' }] };
+  if (!isSearchable(found) || found.type === 'multiSelect') return { keys: [], problems: [{ path, message: `a trigram index compares text; a ${found.type} field has none`, fieldId: found.id }] };
+  return { keys: [{ fieldId: found.id, direction: 'asc' }], problems: [] };
+}
 
 function nameProblems(schema: TableSchema, name: string, except: string | null, path: (string | number)[]): FieldProblem[] {
   const taken = schema.fields.some((field) => field.id !== except && field.name.toLowerCase() === name.toLowerCase());
@@ -158,6 +190,8 @@ export function keysThatNoLongerFit(schema: TableSchema, widened: FieldDefinitio
   const bytesOf = (fieldIds: readonly string[]) =>
     keyBytes(fieldIds.map((id) => (id === widened.id ? widened : schema.fieldsById.get(id))).filter((field) => field !== undefined));
   for (const index of schema.indexes) {
+    // A GIN trigram index holds trigrams, not values: any length fits.
+    if (index.method !== 'btree') continue;
     const bytes = bytesOf(index.keys.map((key) => key.fieldId));
     if (index.keys.some((key) => key.fieldId === widened.id) && bytes > INDEX_KEY_BUDGET_BYTES) {
       const remedy = index.origin === 'automatic' ? 'sort no shared view by this field first' : 'drop it first';
@@ -238,11 +272,14 @@ export function planChange(schema: TableSchema, change: Exclude<SchemaChange, { 
       return { change, problems };
     }
     case 'add_index': {
-      const { keys, problems: keyProblems } = indexKeysOf(schema.fields, change.fields, ['change', 'fields']);
+      const method = change.using ?? 'btree';
+      const { keys, problems: keyProblems } = method === 'btree'
+        ? indexKeysOf(schema.fields, change.fields!.map((item) => ({ field: item.field, direction: item.direction! })), ['change', 'fields'])
+        : textIndexKeysOf(schema, method, change.fields?.[0]?.field);
       problems.push(...keyProblems);
-      const same = schema.indexes.find((index) => signatureOf(index.keys) === signatureOf(keys));
+      const same = schema.indexes.find((index) => (index.method ?? 'btree') === method && signatureOf(index.keys) === signatureOf(keys));
       if (same?.origin === 'explicit' && problems.length === 0) problems.push({ path: ['change', 'fields'], message: `the same index already exists (${same.id})` });
-      return { change: { kind: 'add_index', indexId: same?.id ?? newFieldId, keys }, problems };
+      return { change: { kind: 'add_index', indexId: same?.id ?? newFieldId, keys, method }, problems };
     }
     case 'drop_index': {
       const index = schema.indexes.find((candidate) => candidate.id === change.indexId);

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
-import { createSortIndex, dropSortIndex, indexKeysOf, MAX_INDEXES_PER_TABLE, signatureOf, sortIndexState, viewIndexKeys, type IndexKey } from '../../../data/sort-indexes.ts';
+import { createSortIndex, createTextIndex, dropSortIndex, indexKeysOf, MAX_INDEXES_PER_TABLE, signatureOf, sortIndexState, viewIndexKeys, type IndexKey } from '../../../data/sort-indexes.ts';
 import { DomainError } from '../../../kernel/errors.ts';
 import { newId } from '../../../kernel/ids.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
@@ -10,6 +10,7 @@ import type { PlannedChange } from './plan.ts';
 import { bump, exec, lockVersion } from './steps.ts';
 import * as catalog from '../../../catalog/table-indexes.ts';
 import { insertJob, notifyWorkers } from '../../engine/sql/queue.ts';
+import type { Statement } from '../../../data/statement.ts';
 
 /**
  * Sort indexes built and dropped online (issue 14). `add_index` / `drop_index` are schema changes (endpoint 5,
@@ -41,13 +42,19 @@ async function query<T>(sql: SqlExecutor, statement: { sql: string; params: unkn
 }
 
 /** Builds the index unless a valid one is there already; an INVALID leftover of an interrupted build is dropped first. */
-export async function ensureSortIndex(pool: pg.Pool, target: { databaseId: string; tableId: string }, indexId: string, keys: readonly IndexKey[]): Promise<void> {
+export async function ensureSortIndex(pool: pg.Pool, target: { databaseId: string; tableId: string }, indexId: string, keys: readonly IndexKey[], build?: Statement): Promise<void> {
   await outsideTransaction(pool, async (sql) => {
     const [state] = await query<{ valid: boolean }>(sql, sortIndexState(target.databaseId, indexId));
     if (state?.valid) return;
     if (state) await exec(sql, [dropSortIndex(target.databaseId, indexId)]);
-    await exec(sql, [createSortIndex(target.databaseId, target.tableId, indexId, keys)]);
+    await exec(sql, [build ?? createSortIndex(target.databaseId, target.tableId, indexId, keys)]);
   });
+}
+
+/** The build of an index of any method: a text index (issue 28) over its fields' folded text, else a sort index. */
+function buildOf(schema: TableSchema, indexId: string, method: catalog.IndexMethod, keys: readonly IndexKey[]): Statement | undefined {
+  if (method === 'btree') return undefined;
+  return createTextIndex(schema.databaseId, schema.tableId, indexId, method, keys.map((key) => schema.fieldsById.get(key.fieldId)!));
 }
 
 async function isValid(sql: SqlExecutor, databaseId: string, indexId: string): Promise<boolean> {
@@ -78,16 +85,16 @@ async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): 
       await lockVersion(sql, run.payload);
       await exec(sql, [catalog.lockTableIndexes(schema.tableId)]);
       const existing = await query<catalog.IndexRow>(sql, catalog.selectTableIndexes(schema.tableId));
-      const signature = signatureOf(change.keys);
+      const signature = catalog.indexSignatureOf(change.method, change.keys);
       if (!existing.some((index) => index.signature === signature) && existing.length >= MAX_INDEXES_PER_TABLE) throw capacityLimit();
-      const [row] = await query<catalog.IndexRow>(sql, catalog.insertTableIndex(change.indexId, schema.tableId, change.keys, 'explicit'));
+      const [row] = await query<catalog.IndexRow>(sql, catalog.insertTableIndex(change.indexId, schema.tableId, change.keys, 'explicit', change.method));
       await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
       return { journal: { phase: 'build', indexId: row!.id, keys: change.keys }, progress: { done: 0, total: 2 } };
     });
   }
   if (run.journal.phase === 'build') {
     const { indexId, keys } = run.journal as Extract<ChangeJournal, { phase: 'build' }>;
-    await ensureSortIndex(run.pool, schema, indexId, keys);
+    await ensureSortIndex(run.pool, schema, indexId, keys, buildOf(schema, indexId, change.method, keys));
     await run.step(async () => ({ journal: { phase: 'cutover', indexId }, progress: { done: 1, total: 2 } }));
   }
   if (run.journal.phase === 'cutover') {
@@ -207,7 +214,8 @@ export async function rebuildFieldIndexes(sql: SqlExecutor, run: JobRun<Target, 
   const indexes = await query<catalog.IndexRow>(sql, catalog.selectIndexesOnField(tableId, fieldId));
   for (const index of indexes) {
     const order = index.keys.map((key) => ({ field: key.fieldId, direction: key.direction }));
-    if (indexKeysOf(fields, order, []).problems.length > 0) {
+    // A text index over the field went with its column; it is not rebuilt over a new type (add it again).
+    if (index.method !== 'btree' || indexKeysOf(fields, order, []).problems.length > 0) {
       await exec(sql, [catalog.deleteTableIndex(index.id)]);
       continue;
     }

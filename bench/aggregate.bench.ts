@@ -1,0 +1,177 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import pg from 'pg';
+import { aggregateRows } from '../src/data/aggregate.ts';
+import type { FieldDefinition } from '../src/data/field-types.ts';
+import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
+import { api, median, ratioLine, startServers, type Servers } from './harness.ts';
+
+/**
+ * Issue 28, on BENCH_ROWS rows (default 1,000,000) of one table, one request at a time, REST and raw alternating:
+ * - `count` + `sum` grouped by a 20-choice select through POST …/rows/aggregate against the same statement
+ *   (src/data/aggregate.ts) run through `pg`. Target: REST / raw ≥ 0.8.
+ * - search p50 for a word 10 rows hold, through GET …/rows?search=, before and after the table's search index.
+ * - lookup of 1,000 keys through POST …/rows/lookup against `SELECT … WHERE (sku) IN (…)` through `pg`.
+ *   Target: REST / raw ≥ 0.5.
+ * BENCH_ROUNDS (default 3) and BENCH_REQUESTS (default 10 per round and way) shrink it for quick runs.
+ */
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10);
+const CHOICES = Array.from({ length: 20 }, (_item, index) => `C${String(index).padStart(2, '0')}`);
+/** One row in RARE_EVERY holds the rare word. */
+const RARE_EVERY = Math.max(1, Math.floor(ROWS / 10));
+
+interface BenchTable { databaseId: string; tableId: string; path: string; fields: FieldDefinition[]; ruleId: string }
+
+async function startWorker(databaseUrl: string): Promise<{ stop(): Promise<void> }> {
+  const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  await new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes('"worker started"')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`bench worker exited (${code})`)));
+  });
+  return {
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function finished(servers: Servers, accepted: { statusUrl: string }): Promise<any> {
+  for (;;) {
+    const job = await api(servers, 'GET', accepted.statusUrl);
+    if (job.state === 'succeeded') return job;
+    if (['failed', 'cancelled'].includes(job.state)) throw new Error(`job ${job.id} ${job.state}: ${JSON.stringify(job.error)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function createBenchTable(servers: Servers): Promise<BenchTable> {
+  const { orgId } = servers;
+  const database = await api(servers, 'POST', `/v1/orgs/${orgId}/databases`, { name: `Aggregate bench ${Date.now()}` });
+  const created = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, {
+    name: 'Stock',
+    fields: [
+      { name: 'Sku', type: 'text', required: true, options: { maxLength: 40 } },
+      { name: 'Name', type: 'text', options: { maxLength: 200 } },
+      { name: 'Category', type: 'select', options: { choices: CHOICES } },
+      { name: 'Qty', type: 'integer' },
+      { name: 'Price', type: 'number', options: { precision: 15, scale: 2 } },
+    ],
+  });
+  const path = `/v1/orgs/${orgId}/databases/${database.id}/tables/${created.id}`;
+  // The rule first, on the empty table: the seed below then fills its index as it goes.
+  const rule = await finished(servers, await api(servers, 'POST', `${path}/unique-rules`, { fieldIds: ['Sku'] }));
+  const schema = await api(servers, 'GET', `${path}/schema`);
+  return { databaseId: database.id, tableId: created.id, path, fields: schema.fields, ruleId: rule.result.ruleId };
+}
+
+const columnNamed = (table: BenchTable, name: string) => columnOf(table.fields.find((field) => field.name === name)!.id);
+
+async function loadRows(client: pg.Client, table: BenchTable): Promise<void> {
+  const column = (name: string) => columnNamed(table, name);
+  await client.query('SELECT setseed(0.28)');
+  await client.query(`INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)}
+      (id, version, created_at, updated_at, ${column('Sku')}, ${column('Name')}, ${column('Category')}, ${column('Qty')}, ${column('Price')})
+    SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'SKU-' || g,
+           CASE WHEN g % $2::int = 0 THEN 'Zéphyrine crème ' || g ELSE 'Article ' || md5(g::text) END,
+           ($3::text[])[1 + g % 20], floor(random() * 100)::int, round((random() * 1000)::numeric, 2)
+      FROM generate_series(1, $1::int) AS g`, [ROWS, RARE_EVERY, CHOICES]);
+  await client.query('UPDATE public.data_tables SET row_count = $1 WHERE id = $2', [ROWS, table.tableId]);
+  await client.query(`VACUUM (ANALYZE) ${rowsTableOf(table.databaseId, table.tableId)}`);
+}
+
+async function timed(work: () => Promise<void>, times: number): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let index = 0; index < times; index += 1) {
+    const started = performance.now();
+    await work();
+    latencies.push(performance.now() - started);
+  }
+  return latencies;
+}
+
+async function post(servers: Servers, path: string, body: unknown): Promise<void> {
+  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
+    method: 'POST', headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  if (response.status !== 200) throw new Error(`${path}: ${response.status} ${await response.text()}`);
+  await response.arrayBuffer();
+}
+
+async function get(servers: Servers, path: string): Promise<any> {
+  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, { headers: { authorization: `Bearer ${servers.apiKey}` } });
+  if (response.status !== 200) throw new Error(`${path}: ${response.status} ${await response.text()}`);
+  return response.json();
+}
+
+const ms = (values: number[]) => `${median(values).toFixed(1)} ms`;
+
+async function compare(label: string, rest: () => Promise<void>, raw: () => Promise<void>, target: number, quotient: string): Promise<void> {
+  await rest();
+  await raw();
+  const ratios: number[] = [];
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    const restTimes = await timed(rest, REQUESTS);
+    const rawTimes = await timed(raw, REQUESTS);
+    ratios.push(median(rawTimes) / median(restTimes));
+    process.stdout.write(`  round ${round}: REST p50 ${ms(restTimes)}, raw pg p50 ${ms(rawTimes)}\n`);
+  }
+  process.stdout.write(`${ratioLine(label, quotient, ratios, target)}\n`);
+}
+
+const servers = await startServers();
+let worker: { stop(): Promise<void> } | undefined;
+const client = new pg.Client({ connectionString: servers.databaseUrl });
+try {
+  worker = await startWorker(servers.databaseUrl);
+  await client.connect();
+  const table = await createBenchTable(servers);
+  const seeded = performance.now();
+  await loadRows(client, table);
+  process.stdout.write(`aggregates, search, lookup on ${ROWS} rows (seeded in ${((performance.now() - seeded) / 1000).toFixed(1)} s); `
+    + `${ROUNDS} rounds of ${REQUESTS} requests each way, one at a time\n`);
+
+  const category = table.fields.find((field) => field.name === 'Category')!;
+  const qty = table.fields.find((field) => field.name === 'Qty')!;
+  const statement = aggregateRows(table, {
+    filter: null, groups: [{ field: category, granularity: null, timeZone: 'UTC' }],
+    aggregates: [{ fn: 'count', field: null, fraction: null }, { fn: 'sum', field: qty, fraction: null }], having: null, orderBy: [], limit: 100, offset: 0,
+  });
+  process.stdout.write('count + sum grouped by a 20-choice select\n');
+  await compare('aggregate count+sum by select', () => post(servers, `${table.path}/rows/aggregate`, {
+    groupBy: ['Category'], aggregates: [{ fn: 'count', as: 'n' }, { fn: 'sum', fieldId: 'Qty', as: 'qty' }],
+  }), async () => {
+    await client.query(statement.sql, statement.params);
+  }, 0.8, 'REST / raw pg');
+
+  const keys = Array.from({ length: 1000 }, (_item, index) => `SKU-${1 + Math.floor((index * ROWS) / 1000)}`);
+  process.stdout.write('lookup of 1,000 keys\n');
+  await compare('lookup 1,000 keys', () => post(servers, `${table.path}/rows/lookup`, { ruleId: table.ruleId, keys: keys.map((key) => [key]) }), async () => {
+    await client.query(`SELECT * FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE (${columnNamed(table, 'Sku')}) IN (${keys.map((_key, index) => `($${index + 1})`).join(', ')})`, keys);
+  }, 0.5, 'REST / raw pg');
+
+  const searchPath = `${table.path}/rows?search=${encodeURIComponent('zephyrine')}&limit=50`;
+  const found = (await get(servers, searchPath)).data.length;
+  const unindexed = await timed(async () => void await get(servers, searchPath), Math.max(3, Math.min(REQUESTS, 5)));
+  const building = performance.now();
+  const { schemaVersion } = await api(servers, 'GET', `${table.path}/schema`);
+  const applied = await api(servers, 'POST', `${table.path}/schema/operations`, { expectedSchemaVersion: schemaVersion, change: { kind: 'add_index', using: 'search' } });
+  await finished(servers, applied);
+  const built = (performance.now() - building) / 1000;
+  await get(servers, searchPath);
+  const indexed = await timed(async () => void await get(servers, searchPath), REQUESTS);
+  process.stdout.write(`search for a word ${found} rows hold: p50 ${ms(unindexed)} without its index, ${ms(indexed)} with it `
+    + `(built online in ${built.toFixed(1)} s)\n`);
+  process.stdout.write(`ratio | search p50 | without index / with index | median of 1: ${(median(unindexed) / median(indexed)).toFixed(1)} | rounds - | target - \n`);
+} finally {
+  await client.end().catch(() => undefined);
+  await worker?.stop();
+  await servers.stop();
+}

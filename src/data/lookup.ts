@@ -1,0 +1,40 @@
+import { typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
+import { columnKeyOf, columnOf, rowsTableOf } from './identifiers.ts';
+import { keyMatch, type KeyRule } from './row-batch.ts';
+import { rowJsonProjection, rowProjection, type PhysicalTable } from './rows.ts';
+import { Params, type Statement } from './statement.ts';
+
+/**
+ * Rows by business key (issue 28): the keys of an unconditional unique rule travel as one jsonb array, unpacked by
+ * `jsonb_to_recordset` into the key fields' own column types, and are joined to the table through the rule's index
+ * (the same equality the batch's upserts use, src/data/row-batch.ts). Each answered row carries `k`, the position
+ * of the key that found it; a key no row holds answers nothing.
+ */
+export function keyRecords(rule: KeyRule, keys: readonly (readonly CellValue[])[]): Record<string, CellValue>[] {
+  return keys.map((key, position) => ({ id: position, ...Object.fromEntries(rule.fields.map((field, index) => [columnKeyOf(field.id), key[index] ?? null])) }));
+}
+
+function keyset(params: Params, rule: KeyRule, keys: readonly (readonly CellValue[])[]): string {
+  const columns = rule.fields.map((field: FieldDefinition) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
+  return `jsonb_to_recordset(${params.add(JSON.stringify(keyRecords(rule, keys)), 'jsonb')}) AS k(id int, ${columns.join(', ')})`;
+}
+
+/** The rows holding `keys`, each as JSON text `j` with the `shown` fields, and `k`: the key's position. */
+export function lookupRows(table: PhysicalTable, rule: KeyRule, keys: readonly (readonly CellValue[])[], shown: readonly FieldDefinition[]): Statement {
+  const params = new Params();
+  const sql = `SELECT k.id AS k, ${rowJsonProjection(shown, 't')} AS j
+      FROM ${keyset(params, rule, keys)} JOIN ${rowsTableOf(table.databaseId, table.tableId)} t ON ${keyMatch(table, rule)}`;
+  return { sql, params: params.values };
+}
+
+/**
+ * The rows of a batch's keyed updates and deletes (`matchOn`), locked as `lockRows` locks (id order), with the
+ * position of the key that found each (`k`): their current version is then known under the lock.
+ */
+export function lockRowsByKey(table: PhysicalTable, rule: KeyRule, keys: readonly (readonly CellValue[])[]): Statement {
+  const params = new Params();
+  const sql = `SELECT k.id AS k, ${rowProjection(table.fields, 't')}
+      FROM ${keyset(params, rule, keys)} JOIN ${rowsTableOf(table.databaseId, table.tableId)} t ON ${keyMatch(table, rule)}
+     ORDER BY t.id FOR UPDATE OF t`;
+  return { sql, params: params.values };
+}
