@@ -12,6 +12,7 @@ import { Id } from '../formats.ts';
 import type { Context } from './context.ts';
 import { idempotent } from './idempotency.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from './jobs/enqueue.ts';
+import { startScopes } from './jobs/start-authority.ts';
 import { addressOf, tableAddressArgs } from './tables/address.ts';
 import type { TableAddress, TableSchema } from '../catalog/table-schema.ts';
 import { checkRowQuery, throughView } from './tables/row-pages.ts';
@@ -138,7 +139,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Exports a table’s rows (or a saved view’s) to one CSV, JSONL or XLSX file: a job (`exportRows`, `exportView` with a view) whose artifact is the file.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: ExportRowsInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'exports:read' }),
+    authScopes: (_root, { orgId }) => startScopes('exportRows', orgId),
     resolve: async (_root, args, context) => {
       const body = ExportRowsBody.parse(args.input);
       const address = addressOf(args);
@@ -155,7 +156,7 @@ builder.mutationFields((t) => ({
       databaseId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: ExportDatabaseInput, required: true }),
     },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'exports:read' }),
+    authScopes: (_root, { orgId }) => startScopes('exportDatabase', orgId),
     resolve: async (_root, args, context) => {
       const body = ExportDatabaseBody.parse(args.input);
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];

@@ -15,6 +15,7 @@ import { Id, SchemaVersion } from '../formats.ts';
 import type { Context } from './context.ts';
 import { idempotent } from './idempotency.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from './jobs/enqueue.ts';
+import { startScopes } from './jobs/start-authority.ts';
 import { addressOf, tableAddressArgs } from './tables/address.ts';
 import { schemaVersionConflict, type TableAddress } from '../catalog/table-schema.ts';
 import { currentSchema } from './tables/schema.ts';
@@ -163,7 +164,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Validates an append-only CSV or JSONL import without inserting anything (endpoint 4). The job yields counts, a typed preview and a JSONL error report.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: PreviewImportInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
+    authScopes: (_root, { orgId }) => startScopes('previewImportRows', orgId),
     resolve: (_root, args, context) => {
       const body = PreviewImportBody.parse(args.input);
       checkContent(body.content);
@@ -179,7 +180,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Appends the rows of a succeeded import preview, validated again against the table as it is now.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: ImportRowsInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
+    authScopes: (_root, { orgId }) => startScopes('importRows', orgId),
     resolve: (_root, args, context) => {
       const body = ImportRowsBody.parse(args.input);
       const address = addressOf(args);

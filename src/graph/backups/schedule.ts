@@ -11,6 +11,7 @@ import { builder } from '../builder.ts';
 import type { Context } from '../context.ts';
 import { idempotent } from '../idempotency.ts';
 import { enqueueJob, JobHandle } from '../jobs/enqueue.ts';
+import { startScopes } from '../jobs/start-authority.ts';
 import { requireDatabase } from '../tables/tables.ts';
 
 /**
@@ -138,7 +139,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Sets the database’s backup schedule (job `saveBackupSchedule`, event `database.backup_schedule.update`); same grammar and DST rules as the preview.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...databaseArgs, input: t.arg({ type: SaveBackupScheduleInput, required: true }) },
-    authScopes: (_root, { orgId }) => adminOf(orgId, 'backups:manage'),
+    authScopes: (_root, { orgId }) => startScopes('saveBackupSchedule', orgId),
     resolve: (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       const body = SaveBackupScheduleBody.parse(args.input);
