@@ -31,6 +31,8 @@ const ConfigSchema = z.object({
   JOB_QUERY_TIMEOUT_MS: nonNegativeInt.default(600_000),
   /** JSON bodies larger than this get 413 (routes may declare a larger limit, e.g. imports). */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  /** Largest answer of one GraphQL operation (/graphql and REST alike), as JSON bytes; 413 PAYLOAD_TOO_LARGE beyond. */
+  RESPONSE_LIMIT_BYTES: z.coerce.number().int().min(1024).default(67_108_864),
   /** A body not fully received within this many milliseconds gets 408. */
   BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   /** How long idempotency records are kept (DESIGN §4 requires at least 24 hours). */

@@ -7,6 +7,7 @@ import { builder } from '../builder.ts';
 import { Id } from '../../formats.ts';
 import { dataPlane, type Context } from '../context.ts';
 import { artifactUrlOf, loadJob } from './jobs.ts';
+import { BULK_FIELD_COST } from '../query-limits.ts';
 
 /**
  * Largest artifact whose bytes the `content` field returns. GraphQL holds a whole response in memory (and base64
@@ -70,7 +71,9 @@ const ArtifactDownload = builder.objectRef<ArtifactDownloadShape>('JobArtifactDo
     }),
     content: t.string({
       description: 'The bytes, encoded as `encoding` says, checked against the recorded size and sha256 (ARTIFACT_UNVERIFIED otherwise). '
-        + 'Only for artifacts up to 8 MiB (8,388,608 bytes); larger ones answer PAYLOAD_TOO_LARGE: download them from the REST route, which streams.',
+        + 'Only for artifacts up to 8 MiB (8,388,608 bytes); larger ones answer PAYLOAD_TOO_LARGE: download them from the REST route, which streams. '
+        + `Costs ${BULK_FIELD_COST} of the query cost, so an operation reads at most one artifact's content.`,
+      extensions: { cost: BULK_FIELD_COST },
       resolve: (artifact, _args, context) => contentOf(artifact, context),
     }),
   }),
