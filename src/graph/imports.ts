@@ -12,6 +12,7 @@ import type { Caller } from './auth/caller.ts';
 import { requireCaller } from './auth/guards.ts';
 import { builder } from './builder.ts';
 import { Id, SchemaVersion } from '../formats.ts';
+import { BIDI_CONTROL_MESSAGE, BIDI_CONTROLS } from '../input-hygiene.ts';
 import type { Context } from './context.ts';
 import { idempotent } from './idempotency.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from './jobs/enqueue.ts';
@@ -27,7 +28,8 @@ export const IMPORT_BODY_LIMIT = MAX_IMPORT_CHARACTERS * 6 + 1_048_576;
 
 const FileName = z.string().min(1).max(255)
   .refine(isStorableText, 'must not contain U+0000 or an unpaired surrogate')
-  .refine((name) => !/[\u0000-\u001f\u007f/\\]/.test(name), 'must be a file name without control characters or path separators');
+  .refine((name) => !/[\u0000-\u001f\u007f/\\]/.test(name), 'must be a file name without control characters or path separators')
+  .refine((name) => !BIDI_CONTROLS.test(name), BIDI_CONTROL_MESSAGE);
 
 export const PreviewImportBody = z.strictObject({
   expectedSchemaVersion: SchemaVersion,

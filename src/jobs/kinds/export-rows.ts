@@ -30,6 +30,8 @@ export const ExportRowsPayload = z.object({
   /** JSONL: key `values` by field name instead of field id. */
   fieldNames: z.boolean(),
   viewId: z.string().nullable(),
+  /** CSV: prefix text cells that a spreadsheet would run as formulas (absent in jobs queued before the option). */
+  escapeFormulas: z.boolean().default(true),
 });
 export type ExportRowsPayload = z.infer<typeof ExportRowsPayload>;
 
@@ -64,11 +66,11 @@ async function writeRows(payload: ExportRowsPayload, snapshot: Snapshot, sink: C
   if (table.schemaVersion !== payload.schemaVersion) throw schemaChanged(payload.schemaVersion, table.schemaVersion);
   const query = queryOf(payload, table);
   const format: ExportFormat = payload.format;
-  const plan = format === 'csv' ? csvCopy(query) : format === 'jsonl' ? jsonlCopy(query, payload.fieldNames) : arrayCopy(query);
+  const plan = format === 'csv' ? csvCopy(query, payload.escapeFormulas) : format === 'jsonl' ? jsonlCopy(query, payload.fieldNames) : arrayCopy(query);
   progress.total = await snapshot.prepare(plan);
   if (format === 'xlsx' && progress.total > XLSX_MAX_ROWS - 1) throw tooManyRowsForXlsx(progress.total);
   const source = snapshot.copy(plan);
-  if (format === 'csv') await pipeline(source, csvStream(query.columns, progress), sink);
+  if (format === 'csv') await pipeline(source, csvStream(query.columns, progress, payload.escapeFormulas), sink);
   else if (format === 'jsonl') await pipeline(source, jsonlStream(progress), sink);
   else await pipeline(xlsxStream(source, query.columns, progress), sink);
   return { format, fieldIds: payload.fieldIds, schemaVersion: table.schemaVersion };
