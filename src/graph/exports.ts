@@ -4,7 +4,7 @@ import { filterBudgetProblems, OrderBy, resolveField } from '../data/filter.ts';
 import type { FieldDefinition } from '../data/field-types.ts';
 import { notFound, validationFailed, type FieldProblem } from '../errors.ts';
 import type { ExportDatabasePayload } from '../jobs/kinds/export-database.ts';
-import type { ExportRowsPayload } from '../jobs/kinds/export-rows.ts';
+import { readsOf, type ExportRowsPayload } from '../jobs/kinds/export-rows.ts';
 import type { Caller } from './auth/caller.ts';
 import { requireCaller } from './auth/guards.ts';
 import { builder } from './builder.ts';
@@ -112,7 +112,7 @@ async function planExport(context: Context, address: TableAddress, body: ExportR
   if (overBudget.length) throw validationFailed(overBudget.map((problem) => ({ ...problem, path: ['where', ...problem.path] })), 'The filter is over its cost budget; simplify it.');
   const table = await context.prisma.dataTable.findUnique({ where: { id: address.tableId }, select: { name: true } });
   if (!table) throw notFound('table');
-  return {
+  const payload = {
     ...address,
     schemaVersion: schema.schemaVersion,
     format: body.format,
@@ -124,6 +124,7 @@ async function planExport(context: Context, address: TableAddress, body: ExportR
     viewId: body.viewId ?? null,
     escapeFormulas: body.escapeFormulas ?? true,
   };
+  return { ...payload, reads: readsOf(schema.fields, payload) };
 }
 
 function enqueueExport(tx: TransactionClient, context: Context, caller: Caller, payload: ExportRowsPayload): Promise<JobHandleShape> {
