@@ -93,6 +93,11 @@ const ConfigSchema = z.object({
   BACKUP_TTL_DAYS: z.coerce.number().min(0.0001).default(30),
   /** A database whose last success is older than its interval plus this grace is `backup.overdue`. */
   BACKUP_OVERDUE_GRACE_MINUTES: z.coerce.number().min(0).default(60),
+  /** A backup schedule may not run two backups closer together than this (422 on save). */
+  BACKUP_MIN_INTERVAL_MINUTES: z.coerce.number().int().min(1).default(60),
+  /** Backups kept per database whatever its policy: the oldest beyond either bound are pruned (the newest always stays). */
+  BACKUP_RETAIN_MAX_COUNT: z.coerce.number().int().min(1).default(100),
+  BACKUP_RETAIN_MAX_BYTES: z.coerce.number().int().min(1).default(53_687_091_200),
   /** How often each worker looks for due backup schedules. */
   BACKUP_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(15_000),
   /** Tests only: a file holding an ISO timestamp the scheduler uses as "now" instead of the clock. */
