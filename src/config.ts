@@ -89,6 +89,8 @@ const ConfigSchema = z.object({
   BACKUP_S3_PREFIX: z.string().default(''),
   BACKUP_S3_ENDPOINT: z.string().url().optional(),
   BACKUP_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Each S3 request (connect, send, answer) ends with an error after this long; the SDK retries it twice. */
+  BACKUP_S3_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   /** Backups without a keepDays policy expire after this many days. */
   BACKUP_TTL_DAYS: z.coerce.number().min(0.0001).default(30),
   /** A database whose last success is older than its interval plus this grace is `backup.overdue`. */
