@@ -17,7 +17,9 @@ import { createDatabase, createRow, createTable } from './helpers/workspace.ts';
  */
 const dir = backupDir();
 const clockFile = join(dir, 'clock');
-const suite = useServerWithOrg({ RUN_WORKER: 'false', BACKUP_DIR: dir, BACKUP_SCHEDULER_CLOCK_FILE: clockFile, BACKUP_OVERDUE_GRACE_MINUTES: '1' });
+const suite = useServerWithOrg({
+  RUN_WORKER: 'false', BACKUP_DIR: dir, BACKUP_SCHEDULER_CLOCK_FILE: clockFile, BACKUP_OVERDUE_GRACE_MINUTES: '1', BACKUP_MIN_INTERVAL_MINUTES: '1',
+});
 const admin = () => suite.org.adminKey;
 const server = () => suite.server;
 const orgId = () => suite.org.orgId;

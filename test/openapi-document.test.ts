@@ -105,13 +105,13 @@ describe('GET /v1/openapi.json for client generators', () => {
 });
 
 describe('error statuses in the document', () => {
-  it('lists 401 with WWW-Authenticate, 429 with Retry-After, 500 and 503 on every operation, all with the envelope', async () => {
+  it('lists 401 with WWW-Authenticate, 413, 429 with Retry-After, 500 and 503 on every operation, all with the envelope', async () => {
     const document = await servedDocument();
     for (const route of routes) {
       const { responses } = operationOf(document, route.method, route.path);
       const name = `${route.method} ${route.path}`;
       expect(Object.keys(responses), name).not.toContain('default');
-      for (const status of ['401', '429', '431', '500', '503']) expect(Object.keys(responses), `${name} ${status}`).toContain(status);
+      for (const status of ['401', '413', '429', '431', '500', '503']) expect(Object.keys(responses), `${name} ${status}`).toContain(status);
       expect(deref(document, responses['401']).headers['WWW-Authenticate']).toMatchObject({ required: true });
       expect(deref(document, responses['429']).headers['Retry-After']).toMatchObject({ required: true });
       for (const [status, response] of Object.entries(responses)) {
@@ -128,11 +128,11 @@ describe('error statuses in the document', () => {
     const tablePath = '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}';
     expect(statuses('POST', `${tablePath}/views`).sort())
       .toEqual(['201', '400', '401', '403', '404', '408', '409', '413', '415', '422', '429', '431', '500', '503']);
-    expect(statuses('GET', `${tablePath}/rows/{rowId}/history`).sort()).toEqual(['200', '400', '401', '403', '404', '422', '429', '431', '500', '503']);
-    expect(statuses('DELETE', '/v1/me/keys/{id}').sort()).toEqual(['200', '400', '401', '403', '404', '409', '422', '429', '431', '500', '503']);
+    expect(statuses('GET', `${tablePath}/rows/{rowId}/history`).sort()).toEqual(['200', '400', '401', '403', '404', '413', '422', '429', '431', '500', '503']);
+    expect(statuses('DELETE', '/v1/me/keys/{id}').sort()).toEqual(['200', '400', '401', '403', '404', '409', '413', '422', '429', '431', '500', '503']);
     // Its query takes no parameters: any is a 422.
-    expect(statuses('GET', '/v1/preferences/options').sort()).toEqual(['200', '401', '422', '429', '431', '500', '503']);
-    expect(statuses('GET', '/v1/me/keys').sort()).toEqual(['200', '400', '401', '403', '422', '429', '431', '500', '503']);
+    expect(statuses('GET', '/v1/preferences/options').sort()).toEqual(['200', '401', '413', '422', '429', '431', '500', '503']);
+    expect(statuses('GET', '/v1/me/keys').sort()).toEqual(['200', '400', '401', '403', '413', '422', '429', '431', '500', '503']);
     expect(statuses('GET', '/v1/orgs/{orgId}/jobs/{jobId}/artifacts/{name}')).toEqual(expect.arrayContaining(['409', '410']));
     expect(statuses('POST', '/v1/invitations/accept')).toEqual(expect.arrayContaining(['404', '409', '422']));
     // Only the operations that send a token through the delivery hook can answer 502.

@@ -159,9 +159,23 @@ function plan(query: ExportQuery, settings: Settings, projection: string, copyOp
  */
 const RAW_LINES = "FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02'";
 
-/** CSV records of the exported fields (no header: the field names are written by the job). */
-export function csvCopy(query: ExportQuery): CopyPlan {
-  const projection = query.columns.length ? query.columns.map((field) => textCell(field, 'r')).join(', ') : "''";
+/**
+ * OWASP's CSV injection defence: a text cell that begins with `=`, `+`, `-`, `@`, a tab or a carriage return is
+ * written with a leading `'`, so a spreadsheet shows it as text instead of running it as a formula. Only cells of
+ * text-valued types: numbers, dates and JSON keep their exact form (-5 is a number, not a formula).
+ */
+export const FORMULA_STARTS = ['=', '+', '-', '@', '\t', '\r'] as const;
+export const FORMULA_PREFIX = "'";
+const TEXT_VALUED: ReadonlySet<string> = new Set(['text', 'longText', 'email', 'url', 'select', 'multiSelect']);
+
+function formulaSafe(text: string): string {
+  return `CASE WHEN left(${text}, 1) IN ('=', '+', '-', '@', E'\\t', E'\\r') THEN '''' || ${text} ELSE ${text} END`;
+}
+
+/** CSV records of the exported fields (no header: the field names are written by the job); see FORMULA_STARTS. */
+export function csvCopy(query: ExportQuery, escapeFormulas = true): CopyPlan {
+  const cell = (field: FieldDefinition) => (escapeFormulas && TEXT_VALUED.has(field.type) ? formulaSafe(textCell(field, 'r')) : textCell(field, 'r'));
+  const projection = query.columns.length ? query.columns.map(cell).join(', ') : "''";
   return plan(query, new Settings(), projection, 'FORMAT csv');
 }
 

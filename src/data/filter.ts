@@ -467,3 +467,13 @@ export function isIndexable(expression: FilterExpression, fields: readonly Field
     return field !== undefined && !(familyOf(field) === 'string' && COLLATION_DEPENDENT.includes(leaf.op));
   });
 }
+
+/** The fields a filter names (by name or id), each once, in the order they first appear. */
+export function filterFieldsOf(expression: FilterExpression, fields: readonly FieldDefinition[]): FieldDefinition[] {
+  const found = new Map<string, FieldDefinition>();
+  for (const leaf of leavesOf(expression)) {
+    const field = resolveField(fields, leaf.field);
+    if (field) found.set(field.id, field);
+  }
+  return [...found.values()];
+}

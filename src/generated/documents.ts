@@ -122,6 +122,7 @@ export type DeleteViewInput = {
 };
 
 export type ExportDatabaseInput = {
+  escapeFormulas?: boolean | null | undefined;
   fileName?: string | null | undefined;
   /** `csv` or `jsonl` (one file per table inside the ZIP archive). */
   format: string;
@@ -133,6 +134,7 @@ export type ExportOrderInput = {
 };
 
 export type ExportRowsInput = {
+  escapeFormulas?: boolean | null | undefined;
   fieldIds?: Array<string> | null | undefined;
   fieldNames?: boolean | null | undefined;
   fileName?: string | null | undefined;

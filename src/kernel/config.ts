@@ -31,6 +31,8 @@ const ConfigSchema = z.object({
   JOB_QUERY_TIMEOUT_MS: nonNegativeInt.default(600_000),
   /** JSON bodies larger than this get 413 (routes may declare a larger limit, e.g. imports). */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  /** Largest answer of one GraphQL operation (/graphql and REST alike), as JSON bytes; 413 PAYLOAD_TOO_LARGE beyond. */
+  RESPONSE_LIMIT_BYTES: z.coerce.number().int().min(1024).default(67_108_864),
   /** A body not fully received within this many milliseconds gets 408. */
   BODY_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   /** How long idempotency records are kept (DESIGN §4 requires at least 24 hours). */
@@ -87,10 +89,17 @@ const ConfigSchema = z.object({
   BACKUP_S3_PREFIX: z.string().default(''),
   BACKUP_S3_ENDPOINT: z.string().url().optional(),
   BACKUP_S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Each S3 request (connect, send, answer) ends with an error after this long; the SDK retries it twice. */
+  BACKUP_S3_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   /** Backups without a keepDays policy expire after this many days. */
   BACKUP_TTL_DAYS: z.coerce.number().min(0.0001).default(30),
   /** A database whose last success is older than its interval plus this grace is `backup.overdue`. */
   BACKUP_OVERDUE_GRACE_MINUTES: z.coerce.number().min(0).default(60),
+  /** A backup schedule may not run two backups closer together than this (422 on save). */
+  BACKUP_MIN_INTERVAL_MINUTES: z.coerce.number().int().min(1).default(60),
+  /** Backups kept per database whatever its policy: the oldest beyond either bound are pruned (the newest always stays). */
+  BACKUP_RETAIN_MAX_COUNT: z.coerce.number().int().min(1).default(100),
+  BACKUP_RETAIN_MAX_BYTES: z.coerce.number().int().min(1).default(53_687_091_200),
   /** How often each worker looks for due backup schedules. */
   BACKUP_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(15_000),
   /** Tests only: a file holding an ISO timestamp the scheduler uses as "now" instead of the clock. */

@@ -218,3 +218,15 @@ export function nextRuns(cron: string, timezone: string, after: Date, count = 3)
   }
   return runs.map((instant) => new Date(instant));
 }
+
+/**
+ * The shortest gap in milliseconds between consecutive runs among a schedule's next `count` runs after `after`
+ * (Infinity with fewer than two). 1,000 runs span six weeks of an hourly schedule, and every minute, hour and
+ * weekday pattern repeats within a week, so a schedule that runs too often shows it here.
+ */
+export function shortestGap(cron: string, timezone: string, after: Date, count = 1_000): number {
+  const runs = nextRuns(cron, timezone, after, count);
+  let shortest = Infinity;
+  for (let index = 1; index < runs.length; index += 1) shortest = Math.min(shortest, runs[index]!.getTime() - runs[index - 1]!.getTime());
+  return shortest;
+}

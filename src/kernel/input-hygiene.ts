@@ -74,3 +74,12 @@ export function storableJson<T>(value: T): T {
   }
   return value;
 }
+
+/**
+ * Bidirectional control characters: embeddings and overrides U+202A–U+202E, isolates U+2066–U+2069. In a file name
+ * they make `invoice\u202Efdp.exe` display as `invoiceexe.pdf` (Trojan Source, CVE-2021-42574), so file names
+ * refuse them (422) and names derived from user text lose them.
+ */
+export const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
+export const BIDI_CONTROLS_GLOBAL = new RegExp(BIDI_CONTROLS.source, 'g');
+export const BIDI_CONTROL_MESSAGE = 'must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069)';

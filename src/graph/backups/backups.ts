@@ -8,6 +8,7 @@ import type { Context } from '../server/context.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle } from '../jobs/enqueue.ts';
+import { startScopes } from '../jobs/start-authority.ts';
 import { pageOf, pageRef } from '../shared/pages.ts';
 import { requireDatabase } from '../tables/tables.ts';
 
@@ -133,7 +134,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Writes, reads back and deletes a probe object at the backup destination (job `testBackupDestination`).',
     args: { idempotencyKey: t.arg.string({ required: true }), orgId: t.arg.id({ required: true, validate: Id }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'admin' }, oauth: 'backups:manage' }),
+    authScopes: (_root, { orgId }) => startScopes('testBackupDestination', orgId),
     resolve: (_root, args, context) => {
       const orgId = String(args.orgId);
       return idempotent(context, { operation: 'testBackupDestination', key: args.idempotencyKey, input: { orgId } }, (tx) =>
@@ -146,7 +147,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Backs the database up now (job `runDatabaseBackup`; the backup’s id is the job’s). Needs write authority.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...databaseArgs },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'backups:manage' }),
+    authScopes: (_root, { orgId }) => startScopes('runDatabaseBackup', orgId),
     resolve: (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       return idempotent(context, { operation: 'runDatabaseBackup', key: args.idempotencyKey, input: { orgId, databaseId } }, async (tx) => {
@@ -162,7 +163,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Verifies a backup’s checksums and reports what restoring it would change (job `previewDatabaseRestore`).',
     args: { idempotencyKey: t.arg.string({ required: true }), ...databaseArgs, backupId: t.arg.id({ required: true, validate: Id }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'admin' }, oauth: 'backups:manage' }),
+    authScopes: (_root, { orgId }) => startScopes('previewDatabaseRestore', orgId),
     resolve: (_root, args, context) => {
       const [orgId, databaseId, backupId] = [String(args.orgId), String(args.databaseId), String(args.backupId)];
       return idempotent(context, { operation: 'previewDatabaseRestore', key: args.idempotencyKey, input: { orgId, databaseId, backupId } }, async (tx) => {
@@ -182,7 +183,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }), ...databaseArgs, backupId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: RestoreBackupInput, required: true }),
     },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'admin' }, oauth: 'backups:manage' }),
+    authScopes: (_root, { orgId }) => startScopes('restoreDatabaseBackup', orgId),
     resolve: (_root, args, context) => {
       const [orgId, databaseId, backupId] = [String(args.orgId), String(args.databaseId), String(args.backupId)];
       const body = RestoreBackupBody.parse(args.input);

@@ -4,14 +4,16 @@ import { filterBudgetProblems, OrderBy, resolveField } from '../../data/filter.t
 import type { FieldDefinition } from '../../data/field-types.ts';
 import { notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import type { ExportDatabasePayload } from '../../jobs/kinds/exports/exportDatabase.ts';
-import type { ExportRowsPayload } from '../../jobs/kinds/exports/exportRows.ts';
+import { readsOf, type ExportRowsPayload } from '../../jobs/kinds/exports/exportRows.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
+import { BIDI_CONTROL_MESSAGE, BIDI_CONTROLS, BIDI_CONTROLS_GLOBAL } from '../../kernel/input-hygiene.ts';
 import type { Context } from '../server/context.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from '../jobs/enqueue.ts';
+import { startScopes } from '../jobs/start-authority.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
 import { checkRowQuery, throughView } from '../rows/row-pages.ts';
@@ -25,7 +27,8 @@ import { viewLens, type ViewLens } from '../views/views.ts';
  */
 const ExportFileName = z.string().min(1).max(128)
   .refine((name) => name.trim() === name, 'must not start or end with whitespace')
-  .refine((name) => !/[\u0000-\u001f\u007f/\\]/.test(name), 'must be a file name without control characters or path separators');
+  .refine((name) => !/[\u0000-\u001f\u007f/\\]/.test(name), 'must be a file name without control characters or path separators')
+  .refine((name) => !BIDI_CONTROLS.test(name), BIDI_CONTROL_MESSAGE);
 
 export const ExportRowsBody = z.strictObject({
   format: z.enum(['csv', 'jsonl', 'xlsx']),
@@ -34,6 +37,7 @@ export const ExportRowsBody = z.strictObject({
   orderBy: OrderBy.optional(),
   fieldIds: z.array(z.string().min(1).max(64)).min(1).max(500).optional().describe('The exported fields (ids or names), in this column order; default: every field (through a view: its visible columns).'),
   fieldNames: z.boolean().optional().describe('JSONL: key `values` by field name instead of field id.'),
+  escapeFormulas: z.boolean().optional().describe('CSV: prefix with `\'` every text cell (and header) that begins with =, +, -, @, a tab or a carriage return, so a spreadsheet does not run it as a formula (default true); false exports the raw values, for programs.'),
   fileName: ExportFileName.optional().describe('The artifact’s file name (default: the table’s name and the format’s extension).'),
 });
 type ExportRowsBody = z.infer<typeof ExportRowsBody>;
@@ -41,6 +45,7 @@ type ExportRowsBody = z.infer<typeof ExportRowsBody>;
 export const ExportDatabaseBody = z.strictObject({
   format: z.enum(['csv', 'jsonl']),
   fileName: ExportFileName.optional().describe('The archive’s file name (default: the database’s name with `.zip`).'),
+  escapeFormulas: z.boolean().optional().describe('CSV: prefix with `\'` every text cell (and header) that begins with =, +, -, @, a tab or a carriage return, so a spreadsheet does not run it as a formula (default true); false exports the raw values, for programs.'),
 });
 type ExportDatabaseBody = z.infer<typeof ExportDatabaseBody>;
 
@@ -57,6 +62,7 @@ const ExportRowsInput = builder.inputType('ExportRowsInput', {
     fieldIds: t.stringList(),
     fieldNames: t.boolean(),
     fileName: t.string(),
+    escapeFormulas: t.boolean(),
   }),
   validate: ExportRowsBody,
 });
@@ -65,13 +71,14 @@ const ExportDatabaseInput = builder.inputType('ExportDatabaseInput', {
   fields: (t) => ({
     format: t.string({ required: true, description: '`csv` or `jsonl` (one file per table inside the ZIP archive).' }),
     fileName: t.string(),
+    escapeFormulas: t.boolean(),
   }),
   validate: ExportDatabaseBody,
 });
 
 /** A user's name made into a safe default file name (the same rule as ExportFileName). */
 function defaultFileName(name: string, extension: string): string {
-  const safe = name.replace(/[\u0000-\u001f\u007f/\\]/g, '_').trim().slice(0, 120) || 'export';
+  const safe = name.replace(/[\u0000-\u001f\u007f/\\]/g, '_').replace(BIDI_CONTROLS_GLOBAL, '').trim().slice(0, 120) || 'export';
   return `${safe}.${extension}`;
 }
 
@@ -105,7 +112,7 @@ async function planExport(context: Context, address: TableAddress, body: ExportR
   if (overBudget.length) throw validationFailed(overBudget.map((problem) => ({ ...problem, path: ['where', ...problem.path] })), 'The filter is over its cost budget; simplify it.');
   const table = await context.prisma.dataTable.findUnique({ where: { id: address.tableId }, select: { name: true } });
   if (!table) throw notFound('table');
-  return {
+  const payload = {
     ...address,
     schemaVersion: schema.schemaVersion,
     format: body.format,
@@ -115,7 +122,9 @@ async function planExport(context: Context, address: TableAddress, body: ExportR
     orderBy: query.orderBy.map((item) => ({ fieldId: resolveField(schema.fields, item.field)!.id, direction: item.direction })),
     fieldNames: body.fieldNames ?? false,
     viewId: body.viewId ?? null,
+    escapeFormulas: body.escapeFormulas ?? true,
   };
+  return { ...payload, reads: readsOf(schema.fields, payload) };
 }
 
 function enqueueExport(tx: TransactionClient, context: Context, caller: Caller, payload: ExportRowsPayload): Promise<JobHandleShape> {
@@ -130,7 +139,10 @@ function enqueueExport(tx: TransactionClient, context: Context, caller: Caller, 
 async function planDatabaseExport(context: Context, caller: Caller, orgId: string, databaseId: string, body: ExportDatabaseBody): Promise<ExportDatabasePayload> {
   const database = await context.prisma.database.findFirst({ where: { id: databaseId, orgId, state: 'active' }, select: { name: true } });
   if (!database) throw notFound('database');
-  return { orgId, databaseId, format: body.format, fileName: body.fileName ?? defaultFileName(database.name, 'zip'), viewsOf: caller.userId };
+  return {
+    orgId, databaseId, format: body.format, fileName: body.fileName ?? defaultFileName(database.name, 'zip'), viewsOf: caller.userId,
+    escapeFormulas: body.escapeFormulas ?? true,
+  };
 }
 
 builder.mutationFields((t) => ({
@@ -138,7 +150,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Exports a table’s rows (or a saved view’s) to one CSV, JSONL or XLSX file: a job (`exportRows`, `exportView` with a view) whose artifact is the file.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: ExportRowsInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'exports:read' }),
+    authScopes: (_root, { orgId }) => startScopes('exportRows', orgId),
     resolve: async (_root, args, context) => {
       const body = ExportRowsBody.parse(args.input);
       const address = addressOf(args);
@@ -155,7 +167,7 @@ builder.mutationFields((t) => ({
       databaseId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: ExportDatabaseInput, required: true }),
     },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'exports:read' }),
+    authScopes: (_root, { orgId }) => startScopes('exportDatabase', orgId),
     resolve: async (_root, args, context) => {
       const body = ExportDatabaseBody.parse(args.input);
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];

@@ -12,9 +12,11 @@ import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import { Id, SchemaVersion } from '../../kernel/formats.ts';
+import { BIDI_CONTROL_MESSAGE, BIDI_CONTROLS } from '../../kernel/input-hygiene.ts';
 import type { Context } from '../server/context.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from './enqueue.ts';
+import { startScopes } from './start-authority.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { schemaVersionConflict, type TableAddress } from '../../catalog/table-schema.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
@@ -26,7 +28,8 @@ export const IMPORT_BODY_LIMIT = MAX_IMPORT_CHARACTERS * 6 + 1_048_576;
 
 const FileName = z.string().min(1).max(255)
   .refine(isStorableText, 'must not contain U+0000 or an unpaired surrogate')
-  .refine((name) => !/[\u0000-\u001f\u007f/\\]/.test(name), 'must be a file name without control characters or path separators');
+  .refine((name) => !/[\u0000-\u001f\u007f/\\]/.test(name), 'must be a file name without control characters or path separators')
+  .refine((name) => !BIDI_CONTROLS.test(name), BIDI_CONTROL_MESSAGE);
 
 export const PreviewImportBody = z.strictObject({
   expectedSchemaVersion: SchemaVersion,
@@ -163,7 +166,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Validates an append-only CSV or JSONL import without inserting anything (endpoint 4). The job yields counts, a typed preview and a JSONL error report.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: PreviewImportInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
+    authScopes: (_root, { orgId }) => startScopes('previewImportRows', orgId),
     resolve: (_root, args, context) => {
       const body = PreviewImportBody.parse(args.input);
       checkContent(body.content);
@@ -179,7 +182,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Appends the rows of a succeeded import preview, validated again against the table as it is now.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: ImportRowsInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
+    authScopes: (_root, { orgId }) => startScopes('importRows', orgId),
     resolve: (_root, args, context) => {
       const body = ImportRowsBody.parse(args.input);
       const address = addressOf(args);

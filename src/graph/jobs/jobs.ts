@@ -16,6 +16,7 @@ import { pageOf, pageRef, type PageArgs } from '../shared/pages.ts';
 import type { Context } from '../server/context.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { checkQueueCapacity, schemaMaintenance } from './enqueue.ts';
+import { requireStartAuthority } from './start-authority.ts';
 
 /** The job status record behind every `statusUrl` (issue 5; spec 2.16 leaves it open). */
 export type JobShape = {
@@ -126,8 +127,7 @@ export async function loadJob(db: PrismaClient | TransactionClient, orgId: strin
 /**
  * A job's creator may cancel or retry it, an admin anyone's (DESIGN §3). Cancelling only stops work (and undoes
  * its partial effect), so it needs no more than read authority: a viewer stops the export they started. Retrying
- * starts the work again, so it needs the capability that starts a job of its kind (docs/decisions/jobs.md, "Export
- * downloads").
+ * starts the work again, so it passes every check that starting a job of its kind makes (start-authority.ts).
  */
 function requireJobControl(caller: Caller, authority: OrgAuthority, job: JobRow): void {
   if (job.actorId !== caller.actorId && !authority.capabilities.has('admin')) {
@@ -141,11 +141,6 @@ function refusePurgeControl(job: JobRow, action: string): void {
   throw new DomainError('JOB_STATE_CONFLICT', `A ${job.kind} job purges a trash entry and cannot be ${action}; restore the entry from the trash to keep it.`, {
     details: { state: job.state, kind: job.kind },
   });
-}
-
-/** Exports are read authority (docs/decisions/exports.md); every other kind changes data or schema. */
-function startCapabilityOf(kind: string): 'read' | 'write' {
-  return JOB_CATEGORIES[kind as JobKind] === 'exports' ? 'read' : 'write';
 }
 
 function stateConflict(job: JobRow, action: string, allowed: string): DomainError {
@@ -191,7 +186,7 @@ async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAu
 
 async function retryJob(context: Context, tx: TransactionClient, caller: Caller, orgId: string, jobId: string, queueLimit: number): Promise<JobShape> {
   const job = await loadJob(tx, orgId, jobId);
-  const authority = requireCapability(context, orgId, startCapabilityOf(job.kind));
+  const authority = requireStartAuthority(context, orgId, job.kind);
   requireJobControl(caller, authority, job);
   refusePurgeControl(job, 'retried');
   // A retried job joins the queue again, so it counts against the org's cap like a new one.
@@ -286,7 +281,7 @@ builder.mutationFields((t) => ({
   }),
   retryJob: t.field({
     type: Job,
-    description: 'Runs a failed or cancelled job again from the start. Needs the authority that starts a job of its kind: read for exports, write otherwise.',
+    description: 'Runs a failed or cancelled job again from the start. Needs `jobs:retry` and every check that starts a job of its kind (capability, scope, step-up), with the caller’s current role.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...jobArgs },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:retry' }),
     resolve: (_root, { idempotencyKey, orgId, jobId }, context) => {

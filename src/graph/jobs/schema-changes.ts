@@ -13,6 +13,7 @@ import { SchemaVersion } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from './enqueue.ts';
+import { startScopes } from './start-authority.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
 
@@ -136,7 +137,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Starts a journalled, resumable schema change with verified cutover (endpoint 5). One change per table at a time (409 SCHEMA_MAINTENANCE).',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: ApplySchemaChangeInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'schema:manage' }),
+    authScopes: (_root, { orgId }) => startScopes('applySchemaChange', orgId),
     resolve: (_root, args, context) => {
       const body = ApplySchemaChangeBody.parse(args.input);
       const address = addressOf(args);

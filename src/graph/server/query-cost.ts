@@ -13,7 +13,8 @@ import { DEFAULT_PAGE_SIZE } from '../../catalog/cursor.ts';
  * priced 50 × 50 × 50 rows as one of each. Here each page field — one with a `first` or `limit` argument — is
  * multiplied by the page it will really return: the literal, the variable's value (or its default in the
  * operation), else the argument's default, else the resolvers' DEFAULT_PAGE_SIZE. Otherwise armor's formula:
- * 1 per scalar, 2 per object, depth factor 1, introspection free.
+ * 1 per scalar, 2 per object, depth factor 1, introspection free; a scalar that declares its own cost (a field's
+ * `extensions.cost`, for values that can be megabytes) counts that.
  */
 export interface CostLimits {
   maxCost: number;
@@ -73,10 +74,16 @@ function selectionCost(selectionSet: SelectionSetNode, parent: GraphQLNamedType 
   return cost;
 }
 
+/** A field that declares `extensions: { cost }` (e.g. an artifact's content) costs that instead of a scalar's 1. */
+function declaredCost(field: GraphQLField<unknown, unknown> | undefined): number {
+  const cost = field?.extensions?.cost;
+  return typeof cost === 'number' ? cost : SCALAR_COST;
+}
+
 function fieldCost(node: FieldNode, parent: GraphQLNamedType | undefined, walk: Walk, seen: ReadonlySet<string>): number {
   if (node.name.value === '__schema' || node.name.value === '__type') return 0;
-  if (!node.selectionSet) return SCALAR_COST;
   const field = fieldOf(parent, node.name.value);
+  if (!node.selectionSet) return declaredCost(field);
   const type = field ? getNamedType(field.type) : undefined;
   return (OBJECT_COST + selectionCost(node.selectionSet, type, walk, seen)) * pageSize(node, field, walk);
 }

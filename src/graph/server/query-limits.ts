@@ -24,6 +24,12 @@ export const QUERY_LIMITS = {
   maxCost: 200_000,
 } as const;
 
+/**
+ * The cost of a field whose value can be megabytes (an artifact's content, up to 8 MiB as a string): half the
+ * budget, so one operation holds at most one such value. Fifteen aliases of it answered 120 MB (issue 26 §3).
+ */
+export const BULK_FIELD_COST = QUERY_LIMITS.maxCost / 2;
+
 type Limit = 'maxDepth' | 'maxAliases' | 'maxDirectives' | 'maxTokens' | 'maxCost';
 
 function tooComplex(limit: Limit, message: string): DomainError {

@@ -14,6 +14,7 @@ import { schema } from '../schema.ts';
 import { refuseUnstorableText } from './refuse-unstorable-text.ts';
 import { SchemaCache } from '../../catalog/table-schema.ts';
 import { queryLimits } from './query-limits.ts';
+import { responseSizeLimit } from './response-size.ts';
 import { GRAPHIQL_OPTIONS, renderGraphiQLPage } from './graphiql.ts';
 import { ViewLensCache } from '../views/lens-cache.ts';
 
@@ -99,6 +100,7 @@ export function createGraphServer(prisma: PrismaClient, config: Config, logger: 
     }),
     plugins: [
       ...queryLimits(),
+      responseSizeLimit(config.RESPONSE_LIMIT_BYTES),
       refuseUnstorableText(),
       logUnexpectedErrors(),
       // Each document compiled once into plain functions (graphql-jit) instead of graphql-js walking ~1,500 fields of

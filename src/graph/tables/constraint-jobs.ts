@@ -1,6 +1,7 @@
 import { builder } from '../server/builder.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { JobHandle } from '../jobs/enqueue.ts';
+import { startScopes } from '../jobs/start-authority.ts';
 import { enqueueSchemaChange } from '../jobs/schema-changes.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import { CreateForeignKeyBody, CreateForeignKeyInput } from './foreign-keys.ts';
@@ -17,7 +18,7 @@ builder.mutationFields((t) => ({
     type: JobHandle,
     description: 'Adds a unique rule as a job (202): existing duplicates fail the job with UNIQUE_CONFLICT listing them. Bumps schemaVersion at its cutover.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateUniqueRuleInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'schema:manage' }),
+    authScopes: (_root, { orgId }) => startScopes('createUniqueRule', orgId),
     resolve: (_root, args, context) => {
       const { expectedSchemaVersion, fieldIds, where } = CreateUniqueRuleBody.parse(args.input);
       const address = addressOf(args);
@@ -32,7 +33,7 @@ builder.mutationFields((t) => ({
     description: 'Links fields to an unconditional unique rule of a table in the same database, as a job (202): existing orphans fail '
       + 'the job with FOREIGN_KEY_CONFLICT listing them. Bumps schemaVersion at its cutover.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateForeignKeyInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'schema:manage' }),
+    authScopes: (_root, { orgId }) => startScopes('createForeignKey', orgId),
     resolve: (_root, args, context) => {
       const { expectedSchemaVersion, ...key } = CreateForeignKeyBody.parse(args.input);
       const address = addressOf(args);

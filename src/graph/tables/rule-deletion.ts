@@ -9,6 +9,7 @@ import { Id } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from '../jobs/enqueue.ts';
+import { startScopes } from '../jobs/start-authority.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import type { TableAddress } from '../../catalog/table-schema.ts';
 import { lockTableForSchemaChange } from './schema-endpoint.ts';
@@ -38,7 +39,7 @@ builder.mutationFields((t) => ({
     description: 'Removes a unique rule as a job (202) that drops its index online; `rule.delete` and a schemaVersion bump at its end. '
       + 'Refused (409 FOREIGN_KEY_CONFLICT) while a foreign key references the rule.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, ruleId: t.arg.id({ required: true, validate: Id }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'schema:manage' }),
+    authScopes: (_root, { orgId }) => startScopes('deleteUniqueRule', orgId),
     resolve: (_root, args, context) => {
       const address = addressOf(args);
       const ruleId = String(args.ruleId);

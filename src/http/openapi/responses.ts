@@ -57,18 +57,19 @@ export function errorResponseComponents(): Record<string, JsonSchema> {
 
 /**
  * The error statuses one route can answer with, from what it reads: every route can meet a bad credential (401),
- * a limit (429), an oversized request line (431), a failure (500) or a query time budget (503); the rest follow
+ * the output budget (413, RESPONSE_LIMIT_BYTES), a limit (429), an oversized request line (431), a failure (500) or
+ * a query time budget (503); the rest follow
  * from its parameters, body, Idempotency-Key, delivery hook and the authority its GraphQL field demands.
  */
 export function errorStatusesOf(route: Route, authority: FieldAuthority): number[] {
   const hasPathIds = route.params !== undefined && Object.keys(route.params.shape).length > 0;
-  const statuses = new Set([401, 429, 431, 500, 503]);
+  const statuses = new Set([401, 413, 429, 431, 500, 503]);
   // A query that breaks its schema is a 422 (src/http/rest/router.ts); only a malformed cursor makes it a 400.
   const hasCursor = route.query !== undefined && Object.hasOwn(route.query.shape, 'cursor');
   if (hasPathIds || hasCursor || route.body || route.idempotent) statuses.add(400);
   if (authority.mayForbid) statuses.add(403);
   if (hasPathIds || authority.anonymous) statuses.add(404);
-  if (route.body) [408, 413, 415].forEach((status) => statuses.add(status));
+  if (route.body) [408, 415].forEach((status) => statuses.add(status));
   if (route.idempotent || route.file) statuses.add(409);
   if (route.file) statuses.add(410);
   if (route.query || route.body) statuses.add(422);

@@ -49,21 +49,24 @@ export function recordSuccess(databaseId: string, successAt: string): Statement 
 }
 
 /**
- * Backups retention lets go, newest kept always: beyond the newest `keep_last`, or past their expiry. Marks them
- * pruned (the rows stay, so their ids answer ARTIFACT_EXPIRED) and returns where their files are.
+ * Backups retention lets go, newest kept always: beyond the newest `keep_last`, past their expiry, or beyond the
+ * operator's bounds whatever the policy (`maxCount` backups, `maxBytes` together, counted newest first; issue 26
+ * §7). Marks them pruned (the rows stay, so their ids answer ARTIFACT_EXPIRED) and returns where their files are.
  */
-export function pruneBackups(databaseId: string): Statement {
+export function pruneBackups(databaseId: string, bounds: { maxCount: number; maxBytes: number }): Statement {
   return {
     sql: `WITH ranked AS (
-            SELECT b.id, row_number() OVER (ORDER BY b.created_at DESC, b.id DESC) AS rank, b.expires_at
+            SELECT b.id, row_number() OVER (ORDER BY b.created_at DESC, b.id DESC) AS rank, b.expires_at,
+                   sum(b.size_bytes) OVER (ORDER BY b.created_at DESC, b.id DESC) AS bytes
               FROM public.backups b WHERE b.database_id = $1::bpchar AND b.pruned_at IS NULL
           ), doomed AS (
             SELECT r.id FROM ranked r LEFT JOIN public.backup_settings s ON s.database_id = $1::bpchar
-             WHERE r.rank > 1 AND ((s.keep_last IS NOT NULL AND r.rank > s.keep_last) OR r.expires_at <= now())
+             WHERE r.rank > 1 AND ((s.keep_last IS NOT NULL AND r.rank > s.keep_last) OR r.expires_at <= now()
+                                   OR r.rank > $2::int OR r.bytes > $3::bigint)
           )
           UPDATE public.backups b SET pruned_at = now() FROM doomed WHERE b.id = doomed.id
       RETURNING b.id, b.location, b.created_at`,
-    params: [databaseId],
+    params: [databaseId, bounds.maxCount, bounds.maxBytes],
   };
 }
 

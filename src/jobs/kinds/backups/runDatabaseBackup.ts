@@ -43,7 +43,7 @@ async function record(sql: SqlExecutor, run: JobRun<RunBackupPayload, Journal>, 
     ...(alerts?.was_failed ? [event('backup.failed.resolved', `Backups of ${written.manifest.databaseName} succeed again`)] : []),
     ...(alerts?.was_overdue ? [event('backup.overdue.resolved', `Backups of ${written.manifest.databaseName} are up to date again`)] : []),
   ]) await sql.query(statement.sql, statement.params);
-  const prune = pruneBackups(databaseId);
+  const prune = pruneBackups(databaseId, { maxCount: run.config.BACKUP_RETAIN_MAX_COUNT, maxBytes: run.config.BACKUP_RETAIN_MAX_BYTES });
   const pruned = (await sql.query<{ id: string; location: string; created_at: Date }>(prune.sql, prune.params))
     .map((row) => ({ id: row.id.trim(), location: row.location, createdAt: row.created_at.toISOString() }));
   if (pruned.length > 0) {

@@ -13,6 +13,9 @@ import type { BackupDestination } from './destination.ts';
 export function s3Destination(config: Config): BackupDestination {
   const client = new S3Client({
     region: config.BACKUP_S3_REGION,
+    // The SDK waits forever by default: an endpoint that accepts and never answers held both worker slots for
+    // minutes (issue 26 §8). A request that has not connected, or not been answered, in time fails instead.
+    requestHandler: { connectionTimeout: config.BACKUP_S3_TIMEOUT_MS, requestTimeout: config.BACKUP_S3_TIMEOUT_MS, throwOnRequestTimeout: true },
     ...(config.BACKUP_S3_ENDPOINT ? { endpoint: config.BACKUP_S3_ENDPOINT, forcePathStyle: true } : {}),
   });
   const bucket = config.BACKUP_S3_BUCKET!;

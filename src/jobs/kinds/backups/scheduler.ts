@@ -6,7 +6,7 @@ import { nextRuns } from '../../../kernel/cron.ts';
 import { inPgTransaction, type SqlExecutor } from '../../../db/sql.ts';
 import { newId } from '../../../kernel/ids.ts';
 import type { Logger } from '../../../kernel/log.ts';
-import { insertJob, insertJobEvent, notifyWorkers } from '../../engine/sql/queue.ts';
+import { insertJob, insertJobEvent, lockAndCountQueued, notifyWorkers } from '../../engine/sql/queue.ts';
 import { insertBackupEvent } from './catalog-statements.ts';
 
 /**
@@ -57,12 +57,24 @@ function latestDue(cron: string, timezone: string, nextRunAt: Date, now: Date): 
 
 const actorOf = (row: ScheduleRow) => ({ id: row.actor_id.trim(), kind: row.actor_kind, key: row.actor_key, name: row.actor_name });
 
-async function enqueueDue(sql: SqlExecutor, row: ScheduleRow, now: Date): Promise<boolean> {
+/**
+ * A scheduled run counts against the org's queue cap like any other job (issue 26 §7): with JOB_QUEUE_LIMIT_PER_ORG
+ * jobs already queued the instant is skipped, not queued beyond the cap; the overdue alert reports the gap.
+ */
+async function queueIsFull(sql: SqlExecutor, orgId: string, queueLimit: number): Promise<boolean> {
+  const [lock, count] = lockAndCountQueued(orgId);
+  await sql.query(lock!.sql, lock!.params);
+  const [row] = await sql.query<{ queued: number }>(count!.sql, count!.params);
+  return (row?.queued ?? 0) >= queueLimit;
+}
+
+async function enqueueDue(sql: SqlExecutor, row: ScheduleRow, now: Date, queueLimit: number): Promise<boolean> {
   const databaseId = row.database_id.trim();
   const orgId = row.org_id.trim();
   const due = latestDue(row.cron, row.timezone, row.next_run_at, now);
   const [following] = nextRuns(row.cron, row.timezone, now, 1);
   await sql.query('UPDATE public.backup_settings SET next_run_at = $2, updated_at = now() WHERE database_id = $1::bpchar', [databaseId, following!]);
+  if (await queueIsFull(sql, orgId, queueLimit)) return false;
   const jobId = newId();
   const claimed = await sql.query(
     'INSERT INTO public.backup_runs (database_id, scheduled_for, job_id) VALUES ($1::bpchar, $2, $3::bpchar) ON CONFLICT DO NOTHING RETURNING job_id',
@@ -83,14 +95,14 @@ const DUE = `SELECT s.database_id, s.org_id, d.name, s.cron, s.timezone, s.next_
                FROM public.backup_settings s JOIN public.databases d ON d.id = s.database_id AND d.state = 'active'
               WHERE s.cron IS NOT NULL AND s.next_run_at <= $1`;
 
-/** Enqueues every due run; answers how many were enqueued. */
-export async function enqueueDueBackups(pool: pg.Pool, now: Date): Promise<number> {
+/** Enqueues every due run that fits its org's queue cap; answers how many were enqueued. */
+export async function enqueueDueBackups(pool: pg.Pool, now: Date, queueLimit: number): Promise<number> {
   let enqueued = 0;
   for (;;) {
     const done = await inPgTransaction(pool, [], async (sql) => {
       const [row] = await sql.query<ScheduleRow>(`${DUE} ORDER BY s.next_run_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED`, [now]);
       if (!row) return { value: true };
-      if (await enqueueDue(sql, row, now)) enqueued += 1;
+      if (await enqueueDue(sql, row, now, queueLimit)) enqueued += 1;
       return { value: false };
     });
     if (done) return enqueued;
@@ -153,7 +165,7 @@ export async function schedulerTick(pool: pg.Pool, config: Config): Promise<void
     await detectOverdue(sql, now, config.BACKUP_OVERDUE_GRACE_MINUTES * 60_000);
     return { value: undefined };
   });
-  await enqueueDueBackups(pool, now);
+  await enqueueDueBackups(pool, now, config.JOB_QUEUE_LIMIT_PER_ORG);
 }
 
 export function startBackupScheduler(pool: pg.Pool, config: Config, log: Logger): { stop(): Promise<void> } {

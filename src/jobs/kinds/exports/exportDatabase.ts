@@ -2,7 +2,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ZipFile } from 'yazl';
 import { z } from 'zod';
-import { csvCopy, jsonlCopy, MULTI_SELECT_SEPARATOR, type CopyPlan } from '../../../data/exports.ts';
+import { csvCopy, FORMULA_PREFIX, jsonlCopy, MULTI_SELECT_SEPARATOR, type CopyPlan } from '../../../data/exports.ts';
 import { DomainError } from '../../../kernel/errors.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
@@ -24,6 +24,8 @@ export const ExportDatabasePayload = z.object({
   fileName: z.string(),
   /** The user whose personal views the archive includes besides the shared ones; null or absent: shared only. */
   viewsOf: z.string().nullable().optional(),
+  /** CSV: prefix text cells that a spreadsheet would run as formulas (absent in jobs queued before the option). */
+  escapeFormulas: z.boolean().default(true),
 });
 export type ExportDatabasePayload = z.infer<typeof ExportDatabasePayload>;
 
@@ -32,7 +34,7 @@ export const ARCHIVE_FORMAT_VERSION = 1;
 
 function planOf(payload: ExportDatabasePayload, table: ExportedTable): CopyPlan {
   const query = { databaseId: payload.databaseId, tableId: table.id, fields: table.fields, columns: table.fields, where: null, keys: [] };
-  return payload.format === 'csv' ? csvCopy(query) : jsonlCopy(query, false);
+  return payload.format === 'csv' ? csvCopy(query, payload.escapeFormulas) : jsonlCopy(query, false);
 }
 
 const fileOf = (payload: ExportDatabasePayload, table: ExportedTable) => `tables/${table.id}.${payload.format}`;
@@ -43,6 +45,7 @@ function schemaDocument(payload: ExportDatabasePayload, database: ExportedDataba
     snapshotAt,
     format: payload.format,
     multiSelectSeparator: MULTI_SELECT_SEPARATOR,
+    ...(payload.format === 'csv' ? { formulaPrefix: payload.escapeFormulas ? FORMULA_PREFIX : null } : {}),
     database: { id: payload.databaseId, name: database.name },
     tables: database.tables.map((table, index) => ({
       id: table.id,
@@ -81,7 +84,7 @@ async function writeDatabase(payload: ExportDatabasePayload, snapshot: Snapshot,
   try {
     // One COPY at a time on the snapshot's connection; the archive reads the entries in the same order.
     for (const [index, table] of database.tables.entries()) {
-      const format = payload.format === 'csv' ? csvStream(table.fields, progress) : jsonlStream(progress);
+      const format = payload.format === 'csv' ? csvStream(table.fields, progress, payload.escapeFormulas) : jsonlStream(progress);
       await pipeline(snapshot.copy(plans[index]!), format, entries[index]!, { signal: stop.signal });
     }
   } catch (error) {

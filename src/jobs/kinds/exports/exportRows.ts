@@ -1,8 +1,9 @@
 import { pipeline } from 'node:stream/promises';
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { arrayCopy, csvCopy, jsonlCopy, type ExportFormat, type ExportQuery } from '../../../data/exports.ts';
 import type { FieldDefinition } from '../../../data/field-types.ts';
-import type { FilterExpression } from '../../../data/filter.ts';
+import { filterFieldsOf, type FilterExpression } from '../../../data/filter.ts';
 import { DomainError } from '../../../kernel/errors.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
@@ -30,13 +31,47 @@ export const ExportRowsPayload = z.object({
   /** JSONL: key `values` by field name instead of field id. */
   fieldNames: z.boolean(),
   viewId: z.string().nullable(),
+  /** CSV: prefix text cells that a spreadsheet would run as formulas (absent in jobs queued before the option). */
+  escapeFormulas: z.boolean().default(true),
+  /** What the export reads, as it was asked for (readsOf); absent in jobs queued before it: any schema change fails them. */
+  reads: z.array(z.object({ id: z.string(), type: z.string(), options: z.unknown(), name: z.string().optional() })).optional(),
 });
 export type ExportRowsPayload = z.infer<typeof ExportRowsPayload>;
+export type ExportReads = NonNullable<ExportRowsPayload['reads']>;
 
-function schemaChanged(expected: number, current: number): DomainError {
-  return new DomainError('SCHEMA_VERSION_CONFLICT', 'The table’s schema changed after the export was asked for; ask for it again.', {
-    details: { expectedSchemaVersion: expected, currentSchemaVersion: current },
+/**
+ * The definitions of the fields an export reads: its columns and sort keys (by id: a rename only changes the
+ * header, read in the snapshot), and the fields its filter names (with their names: a filter may name a field).
+ * A schema change that alters none of these (a unique rule, a foreign key, an index, another field) does not
+ * fail the export (issue 26 §11).
+ */
+export function readsOf(fields: readonly FieldDefinition[], payload: Pick<ExportRowsPayload, 'fieldIds' | 'orderBy' | 'where'>): ExportReads {
+  const byId = new Map(fields.map((field) => [field.id, field]));
+  const reads = new Map<string, ExportReads[number]>();
+  for (const id of [...payload.fieldIds, ...payload.orderBy.map((item) => item.fieldId)]) {
+    const field = byId.get(id);
+    if (field && !reads.has(id)) reads.set(id, { id, type: field.type, options: field.options });
+  }
+  const named = payload.where ? filterFieldsOf(payload.where as FilterExpression, fields) : [];
+  for (const field of named) reads.set(field.id, { id: field.id, type: field.type, options: field.options, name: field.name });
+  return [...reads.values()];
+}
+
+function schemaChanged(expected: number, current: number, fieldIds?: string[]): DomainError {
+  return new DomainError('SCHEMA_VERSION_CONFLICT', fieldIds
+    ? 'A field the export reads was deleted or changed after the export was asked for; ask for it again.'
+    : 'The table’s schema changed after the export was asked for; ask for it again.', {
+    details: { expectedSchemaVersion: expected, currentSchemaVersion: current, ...(fieldIds ? { fieldIds } : {}) },
   });
+}
+
+/** Fails the export when the schema changed in what it reads (any change, for a payload without `reads`). */
+function checkReads(payload: ExportRowsPayload, table: ExportedTable): void {
+  if (table.schemaVersion === payload.schemaVersion) return;
+  if (!payload.reads) throw schemaChanged(payload.schemaVersion, table.schemaVersion);
+  const now = new Map(readsOf(table.fields, payload).map((read) => [read.id, read]));
+  const changed = payload.reads.filter((read) => !isDeepStrictEqual(now.get(read.id), read)).map((read) => read.id);
+  if (changed.length > 0) throw schemaChanged(payload.schemaVersion, table.schemaVersion, changed);
 }
 
 function queryOf(payload: ExportRowsPayload, table: ExportedTable): ExportQuery {
@@ -61,14 +96,14 @@ function tooManyRowsForXlsx(rows: number): DomainError {
 async function writeRows(payload: ExportRowsPayload, snapshot: Snapshot, sink: ChunkSink, progress: ExportProgress) {
   const table = await readTable(snapshot, payload.orgId, payload.databaseId, payload.tableId);
   if (!table) throw new DomainError('RESOURCE_NOT_FOUND', 'The table was deleted before the export ran.');
-  if (table.schemaVersion !== payload.schemaVersion) throw schemaChanged(payload.schemaVersion, table.schemaVersion);
+  checkReads(payload, table);
   const query = queryOf(payload, table);
   const format: ExportFormat = payload.format;
-  const plan = format === 'csv' ? csvCopy(query) : format === 'jsonl' ? jsonlCopy(query, payload.fieldNames) : arrayCopy(query);
+  const plan = format === 'csv' ? csvCopy(query, payload.escapeFormulas) : format === 'jsonl' ? jsonlCopy(query, payload.fieldNames) : arrayCopy(query);
   progress.total = await snapshot.prepare(plan);
   if (format === 'xlsx' && progress.total > XLSX_MAX_ROWS - 1) throw tooManyRowsForXlsx(progress.total);
   const source = snapshot.copy(plan);
-  if (format === 'csv') await pipeline(source, csvStream(query.columns, progress), sink);
+  if (format === 'csv') await pipeline(source, csvStream(query.columns, progress, payload.escapeFormulas), sink);
   else if (format === 'jsonl') await pipeline(source, jsonlStream(progress), sink);
   else await pipeline(xlsxStream(source, query.columns, progress), sink);
   return { format, fieldIds: payload.fieldIds, schemaVersion: table.schemaVersion };

@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { PassThrough, Transform, type Readable, type TransformCallback } from 'node:stream';
 import type ExcelJS from 'exceljs';
-import { MULTI_SELECT_SEPARATOR, type ExportFormat } from '../../../data/exports.ts';
+import { FORMULA_PREFIX, FORMULA_STARTS, MULTI_SELECT_SEPARATOR, type ExportFormat } from '../../../data/exports.ts';
 import type { FieldDefinition } from '../../../data/field-types.ts';
 
 /**
@@ -20,22 +20,27 @@ function csvField(text: string): string {
   return /[",\r\n]/.test(text) || text === '' ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
-export function csvHeader(columns: readonly FieldDefinition[]): string {
-  return `${columns.map((field) => csvField(field.name)).join(',')}\n`;
+/** A field name as a header cell, escaped like a text cell (src/data/exports.ts, FORMULA_STARTS). */
+function headerText(name: string, escapeFormulas: boolean): string {
+  return escapeFormulas && FORMULA_STARTS.some((start) => name.startsWith(start)) ? `${FORMULA_PREFIX}${name}` : name;
+}
+
+export function csvHeader(columns: readonly FieldDefinition[], escapeFormulas = true): string {
+  return `${columns.map((field) => csvField(headerText(field.name, escapeFormulas))).join(',')}\n`;
 }
 
 /**
  * COPY's CSV with a header row of field names in front. A record ends at a newline outside quotes (a quoted field
  * may hold newlines; a doubled quote toggles twice), which is how records are counted without parsing them.
  */
-export function csvStream(columns: readonly FieldDefinition[], counter: RowCounter): Transform {
+export function csvStream(columns: readonly FieldDefinition[], counter: RowCounter, escapeFormulas = true): Transform {
   let quoted = false;
   let started = false;
   return new Transform({
     transform(chunk: Buffer, _encoding, callback: TransformCallback) {
       if (!started) {
         started = true;
-        this.push(Buffer.from(csvHeader(columns), 'utf8'));
+        this.push(Buffer.from(csvHeader(columns, escapeFormulas), 'utf8'));
       }
       for (let index = 0; index < chunk.length; index += 1) {
         const byte = chunk[index];
@@ -45,7 +50,7 @@ export function csvStream(columns: readonly FieldDefinition[], counter: RowCount
       callback(null, chunk);
     },
     flush(callback) {
-      callback(null, started ? null : Buffer.from(csvHeader(columns), 'utf8'));
+      callback(null, started ? null : Buffer.from(csvHeader(columns, escapeFormulas), 'utf8'));
     },
   });
 }
