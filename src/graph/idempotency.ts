@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type pg from 'pg';
+import { setChangeActor } from '../catalog/changes.ts';
 import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
 import { inPgTransactionOn, pgExecutor, prismaExecutor, withPgConnection, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
 import { isStatementTimeout } from '../db/statement-budget.ts';
 import { Params } from '../data/sql.ts';
 import { DomainError, httpStatusOf, type ErrorCode } from '../errors.ts';
 import type { Json } from '../formats.ts';
+import { newId } from '../ids.ts';
 import { storableJson, storableText } from '../input-hygiene.ts';
 import { requireCaller, requireCsrfProof } from './auth/guards.ts';
 import type { Caller } from './auth/caller.ts';
@@ -269,6 +271,9 @@ export async function idempotent<T extends Json>(context: Context, call: Idempot
   const transaction: Transaction = (opening, work) => context.prisma.$transaction(async (tx) => {
     current = tx;
     const executor = prismaExecutor(tx);
+    // Table and schema changes this transaction makes reach the change feed under the caller's name (issue 27).
+    const actor = setChangeActor({ id: requireCaller(context).actorId, kind: requireCaller(context).kind }, newId());
+    await executor.query(actor.sql, actor.params);
     const opened: Record<string, unknown>[][] = [];
     for (const statement of opening) opened.push(await executor.query(statement));
     const { value, finalStatement } = await work(executor, opened);

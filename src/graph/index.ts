@@ -31,6 +31,7 @@ import './activity-feed.ts';
 import './jobs/jobs.ts';
 import './jobs/artifacts.ts';
 import './jobs/updates.ts';
+import './changes/changes.ts';
 import './imports.ts';
 import './exports.ts';
 import './schema-changes.ts';
