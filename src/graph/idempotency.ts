@@ -271,9 +271,12 @@ export async function idempotent<T extends Json>(context: Context, call: Idempot
   const transaction: Transaction = (opening, work) => context.prisma.$transaction(async (tx) => {
     current = tx;
     const executor = prismaExecutor(tx);
-    // Table and schema changes this transaction makes reach the change feed under the caller's name (issue 27).
-    const actor = setChangeActor({ id: requireCaller(context).actorId, kind: requireCaller(context).kind }, newId());
-    await executor.query(actor.sql, actor.params);
+    // Table and schema changes this transaction makes reach the change feed under the caller's name (issue 27);
+    // a sign-up (accepting an invitation) has no caller and changes no table.
+    if (context.caller) {
+      const actor = setChangeActor({ id: context.caller.actorId, kind: context.caller.kind }, newId());
+      await executor.query(actor.sql, actor.params);
+    }
     const opened: Record<string, unknown>[][] = [];
     for (const statement of opening) opened.push(await executor.query(statement));
     const { value, finalStatement } = await work(executor, opened);
