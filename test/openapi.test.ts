@@ -276,6 +276,10 @@ describe('real responses match the documented schemas', () => {
       const { parent } = await sampleWorkspace();
       return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity?limit=2&tableId=${parent.tableId}`, admin());
     },
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/changes': async () =>
+      suite.server.request('GET', `${await sampleDatabasePath()}/changes?limit=3`, admin()),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/changes/head': async () =>
+      suite.server.request('GET', `${await sampleDatabasePath()}/changes/head`, admin()),
     'GET /v1/orgs/{orgId}/activity/filters': async () => {
       await sampleWorkspace();
       return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity/filters?type=resources`, admin());

@@ -60,7 +60,10 @@ export function createTable(databaseId: string, tableId: string, fields: readonl
     actor_name varchar(120) NOT NULL,
     changed_at timestamptz(3) NOT NULL,
     PRIMARY KEY (row_id, version, field_id))`);
-  return [...sequences, rows, history];
+  // Every row write appends history, whatever its path: this trigger turns it into the change feed (issue 27).
+  const feed = plain(`CREATE TRIGGER record_changes AFTER INSERT ON ${historyTableOf(databaseId, tableId)}
+    REFERENCING NEW TABLE AS new_cells FOR EACH STATEMENT EXECUTE FUNCTION public.wds_record_row_changes()`);
+  return [...sequences, rows, history, feed];
 }
 
 export function dropForeignKey(databaseId: string, tableId: string, foreignKeyId: string): Statement {

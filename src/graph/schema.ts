@@ -34,6 +34,7 @@ import './activity/activity-feed.ts';
 import './jobs/jobs.ts';
 import './jobs/artifacts.ts';
 import './jobs/updates.ts';
+import './changes/changes.ts';
 import './jobs/imports.ts';
 import './exports/exports.ts';
 import './jobs/schema-changes.ts';

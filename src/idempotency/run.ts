@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type pg from 'pg';
+import { setChangeActor } from '../catalog/changes.ts';
 import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
 import { inPgTransactionOn, pgExecutor, prismaExecutor, withPgConnection, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
 import { isStatementTimeout } from '../db/statement-budget.ts';
 import { Params } from '../data/statement.ts';
 import { DomainError, httpStatusOf, type ErrorCode } from '../kernel/errors.ts';
 import type { Json } from '../kernel/formats.ts';
+import { newId } from '../kernel/ids.ts';
 import { storableJson, storableText } from '../kernel/input-hygiene.ts';
 import { requireCaller, requireCsrfProof } from '../graph/server/guards.ts';
 import type { Caller } from '../kernel/caller.ts';
@@ -269,6 +271,12 @@ export async function idempotent<T extends Json>(context: Context, call: Idempot
   const transaction: Transaction = (opening, work) => context.prisma.$transaction(async (tx) => {
     current = tx;
     const executor = prismaExecutor(tx);
+    // Table and schema changes this transaction makes reach the change feed under the caller's name (issue 27);
+    // a sign-up (accepting an invitation) has no caller and changes no table.
+    if (context.caller) {
+      const actor = setChangeActor({ id: context.caller.actorId, kind: context.caller.kind }, newId());
+      await executor.query(actor.sql, actor.params);
+    }
     const opened: Record<string, unknown>[][] = [];
     for (const statement of opening) opened.push(await executor.query(statement));
     const { value, finalStatement } = await work(executor, opened);

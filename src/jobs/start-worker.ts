@@ -6,6 +6,8 @@ import type { Logger } from '../kernel/log.ts';
 import { sweepExpiredArtifacts } from './engine/artifact-sweep.ts';
 import { sweepEmailVerifications } from './engine/email-verification-sweep.ts';
 import { sweepIdempotencyRecords } from './engine/idempotency-sweep.ts';
+import { pruneChangeFeed } from './kinds/changes/pruneChanges.ts';
+import { pgExecutor } from '../db/sql.ts';
 import { startJobRunner } from './engine/runner.ts';
 import { startBackupScheduler } from './kinds/backups/scheduler.ts';
 import { JOB_HANDLERS } from './kinds/registry.ts';
@@ -16,7 +18,7 @@ export interface Worker {
 
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 
-function startSweeper(prisma: PrismaClient, log: Logger): Worker {
+function startSweeper(prisma: PrismaClient, config: Config, log: Logger): Worker {
   const abort = new AbortController();
   const loop = (async () => {
     while (!abort.signal.aborted) {
@@ -27,6 +29,8 @@ function startSweeper(prisma: PrismaClient, log: Logger): Worker {
         if (freed > 0) log.info({ freed }, 'expired job artifacts freed');
         const pruned = await sweepEmailVerifications(prisma);
         if (pruned > 0) log.info({ removed: pruned }, 'spent or expired email verification tokens removed');
+        const commits = await pruneChangeFeed(pgExecutor(sqlPoolOf(prisma)), config.CHANGE_RETENTION_DAYS);
+        if (commits > 0) log.info({ commits }, 'change feed commits past retention removed');
       } catch (error) {
         log.error({ err: error }, 'catalog sweep failed');
       }
@@ -57,7 +61,7 @@ function jobPool(prisma: PrismaClient, config: Config): pg.Pool {
  * the catalog sweeper and the backup scheduler. Any number may run at once; jobs are claimed with SKIP LOCKED.
  */
 export function startWorker(prisma: PrismaClient, config: Config, log: Logger): Worker {
-  const sweeper = startSweeper(prisma, log);
+  const sweeper = startSweeper(prisma, config, log);
   const pool = jobPool(prisma, config);
   pool.on('error', (error) => log.warn({ err: error }, 'idle job connection failed'));
   const runner = startJobRunner({

@@ -55,6 +55,8 @@ const ConfigSchema = z.object({
   JOB_QUEUE_LIMIT_PER_ORG: z.coerce.number().int().min(1).default(50),
   /** How long a trashed database or table stays restorable before its purge job runs (fractions allowed). */
   TRASH_RETENTION_DAYS: z.coerce.number().min(0).max(3650).default(7),
+  /** How long the change feed of each database keeps a change (fractions allowed); older cursors get 410. */
+  CHANGE_RETENTION_DAYS: z.coerce.number().min(0.00001).max(3650).default(7),
   /** How long job artifacts (import error reports) can be downloaded (ARTIFACT_EXPIRED after). */
   ARTIFACT_TTL_HOURS: z.coerce.number().min(0.001).default(72),
   /** A browser session older than this since its last password (and TOTP) check must step up for sensitive operations. */

@@ -3,6 +3,8 @@ import { checkedFetch } from './contract.ts';
 export interface StreamEvent {
   event: string;
   data: any;
+  /** The frame's `id:` line, when it has one. */
+  id?: string;
 }
 
 export interface EventStream {
@@ -49,13 +51,18 @@ export async function openEventStream(url: string, init: RequestInit = {}): Prom
       const frame = await nextFrame();
       if (frame === null) return null;
       let event = 'message';
+      let id: string | undefined;
       const data: string[] = [];
       for (const line of frame.split('\n')) {
         if (line.startsWith(':')) comments.push(line.slice(1).trim());
+        else if (line.startsWith('id:')) id = line.slice(3).trim();
         else if (line.startsWith('event:')) event = line.slice(6).trim();
         else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
       }
-      if (data.length > 0) return { event, data: data.join('\n') === '' ? null : JSON.parse(data.join('\n')) };
+      if (data.length > 0) {
+        const parsed = data.join('\n') === '' ? null : JSON.parse(data.join('\n'));
+        return id === undefined ? { event, data: parsed } : { event, data: parsed, id };
+      }
     }
   }
 

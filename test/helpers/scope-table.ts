@@ -9,6 +9,8 @@ import type { OAuthScope } from '../../src/kernel/authority.ts';
 export const SCOPE_OF_FIELD: Record<string, OAuthScope | null> = {
   activity: 'org:read',
   activityFilterOptions: 'org:read',
+  databaseChanges: 'rows:read',
+  databaseChangesHead: 'rows:read',
   backupSchedulePreview: 'backups:read',
   backupSchedule: 'backups:read',
   backups: 'backups:read',

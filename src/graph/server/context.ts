@@ -25,6 +25,8 @@ export interface Context {
   views: ViewLensCache;
   /** This process's one LISTEN connection for job changes, shared by every open `jobUpdated` stream. */
   jobUpdates: ChannelListener;
+  /** This process's one LISTEN connection for change feeds (key: database id), shared by long polls and streams. */
+  changeSignals: ChannelListener;
 }
 
 /** A request's credential as resolved once by the HTTP layer: the caller (null: none presented), or why it was refused. */

@@ -6,6 +6,7 @@ import { connectionStringOf, type PrismaClient } from '../../db/prisma.ts';
 import { isStatementTimeout, queryTimeoutError } from '../../db/statement-budget.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import { JOB_UPDATED_CHANNEL } from '../../jobs/engine/sql/queue.ts';
+import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import type { Logger } from '../../kernel/log.ts';
 import { resolveCredential } from '../../identity/credentials.ts';
 import type { Caller } from '../../kernel/caller.ts';
@@ -75,6 +76,7 @@ export function createGraphServer(prisma: PrismaClient, config: Config, logger: 
   const schemas = new SchemaCache();
   const views = new ViewLensCache();
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
+  const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
   return createYoga<ServerContext, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -97,6 +99,7 @@ export function createGraphServer(prisma: PrismaClient, config: Config, logger: 
       loaders: new Map(),
       views,
       jobUpdates,
+      changeSignals,
     }),
     plugins: [
       ...queryLimits(),

@@ -41,7 +41,17 @@ function successOf(route: Route, components: SchemaComponents): JsonSchema {
       content: { 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': components.of(route.response, 'output') } },
     };
   }
-  return { description: 'Success', headers: requestId, content: { 'application/json': { schema: components.of(route.response, 'output') } } };
+  const json = { 'application/json': { schema: components.of(route.response, 'output') } };
+  if (route.eventStream) {
+    return {
+      description: 'JSON; or, when `Accept` names `text/event-stream`, server-sent events: one `data:` line per event '
+        + '(x-event-schema) with `id:` = its cursor (a reconnect with `Last-Event-ID` resumes after it), `event: error` '
+        + 'frames as for job events, `:` heartbeats.',
+      headers: requestId,
+      content: { ...json, 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': components.of(route.eventStream.response, 'output') } },
+    };
+  }
+  return { description: 'Success', headers: requestId, content: json };
 }
 
 /**

@@ -13,6 +13,7 @@ export async function sendEventStream<Data>(
   events: AsyncGenerator<OperationResult<Data>, void, undefined>,
   close: () => Promise<void>,
   heartbeatMs: number,
+  eventId?: string,
 ): Promise<void> {
   res.status(200).set({
     'Content-Type': 'text/event-stream; charset=utf-8',
@@ -34,7 +35,8 @@ export async function sendEventStream<Data>(
         break;
       }
       const [payload] = Object.values(event.data as Record<string, unknown>);
-      res.write(`data: ${JSON.stringify(payload)}\n\n`);
+      const id = eventId === undefined ? undefined : (payload as Record<string, unknown>)[eventId];
+      res.write(`${typeof id === 'string' ? `id: ${id}\n` : ''}data: ${JSON.stringify(payload)}\n\n`);
     }
   } catch {
     writeError(res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });

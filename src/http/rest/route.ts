@@ -41,6 +41,12 @@ export interface Route<Data = any, Variables = any> {
    * as `response` describes it) per event, closed when the subscription ends.
    */
   stream?: boolean;
+  /**
+   * A JSON route that also streams: a request whose `Accept` names `text/event-stream` runs this subscription instead
+   * (variables as for the route, `after` from `Last-Event-ID` when sent), one frame per event with `id:` set to the
+   * event's `eventId` member, so a reconnecting EventSource resumes where it stopped.
+   */
+  eventStream?: { operation: TypedDocumentNode<any, any>; response: z.ZodType; eventId: string };
   /** The answer carries a secret shown once (a key, an invitation token, a TOTP secret): `Cache-Control: no-store`. */
   secret?: boolean;
   /**

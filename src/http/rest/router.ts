@@ -95,6 +95,23 @@ async function streamRoute(
   await sendEventStream(res, started.events, started.close, config.EVENT_STREAM_HEARTBEAT_MS);
 }
 
+/** A JSON route's stream (Route.eventStream), chosen by `Accept`; `Last-Event-ID` overrides the `after` query. */
+function wantsEventStream(req: Request, route: Route): boolean {
+  return route.eventStream !== undefined && (req.get('Accept') ?? '').toLowerCase().includes('text/event-stream');
+}
+
+async function negotiatedStream(
+  req: Request, res: Response, yoga: GraphServer, serverContext: ServerContext, headers: Record<string, string>, route: Route,
+  variables: Record<string, unknown>, config: Config,
+): Promise<void> {
+  const stream = route.eventStream!;
+  const lastEventId = req.get('Last-Event-ID');
+  const resumed = lastEventId ? { ...variables, after: lastEventId } : variables;
+  const started = await runSubscription(yoga, serverContext, headers, stream.operation, resumed);
+  if (!started.ok) return sendError(req, res, started.error);
+  await sendEventStream(res, started.events, started.close, config.EVENT_STREAM_HEARTBEAT_MS, stream.eventId);
+}
+
 function handlerFor(route: Route, yoga: GraphServer, config: Config, files: SqlExecutor): RequestHandler {
   return async (req, res) => {
     const params = parsePart(req, res, route.params, req.params, 'path');
@@ -116,6 +133,7 @@ function handlerFor(route: Route, yoga: GraphServer, config: Config, files: SqlE
     const credential = resolvedCredentialOf(res);
     const serverContext = { requestId, log, ...(credential ? { credential } : {}) };
     if (route.stream) return streamRoute(req, res, yoga, serverContext, headers, route, variables, config);
+    if (wantsEventStream(req, route)) return negotiatedStream(req, res, yoga, serverContext, headers, route, variables, config);
     const result = await runOperation(yoga, serverContext, headers, route.operation, variables);
     if (!result.ok) {
       sendError(req, res, result.error);

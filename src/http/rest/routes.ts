@@ -1,6 +1,7 @@
 import type { Route } from './route.ts';
 import { activityRoutes } from './routes/activity.ts';
 import { backupRoutes } from './routes/backups.ts';
+import { changeRoutes } from './routes/changes.ts';
 import { databaseRoutes } from './routes/databases.ts';
 import { exportRoutes } from './routes/exports.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -17,4 +18,4 @@ import { trashRoutes } from './routes/trash.ts';
 import { viewRoutes } from './routes/views.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...rowQueryRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes, ...trashRoutes, ...exportRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...rowQueryRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes, ...trashRoutes, ...exportRoutes, ...changeRoutes];

@@ -10,6 +10,7 @@ import { createDatabaseSchema, createTable } from '../../../data/ddl.ts';
 import type { FieldDefinition, FieldType } from '../../../data/field-types.ts';
 import { schemaOf } from '../../../data/identifiers.ts';
 import { DomainError } from '../../../kernel/errors.ts';
+import { SUSPEND_CHANGE_RECORDING } from '../../../catalog/changes.ts';
 import type { BackupDestination } from './destination.ts';
 import { historyFileOf, rowsFileOf } from './archive-format.ts';
 import { mapped, type IdMap } from './remap.ts';
@@ -43,7 +44,7 @@ export async function buildStaging(pool: pg.Pool, destination: BackupDestination
   // Rewrites DDL that PostgreSQL printed for the backed-up schema so that it names the staging schema's objects.
   const ddlIds = new Map([...ids, [databaseId, stagingId]]);
   try {
-    await client.query(['BEGIN', ...EXACT_TEXT_SETTINGS].join('; '));
+    await client.query(['BEGIN', ...EXACT_TEXT_SETTINGS, SUSPEND_CHANGE_RECORDING].join('; '));
     await client.query(dropSchemaIfExists(stagingId).sql);
     for (const statement of createDatabaseSchema(stagingId)) await client.query(statement.sql);
     for (const table of verified.manifest.tables) {

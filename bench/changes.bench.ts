@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { historyTableOf } from '../src/data/identifiers.ts';
+import { api, ratioLine, startServers, type Servers } from './harness.ts';
+
+/**
+ * The change feed (issue 27), two rows of bench/changes.bench.ts (the webhook rows are added beside them):
+ * (1a) row create over REST with 8 connections into one database, the feed recording (its trigger and the commit-order
+ *      lock) vs the same creates with the table's feed trigger disabled, alternating in one run: the feed's write cost;
+ * (3)  reading the feed over REST (GET …/changes, pages of 1,000, following nextCursor) vs a raw keyset SELECT of the
+ *      same change rows through `pg`, in changes/s. Target ≥ 0.5.
+ * BENCH_CREATES (default 3000 per round and side), BENCH_FEED_ROWS (default 20000 changes to read) and BENCH_ROUNDS
+ * (default 3) size it.
+ */
+const CREATES = Number(process.env.BENCH_CREATES ?? 3_000);
+const FEED_ROWS = Number(process.env.BENCH_FEED_ROWS ?? 20_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = 8;
+
+const FIELDS = [
+  { name: 'Name', type: 'text', required: true },
+  { name: 'Quantity', type: 'integer' },
+  { name: 'Price', type: 'number' },
+  { name: 'Active', type: 'boolean' },
+  { name: 'Due', type: 'date' },
+  { name: 'Status', type: 'select', options: { choices: ['open', 'closed'] } },
+];
+const VALUES = { Name: 'Widget', Quantity: 3, Price: 19.99, Active: true, Due: '2026-12-01', Status: 'open' };
+
+interface BenchTable { databaseId: string; tableId: string; path: string; schemaVersion: number }
+
+async function createBenchTable(servers: Servers): Promise<BenchTable> {
+  const { orgId } = servers;
+  const database = await api(servers, 'POST', `/v1/orgs/${orgId}/databases`, { name: `Changes bench ${Date.now()}` });
+  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, { name: 'Orders', fields: FIELDS });
+  return {
+    databaseId: database.id, tableId: table.id, schemaVersion: table.schemaVersion,
+    path: `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}`,
+  };
+}
+
+async function creates(servers: Servers, table: BenchTable, amount: number): Promise<number> {
+  const started = performance.now();
+  let lastResponse = started;
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({
+      url: `http://127.0.0.1:${servers.servicePort}${table.path}/rows`,
+      connections: CONNECTIONS,
+      amount,
+      method: 'POST',
+      headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ expectedSchemaVersion: table.schemaVersion, values: VALUES }),
+      requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) }],
+    }, (error, finished) => (error ? reject(error) : resolve(finished)));
+    instance.on('response', () => {
+      lastResponse = performance.now();
+    });
+  });
+  if (result.errors + result.non2xx > 0) throw new Error(`row creates failed: ${result.errors} errors, ${result.non2xx} non-2xx`);
+  return amount / ((lastResponse - started) / 1000);
+}
+
+async function setFeed(client: pg.Client, table: BenchTable, on: boolean): Promise<void> {
+  await client.query(`ALTER TABLE ${historyTableOf(table.databaseId, table.tableId)} ${on ? 'ENABLE' : 'DISABLE'} TRIGGER record_changes`);
+}
+
+/** Every change after the head at the start, over REST; answers changes/s. */
+async function restRead(servers: Servers, table: BenchTable, total: number): Promise<number> {
+  const path = `/v1/orgs/${servers.orgId}/databases/${table.databaseId}/changes?limit=1000`;
+  const started = performance.now();
+  let read = 0;
+  let cursor: string | null = null;
+  while (read < total) {
+    const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}${cursor ? `&after=${cursor}` : ''}`, {
+      headers: { authorization: `Bearer ${servers.apiKey}` },
+    });
+    if (response.status !== 200) throw new Error(`feed page: ${response.status} ${await response.text()}`);
+    const page = await response.json() as { data: unknown[]; nextCursor: string; hasMore: boolean };
+    read += page.data.length;
+    cursor = page.nextCursor;
+    if (!page.hasMore) break;
+  }
+  return read / ((performance.now() - started) / 1000);
+}
+
+/** The same change rows by a raw keyset SELECT through `pg` (rows parsed by pg, jsonb included). */
+async function rawRead(client: pg.Client, table: BenchTable, total: number): Promise<number> {
+  const started = performance.now();
+  let read = 0;
+  let seq = '0';
+  while (read < total) {
+    const { rows } = await client.query(
+      `SELECT seq::text AS seq, kind, table_id, row_id, version::text AS version, schema_version, mutation_id, actor_id, actor_kind, "values", previous
+         FROM changes WHERE database_id = $1 AND seq > $2 ORDER BY seq LIMIT 1000`, [table.databaseId, seq]);
+    if (rows.length === 0) break;
+    read += rows.length;
+    seq = rows.at(-1)!.seq;
+  }
+  return read / ((performance.now() - started) / 1000);
+}
+
+const servers = await startServers();
+const client = new pg.Client({ connectionString: servers.databaseUrl });
+try {
+  await client.connect();
+  const table = await createBenchTable(servers);
+  await creates(servers, table, Math.max(200, CREATES / 10));
+  process.stdout.write(`change feed: ${ROUNDS} rounds; (1a) ${CREATES} row creates per side over ${CONNECTIONS} connections\n`);
+  const createRatios: number[] = [];
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    await setFeed(client, table, false);
+    const off = await creates(servers, table, CREATES);
+    await setFeed(client, table, true);
+    const on = await creates(servers, table, CREATES);
+    createRatios.push(on / off);
+    process.stdout.write(`round ${round}: creates/s feed on ${on.toFixed(0)}, feed off ${off.toFixed(0)}, on / off ${(on / off).toFixed(2)}\n`);
+  }
+  process.stdout.write(`${ratioLine('(1a) row create, feed recording vs off', 'feed / off', createRatios, 0.9)}\n`);
+
+  const { rows: [{ count }] } = await client.query('SELECT count(*)::int AS count FROM changes WHERE database_id = $1', [table.databaseId]);
+  for (let batch = count; batch < FEED_ROWS; batch += 1000) {
+    await api(servers, 'POST', `${table.path}/rows/batch`, {
+      expectedSchemaVersion: table.schemaVersion, operations: Array.from({ length: 1000 }, () => ({ op: 'create', values: VALUES })),
+    });
+  }
+  const total = Math.max(FEED_ROWS, count);
+  process.stdout.write(`(3) reading ${total} changes, pages of 1000\n`);
+  await restRead(servers, table, total);
+  await rawRead(client, table, total);
+  const readRatios: number[] = [];
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    const rest = await restRead(servers, table, total);
+    const raw = await rawRead(client, table, total);
+    readRatios.push(rest / raw);
+    process.stdout.write(`round ${round}: changes/s REST ${rest.toFixed(0)}, raw SELECT ${raw.toFixed(0)}, REST / raw ${(rest / raw).toFixed(2)}\n`);
+  }
+  process.stdout.write(`${ratioLine('(3) feed read throughput', 'REST GET …/changes / raw SELECT', readRatios, 0.5)}\n`);
+} finally {
+  await client.end();
+  await servers.stop();
+}

@@ -1,0 +1,189 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  encodeChangeCursor, readChanges, readHead, type Change, type ChangePage,
+} from '../../catalog/changes.ts';
+import { ChangesQuery, RowChangesQuery } from '../../contracts/changes.ts';
+import type { ChangeSignal } from '../../db/listener.ts';
+import { Id } from '../../kernel/formats.ts';
+import { builder } from '../server/builder.ts';
+import { dataPlane, type Context } from '../server/context.ts';
+import { requireDatabase } from '../tables/tables.ts';
+import { parseOrThrow } from '../../kernel/validation.ts';
+
+/**
+ * The change feed of a database (issue 27): a page by cursor, its head, a long poll (`wait`) and a live stream
+ * (`rowChanges`). Every reader of the database's rows may follow it. The feed itself, its order and its cursors are
+ * src/catalog/changes.ts; waiting is woken by NOTIFY on `wds_changes`, so a change committed through any API
+ * process or worker wakes the readers of every process.
+ */
+const STREAM_PAGE = 100;
+
+const ChangeActor = builder.objectRef<Change['actor']>('ChangeActor').implement({
+  fields: (t) => ({ id: t.exposeString('id'), kind: t.exposeString('kind') }),
+});
+
+export const ChangeObject = builder.objectRef<Change>('Change').implement({
+  description: 'One committed change of a database: a row created, updated, deleted or restored, or a table or schema change.',
+  fields: (t) => ({
+    cursor: t.exposeString('cursor', { description: 'Follow the feed from here (`after`), or resume a stream (`Last-Event-ID`).' }),
+    kind: t.exposeString('kind'),
+    tableId: t.exposeID('tableId'),
+    rowId: t.id({ nullable: true, resolve: (change) => change.rowId ?? null }),
+    version: t.string({ nullable: true, resolve: (change) => change.version ?? null }),
+    schemaVersion: t.int({ nullable: true, resolve: (change) => change.schemaVersion ?? null }),
+    mutationId: t.exposeID('mutationId'),
+    actor: t.field({ type: ChangeActor, resolve: (change) => change.actor }),
+    committedAt: t.field({ type: 'Timestamp', resolve: (change) => change.committedAt }),
+    values: t.field({ type: 'JSON', nullable: true, resolve: (change) => change.values ?? null }),
+    previous: t.field({ type: 'JSON', nullable: true, resolve: (change) => change.previous ?? null }),
+  }),
+});
+
+const ChangePageObject = builder.objectRef<ChangePage>('ChangePage').implement({
+  fields: (t) => ({
+    data: t.field({ type: [ChangeObject], resolve: (page) => page.data }),
+    nextCursor: t.exposeString('nextCursor'),
+    hasMore: t.exposeBoolean('hasMore'),
+  }),
+});
+
+const ChangeHead = builder.objectRef<{ cursor: string }>('ChangeFeedHead').implement({
+  fields: (t) => ({ cursor: t.exposeString('cursor') }),
+});
+
+function defined(args: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null && value !== undefined));
+}
+
+function reader(context: Context, databaseId: string, tableId: string | undefined) {
+  return (after: string | null, limit: number) => readChanges(dataPlane(context), {
+    databaseId, after, limit, tableIds: tableId ? [tableId] : null, retentionDays: context.config.CHANGE_RETENTION_DAYS,
+  });
+}
+
+/**
+ * A page; with `wait`, an empty page is held until a change commits or the wait ends. The signal listens before
+ * the first read, so a change committed between the read and the wait still wakes it.
+ */
+async function changesPage(context: Context, orgId: string, databaseId: string, query: ChangesQuery): Promise<ChangePage> {
+  await requireDatabase(context.prisma, orgId, databaseId);
+  const read = reader(context, databaseId, query.tableId);
+  if (query.wait === undefined) return read(query.after ?? null, query.limit);
+  const signal = await context.changeSignals.subscribe(databaseId);
+  const abort = new AbortController();
+  try {
+    const deadline = Date.now() + query.wait * 1000;
+    let after = query.after ?? null;
+    for (;;) {
+      const page = await read(after, query.limit);
+      const left = deadline - Date.now();
+      if (page.data.length > 0 || left <= 0) return page;
+      after = page.nextCursor;
+      await Promise.race([signal.next(), sleep(left, undefined, { signal: abort.signal }).catch(() => undefined)]);
+    }
+  } finally {
+    abort.abort();
+    signal.close();
+  }
+}
+
+/**
+ * Changes one at a time from `after` (or from the head: a stream opened without a cursor shows what happens next),
+ * reading a page whenever the last is used up and waiting for NOTIFY when the feed has nothing newer. A hand-written
+ * iterator, like `jobUpdated`'s: a generator waiting for the next change would not run its cleanup on disconnect.
+ */
+function changeEvents(read: ReturnType<typeof reader>, start: string, signal: ChangeSignal): AsyncIterableIterator<Change> {
+  let cursor = start;
+  let buffer: Change[] = [];
+  let finished = false;
+  const finish = (): IteratorReturnResult<undefined> => {
+    finished = true;
+    signal.close();
+    return { done: true, value: undefined };
+  };
+  return {
+    async next() {
+      try {
+        while (!finished) {
+          const change = buffer.shift();
+          if (change) return { done: false, value: change };
+          const page = await read(cursor, STREAM_PAGE);
+          buffer = page.data;
+          cursor = page.nextCursor;
+          if (buffer.length === 0) await signal.next();
+        }
+        return finish();
+      } catch (error) {
+        finish();
+        throw error;
+      }
+    },
+    async return() {
+      return finish();
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}
+
+const listArgs = builder.args((t) => ({
+  orgId: t.id({ required: true, validate: Id }), databaseId: t.id({ required: true, validate: Id }), tableId: t.id(),
+  after: t.string(), limit: t.int(), wait: t.int(),
+}));
+
+const streamArgs = builder.args((t) => ({
+  orgId: t.id({ required: true, validate: Id }), databaseId: t.id({ required: true, validate: Id }), tableId: t.id(),
+  after: t.string(),
+}));
+
+builder.queryFields((t) => ({
+  databaseChanges: t.field({
+    type: ChangePageObject,
+    description: 'The database’s changes after `after` (from the oldest retained without it), in commit order. '
+      + '`wait` (1-30 s) holds an empty page until a change commits.',
+    args: listArgs,
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
+    resolve: (_root, args, context) => {
+      const { orgId, databaseId, ...rest } = args;
+      return changesPage(context, String(orgId), String(databaseId), parseOrThrow(ChangesQuery, defined(rest)));
+    },
+  }),
+  databaseChangesHead: t.field({
+    type: ChangeHead,
+    description: 'A cursor at the newest committed change: follow the feed from now on.',
+    args: { orgId: t.arg.id({ required: true, validate: Id }), databaseId: t.arg.id({ required: true, validate: Id }) },
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
+    resolve: async (_root, args, context) => {
+      const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
+      await requireDatabase(context.prisma, orgId, databaseId);
+      return { cursor: encodeChangeCursor(databaseId, await readHead(dataPlane(context), databaseId)) };
+    },
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  rowChanges: t.field({
+    type: ChangeObject,
+    description: 'The database’s changes as they commit, in commit order: after `after` when given, else from now on.',
+    args: streamArgs,
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
+    subscribe: async (_root, args, context) => {
+      const { orgId, databaseId, ...rest } = args;
+      const query = parseOrThrow(RowChangesQuery, defined(rest));
+      await requireDatabase(context.prisma, String(orgId), String(databaseId));
+      const read = reader(context, String(databaseId), query.tableId);
+      const signal = await context.changeSignals.subscribe(String(databaseId));
+      try {
+        // Reading the first page now turns a bad or expired cursor into an error answer, not a stream that fails.
+        const start = query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
+        await read(start, 1);
+        return changeEvents(read, start, signal);
+      } catch (error) {
+        signal.close();
+        throw error;
+      }
+    },
+    resolve: (change) => change,
+  }),
+}));
