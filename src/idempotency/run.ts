@@ -11,6 +11,7 @@ import { storableJson, storableText } from '../kernel/input-hygiene.ts';
 import { requireCsrfProof } from '../identity/csrf.ts';
 import type { Caller } from '../kernel/caller.ts';
 import type { Config } from '../kernel/config.ts';
+import { SQLSTATE, sqlStateOf } from '../db/pg-errors.ts';
 
 /** Spec §8: 8..255 characters. Visible ASCII only, so keys survive HTTP headers and logs unchanged. */
 export const IdempotencyKey = z.string().min(8).max(255).regex(/^[\x21-\x7E]+$/, 'must be visible ASCII');
@@ -367,6 +368,6 @@ const TRANSIENT_ABORT_ATTEMPTS = 3;
  * would wait, and the rerun then answers UNIQUE_CONFLICT as the index would have.
  */
 function isTransientAbort(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '40P01' || code === '40001';
+  const code = sqlStateOf(error);
+  return code === SQLSTATE.deadlockDetected || code === SQLSTATE.serializationFailure;
 }

@@ -7,6 +7,7 @@ import { dataPlane, type Context } from '../server/context.ts';
 import { requestLoader } from '../server/loaders.ts';
 import { loadTableHead, schemaVersionConflict, type ForeignKeyDefinition, type SortIndexDefinition, type TableVersion, type TableAddress, type TableSchema, type UniqueRuleDefinition } from '../../catalog/table-schema.ts';
 import { Field, toFieldShape, type FieldShape } from './tables.ts';
+import { schemaSerialKey } from '../../jobs/engine/kinds.ts';
 
 /** The schema endpoint: how clients discover a table's runtime definition (spec §1). */
 export type UniqueRuleShape = {
@@ -155,7 +156,7 @@ export async function lockTableForSchemaChange(tx: TransactionClient, address: T
   if (expectedSchemaVersion !== undefined && expectedSchemaVersion !== row.schema_version) throw schemaVersionConflict(expectedSchemaVersion, row.schema_version);
   // A schema-change job of this table would otherwise fail at its cutover (the version moved): refuse this one instead.
   const [active] = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id FROM jobs WHERE serial_key = ${`schema:${address.tableId}`} AND state IN ('queued', 'running')`;
+    SELECT id FROM jobs WHERE serial_key = ${schemaSerialKey(address.tableId)} AND state IN ('queued', 'running')`;
   if (active) throw schemaMaintenance();
   return row.schema_version;
 }

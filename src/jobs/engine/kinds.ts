@@ -33,3 +33,11 @@ export const JOB_CATEGORIES = {
 
 export type JobKind = keyof typeof JOB_CATEGORIES;
 export const JOB_KINDS = Object.keys(JOB_CATEGORIES) as JobKind[];
+
+/**
+ * The serial key of a table's schema jobs: the queue runs at most one unfinished job per key, so schema changes,
+ * rule deletions and restores of one table never overlap, and writes that would race a cutover can be refused.
+ */
+export function schemaSerialKey(tableId: string): string {
+  return `schema:${tableId}`;
+}
