@@ -5,8 +5,7 @@ import { resolvedOptions, type FieldDefinition } from '../src/data/field-types.t
 import { createSortIndex } from '../src/data/sort-indexes.ts';
 import { deleteRow, rowGuardState, selectHistoryPage, selectRow, selectRowPage, updateRow, type RowEvent } from '../src/data/rows.ts';
 import type { Statement } from '../src/data/statement.ts';
-import { grantAuthenticatedAt } from '../src/graph/server/step-up.ts';
-import { selectGrantPage } from '../src/graph/sessions/oauth-grants.ts';
+import { grantAuthenticatedAt, selectGrantPage } from '../src/identity/oauth/grants.ts';
 import { newId } from '../src/kernel/ids.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';

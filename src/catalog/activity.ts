@@ -4,29 +4,14 @@ import type { ActivityCategory } from '../kernel/formats.ts';
 import { newId } from '../kernel/ids.ts';
 import type { Caller } from '../kernel/caller.ts';
 
-const PLAIN_EVENTS = [
+/** The event kinds of spec §6 that are not a job's; job events are listed with the job kinds (src/jobs/engine/kinds.ts). */
+export const PLAIN_EVENTS = [
   'backup.failed.detected', 'backup.failed.resolved', 'backup.overdue.detected', 'backup.overdue.resolved', 'database.backup.prune',
   'database.backup_policy.update', 'database.backup_schedule.update', 'database.backup_schedule.delete', 'database.create',
   'database.delete', 'database.restore', 'database.update', 'field.create', 'field.convert', 'field.delete', 'field.update',
   'fields.reorder', 'records.changed', 'table.create', 'table.delete', 'table.update', 'foreign-key.create', 'foreign-key.delete',
   'rule.create', 'rule.delete',
 ] as const;
-const JOBS_WITH_SUCCESS = [
-  'testBackupDestination', 'previewDatabaseRestore', 'runDatabaseBackup', 'exportDatabase', 'previewImportRows', 'importRows',
-  'exportRows', 'exportView',
-] as const;
-const JOBS_WITHOUT_SUCCESS = [
-  'saveBackupSchedule', 'deleteDatabase', 'restoreDatabaseBackup', 'createField', 'deleteField', 'reorderFields', 'updateField',
-  'applySchemaChange', 'createTable', 'deleteTable', 'createForeignKey', 'deleteForeignKey', 'updateTable', 'createUniqueRule',
-  'deleteUniqueRule',
-] as const;
-
-/** Every event kind of spec §6: the plain kinds and `job.<operation>.<suffix>`. */
-export const ACTIVITY_EVENTS: readonly string[] = [
-  ...PLAIN_EVENTS,
-  ...JOBS_WITH_SUCCESS.flatMap((job) => ['cancelled', 'succeeded', 'failed', 'partially_completed', 'queued'].map((suffix) => `job.${job}.${suffix}`)),
-  ...JOBS_WITHOUT_SUCCESS.flatMap((job) => ['cancelled', 'failed', 'partially_completed', 'queued'].map((suffix) => `job.${job}.${suffix}`)),
-];
 
 export interface ActivityInput {
   orgId: string;

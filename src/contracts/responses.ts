@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Id } from '../kernel/formats.ts';
 
 /** Spec §7: the error envelope, with no other properties. */
 export const ErrorEnvelope = z.strictObject({
@@ -11,4 +12,4 @@ export const ErrorEnvelope = z.strictObject({
 });
 
 /** Spec 2.8: cancel invitation, revoke team key, revoke session (and the other revocations). */
-export const DeletionResponse = z.strictObject({ deleted: z.boolean(), mutationId: z.string().regex(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/) });
+export const DeletionResponse = z.strictObject({ deleted: z.boolean(), mutationId: Id });

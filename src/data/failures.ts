@@ -1,4 +1,5 @@
 import { idFromConstraint } from './identifiers.ts';
+import { SQLSTATE } from '../db/pg-errors.ts';
 
 /**
  * The PostgreSQL errors a data-plane write can expect, recognised from what `pg` or Prisma's pg adapter reports
@@ -39,28 +40,30 @@ function constraintName(cause: AdapterCause): string | undefined {
   return cause.originalMessage?.match(/constraint "([^"]+)"/)?.[1];
 }
 
-/** SQLSTATE classes: https://www.postgresql.org/docs/15/errcodes-appendix.html */
+/** The rule a refused data-plane write broke, read from its SQLSTATE (src/db/pg-errors.ts) and constraint name. */
 export function recogniseFailure(error: unknown): DataPlaneFailure | null {
   const cause = causeOf(error);
   if (!cause) return null;
   const sqlState = cause.originalCode ?? cause.code;
   switch (sqlState) {
-    case '23505': // unique_violation (btree rules)
-    case '23P01': { // exclusion_violation (hashed rules, src/data/unique-keys.ts)
+    case SQLSTATE.uniqueViolation: // btree rules
+    case SQLSTATE.exclusionViolation: { // hashed rules
       const ruleId = idFromConstraint(constraintName(cause), 'u');
       return ruleId ? { kind: 'unique', ruleId } : null;
     }
-    case '23503': {
+    case SQLSTATE.foreignKeyViolation: {
       const foreignKeyId = idFromConstraint(constraintName(cause), 'k');
       return foreignKeyId ? { kind: 'foreignKey', foreignKeyId } : null;
     }
-    case 'WDS01': // raised by wds_claim_row (prisma/migrations/*_row_capacity)
+    case SQLSTATE.tableFull:
       return { kind: 'tableFull' };
-    case '2200H': // sequence_generator_limit_exceeded
+    case SQLSTATE.sequenceGeneratorLimitExceeded:
       return { kind: 'sequenceExhausted' };
-    case '42703': // undefined_column: a schema change committed between reading the schema and writing
-    case '42P01': // undefined_table
-    case '42804': // datatype_mismatch: a write that waited behind a conversion's cutover meets the new column type
+    // A schema change committed between reading the schema and writing; or a write that waited behind a
+    // conversion's cutover meets the new column type.
+    case SQLSTATE.undefinedColumn:
+    case SQLSTATE.undefinedTable:
+    case SQLSTATE.datatypeMismatch:
       return { kind: 'schemaChanged' };
     default:
       return null;

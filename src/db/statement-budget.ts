@@ -1,4 +1,5 @@
 import { DomainError } from '../kernel/errors.ts';
+import { SQLSTATE } from './pg-errors.ts';
 
 /**
  * Statement time budgets (DESIGN §5). Every pooled connection starts with the request budget as its
@@ -32,7 +33,7 @@ export function isStatementTimeout(error: unknown): boolean {
     if (next === null || typeof next !== 'object' || seen.has(next)) continue;
     seen.add(next);
     const record = next as Record<string, unknown>;
-    if (record.code === '57014' || record.originalCode === '57014') return true;
+    if (record.code === SQLSTATE.queryCanceled || record.originalCode === SQLSTATE.queryCanceled) return true;
     const meta = record.meta as Record<string, unknown> | undefined;
     pending.push(record.cause, record.originalError, meta, meta?.driverAdapterError);
   }

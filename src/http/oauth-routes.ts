@@ -4,7 +4,7 @@ import type { PrismaClient } from '../db/prisma.ts';
 import { DomainError } from '../kernel/errors.ts';
 import type { Caller } from '../kernel/caller.ts';
 import { resolveCredential } from '../identity/credentials.ts';
-import { requireCsrfProof } from '../graph/server/guards.ts';
+import { requireCsrfProof } from '../identity/csrf.ts';
 import { approve, checkAuthorization, deny, RedirectedError, revokeEndpoint, tokenEndpoint, type AuthorizeParams, type TokenParams } from '../identity/oauth/grants.ts';
 import { OAuthError } from '../identity/oauth/protocol.ts';
 import { CSRF_HEADER } from '../identity/session-tokens.ts';

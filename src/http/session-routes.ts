@@ -5,7 +5,7 @@ import type { PrismaClient } from '../db/prisma.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { resolveCredential } from '../identity/credentials.ts';
 import { verifyEmail, VerifyEmailBody } from '../identity/email-verification.ts';
-import { requireCsrfProof } from '../graph/server/guards.ts';
+import { requireCsrfProof } from '../identity/csrf.ts';
 import { login, LoginBody, stepUp, StepUpBody } from '../identity/login.ts';
 import { sessionCookie } from '../identity/session-tokens.ts';
 import { problemsFromIssues } from '../kernel/validation.ts';

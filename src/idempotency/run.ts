@@ -2,20 +2,28 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type pg from 'pg';
 import { setChangeActor } from '../catalog/changes.ts';
-import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
+import { sqlPoolOf, type PrismaClient, type TransactionClient } from '../db/prisma.ts';
 import { inPgTransactionOn, pgExecutor, prismaExecutor, withPgConnection, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
 import { isStatementTimeout } from '../db/statement-budget.ts';
 import { Params } from '../data/statement.ts';
-import { DomainError, httpStatusOf, type ErrorCode } from '../kernel/errors.ts';
+import { credentialRequired, DomainError, httpStatusOf, type ErrorCode } from '../kernel/errors.ts';
 import type { Json } from '../kernel/formats.ts';
 import { newId } from '../kernel/ids.ts';
 import { storableJson, storableText } from '../kernel/input-hygiene.ts';
-import { requireCaller, requireCsrfProof } from '../graph/server/guards.ts';
+import { requireCsrfProof } from '../identity/csrf.ts';
 import type { Caller } from '../kernel/caller.ts';
-import type { Context } from '../graph/server/context.ts';
+import type { Config } from '../kernel/config.ts';
+import { SQLSTATE, sqlStateOf } from '../db/pg-errors.ts';
 
 /** Spec §8: 8..255 characters. Visible ASCII only, so keys survive HTTP headers and logs unchanged. */
 export const IdempotencyKey = z.string().min(8).max(255).regex(/^[\x21-\x7E]+$/, 'must be visible ASCII');
+
+/** What a run needs of a request: who is calling, the catalog client and the record TTL (a GraphQL context is one). */
+export interface IdempotencyScope {
+  caller: Caller | null;
+  prisma: PrismaClient;
+  config: Pick<Config, 'IDEMPOTENCY_TTL_HOURS'>;
+}
 
 type Outcome =
   | { ok: true; data: Json }
@@ -228,9 +236,10 @@ async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: Idempo
  * Every mutation passes here, so this is where cookie-authenticated requests prove they are not cross-site
  * forgeries: a browser session's mutation must carry the session's CSRF token (double submit, X-CSRF-Token).
  */
-function actorKeyOf(context: Context, call: IdempotentCall): string {
-  if (call.actorKey !== undefined && context.caller === null) return call.actorKey;
-  const caller = requireCaller(context);
+function actorKeyOf(scope: IdempotencyScope, call: IdempotentCall): string {
+  if (call.actorKey !== undefined && scope.caller === null) return call.actorKey;
+  const caller = scope.caller;
+  if (!caller) throw credentialRequired();
   requireCsrfProof(caller);
   return credentialScope(caller);
 }
@@ -246,8 +255,8 @@ function credentialScope(caller: Caller): string {
   return `${credential.type === 'session' ? 'session' : 'key'}:${credential.id}`;
 }
 
-function slotOf(context: Context, call: IdempotentCall): Slot {
-  const actorKey = actorKeyOf(context, call);
+function slotOf(scope: IdempotencyScope, call: IdempotentCall): Slot {
+  const actorKey = actorKeyOf(scope, call);
   const key = validKey(call.key);
   return {
     actorKey,
@@ -255,7 +264,7 @@ function slotOf(context: Context, call: IdempotentCall): Slot {
     number: slotNumber(actorKey, key),
     fingerprint: fingerprintOf(call),
     operation: call.operation,
-    ttlMs: context.config.IDEMPOTENCY_TTL_HOURS * 3_600_000,
+    ttlMs: scope.config.IDEMPOTENCY_TTL_HOURS * 3_600_000,
   };
 }
 
@@ -265,16 +274,16 @@ function slotOf(context: Context, call: IdempotentCall): Slot {
  * fingerprint replays the stored outcome, with another fingerprint it is a 409. Unexpected errors (5xx) roll
  * everything back and leave the key unused, so a retry may succeed.
  */
-export async function idempotent<T extends Json>(context: Context, call: IdempotentCall, effect: (tx: TransactionClient) => Promise<T>): Promise<T> {
-  const slot = slotOf(context, call);
+export async function idempotent<T extends Json>(scope: IdempotencyScope, call: IdempotentCall, effect: (tx: TransactionClient) => Promise<T>): Promise<T> {
+  const slot = slotOf(scope, call);
   let current: TransactionClient | undefined;
-  const transaction: Transaction = (opening, work) => context.prisma.$transaction(async (tx) => {
+  const transaction: Transaction = (opening, work) => scope.prisma.$transaction(async (tx) => {
     current = tx;
     const executor = prismaExecutor(tx);
     // Table and schema changes this transaction makes reach the change feed under the caller's name (issue 27);
     // a sign-up (accepting an invitation) has no caller and changes no table.
-    if (context.caller) {
-      const actor = setChangeActor({ id: context.caller.actorId, kind: context.caller.kind }, newId());
+    if (scope.caller) {
+      const actor = setChangeActor({ id: scope.caller.actorId, kind: scope.caller.kind }, newId());
       await executor.query(actor.sql, actor.params);
     }
     const opened: Record<string, unknown>[][] = [];
@@ -335,17 +344,17 @@ async function attemptOneStatement<T extends Json>(connection: pg.PoolClient, sl
  * optional commit guard sent with the COMMIT. With `oneStatement`, that is tried first (see OneStatementWrite).
  */
 export async function idempotentSql<T extends Json>(
-  context: Context,
+  scope: IdempotencyScope,
   call: IdempotentCall,
   effect: (tx: IdempotentTransaction) => Promise<T>,
   oneStatement?: (once: OneStatementWrite) => Promise<T | null>,
 ): Promise<T> {
-  const slot = slotOf(context, call);
+  const slot = slotOf(scope, call);
   // One connection for both attempts. PostgreSQL reports a failed statement before it releases that statement's
   // locks, so the transactional rerun, on another connection, could find the one-statement attempt's advisory
   // lock still held and answer IDEMPOTENCY_IN_PROGRESS to a request that has no duplicate. On the same connection
   // the rerun starts only once the failed statement's transaction has ended.
-  return withPgConnection(sqlPoolOf(context.prisma), async (held) => {
+  return withPgConnection(sqlPoolOf(scope.prisma), async (held) => {
     const written = oneStatement ? await attemptOneStatement(held.client, slot, oneStatement) : null;
     if (written !== null) return written;
     for (let attempt = 1; ; attempt += 1) {
@@ -367,6 +376,6 @@ const TRANSIENT_ABORT_ATTEMPTS = 3;
  * would wait, and the rerun then answers UNIQUE_CONFLICT as the index would have.
  */
 function isTransientAbort(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '40P01' || code === '40001';
+  const code = sqlStateOf(error);
+  return code === SQLSTATE.deadlockDetected || code === SQLSTATE.serializationFailure;
 }

@@ -128,3 +128,8 @@ export function validationFailed(problems: FieldProblem[], message = 'The reques
 export function notFound(what = 'resource'): DomainError {
   return new DomainError('RESOURCE_NOT_FOUND', `The ${what} does not exist or is not visible to you.`);
 }
+
+/** The refusal of a request that presented no credential to a field that needs one (REST answers it before input). */
+export function credentialRequired(): DomainError {
+  return new DomainError('UNAUTHENTICATED', 'A bearer credential is required.');
+}

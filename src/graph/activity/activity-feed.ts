@@ -5,7 +5,7 @@ import {
 } from '../../catalog/activity-feed.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { ACTIVITY_CATEGORIES, Id, Timestamp } from '../../kernel/formats.ts';
-import { ACTIVITY_EVENTS } from '../../catalog/activity.ts';
+import { ACTIVITY_EVENTS } from '../../jobs/engine/kinds.ts';
 import { builder } from '../server/builder.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { cursorInvalid, cursorKey, decodeCursor, encodeCursor, PageLimit } from '../../catalog/cursor.ts';

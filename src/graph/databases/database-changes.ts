@@ -1,3 +1,4 @@
+import { lockActiveDatabase, selectTrashedDatabase } from '../../catalog/databases.ts';
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { trashDatabase } from '../../catalog/trash.ts';
@@ -37,8 +38,7 @@ export function versionConflict(what: string, expected: string, current: bigint)
 
 /** The active database, locked for the rest of the transaction and checked against the caller's version. */
 async function lockDatabase(tx: TransactionClient, orgId: string, databaseId: string, expectedVersion: string) {
-  const [row] = await tx.$queryRaw<{ version: bigint; name: string }[]>`
-    SELECT version, name FROM databases WHERE id = ${databaseId} AND org_id = ${orgId} AND state = 'active' FOR UPDATE`;
+  const [row] = await tx.$queryRaw<{ version: bigint; name: string }[]>(lockActiveDatabase(orgId, databaseId));
   if (!row) throw notFound('database');
   if (row.version.toString() !== expectedVersion) throw versionConflict('database', expectedVersion, row.version);
   return row;
@@ -70,7 +70,7 @@ async function trash(tx: TransactionClient, context: Context, caller: Caller, or
     summary: `Moved database ${name} and its ${trashedTables.length} table(s) to the trash until ${purgeAfter.toISOString()}`,
   });
   await schedulePurge(tx, context, caller, { kind: 'database', orgId, databaseId, name }, purgeAfter, purgeJobId);
-  const [row] = await tx.$queryRaw<{ version: bigint; deleted_at: Date }[]>`SELECT version, deleted_at FROM databases WHERE id = ${databaseId}`;
+  const [row] = await tx.$queryRaw<{ version: bigint; deleted_at: Date }[]>(selectTrashedDatabase(databaseId));
   return toTrashEntryShape(orgId, {
     kind: 'database', id: databaseId, name, databaseId: null, databaseName: null, version: row!.version.toString(),
     deletedAt: row!.deleted_at, deletedById: caller.actorId, deletedByName: caller.name, purgeAfter, purgeJobId,

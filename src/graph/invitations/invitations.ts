@@ -1,3 +1,4 @@
+import { lockInvitationByTokenHash, lockInvitationState } from '../../catalog/invitations.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
@@ -140,7 +141,7 @@ async function deliverInvitation(context: Context, tx: TransactionClient, invita
 }
 
 async function openInvitation(tx: TransactionClient, token: string): Promise<InvitationRow> {
-  const [locked] = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM invitations WHERE token_hash = ${tokenHash(token)}::bpchar FOR UPDATE`;
+  const [locked] = await tx.$queryRaw<{ id: string }[]>(lockInvitationByTokenHash(tokenHash(token)));
   const row = locked ? await tx.invitation.findUnique({ where: { id: locked.id } }) : null;
   // Unknown, cancelled and expired tokens look alike: the token holder learns nothing about the org.
   if (!row || row.cancelledAt || stateOf(row) === 'expired') throw notFound('invitation');
@@ -248,9 +249,7 @@ builder.mutationFields((t) => ({
       const target = { orgId: String(orgId), id: String(id) };
       requireCaller(context);
       return idempotent(context, { operation: 'cancelInvitation', key: idempotencyKey, input: target }, async (tx) => {
-        const [row] = await tx.$queryRaw<{ accepted: boolean; cancelled: boolean }[]>`
-          SELECT accepted_at IS NOT NULL AS accepted, cancelled_at IS NOT NULL AS cancelled
-            FROM invitations WHERE id = ${target.id}::bpchar AND org_id = ${target.orgId}::bpchar FOR UPDATE`;
+        const [row] = await tx.$queryRaw<{ accepted: boolean; cancelled: boolean }[]>(lockInvitationState(target.orgId, target.id));
         if (!row || row.cancelled) throw notFound('invitation');
         if (row.accepted) throw new DomainError('INVITATION_ACCEPTED', 'An accepted invitation cannot be cancelled.');
         await tx.invitation.update({ where: { id: target.id }, data: { cancelledAt: new Date() } });

@@ -4,6 +4,7 @@ import { DomainError, validationFailed, type FieldProblem } from '../../kernel/e
 import { newId } from '../../kernel/ids.ts';
 import { MAX_INDEXES_PER_TABLE } from '../../data/sort-indexes.ts';
 import { CHANGE_JOBS, planChange, SchemaChange, type PlannedChange } from '../../jobs/kinds/schema/plan.ts';
+import { schemaSerialKey } from '../../jobs/engine/kinds.ts';
 import { schemaVersionConflict, type TableAddress, type TableSchema } from '../../catalog/table-schema.ts';
 import { resolveEndpoints } from '../tables/foreign-keys.ts';
 import { checkRule } from '../tables/unique-rules.ts';
@@ -127,7 +128,7 @@ export async function enqueueSchemaChange(tx: TransactionClient, context: Contex
     : null;
   const summary = describe(schema, change, referenced?.name);
   return enqueueJob(tx, requireCaller(context), {
-    kind: CHANGE_JOBS[change.kind].kind, category: 'schema', ...address, serialKey: `schema:${address.tableId}`, summary: `Queued: ${summary}`,
+    kind: CHANGE_JOBS[change.kind].kind, category: 'schema', ...address, serialKey: schemaSerialKey(address.tableId), summary: `Queued: ${summary}`,
     payload: { ...address, expectedSchemaVersion, change, summary }, queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
   });
 }

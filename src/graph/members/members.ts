@@ -1,3 +1,4 @@
+import { lockAdmins as lockAdminRows, lockMember } from '../../catalog/members.ts';
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
@@ -112,14 +113,13 @@ export function toMemberShape(row: MemberRow): MemberShape {
  * so it sees one admin left and is refused with LAST_ADMIN.
  */
 async function lockAdmins(tx: TransactionClient, orgId: string): Promise<string[]> {
-  const rows = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id FROM members WHERE org_id = ${orgId}::bpchar AND role = 'admin' ORDER BY id FOR UPDATE`;
+  const rows = await tx.$queryRaw<{ id: string }[]>(lockAdminRows(orgId));
   return rows.map((row) => row.id);
 }
 
 async function currentMember(tx: TransactionClient, orgId: string, memberId: string, expectedVersion: string): Promise<MemberRow> {
   // Locked so that two updates with the same expectedVersion cannot both pass the check below.
-  await tx.$queryRaw`SELECT id FROM members WHERE id = ${memberId}::bpchar AND org_id = ${orgId}::bpchar FOR UPDATE`;
+  await tx.$queryRaw(lockMember(orgId, memberId));
   const row = await tx.member.findFirst({ where: { id: memberId, orgId }, select: memberSelect });
   if (!row) throw notFound('member');
   const expected = storedVersion(expectedVersion);

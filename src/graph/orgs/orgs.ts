@@ -1,8 +1,8 @@
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
 import { builder } from '../server/builder.ts';
-import { Id, storedVersion, VersionString } from '../../kernel/formats.ts';
+import { Id, storedVersion } from '../../kernel/formats.ts';
+import { UpdateOrgBody } from '../../contracts/orgs.ts';
 import { idempotent } from '../../idempotency/run.ts';
 
 /** An organisation (workspace). Mutations return this plain shape so an idempotent replay is byte-identical. */
@@ -14,9 +14,6 @@ export interface OrgShape {
   createdAt: string;
   updatedAt: string;
 }
-
-export const OrgName = z.string().trim().min(1).max(120);
-export const UpdateOrgBody = z.strictObject({ expectedVersion: VersionString, name: OrgName });
 
 export const Org = builder.objectRef<OrgShape>('Org').implement({
   description: 'An organisation: it owns databases, members and keys.',
@@ -49,7 +46,7 @@ export function toOrgShape(row: OrgRow): OrgShape {
   };
 }
 
-async function renameOrg(tx: TransactionClient, orgId: string, body: z.infer<typeof UpdateOrgBody>): Promise<OrgShape> {
+async function renameOrg(tx: TransactionClient, orgId: string, body: UpdateOrgBody): Promise<OrgShape> {
   const expected = storedVersion(body.expectedVersion);
   const updated = expected === null ? [] : await tx.org.updateManyAndReturn({
     where: { id: orgId, version: expected },
@@ -87,10 +84,9 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'admin' }, oauth: 'org:manage' }),
     resolve: (_root, { idempotencyKey, orgId, input }, context) => {
-      const body = UpdateOrgBody.parse(input);
       const target = String(orgId);
-      return idempotent(context, { operation: 'updateOrg', key: idempotencyKey, input: { orgId: target, ...body } }, (tx) =>
-        renameOrg(tx, target, body),
+      return idempotent(context, { operation: 'updateOrg', key: idempotencyKey, input: { orgId: target, ...input } }, (tx) =>
+        renameOrg(tx, target, input),
       );
     },
   }),

@@ -21,6 +21,7 @@ import { lockRowsByKey } from '../../data/lookup.ts';
 import { explainRefusedInsert, Row, rowEvent, rowLimitReached, run } from './rows.ts';
 import type { Statement } from '../../data/statement.ts';
 import { schemaExpecting } from '../tables/schema-endpoint.ts';
+import { SQLSTATE, sqlStateOf } from '../../db/pg-errors.ts';
 
 /**
  * Row batches (issue 13): up to 1,000 creates, updates, deletes and upserts in one transaction, all or nothing.
@@ -49,7 +50,7 @@ async function query<T>(executor: SqlExecutor, schema: TableSchema, statement: S
   try {
     return await run<T>(executor, schema, statement);
   } catch (error) {
-    if ((error as { code?: unknown } | null)?.code !== '40P01') throw error;
+    if (sqlStateOf(error) !== SQLSTATE.deadlockDetected) throw error;
     throw new DomainError('ROW_VERSION_CONFLICT', 'Another write changed the same rows at the same time; read them again and retry.', {
       details: { reason: 'concurrent_write' }, retryAfter: 1,
     });

@@ -7,7 +7,8 @@ import { getDatamodel } from '../../generated/pothos-types.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import type { Capability, OAuthScope } from '../../kernel/authority.ts';
 import type { Caller } from '../../kernel/caller.ts';
-import { credentialRequired, requireCapability, requireCaller, requirePersonalIdentity, requireScope } from './guards.ts';
+import { credentialRequired } from '../../kernel/errors.ts';
+import { requireCapability, requireCaller, requirePersonalIdentity, requireScope } from './guards.ts';
 import type { Context } from './context.ts';
 import { problemsFromIssues } from '../../kernel/validation.ts';
 

@@ -1,4 +1,4 @@
-import { DomainError, notFound } from '../../kernel/errors.ts';
+import { credentialRequired, DomainError, notFound } from '../../kernel/errors.ts';
 import type { Context } from './context.ts';
 import type { Capability, OAuthScope } from '../../kernel/authority.ts';
 import { hasScope, type Caller, type OrgAuthority } from '../../kernel/caller.ts';
@@ -7,27 +7,9 @@ import { hasScope, type Caller, type OrgAuthority } from '../../kernel/caller.ts
  * The checks behind the auth scopes of builder.ts, usable directly where a resolver needs the result
  * (e.g. the caller's authority to compute `canEdit`). Each throws the DomainError that explains the refusal.
  */
-/** The refusal of a request that presented no credential to a field that needs one (REST answers it before input). */
-export function credentialRequired(): DomainError {
-  return new DomainError('UNAUTHENTICATED', 'A bearer credential is required.');
-}
-
 export function requireCaller(context: Context): Caller {
   if (!context.caller) throw credentialRequired();
   return context.caller;
-}
-
-const CSRF_REFUSAL = 'Cookie-authenticated changes need the session’s X-CSRF-Token header.';
-
-/**
- * The one CSRF rule: a change made with a browser session must carry the session's CSRF token (double submit,
- * X-CSRF-Token), which a cross-site page cannot read. Bearer credentials are not sent by browsers on their own, so
- * they need none. Mutations (idempotency.ts), step-up and OAuth consent all pass here.
- */
-export function requireCsrfProof(caller: Caller, message = CSRF_REFUSAL): void {
-  if (caller.credential.session && !caller.credential.session.csrfVerified) {
-    throw new DomainError('ACCESS_DENIED', message, { details: { reason: 'csrf_token_mismatch' } });
-  }
 }
 
 export function requirePersonalIdentity(context: Context): Caller & { userId: string } {

@@ -1,4 +1,4 @@
-import { ID, type Statement } from '../../data/statement.ts';
+import { grantAuthenticatedAt } from '../../identity/oauth/grants.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import type { Context } from './context.ts';
 import { requireCaller } from './guards.ts';
@@ -17,14 +17,6 @@ export function requireFreshStrongAuth(context: Context): void {
       details: { maxAgeSeconds: context.config.STEP_UP_WINDOW_SECONDS },
     });
   }
-}
-
-/** When the user consented to an OAuth token's grant: the grant's authorization code was issued then. */
-export function grantAuthenticatedAt(tokenId: string): Statement {
-  return {
-    sql: `SELECT c.created_at AS authenticated_at FROM oauth_tokens t JOIN oauth_codes c ON c.family_id = t.family_id WHERE t.id = $1::${ID}`,
-    params: [tokenId],
-  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ID, type Statement } from '../../data/statement.ts';
+import { selectGrantPage } from '../../identity/oauth/grants.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { requireSecurityCredential } from '../server/step-up.ts';
@@ -33,25 +33,6 @@ const OAuthGrantPage = pageRef('OAuthGrantPage', OAuthGrant, 'A page of live OAu
 interface GrantRow { id: string; client_id: string; client_name: string; scopes: string[]; created_at: Date; last_issued_at: Date }
 
 const PagePosition = z.strictObject({ id: Id });
-
-/**
- * The user's live grants, newest family first, from `before` on: a range scan of the (user_id, family_id) index,
- * not a pass over every user's tokens.
- */
-export function selectGrantPage(userId: string, before: string, rows: number): Statement {
-  return {
-    sql: `SELECT t.family_id AS id, t.client_id, c.name AS client_name,
-                 (SELECT n.scopes FROM oauth_tokens n WHERE n.family_id = t.family_id ORDER BY n.created_at DESC, n.id DESC LIMIT 1) AS scopes,
-                 MIN(t.created_at) AS created_at, MAX(t.created_at) AS last_issued_at
-            FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id
-           WHERE t.user_id = $1::${ID} AND t.revoked_at IS NULL AND t.rotated_at IS NULL AND t.expires_at > now()
-             AND c.revoked_at IS NULL AND t.family_id < $2::${ID}
-           GROUP BY t.family_id, t.client_id, c.name
-           ORDER BY t.family_id DESC
-           LIMIT $3::int`,
-    params: [userId, before, rows],
-  };
-}
 
 builder.queryFields((t) => ({
   myOAuthGrants: t.withAuth({ personal: true, oauth: 'account:security' }).field({

@@ -1,3 +1,4 @@
+import { selectTableVersions } from '../../catalog/tables.ts';
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { dropForeignKey } from '../../data/ddl.ts';
@@ -66,9 +67,9 @@ interface Endpoints {
 export async function resolveEndpoints(context: Context, tx: TransactionClient, schema: TableSchema, body: CreateForeignKeyBody): Promise<Endpoints> {
   const problems: FieldProblem[] = [];
   const fields = resolveKeyFields(schema, body.fieldIds, 'fieldIds', problems);
-  const [head] = await tx.$queryRaw<{ schemaVersion: number; indexVersion: number }[]>`
-    SELECT schema_version AS "schemaVersion", index_version AS "indexVersion" FROM data_tables
-     WHERE id = ${body.referencedTableId} AND database_id = ${schema.databaseId} AND org_id = ${schema.orgId} AND state = 'active'`;
+  const [head] = await tx.$queryRaw<{ schemaVersion: number; indexVersion: number }[]>(
+    selectTableVersions(schema.orgId, schema.databaseId, body.referencedTableId),
+  );
   if (!head) throw validationFailed([{ path: ['referencedTableId'], message: 'is not a table of this database' }], 'The foreign key does not fit.');
   const referenced = body.referencedTableId === schema.tableId
     ? schema

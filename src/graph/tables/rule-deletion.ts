@@ -13,6 +13,7 @@ import { startScopes } from '../jobs/start-authority.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import type { TableAddress } from '../../catalog/table-schema.ts';
 import { lockTableForSchemaChange } from './schema-endpoint.ts';
+import { schemaSerialKey } from '../../jobs/engine/kinds.ts';
 
 /**
  * DELETE …/unique-rules/{ruleId} (issue 13): checked at once (404, 409 while a foreign key uses the rule, 409
@@ -28,7 +29,7 @@ async function requestRuleDeletion(tx: TransactionClient, context: Context, addr
   const names = await tx.field.findMany({ where: { id: { in: rule.fieldIds } }, select: { name: true } });
   const summary = `Remove the unique rule on ${names.map((field) => field.name).join(', ')}`;
   return enqueueJob(tx, requireCaller(context), {
-    kind: 'deleteUniqueRule', category: 'schema', ...address, serialKey: `schema:${address.tableId}`,
+    kind: 'deleteUniqueRule', category: 'schema', ...address, serialKey: schemaSerialKey(address.tableId),
     payload: { ...address, ruleId, summary }, summary, queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
   });
 }

@@ -1,3 +1,4 @@
+import { incrementSchemaVersion, lockTableSchemaVersion, selectActiveJobBySerialKey } from '../../catalog/tables.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { builder } from '../server/builder.ts';
@@ -7,6 +8,7 @@ import { dataPlane, type Context } from '../server/context.ts';
 import { requestLoader } from '../server/loaders.ts';
 import { loadTableHead, schemaVersionConflict, type ForeignKeyDefinition, type SortIndexDefinition, type TableVersion, type TableAddress, type TableSchema, type UniqueRuleDefinition } from '../../catalog/table-schema.ts';
 import { Field, toFieldShape, type FieldShape } from './tables.ts';
+import { schemaSerialKey } from '../../jobs/engine/kinds.ts';
 
 /** The schema endpoint: how clients discover a table's runtime definition (spec §1). */
 export type UniqueRuleShape = {
@@ -150,24 +152,18 @@ export async function schemaExpecting(context: Context, address: TableAddress, e
  * makes schema changes of one table take turns, and makes row writes (which update the same row) wait for them.
  */
 export async function lockTableForSchemaChange(tx: TransactionClient, address: TableAddress, expectedSchemaVersion?: number): Promise<number> {
-  const [row] = await tx.$queryRaw<{ schema_version: number }[]>`
-    SELECT schema_version FROM data_tables
-     WHERE id = ${address.tableId} AND database_id = ${address.databaseId} AND org_id = ${address.orgId} AND state = 'active'
-       FOR UPDATE`;
+  const [row] = await tx.$queryRaw<{ schema_version: number }[]>(lockTableSchemaVersion(address));
   if (!row) throw notFound('table');
   if (expectedSchemaVersion !== undefined && expectedSchemaVersion !== row.schema_version) throw schemaVersionConflict(expectedSchemaVersion, row.schema_version);
   // A schema-change job of this table would otherwise fail at its cutover (the version moved): refuse this one instead.
-  const [active] = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id FROM jobs WHERE serial_key = ${`schema:${address.tableId}`} AND state IN ('queued', 'running')`;
+  const [active] = await tx.$queryRaw<{ id: string }[]>(selectActiveJobBySerialKey(schemaSerialKey(address.tableId)));
   if (active) throw schemaMaintenance();
   return row.schema_version;
 }
 
 /** Every schema change ends here: the new schema version invalidates cached definitions everywhere. */
 export async function bumpSchemaVersion(tx: TransactionClient, tableId: string): Promise<number> {
-  const [row] = await tx.$queryRaw<{ schema_version: number }[]>`
-    UPDATE data_tables SET schema_version = schema_version + 1, version = version + 1, updated_at = now()
-     WHERE id = ${tableId} RETURNING schema_version`;
+  const [row] = await tx.$queryRaw<{ schema_version: number }[]>(incrementSchemaVersion(tableId));
   return row!.schema_version;
 }
 

@@ -1,3 +1,4 @@
+import { lockActiveTable, selectKeysReferencingTable, selectTrashedTable } from '../../catalog/tables.ts';
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { trashTable } from '../../catalog/trash.ts';
@@ -33,10 +34,7 @@ const UpdateTableInput = builder.inputType('UpdateTableInput', {
 
 /** The active table, locked (row writes and schema changes wait), at the caller's version. */
 async function lockTable(tx: TransactionClient, address: TableAddress, expectedVersion: string) {
-  const [row] = await tx.$queryRaw<{ version: bigint; name: string }[]>`
-    SELECT version, name FROM data_tables
-     WHERE id = ${address.tableId} AND database_id = ${address.databaseId} AND org_id = ${address.orgId} AND state = 'active'
-       FOR UPDATE`;
+  const [row] = await tx.$queryRaw<{ version: bigint; name: string }[]>(lockActiveTable(address));
   if (!row) throw notFound('table');
   if (row.version.toString() !== expectedVersion) throw versionConflict('table', expectedVersion, row.version);
   return row;
@@ -64,11 +62,9 @@ async function renameTable(tx: TransactionClient, caller: Caller, address: Table
  * the trash count too: their constraints stay in force until they are purged, so that a restore is exact.
  */
 async function refuseIfReferenced(tx: TransactionClient, tableId: string): Promise<void> {
-  const keys = await tx.$queryRaw<{ id: string; tableId: string; tableName: string; tableState: string }[]>`
-    SELECT k.id, k.table_id AS "tableId", t.name AS "tableName", t.state AS "tableState"
-      FROM foreign_keys k JOIN data_tables t ON t.id = k.table_id
-     WHERE k.referenced_table_id = ${tableId} AND k.table_id <> ${tableId}
-     ORDER BY k.id`;
+  const keys = await tx.$queryRaw<{ id: string; tableId: string; tableName: string; tableState: string }[]>(
+    selectKeysReferencingTable(tableId),
+  );
   if (keys.length === 0) return;
   throw new DomainError('FOREIGN_KEY_CONFLICT', 'Foreign keys of other tables reference this table; delete those keys first.', {
     details: { foreignKeys: keys.map((key) => ({ id: key.id, tableId: key.tableId, tableName: key.tableName, trashed: key.tableState !== 'active' })) },
@@ -88,8 +84,7 @@ async function trash(tx: TransactionClient, context: Context, caller: Caller, ad
     summary: `Moved table ${name} to the trash until ${purgeAfter.toISOString()}`,
   });
   await schedulePurge(tx, context, caller, { kind: 'table', orgId: address.orgId, databaseId: address.databaseId, tableId: address.tableId, name }, purgeAfter, purgeJobId);
-  const [row] = await tx.$queryRaw<{ version: bigint; deleted_at: Date; database_name: string }[]>`
-    SELECT t.version, t.deleted_at, d.name AS database_name FROM data_tables t JOIN databases d ON d.id = t.database_id WHERE t.id = ${address.tableId}`;
+  const [row] = await tx.$queryRaw<{ version: bigint; deleted_at: Date; database_name: string }[]>(selectTrashedTable(address.tableId));
   return toTrashEntryShape(address.orgId, {
     kind: 'table', id: address.tableId, name, databaseId: address.databaseId, databaseName: row!.database_name, version: row!.version.toString(),
     deletedAt: row!.deleted_at, deletedById: caller.actorId, deletedByName: caller.name, purgeAfter, purgeJobId,

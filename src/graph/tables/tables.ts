@@ -1,3 +1,4 @@
+import { selectTablePageIds, type TablePageKey } from '../../catalog/tables.ts';
 import { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { createTable as createTableDdl } from '../../data/ddl.ts';
@@ -169,23 +170,9 @@ async function createTable(tx: TransactionClient, caller: Caller, orgId: string,
 
 const PagePosition = z.strictObject({ id: Id });
 
-/** One database's next page of tables: its position and how many to fetch (the page size + 1). */
-interface TablePageKey { orgId: string; databaseId: string; afterId: string | null; take: number }
-
-/** Every requested database's page of table ids in one statement, each page cut by its own LATERAL limit. */
-const TABLE_PAGE_IDS = `
-  SELECT k.i::int AS "index", t.id
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) WITH ORDINALITY AS k(org_id, database_id, after_id, take, i)
-   CROSS JOIN LATERAL (
-         SELECT id FROM data_tables
-          WHERE org_id = k.org_id::bpchar AND database_id = k.database_id::bpchar AND state = 'active'
-            AND (k.after_id IS NULL OR id > k.after_id::bpchar)
-          ORDER BY id LIMIT k.take) t`;
-
 async function loadTablePages(context: Context, keys: readonly TablePageKey[]): Promise<TableRow[][]> {
-  const picked = await dataPlane(context).query<{ index: number; id: string }>(TABLE_PAGE_IDS, [
-    keys.map((key) => key.orgId), keys.map((key) => key.databaseId), keys.map((key) => key.afterId), keys.map((key) => key.take),
-  ]);
+  const page = selectTablePageIds(keys);
+  const picked = await dataPlane(context).query<{ index: number; id: string }>(page.sql, page.params);
   const rows = picked.length === 0 ? [] : await context.prisma.dataTable.findMany({
     where: { id: { in: picked.map((pick) => pick.id) } }, include: withFields, orderBy: { id: 'asc' },
   });

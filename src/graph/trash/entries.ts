@@ -7,6 +7,7 @@ import type { Caller } from '../../kernel/caller.ts';
 import { builder } from '../server/builder.ts';
 import type { Context } from '../server/context.ts';
 import { enqueueJob, statusUrlOf } from '../jobs/enqueue.ts';
+import { schemaSerialKey } from '../../jobs/engine/kinds.ts';
 
 /** One restorable thing in an org's trash: what it was, who deleted it, when, and until when it can come back. */
 export type TrashEntryShape = {
@@ -89,7 +90,7 @@ export async function schedulePurge(tx: TransactionClient, context: Context, cal
     category: 'schema',
     orgId: target.orgId,
     databaseId: target.databaseId,
-    ...(target.tableId ? { tableId: target.tableId, serialKey: `schema:${target.tableId}` } : {}),
+    ...(target.tableId ? { tableId: target.tableId, serialKey: schemaSerialKey(target.tableId) } : {}),
     payload: { orgId: target.orgId, databaseId: target.databaseId, ...(target.tableId ? { tableId: target.tableId } : {}), name: target.name },
     summary: `Scheduled the purge of ${what} ${target.name} for ${purgeAfter.toISOString()}`,
     queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,

@@ -1,3 +1,4 @@
+import { selectViewPageIds, type ViewPageKey } from '../../catalog/views.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
@@ -48,24 +49,9 @@ const ViewDeletion = builder.objectRef<ViewDeletionShape>('ViewDeletion').implem
 export const SavedViewPage = pageRef('SavedViewPage', SavedView, 'The caller’s personal views and the shared views of a table, oldest first.');
 const PagePosition = z.strictObject({ id: Id });
 
-/** One table's next page of views: its position and how many to fetch (the page size + 1). */
-interface ViewPageKey { orgId: string; tableId: string; afterId: string | null; take: number }
-
-/** The views the caller may see (shared, and its own personal ones) of every requested table, in one statement. */
-const VIEW_PAGE_IDS = `
-  SELECT k.i::int AS "index", v.id
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) WITH ORDINALITY AS k(org_id, table_id, after_id, take, i)
-   CROSS JOIN LATERAL (
-         SELECT id FROM saved_views
-          WHERE org_id = k.org_id::bpchar AND table_id = k.table_id::bpchar
-            AND (visibility = 'shared' OR (visibility = 'personal' AND owner_user_id = $5::bpchar))
-            AND (k.after_id IS NULL OR id > k.after_id::bpchar)
-          ORDER BY id LIMIT k.take) v`;
-
 async function loadViewPages(context: Context, caller: Caller, keys: readonly ViewPageKey[]): Promise<ViewRow[][]> {
-  const picked = await dataPlane(context).query<{ index: number; id: string }>(VIEW_PAGE_IDS, [
-    keys.map((key) => key.orgId), keys.map((key) => key.tableId), keys.map((key) => key.afterId), keys.map((key) => key.take), caller.userId,
-  ]);
+  const page = selectViewPageIds(keys, caller.userId);
+  const picked = await dataPlane(context).query<{ index: number; id: string }>(page.sql, page.params);
   const rows = picked.length === 0 ? [] : await context.prisma.savedView.findMany({ where: { id: { in: picked.map((pick) => pick.id) } } });
   const byId = new Map(rows.map((row) => [row.id, row]));
   const pages: ViewRow[][] = keys.map(() => []);

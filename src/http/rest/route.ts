@@ -1,5 +1,6 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { z } from 'zod';
+import { Id } from '../../kernel/formats.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -58,8 +59,37 @@ export interface Route<Data = any, Variables = any> {
   delivers?: boolean;
 }
 
-export function defineRoute<Data, Variables>(route: Route<Data, Variables>): Route<Data, Variables> {
-  return route;
+/** The members a declaration may leave out; `defineRoute` fills them in. */
+type Defaulted = 'params' | 'query' | 'idempotent' | 'successStatus';
+
+/** A route as declared: path, method, operation, response and docs; the rest follows from them unless stated. */
+export type RouteDeclaration<Data = any, Variables = any> = Omit<Route<Data, Variables>, Defaulted> &
+  Partial<Pick<Route<Data, Variables>, Defaulted>>;
+
+const NO_QUERY = z.strictObject({});
+
+/** `{orgId}`, `{id}`, …: every path parameter named as an id is a ULID. */
+function pathParamsOf(path: string): z.ZodObject | undefined {
+  const names = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]!);
+  if (names.length === 0) return undefined;
+  const notIds = names.filter((name) => name !== 'id' && !name.endsWith('Id'));
+  if (notIds.length > 0) throw new Error(`${path}: declare params for ${notIds.join(', ')} (only ids are derived)`);
+  return z.strictObject(Object.fromEntries(names.map((name) => [name, Id])));
+}
+
+/**
+ * Fills in what a declaration leaves out: params from the path (each `{…Id}` a ULID), no query parameters, an
+ * Idempotency-Key for every method but GET, and 201 for POST, 200 otherwise. Stated members win, so a declaration
+ * that spells everything out (the older form) means exactly what it says.
+ */
+export function defineRoute<Data, Variables>(route: RouteDeclaration<Data, Variables>): Route<Data, Variables> {
+  return {
+    ...route,
+    params: 'params' in route ? route.params : pathParamsOf(route.path),
+    query: route.query ?? NO_QUERY,
+    idempotent: route.idempotent ?? route.method !== 'GET',
+    successStatus: route.successStatus ?? (route.method === 'POST' ? 201 : 200),
+  };
 }
 
 /** Express 5 path syntax for an OpenAPI-style path. */

@@ -4,7 +4,7 @@ import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../../kernel/config.ts';
 import type { SqlExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../kernel/errors.ts';
-import { credentialRequired } from '../../graph/server/guards.ts';
+import { credentialRequired } from '../../kernel/errors.ts';
 import { schema as graphSchema } from '../../graph/schema.ts';
 import { validKey } from '../../idempotency/run.ts';
 import { problemsFromIssues } from '../../kernel/validation.ts';

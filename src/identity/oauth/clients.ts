@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { PrismaClient } from '../../db/prisma.ts';
-import { newId } from '../../kernel/ids.ts';
+import { isId, newId } from '../../kernel/ids.ts';
 import { sha256Hex } from '../secrets.ts';
 import { acceptableRedirectUri, issueOpaque, OAuthError } from './protocol.ts';
 
@@ -28,7 +28,7 @@ export async function registerClient(prisma: PrismaClient, input: { name: string
 }
 
 export async function findClient(prisma: PrismaClient, clientId: string | undefined): Promise<OAuthClientRecord | null> {
-  if (!clientId || !/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/.test(clientId)) return null;
+  if (!clientId || !isId(clientId)) return null;
   return prisma.oAuthClient.findFirst({ where: { id: clientId, revokedAt: null }, select: { id: true, name: true, redirectUris: true, secretHash: true } });
 }
 

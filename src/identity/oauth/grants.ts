@@ -1,4 +1,5 @@
 import type { Config } from '../../kernel/config.ts';
+import { ID, type Statement } from '../../data/statement.ts';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { newId } from '../../kernel/ids.ts';
 import type { OAuthScope } from '../../kernel/authority.ts';
@@ -150,4 +151,31 @@ export async function revokeEndpoint(prisma: PrismaClient, params: { token?: str
   if (!params.token) throw new OAuthError('invalid_request', 'token is required.');
   const token = await prisma.oAuthToken.findUnique({ where: { tokenHash: sha256Hex(params.token) }, select: { familyId: true, clientId: true } });
   if (token && token.clientId === client.id) await revokeFamily(prisma, token.familyId);
+}
+
+/** When the user consented to an OAuth token's grant: the grant's authorization code was issued then. */
+export function grantAuthenticatedAt(tokenId: string): Statement {
+  return {
+    sql: `SELECT c.created_at AS authenticated_at FROM oauth_tokens t JOIN oauth_codes c ON c.family_id = t.family_id WHERE t.id = $1::${ID}`,
+    params: [tokenId],
+  };
+}
+
+/**
+ * The user's live grants, newest family first, from `before` on: a range scan of the (user_id, family_id) index,
+ * not a pass over every user's tokens.
+ */
+export function selectGrantPage(userId: string, before: string, rows: number): Statement {
+  return {
+    sql: `SELECT t.family_id AS id, t.client_id, c.name AS client_name,
+                 (SELECT n.scopes FROM oauth_tokens n WHERE n.family_id = t.family_id ORDER BY n.created_at DESC, n.id DESC LIMIT 1) AS scopes,
+                 MIN(t.created_at) AS created_at, MAX(t.created_at) AS last_issued_at
+            FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id
+           WHERE t.user_id = $1::${ID} AND t.revoked_at IS NULL AND t.rotated_at IS NULL AND t.expires_at > now()
+             AND c.revoked_at IS NULL AND t.family_id < $2::${ID}
+           GROUP BY t.family_id, t.client_id, c.name
+           ORDER BY t.family_id DESC
+           LIMIT $3::int`,
+    params: [userId, before, rows],
+  };
 }

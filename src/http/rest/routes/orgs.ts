@@ -1,18 +1,6 @@
-import { z } from 'zod';
-import { Id, Timestamp, VersionString } from '../../../kernel/formats.ts';
-import { UpdateOrgBody } from '../../../graph/orgs/orgs.ts';
+import { OrgResponse, UpdateOrgBody } from '../../../contracts/orgs.ts';
 import { GetOrgDocument, UpdateOrgDocument } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
-
-export const OrgResponse = z.strictObject({
-  id: Id,
-  name: z.string().min(1).max(120),
-  version: VersionString,
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-});
-
-const OrgPath = z.strictObject({ orgId: Id });
 
 export const orgRoutes = [
   defineRoute({
@@ -21,10 +9,6 @@ export const orgRoutes = [
     summary: 'Get an organisation',
     tags: ['orgs'],
     operation: GetOrgDocument,
-    params: OrgPath,
-    query: z.strictObject({}),
-    idempotent: false,
-    successStatus: 200,
     response: OrgResponse,
   }),
   defineRoute({
@@ -33,11 +17,7 @@ export const orgRoutes = [
     summary: 'Rename an organisation (admins)',
     tags: ['orgs'],
     operation: UpdateOrgDocument,
-    params: OrgPath,
-    query: z.strictObject({}),
     body: UpdateOrgBody,
-    idempotent: true,
-    successStatus: 200,
     response: OrgResponse,
   }),
 ];

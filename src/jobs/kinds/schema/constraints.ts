@@ -12,6 +12,7 @@ import type { JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { PlannedChange } from './plan.ts';
 import * as ddl from './change-statements.ts';
 import { bump, exec, lockVersion } from './steps.ts';
+import { SQLSTATE, sqlStateOf } from '../../../db/pg-errors.ts';
 
 /**
  * Unique rules and foreign keys built online, as schema-change jobs: the build runs outside any transaction
@@ -37,7 +38,6 @@ async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => 
   }
 }
 
-const isCode = (error: unknown, code: string) => (error as { code?: string })?.code === code;
 
 async function duplicatesError(sql: SqlExecutor, schema: TableSchema, change: RuleChange): Promise<DomainError | null> {
   const fields = change.fieldIds.map((id) => schema.fieldsById.get(id)!);
@@ -90,7 +90,8 @@ async function buildRule(run: Run, schema: TableSchema, change: RuleChange): Pro
     try {
       await exec(sql, ruleBuild(schema, change, predicate));
     } catch (error) {
-      if (!isCode(error, '23505') && !isCode(error, '23P01')) throw error;
+      const code = sqlStateOf(error);
+      if (code !== SQLSTATE.uniqueViolation && code !== SQLSTATE.exclusionViolation) throw error;
       await exec(sql, dropRule(schema, change, true));
       throw (await duplicatesError(sql, schema, change)) ?? error;
     }
@@ -121,7 +122,7 @@ async function buildKey(run: Run, schema: TableSchema, change: KeyChange): Promi
     try {
       await exec(sql, [ddl.validateForeignKey(schema.databaseId, schema.tableId, change.foreignKeyId)]);
     } catch (error) {
-      if (!isCode(error, '23503')) throw error;
+      if (sqlStateOf(error) !== SQLSTATE.foreignKeyViolation) throw error;
       await exec(sql, [ddl.dropForeignKeyIfExists(schema.databaseId, schema.tableId, change.foreignKeyId)]);
       throw (await orphans(sql)) ?? error;
     }

@@ -6,6 +6,7 @@ import { dropHashedKey } from '../../../data/unique-keys.ts';
 import { DomainError } from '../../../kernel/errors.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { bumpSchemaVersion, dropUniqueIndex, lockCatalogRow } from './change-statements.ts';
+import { Id } from '../../../kernel/formats.ts';
 
 /**
  * Removes a unique rule online (issue 13): DROP INDEX CONCURRENTLY (row writes go on; a hashed rule's constraint
@@ -15,8 +16,7 @@ import { bumpSchemaVersion, dropUniqueIndex, lockCatalogRow } from './change-sta
  * shows). A resumed job repeats the drop harmlessly (IF EXISTS). The job holds the table's schema-change key, so
  * no new foreign key can be built on the rule meanwhile; one found anyway fails the job with FOREIGN_KEY_CONFLICT.
  */
-const ULID = z.string().regex(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
-const Payload = z.object({ orgId: ULID, databaseId: ULID, tableId: ULID, ruleId: ULID, summary: z.string() });
+const Payload = z.object({ orgId: Id, databaseId: Id, tableId: Id, ruleId: Id, summary: z.string() });
 type Payload = z.infer<typeof Payload>;
 type Journal = { phase: 'cutover' | 'done'; schemaVersion?: number };
 

@@ -3,6 +3,7 @@ import type { SqlExecutor } from '../../../db/sql.ts';
 import type { Statement } from '../../../data/statement.ts';
 import { dropTableData, markPurging, selectPurgedTables, type TrashKind } from '../../../catalog/trash.ts';
 import { JobCancelled, type JobRun } from '../../engine/handler.ts';
+import { Id } from '../../../kernel/formats.ts';
 
 /**
  * What the two purge jobs (`deleteDatabase`, `deleteTable`) share. A purge is scheduled at delete time for
@@ -10,9 +11,8 @@ import { JobCancelled, type JobRun } from '../../engine/handler.ts';
  * in the trash under this job's id — after a restore it stops as cancelled. Then it drops the physical objects one
  * per step (each DROP … IF EXISTS, so a resumed purge repeats nothing harmful) and deletes the catalog rows last.
  */
-const ULID = z.string().regex(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
 
-export const PurgePayload = z.object({ orgId: ULID, databaseId: ULID, tableId: ULID.optional(), name: z.string() });
+export const PurgePayload = z.object({ orgId: Id, databaseId: Id, tableId: Id.optional(), name: z.string() });
 export type PurgePayload = z.infer<typeof PurgePayload>;
 
 /** `hashedRuleIds` is absent from the journals of purges started before hashed rules were dropped with their table. */
