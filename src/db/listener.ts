@@ -50,6 +50,11 @@ class Subscriber implements ChangeSignal {
  */
 export class ChannelListener {
   private readonly subscribers = new Map<string, Set<Subscriber>>();
+  /** Notifications seen per key (and every key's on reconnecting): a read made at a version is current until it moves. */
+  private readonly versions = new Map<string, number>();
+  private readonly reads = new Map<string, Map<string, { version: number; value: Promise<unknown> }>>();
+  /** Reads `shared` has started (not the ones it handed out again): operators and tests read it. */
+  loads = 0;
   private client: pg.Client | null = null;
   private listening: Promise<void> = Promise.resolve();
   private retry: NodeJS.Timeout | null = null;
@@ -75,6 +80,27 @@ export class ChannelListener {
     return subscriber;
   }
 
+  /**
+   * One read of `key`'s state (`variant` tells reads of different shapes apart, e.g. per org) for every subscriber
+   * that asks before the next notification: N streams of one job cost one query per change, not N. A read started
+   * after the latest notification is current; a failed one is forgotten, so the next caller tries again.
+   */
+  shared<T>(key: string, variant: string, load: () => Promise<T>): Promise<T> {
+    const version = this.versions.get(key) ?? 0;
+    const reads = this.reads.get(key) ?? new Map<string, { version: number; value: Promise<unknown> }>();
+    const cached = reads.get(variant);
+    if (cached?.version === version) return cached.value as Promise<T>;
+    this.loads += 1;
+    const value = load();
+    const entry = { version, value };
+    value.catch(() => {
+      if (reads.get(variant) === entry) reads.delete(variant);
+    });
+    reads.set(variant, entry);
+    if (this.subscribers.has(key)) this.reads.set(key, reads);
+    return value;
+  }
+
   /** How many subscriptions are open in this process (operators and tests read it). */
   get size(): number {
     let count = 0;
@@ -85,7 +111,11 @@ export class ChannelListener {
   private unsubscribe(key: string, subscriber: Subscriber): void {
     const set = this.subscribers.get(key);
     set?.delete(subscriber);
-    if (set?.size === 0) this.subscribers.delete(key);
+    if (set?.size === 0) {
+      this.subscribers.delete(key);
+      this.versions.delete(key);
+      this.reads.delete(key);
+    }
     if (this.subscribers.size === 0) this.disconnect();
   }
 
@@ -94,6 +124,8 @@ export class ChannelListener {
     const client = new pg.Client({ connectionString: this.connectionString });
     this.client = client;
     client.on('notification', (message) => {
+      const key = message.payload ?? '';
+      if (this.subscribers.has(key)) this.versions.set(key, (this.versions.get(key) ?? 0) + 1);
       for (const subscriber of this.subscribers.get(message.payload ?? '') ?? []) subscriber.wake();
     });
     client.on('error', (error) => this.lost(client, error));
@@ -104,6 +136,7 @@ export class ChannelListener {
   }
 
   private wakeAll(): void {
+    for (const key of this.subscribers.keys()) this.versions.set(key, (this.versions.get(key) ?? 0) + 1);
     for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.wake();
   }
 

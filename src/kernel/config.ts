@@ -45,6 +45,23 @@ const ConfigSchema = z.object({
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /** An event stream with nothing to send writes a comment this often, so that proxies do not cut it as idle. */
   EVENT_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
+  /** Event streams (job events, change feeds) one credential may hold open at once in one process (429 beyond). */
+  EVENT_STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).default(16),
+  /** Event streams all credentials of one org may hold open at once in one process (429 beyond). */
+  EVENT_STREAMS_PER_ORG: z.coerce.number().int().min(1).default(100),
+  /** How often an open stream's credential and membership are checked again; revoked or removed ends the stream. */
+  EVENT_STREAM_RECHECK_MS: z.coerce.number().int().min(100).default(5_000),
+  /**
+   * Client connections the HTTP server holds at once (beyond them new sockets are closed at once). 0 derives it from
+   * the process's descriptor limit, less those the pools and files need (docs/decisions/faults.md).
+   */
+  MAX_CONNECTIONS: nonNegativeInt.default(0),
+  /** A client that has not sent its request headers within this long is disconnected (slowloris). */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
+  /** A request not fully received within this long is answered 408 and closed (Node's requestTimeout). */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  /** An idle keep-alive connection is closed after this long. */
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
   /** Jobs one worker process runs at once. */
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** A job whose worker sent no heartbeat for this long is taken over by another worker. */

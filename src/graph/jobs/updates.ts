@@ -1,9 +1,17 @@
+import { databaseUnavailableError, isDatabaseUnavailable } from '../../db/availability.ts';
 import type { ChangeSignal } from '../../db/listener.ts';
 import type { JobState } from '../../jobs/engine/sql/queue.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
+import { DomainError } from '../../kernel/errors.ts';
+import type { StreamLease } from '../../kernel/stream-limits.ts';
 import { Job, loadJob, toJobShape, type JobShape } from './jobs.ts';
+
+/** Not a job: the error the stream ends with (a revoked credential, a removed member, the database gone). */
+interface StreamEnd {
+  endedWith: DomainError;
+}
 
 const ENDED: ReadonlySet<JobState> = new Set(['succeeded', 'failed', 'partially_completed', 'cancelled']);
 
@@ -18,20 +26,30 @@ function stateOf(job: JobShape): string {
  * faster than one read fold into the latest, and events stay in order. A hand-written iterator, not an async
  * generator: a generator waiting for the next change would not run its cleanup when the client leaves.
  */
-function jobEvents(context: Context, orgId: string, jobId: string, signal: ChangeSignal, first: JobShape): AsyncIterableIterator<JobShape> {
+function jobEvents(
+  context: Context, orgId: string, jobId: string, signal: ChangeSignal, lease: StreamLease, first: JobShape,
+): AsyncIterableIterator<JobShape | StreamEnd> {
   let current: JobShape | null = first;
   let reported: string | null = null;
   let finished = false;
+  // The last event carries the error (resolve throws it, so it is masked and framed like any other), then it ends.
+  const endWith = (error: DomainError): IteratorYieldResult<StreamEnd> => {
+    finished = true;
+    return { done: false, value: { endedWith: error } };
+  };
   const finish = (): IteratorReturnResult<undefined> => {
     finished = true;
     signal.close();
+    lease.release();
     return { done: true, value: undefined };
   };
   return {
     async next() {
       try {
         while (!finished) {
-          const job: JobShape = current ?? toJobShape(await loadJob(context.prisma, orgId, jobId));
+          if (lease.revoked) return endWith(lease.revoked);
+          // Every stream of this job woken by one change shares one read (src/db/listener.ts).
+          const job: JobShape = current ?? await context.jobUpdates.shared(jobId, orgId, () => readJob(context, orgId, jobId));
           current = null;
           if (ENDED.has(job.state as JobState)) finished = true;
           if (stateOf(job) !== reported) {
@@ -42,6 +60,8 @@ function jobEvents(context: Context, orgId: string, jobId: string, signal: Chang
         }
         return finish();
       } catch (error) {
+        if (error instanceof DomainError) return endWith(error);
+        if (isDatabaseUnavailable(error)) return endWith(databaseUnavailableError());
         finish();
         throw error;
       }
@@ -55,6 +75,27 @@ function jobEvents(context: Context, orgId: string, jobId: string, signal: Chang
   };
 }
 
+const readJob = async (context: Context, orgId: string, jobId: string) => toJobShape(await loadJob(context.prisma, orgId, jobId));
+
+/** The error a stream of `orgId`'s jobs ends with once its caller may no longer read them; null while it may. */
+async function authorityLost(context: Context, orgId: string): Promise<DomainError | null> {
+  let caller;
+  try {
+    caller = await context.resolveCallerAgain();
+  } catch (error) {
+    if (error instanceof DomainError) return error;
+    throw error;
+  }
+  if (!caller) return new DomainError('UNAUTHENTICATED', 'The credential of this stream is no longer valid.');
+  if (!caller.orgs.get(orgId)?.capabilities.has('read')) {
+    return new DomainError('ACCESS_DENIED', 'The caller of this stream is no longer a member who may read this organisation.');
+  }
+  if (caller.scopes !== 'all' && !caller.scopes.has('jobs:read')) {
+    return new DomainError('INSUFFICIENT_SCOPE', 'The token of this stream no longer carries jobs:read.', { details: { requiredScope: 'jobs:read' } });
+  }
+  return null;
+}
+
 builder.subscriptionFields((t) => ({
   jobUpdated: t.field({
     type: Job,
@@ -66,14 +107,24 @@ builder.subscriptionFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:read' }),
     subscribe: async (_root, args, context) => {
       const [orgId, jobId] = [String(args.orgId), String(args.jobId)];
-      const signal = await context.jobUpdates.subscribe(jobId);
+      const credential = context.caller!.credential;
+      let wake = () => undefined as void;
+      const lease = context.streams.acquire(`${credential.type}:${credential.id}`, orgId, () => authorityLost(context, orgId), () => wake());
+      let signal: ChangeSignal | undefined;
       try {
-        return jobEvents(context, orgId, jobId, signal, toJobShape(await loadJob(context.prisma, orgId, jobId)));
+        signal = await context.jobUpdates.subscribe(jobId);
+        const opened = signal;
+        wake = () => opened.close();
+        return jobEvents(context, orgId, jobId, opened, lease, await context.jobUpdates.shared(jobId, orgId, () => readJob(context, orgId, jobId)));
       } catch (error) {
-        signal.close();
+        signal?.close();
+        lease.release();
         throw error;
       }
     },
-    resolve: (job) => job,
+    resolve: (event: JobShape | StreamEnd) => {
+      if ('endedWith' in event) throw event.endedWith;
+      return event;
+    },
   }),
 }));

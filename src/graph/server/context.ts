@@ -6,6 +6,7 @@ import type { DomainError } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/log.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import type { SchemaCache } from '../../catalog/table-schema.ts';
+import type { StreamRegistry } from '../../kernel/stream-limits.ts';
 import type { RequestLoaders } from './loaders.ts';
 import type { ViewLensCache } from '../views/lens-cache.ts';
 
@@ -27,6 +28,10 @@ export interface Context {
   jobUpdates: ChannelListener;
   /** This process's one LISTEN connection for change feeds (key: database id), shared by long polls and streams. */
   changeSignals: ChannelListener;
+  /** This process's open event streams, capped per credential and org (src/kernel/stream-limits.ts). */
+  streams: StreamRegistry;
+  /** Resolves this request's credential again, as it is now: open streams re-check their authority with it. */
+  resolveCallerAgain: () => Promise<Caller | null>;
 }
 
 /** A request's credential as resolved once by the HTTP layer: the caller (null: none presented), or why it was refused. */

@@ -10,6 +10,7 @@ import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import type { Logger } from '../../kernel/log.ts';
 import { resolveCredential } from '../../identity/credentials.ts';
 import type { Caller } from '../../kernel/caller.ts';
+import { databaseUnavailableError, isDatabaseUnavailable } from '../../db/availability.ts';
 import type { Context, ResolvedCredential, ServerContext } from './context.ts';
 import { schema } from '../schema.ts';
 import { refuseUnstorableText } from './refuse-unstorable-text.ts';
@@ -18,6 +19,7 @@ import { queryLimits } from './query-limits.ts';
 import { responseSizeLimit } from './response-size.ts';
 import { GRAPHIQL_OPTIONS, renderGraphiQLPage } from './graphiql.ts';
 import { ViewLensCache } from '../views/lens-cache.ts';
+import { StreamRegistry } from '../../kernel/stream-limits.ts';
 
 export type GraphServer = YogaServerInstance<ServerContext, Context>;
 
@@ -40,6 +42,8 @@ function logUnexpectedErrors(): Plugin<Context> {
           const thrown = thrownBy(error);
           if (thrown !== error && isStatementTimeout(thrown)) {
             args.contextValue.log.warn({ path: error.path }, 'query ran out of its statement budget');
+          } else if (thrown !== error && isDatabaseUnavailable(thrown)) {
+            args.contextValue.log.warn({ err: thrown, path: error.path }, 'the database is unavailable');
           } else if (thrown !== error && !(thrown instanceof DomainError)) {
             args.contextValue.log.error({ err: thrown, path: error.path }, 'unexpected error in resolver');
           }
@@ -59,6 +63,7 @@ function maskUnexpected(error: unknown): Error {
   // so that a client following several edges learns which one was refused.
   if (thrown instanceof DomainError) return thrown !== error && error instanceof Error ? error : thrown;
   if (isStatementTimeout(thrown)) return queryTimeoutError();
+  if (isDatabaseUnavailable(thrown)) return databaseUnavailableError();
   if (thrown === error && error instanceof Error && error.name === 'GraphQLError') return error;
   return new DomainError('INTERNAL_ERROR', 'Internal error.');
 }
@@ -77,6 +82,9 @@ export function createGraphServer(prisma: PrismaClient, config: Config, logger: 
   const views = new ViewLensCache();
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
   const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
+  const streams = new StreamRegistry({
+    perCredential: config.EVENT_STREAMS_PER_CREDENTIAL, perOrg: config.EVENT_STREAMS_PER_ORG, recheckMs: config.EVENT_STREAM_RECHECK_MS,
+  });
   return createYoga<ServerContext, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -100,6 +108,8 @@ export function createGraphServer(prisma: PrismaClient, config: Config, logger: 
       views,
       jobUpdates,
       changeSignals,
+      streams,
+      resolveCallerAgain: () => resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
     }),
     plugins: [
       ...queryLimits(),
