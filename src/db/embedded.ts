@@ -14,7 +14,12 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 
-export interface EmbeddedPostgres { url: string; dataDir: string; stop(): Promise<void> }
+export interface EmbeddedPostgres {
+  url: string;
+  dataDir: string;
+  /** `fast` (SIGINT) by default; `immediate` (SIGQUIT) is a crash as PostgreSQL sees it: recovery runs at next start. */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
+}
 
 type Log = (line: string) => void;
 interface Runtime { bin: string; ids?: { uid: number; gid: number }; log: Log }
@@ -27,7 +32,8 @@ const READY = 'database system is ready to accept connections';
 const RETRYABLE = /Address already in use|lock file ".*" already exists|shared memory block .* is still in use/;
 const exec = promisify(execFile);
 
-export async function startEmbeddedPostgres(options: { dataDir: string; log?: Log }): Promise<EmbeddedPostgres> {
+/** `port`: listen there (a restart on the same address, as fault tests need) instead of on a fresh free port. */
+export async function startEmbeddedPostgres(options: { dataDir: string; log?: Log; port?: number }): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(options.dataDir);
   const log = options.log ?? (() => undefined);
   try {
@@ -46,7 +52,7 @@ export async function startEmbeddedPostgres(options: { dataDir: string; log?: Lo
     // The CLI or `npm run worker` next to a running `npm start` shares its server instead of failing on the lock.
     const running = await runningServerPort(pgdata);
     if (running !== null) return { url: urlFor(running), dataDir, stop: async () => undefined };
-    const { child, port } = await launchWithRetry(rt, pgdata);
+    const { child, port } = await launchWithRetry(rt, pgdata, options.port);
     return { url: urlFor(port), dataDir, stop: stopper(child) };
   } catch (err) {
     throw new Error(`embedded PostgreSQL (${dataDir}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
@@ -148,12 +154,9 @@ async function runningServerPort(pgdata: string): Promise<number | null> {
   }
 }
 
-async function launchWithRetry(rt: Runtime, pgdata: string): Promise<{ child: ChildProcess; port: number }> {
+async function launchWithRetry(rt: Runtime, pgdata: string, fixedPort?: number): Promise<{ child: ChildProcess; port: number }> {
   for (let attempt = 1; ; attempt++) {
-    const server = net.createServer();
-    await new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', () => resolve(null)));
-    const { port } = server.address() as net.AddressInfo;
-    await new Promise((resolve) => server.close(resolve));
+    const port = fixedPort ?? await freePort();
     try {
       return { child: await launch(rt, pgdata, port), port };
     } catch (err) {
@@ -161,6 +164,14 @@ async function launchWithRetry(rt: Runtime, pgdata: string): Promise<{ child: Ch
       await new Promise((resolve) => setTimeout(resolve, 300 * attempt));
     }
   }
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', () => resolve(null)));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 /** Resolves once postgres accepts connections: TCP on 127.0.0.1 only, and no Unix socket in a shared /tmp. */
@@ -190,18 +201,19 @@ function spawnPg(rt: Runtime, name: string, args: string[], onLine?: Log): { chi
 const failure = (what: string, tail: string[]) => new Error(`${what}; last output:\n${tail.join('\n')}`);
 
 /** Idempotent fast shutdown. The server never keeps Node alive; if Node exits without stop(), postgres gets SIGINT. */
-function stopper(child: ChildProcess): () => Promise<void> {
+function stopper(child: ChildProcess): (mode?: 'fast' | 'immediate') => Promise<void> {
   const running = () => child.exitCode === null && child.signalCode === null;
   const exited = new Promise<void>((resolve) => (running() ? child.once('exit', () => resolve()) : resolve()));
   const kill = () => child.kill('SIGINT'); // SIGINT = PostgreSQL's "fast" shutdown
   process.on('exit', kill);
   child.unref();
   for (const stream of [child.stdout, child.stderr]) (stream as net.Socket | null)?.unref();
-  return async () => {
+  return async (mode = 'fast') => {
     process.off('exit', kill);
     if (running()) {
       child.ref(); // keep Node alive until postgres has exited
-      kill();
+      if (mode === 'immediate') child.kill('SIGQUIT');
+      else kill();
       setTimeout(() => child.kill('SIGQUIT'), 30_000).unref(); // "immediate" shutdown if the fast one hangs
     }
     await exited;

@@ -2,6 +2,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import type { Logger } from '../kernel/log.ts';
+import { guardPool } from './availability.ts';
 
 export type { PrismaClient };
 export type TransactionClient = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
@@ -20,7 +21,8 @@ export function createPrisma(connectionString: string, poolSize = 10, statementT
   // PostgreSQL may end an idle connection (a restart, a failover, idle_session_timeout): the pool drops it, the
   // next query opens another, and the pool emits 'error'. An 'error' nobody listens to ends a Node process, and
   // Prisma's adapter only listens once its first query has run; the hot paths use this pool before that.
-  pool.on('error', (error) => log?.warn({ err: error }, 'the database ended an idle connection'));
+  // Held connections get one too (src/db/availability.ts).
+  guardPool(pool, log, 'requests');
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(prisma, pool);
   return prisma;

@@ -19,6 +19,7 @@ import { resolveCaller, resolvedCredentialOf } from './middleware/caller.ts';
 import { oauthRoutes } from './oauth-routes.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { openApiDocument } from './openapi/document.ts';
+import { databaseUnavailableError, isDatabaseUnavailable } from '../db/availability.ts';
 import { restRouter } from './rest/router.ts';
 import { routes } from './rest/routes.ts';
 import { sessionRoutes } from './session-routes.ts';
@@ -84,6 +85,10 @@ const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   }
   // Express cannot decode a path parameter such as `%E0%A4%A`: a malformed request, not our failure.
   if (error instanceof URIError) return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request path is not valid percent-encoding.' });
+  if (isDatabaseUnavailable(error)) {
+    res.locals.log?.warn({ err: error }, 'the database is unavailable');
+    return sendDomainError(req, res, databaseUnavailableError());
+  }
   res.locals.log?.error({ err: error }, 'unhandled error');
   sendError(req, res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });
 };

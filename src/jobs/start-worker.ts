@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Config } from '../kernel/config.ts';
+import { guardPool } from '../db/availability.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import type { Logger } from '../kernel/log.ts';
 import { sweepExpiredArtifacts } from './engine/artifact-sweep.ts';
@@ -63,7 +64,7 @@ function jobPool(prisma: PrismaClient, config: Config): pg.Pool {
 export function startWorker(prisma: PrismaClient, config: Config, log: Logger): Worker {
   const sweeper = startSweeper(prisma, config, log);
   const pool = jobPool(prisma, config);
-  pool.on('error', (error) => log.warn({ err: error }, 'idle job connection failed'));
+  guardPool(pool, log, 'jobs');
   const runner = startJobRunner({
     pool, prisma, config, log, handlers: JOB_HANDLERS,
     concurrency: config.JOB_CONCURRENCY, leaseSeconds: config.JOB_LEASE_SECONDS, pollMs: config.JOB_POLL_MS,

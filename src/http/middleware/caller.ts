@@ -1,6 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Config } from '../../kernel/config.ts';
 import type { PrismaClient } from '../../db/prisma.ts';
+import { databaseUnavailableError, isDatabaseUnavailable } from '../../db/availability.ts';
 import { isStatementTimeout, queryTimeoutError } from '../../db/statement-budget.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import { resolveCredential } from '../../identity/credentials.ts';
@@ -41,6 +42,7 @@ export async function resolveRequestCaller(prisma: PrismaClient, config: Config,
   } catch (error) {
     if (error instanceof DomainError) return { rejected: error };
     if (isStatementTimeout(error)) throw queryTimeoutError();
+    if (isDatabaseUnavailable(error)) throw databaseUnavailableError();
     throw error;
   }
 }

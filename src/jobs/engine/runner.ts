@@ -213,7 +213,8 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
   // A NOTIFY that arrives while the loop is claiming (not sleeping) would otherwise be lost, and the job it
   // announces would wait a whole poll interval (JOB_POLL_MS, 1 s by default) for the next claim.
   let woken = false;
-  const listener = new pg.Client({ connectionString: connectionStringOf(options.pool) });
+  let listener: pg.Client | null = null;
+  let relisten: NodeJS.Timeout | null = null;
   const notify = () => {
     woken = true;
     wake?.();
@@ -235,12 +236,32 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
     return row;
   }
 
+  /**
+   * The LISTEN connection, opened again a poll interval after it is lost (a database restart): until then the loop
+   * polls, and a claim right after it listens again picks up whatever was announced meanwhile.
+   */
+  async function listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: connectionStringOf(options.pool) });
+    listener = client;
+    const lost = (error?: unknown) => {
+      if (listener !== client) return;
+      listener = null;
+      client.end().catch(() => undefined);
+      if (stopped) return;
+      options.log.warn({ err: error }, 'job notifications unavailable; polling until they are back');
+      relisten = setTimeout(() => {
+        relisten = null;
+        void listen().then(notify);
+      }, Math.max(options.pollMs, 1_000));
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    client.on('notification', notify);
+    await client.connect().then(() => client.query(`LISTEN ${NOTIFY_CHANNEL}`)).catch(lost);
+  }
+
   const loop = (async () => {
-    await listener.connect().then(() => listener.query(`LISTEN ${NOTIFY_CHANNEL}`)).catch((error: unknown) => {
-      options.log.warn({ err: error }, 'job notifications unavailable; polling only');
-    });
-    listener.on('notification', notify);
-    listener.on('error', (error) => options.log.warn({ err: error }, 'job notification connection failed'));
+    await listen();
     while (!stopped) {
       try {
         if (running.size < options.concurrency) {
@@ -268,7 +289,10 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
       notify();
       await loop;
       await Promise.allSettled(running);
-      await listener.end().catch(() => undefined);
+      if (relisten) clearTimeout(relisten);
+      const client = listener;
+      listener = null;
+      await client?.end().catch(() => undefined);
     },
   };
 }
