@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { createApp } from '../http/app.ts';
 import { startWorker, type Worker } from '../jobs/start-worker.ts';
 import { answerClientErrors } from '../http/client-errors.ts';
+import { limitConnections } from '../http/connection-limits.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 async function listen(server: Server, port: number, host: string): Promise<void> {
@@ -34,6 +35,7 @@ async function main(): Promise<void> {
   const { config, logger, prisma, redis } = runtime;
   const server = createServer(createApp({ prisma, config, logger, ...(redis ? { redis } : {}) }));
   answerClientErrors(server);
+  limitConnections(server, config, logger);
   await listen(server, config.PORT, config.HOST);
   const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
   shutdownOnSignal(server, runtime, worker);

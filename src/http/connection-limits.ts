@@ -1,0 +1,74 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { Config } from '../kernel/config.ts';
+import type { Logger } from '../kernel/log.ts';
+
+/**
+ * Descriptors kept free beside the pools' connections: log and artifact files, Redis, an S3 client's sockets, the
+ * LISTEN connections, DNS. Measured need under load is ~20; 64 leaves room (docs/decisions/faults.md).
+ */
+export const SPARE_DESCRIPTORS = 64;
+
+/** The soft limit on open files (Linux: /proc/self/limits), or null where it cannot be read. */
+function descriptorLimit(): number | null {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((entry) => entry.startsWith('Max open files'));
+    const soft = line?.split(/\s{2,}/)[1];
+    return soft === undefined || soft === 'unlimited' ? null : Number(soft);
+  } catch {
+    return null;
+  }
+}
+
+function openDescriptors(): number {
+  try {
+    return readdirSync('/proc/self/fd').length;
+  } catch {
+    return 0;
+  }
+}
+
+/** Connections the pools of this process may open: requests', jobs' (with the worker) and the LISTEN ones. */
+function poolDescriptors(config: Config): number {
+  return config.DATABASE_POOL_SIZE + (config.RUN_WORKER ? config.JOB_CONCURRENCY * 3 + 2 : 0) + 1;
+}
+
+/**
+ * The client connections this process may hold: MAX_CONNECTIONS when set, else what the descriptor limit leaves once
+ * the descriptors already open, the pools' and SPARE_DESCRIPTORS are set aside (at least 16). Without a cap, slow
+ * sockets took every descriptor and the pool could not connect (issue 26: 1,500 sockets, 1,024 descriptors, every
+ * request a 500); with it, excess sockets are closed at accept and the pool keeps its descriptors.
+ */
+export function connectionCap(config: Config): number | null {
+  if (config.MAX_CONNECTIONS > 0) return config.MAX_CONNECTIONS;
+  const limit = descriptorLimit();
+  if (limit === null) return null;
+  return Math.max(16, limit - openDescriptors() - poolDescriptors(config) - SPARE_DESCRIPTORS);
+}
+
+/**
+ * Caps connections and bounds how long a client may take to send its request: a socket that has not sent its
+ * headers within HEADERS_TIMEOUT_MS is answered 408 and closed (src/http/client-errors.ts writes the envelope), and
+ * idle keep-alive sockets close after KEEP_ALIVE_TIMEOUT_MS. Node checks these timeouts every
+ * `connectionsCheckingInterval`, set here to a quarter of the headers timeout (its default, 30 s, would let a slow
+ * socket stay twice as long as intended).
+ */
+export function limitConnections(server: Server, config: Config, log: Logger): void {
+  const cap = connectionCap(config);
+  if (cap !== null) server.maxConnections = cap;
+  server.headersTimeout = Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS);
+  server.requestTimeout = config.REQUEST_TIMEOUT_MS;
+  server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval =
+    Math.max(250, Math.min(30_000, Math.floor(server.headersTimeout / 4)));
+  // Once per 10 s at most: under a flood, one line per refused socket would be a flood of its own.
+  let dropped = 0;
+  let reported = 0;
+  server.on('drop', () => {
+    dropped += 1;
+    if (Date.now() - reported < 10_000) return;
+    reported = Date.now();
+    log.warn({ maxConnections: cap, dropped }, 'connections refused: the server holds its maximum');
+    dropped = 0;
+  });
+}
