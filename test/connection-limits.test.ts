@@ -40,15 +40,34 @@ beforeAll(async () => {
   port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const env: NodeJS.ProcessEnv = {
-    ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1',
-    RUN_WORKER: 'false', HEADERS_TIMEOUT_MS: '2000', RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0',
+    ...process.env,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: database.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    RUN_WORKER: 'false',
+    HEADERS_TIMEOUT_MS: '2000',
+    RATE_LIMIT_RPS: '0',
+    CONCURRENCY_LIMIT: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
   };
   delete env.REDIS_URL;
-  child = spawn('sh', ['-c', `ulimit -n ${DESCRIPTORS} && exec npm run -s start`], { env, detached: true, stdio: ['ignore', 'ignore', 'inherit'] });
-  await vi.waitFor(async () => {
-    const ready = await fetch(`${url}/readyz`).then((response) => response.status === 200, () => false);
-    if (!ready) throw new Error('npm start is not ready yet');
-  }, { timeout: 90_000, interval: 200 });
+  child = spawn('sh', ['-c', `ulimit -n ${DESCRIPTORS} && exec npm run -s start`], {
+    env,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  await vi.waitFor(
+    async () => {
+      const ready = await fetch(`${url}/readyz`).then(
+        (response) => response.status === 200,
+        () => false,
+      );
+      if (!ready) throw new Error('npm start is not ready yet');
+    },
+    { timeout: 90_000, interval: 200 },
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -86,8 +105,14 @@ describe('slow sockets against a process with few descriptors', () => {
     // Requests keep coming while the sockets are held; a refused connection is retried, an answer is recorded.
     const deadline = Date.now() + 12_000;
     while (Date.now() < deadline && !(answered200 && statuses.length >= 10)) {
-      const results = await Promise.all(Array.from({ length: 5 }, () =>
-        send(url, 'GET', '/v1/me/preferences', { token: org.adminKey, outsideContract: true }).then((r) => r.status, () => null)));
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          send(url, 'GET', '/v1/me/preferences', { token: org.adminKey, outsideContract: true }).then(
+            (r) => r.status,
+            () => null,
+          ),
+        ),
+      );
       for (const status of results) if (status !== null) statuses.push(status);
       answered200 ||= results.includes(200);
       await sleep(100);

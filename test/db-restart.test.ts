@@ -38,8 +38,14 @@ beforeAll(async () => {
   await migrate(url);
   prisma = createPrisma(url, 2, 0, silent);
   service = await startApiProcess({ url, name: 'wds', drop: async () => undefined }, prisma, {
-    RUN_WORKER: 'true', JOB_POLL_MS: '100', JOB_LEASE_SECONDS: '3', DATABASE_POOL_SIZE: '5', RATE_LIMIT_RPS: '0',
-    CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0', BACKUP_DIR: mkdtempSync(join(tmpdir(), 'wds-fault-backups-')),
+    RUN_WORKER: 'true',
+    JOB_POLL_MS: '100',
+    JOB_LEASE_SECONDS: '3',
+    DATABASE_POOL_SIZE: '5',
+    RATE_LIMIT_RPS: '0',
+    CONCURRENCY_LIMIT: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
+    BACKUP_DIR: mkdtempSync(join(tmpdir(), 'wds-fault-backups-')),
   });
   org = await createOrg(prisma);
 }, 180_000);
@@ -79,41 +85,61 @@ async function restart(mode: 'fast' | 'immediate'): Promise<void> {
 }
 
 async function recovered(): Promise<void> {
-  await vi.waitFor(async () => {
-    const response = await service.request('GET', '/v1/me/preferences', { token: org.adminKey });
-    if (response.status !== 200) throw new Error(`not recovered yet: ${response.status}`);
-  }, { timeout: 30_000, interval: 200 });
+  await vi.waitFor(
+    async () => {
+      const response = await service.request('GET', '/v1/me/preferences', { token: org.adminKey });
+      if (response.status !== 200) throw new Error(`not recovered yet: ${response.status}`);
+    },
+    { timeout: 30_000, interval: 200 },
+  );
 }
 
 describe('a PostgreSQL restart while a job holds its connection', () => {
   it.each([
     ['an export', 'fast', (table: { path: string }) => ({ path: `${table.path}/exports`, body: { format: 'csv' } })],
-    ['a backup', 'immediate', (table: { orgId: string; databaseId: string }) => ({ path: `${databasePath(table.orgId, table.databaseId)}/backups` })],
-  ] as const)('%s survives a %s restart: the process lives, answers 503 meanwhile, and the job resumes', async (_what, mode, request) => {
-    const table = await createTable(service, org, [{ name: 'Name', type: 'text' }]);
-    for (const name of ['Ada', 'Grace', 'Edsger']) await rowOf(service, org.adminKey, table, { Name: name });
-    // The job's COPY of the rows waits on this lock, inside the job's transaction on its held connection.
-    const hold = await connection();
-    await hold.query('BEGIN');
-    await hold.query(`LOCK TABLE ${rowsTableOf(table.databaseId, table.tableId)} IN ACCESS EXCLUSIVE MODE`);
-    const { path, ...body } = request(table as never) as { path: string; body?: unknown };
-    const accepted = await service.request('POST', path, { token: org.adminKey, idempotencyKey: idempotencyKey(), ...body });
-    expect(accepted.status, accepted.text).toBe(202);
-    await vi.waitFor(async () => {
-      const { rows } = await hold.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [
+      'a backup',
+      'immediate',
+      (table: { orgId: string; databaseId: string }) => ({
+        path: `${databasePath(table.orgId, table.databaseId)}/backups`,
+      }),
+    ],
+  ] as const)(
+    '%s survives a %s restart: the process lives, answers 503 meanwhile, and the job resumes',
+    async (_what, mode, request) => {
+      const table = await createTable(service, org, [{ name: 'Name', type: 'text' }]);
+      for (const name of ['Ada', 'Grace', 'Edsger']) await rowOf(service, org.adminKey, table, { Name: name });
+      // The job's COPY of the rows waits on this lock, inside the job's transaction on its held connection.
+      const hold = await connection();
+      await hold.query('BEGIN');
+      await hold.query(`LOCK TABLE ${rowsTableOf(table.databaseId, table.tableId)} IN ACCESS EXCLUSIVE MODE`);
+      const { path, ...body } = request(table as never) as { path: string; body?: unknown };
+      const accepted = await service.request('POST', path, {
+        token: org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        ...body,
+      });
+      expect(accepted.status, accepted.text).toBe(202);
+      await vi.waitFor(
+        async () => {
+          const { rows } = await hold.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+          );
+          if (rows[0]!.n === 0) throw new Error('the job does not wait on the lock yet');
+        },
+        { timeout: 30_000, interval: 25 },
       );
-      if (rows[0]!.n === 0) throw new Error('the job does not wait on the lock yet');
-    }, { timeout: 30_000, interval: 25 });
 
-    await restart(mode);
-    await hold.end().catch(() => undefined);
-    expect(alive(service.pid)).toBe(true);
-    await recovered();
-    const job = await waitForJob(service, org.adminKey, accepted.body.statusUrl, undefined, 60_000);
-    expect(job.state).toBe('succeeded');
-    expect(alive(service.pid)).toBe(true);
-  }, 150_000);
+      await restart(mode);
+      await hold.end().catch(() => undefined);
+      expect(alive(service.pid)).toBe(true);
+      await recovered();
+      const job = await waitForJob(service, org.adminKey, accepted.body.statusUrl, undefined, 60_000);
+      expect(job.state).toBe('succeeded');
+      expect(alive(service.pid)).toBe(true);
+    },
+    150_000,
+  );
 });
 
 describe('a PostgreSQL restart under request load', () => {
@@ -125,7 +151,11 @@ describe('a PostgreSQL restart under request load', () => {
     const load = async () => {
       while (!stop) {
         const response = await service.request('GET', `${table.path}/rows`, { token: org.adminKey });
-        answers.push({ status: response.status, code: response.body?.error?.code, retryAfter: response.headers.get('retry-after') });
+        answers.push({
+          status: response.status,
+          code: response.body?.error?.code,
+          retryAfter: response.headers.get('retry-after'),
+        });
         await sleep(10);
       }
     };
@@ -137,8 +167,11 @@ describe('a PostgreSQL restart under request load', () => {
     stop = true;
     await Promise.all(clients);
     expect(alive(service.pid)).toBe(true);
-    const unexpected = answers.filter((answer) => answer.status !== 200
-      && !(answer.status === 503 && answer.code === 'DEPENDENCY_UNAVAILABLE' && answer.retryAfter === '2'));
+    const unexpected = answers.filter(
+      (answer) =>
+        answer.status !== 200 &&
+        !(answer.status === 503 && answer.code === 'DEPENDENCY_UNAVAILABLE' && answer.retryAfter === '2'),
+    );
     expect(unexpected).toEqual([]);
     expect(answers.some((answer) => answer.status === 503)).toBe(true);
     expect(answers.at(-1)?.status).toBe(200);

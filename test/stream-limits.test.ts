@@ -14,7 +14,10 @@ import { createTable, type TestTable } from './helpers/workspace.ts';
  * beyond), N streams of one job share one read per change, and a stream ends once its caller may no longer read.
  */
 const suite = useServerWithOrg({
-  RUN_WORKER: 'false', EVENT_STREAMS_PER_CREDENTIAL: '2', EVENT_STREAMS_PER_ORG: '3', EVENT_STREAM_RECHECK_MS: '150',
+  RUN_WORKER: 'false',
+  EVENT_STREAMS_PER_CREDENTIAL: '2',
+  EVENT_STREAMS_PER_ORG: '3',
+  EVENT_STREAM_RECHECK_MS: '150',
 });
 let table: TestTable;
 let db: pg.Client;
@@ -31,7 +34,10 @@ afterAll(async () => {
 });
 
 async function queuedJob(): Promise<string> {
-  const accepted = await requestPreview(suite.server, suite.org.adminKey, table, { content: 'Name\nAda\n', mapping: [{ source: 'Name', fieldId: 'Name' }] });
+  const accepted = await requestPreview(suite.server, suite.org.adminKey, table, {
+    content: 'Name\nAda\n',
+    mapping: [{ source: 'Name', fieldId: 'Name' }],
+  });
   expect(accepted.status, accepted.text).toBe(202);
   return accepted.body.jobId;
 }
@@ -50,33 +56,51 @@ describe('open event streams per credential and per org', () => {
     const jobId = await queuedJob();
     const [first, second] = [await stream(jobId, suite.org.adminKey), await stream(jobId, suite.org.adminKey)];
     expect([first.status, second.status]).toEqual([200, 200]);
-    const third = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/${jobId}/events`, { token: suite.org.adminKey });
+    const third = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/${jobId}/events`, {
+      token: suite.org.adminKey,
+    });
     expectError(third, 429, 'RATE_LIMITED');
     expect(third.headers.get('retry-after')).toBe('10');
     expect(third.body.error.details).toEqual({ limit: 'event-streams', scope: 'credential', max: 2 });
     first.close();
-    await expect.poll(async () => {
-      const again = await stream(jobId, suite.org.adminKey);
-      again.close();
-      return again.status;
-    }, { timeout: 5_000, interval: 50 }).toBe(200);
+    await expect
+      .poll(
+        async () => {
+          const again = await stream(jobId, suite.org.adminKey);
+          again.close();
+          return again.status;
+        },
+        { timeout: 5_000, interval: 50 },
+      )
+      .toBe(200);
     second.close();
   });
 
   it('the org’s streams together stop at its cap, whichever credential opens them', async () => {
     const jobId = await queuedJob();
     const other = await createTeamKey(suite.server.prisma, suite.org, 'read');
-    const held = [await stream(jobId, suite.org.adminKey), await stream(jobId, suite.org.adminKey), await stream(jobId, other)];
+    const held = [
+      await stream(jobId, suite.org.adminKey),
+      await stream(jobId, suite.org.adminKey),
+      await stream(jobId, other),
+    ];
     expect(held.map((events) => events.status)).toEqual([200, 200, 200]);
-    const beyond = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/${jobId}/events`, { token: other });
+    const beyond = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/${jobId}/events`, {
+      token: other,
+    });
     expectError(beyond, 429, 'RATE_LIMITED');
     expect(beyond.body.error.details).toEqual({ limit: 'event-streams', scope: 'org', max: 3 });
     held[0]!.close();
-    await expect.poll(async () => {
-      const again = await stream(jobId, other);
-      again.close();
-      return again.status;
-    }, { timeout: 5_000, interval: 50 }).toBe(200);
+    await expect
+      .poll(
+        async () => {
+          const again = await stream(jobId, other);
+          again.close();
+          return again.status;
+        },
+        { timeout: 5_000, interval: 50 },
+      )
+      .toBe(200);
     for (const events of held) events.close();
   });
 });
@@ -88,7 +112,9 @@ describe('a stream whose caller may no longer read', () => {
     const events = await stream(jobId, member.apiKey);
     expect(events.status).toBe(200);
     const removed = await suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1' },
     });
     expect(removed.status, removed.text).toBe(200);
     const last = await events.next();
@@ -102,7 +128,10 @@ describe('a stream whose caller may no longer read', () => {
     const key = await createTeamKey(suite.server.prisma, suite.org, 'read');
     const events = await stream(jobId, key);
     // The org's team keys (only this test's and the previous one's) are revoked as DELETE …/keys/{id} would.
-    await suite.server.prisma.apiKey.updateMany({ where: { orgId: suite.org.orgId, scope: 'team', revokedAt: null }, data: { revokedAt: new Date() } });
+    await suite.server.prisma.apiKey.updateMany({
+      where: { orgId: suite.org.orgId, scope: 'team', revokedAt: null },
+      data: { revokedAt: new Date() },
+    });
     const last = await events.next();
     expect(last?.event).toBe('error');
     expect(last?.data.error.code).toBe('UNAUTHENTICATED');

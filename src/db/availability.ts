@@ -15,13 +15,24 @@ export const DATABASE_RETRY_AFTER_SECONDS = 2;
 // connections), 53100 is disk full: not a reachability problem, so left out.
 const SQLSTATES = /^(08\d{3}|08P01|57P0[123]|53300)$/;
 // Socket-level failures of `pg` (Node errno codes), including running out of descriptors when it opens a socket.
-const ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND',
-  'EAI_AGAIN', 'EMFILE', 'ENFILE']);
+const ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EMFILE',
+  'ENFILE',
+]);
 // Prisma's codes and its driver adapter's error kinds for the same situations.
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1017', 'P2024']);
 const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
 // `pg` reports a lost or unusable connection only in its message text (these texts are the library's, not the server's).
-const PG_MESSAGES = /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
+const PG_MESSAGES =
+  /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   const seen = new Set<unknown>();

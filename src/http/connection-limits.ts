@@ -12,7 +12,9 @@ export const SPARE_DESCRIPTORS = 64;
 /** The soft limit on open files (Linux: /proc/self/limits), or null where it cannot be read. */
 function descriptorLimit(): number | null {
   try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((entry) => entry.startsWith('Max open files'));
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((entry) => entry.startsWith('Max open files'));
     const soft = line?.split(/\s{2,}/)[1];
     return soft === undefined || soft === 'unlimited' ? null : Number(soft);
   } catch {
@@ -59,8 +61,10 @@ export function limitConnections(server: Server, config: Config, log: Logger): v
   server.headersTimeout = Math.min(config.HEADERS_TIMEOUT_MS, config.REQUEST_TIMEOUT_MS);
   server.requestTimeout = config.REQUEST_TIMEOUT_MS;
   server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
-  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval =
-    Math.max(250, Math.min(30_000, Math.floor(server.headersTimeout / 4)));
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.max(
+    250,
+    Math.min(30_000, Math.floor(server.headersTimeout / 4)),
+  );
   // Once per 10 s at most: under a flood, one line per refused socket would be a flood of its own.
   let dropped = 0;
   let reported = 0;

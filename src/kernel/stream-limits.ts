@@ -108,12 +108,14 @@ export class StreamRegistry {
     if (this.checking) return;
     this.checking = true;
     try {
-      await Promise.all([...this.groups.values()].map(async (members) => {
-        const first = members.values().next().value;
-        if (!first) return;
-        const error = await first.check().catch(() => null);
-        if (error) for (const lease of [...members]) lease.revoke(error);
-      }));
+      await Promise.all(
+        [...this.groups.values()].map(async (members) => {
+          const first = members.values().next().value;
+          if (!first) return;
+          const error = await first.check().catch(() => null);
+          if (error) for (const lease of [...members]) lease.revoke(error);
+        }),
+      );
     } finally {
       this.checking = false;
     }
@@ -128,8 +130,12 @@ function decrement(counts: Map<string, number>, key: string): void {
 
 function refused(scope: 'credential' | 'org', limit: number): DomainError {
   const whose = scope === 'credential' ? 'this credential' : 'this organisation';
-  return new DomainError('RATE_LIMITED', `Too many open event streams for ${whose} (at most ${limit}); close one or retry later.`, {
-    details: { limit: 'event-streams', scope, max: limit },
-    retryAfter: STREAM_RETRY_AFTER_SECONDS,
-  });
+  return new DomainError(
+    'RATE_LIMITED',
+    `Too many open event streams for ${whose} (at most ${limit}); close one or retry later.`,
+    {
+      details: { limit: 'event-streams', scope, max: limit },
+      retryAfter: STREAM_RETRY_AFTER_SECONDS,
+    },
+  );
 }
