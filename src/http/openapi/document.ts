@@ -41,7 +41,15 @@ function successOf(route: Route, components: SchemaComponents): JsonSchema {
       content: { 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': components.of(route.response, 'output') } },
     };
   }
-  return { description: 'Success', headers: requestId, content: { 'application/json': { schema: components.of(route.response, 'output') } } };
+  const shape = (route.response as Partial<z.ZodObject>).shape;
+  const location = route.successStatus === 202 && shape && 'statusUrl' in shape
+    ? { Location: { description: 'The accepted job’s status address (the body’s `statusUrl`).', required: true, schema: { type: 'string' } } }
+    : {};
+  return {
+    description: 'Success',
+    headers: { ...requestId, ...location },
+    content: { 'application/json': { schema: components.of(route.response, 'output') } },
+  };
 }
 
 /**
