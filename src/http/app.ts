@@ -21,6 +21,7 @@ import { requestContext } from './middleware/request-context.ts';
 import { openApiDocument } from './openapi/document.ts';
 import { httpMetrics } from './metrics.ts';
 import { restRouter } from './rest/router.ts';
+import { docsRoutes } from './docs.ts';
 import { routes } from './rest/routes.ts';
 import { sessionRoutes } from './session-routes.ts';
 
@@ -131,6 +132,7 @@ export function createApp({ prisma, config, logger, redis }: AppDependencies): E
   app.use(oauthRoutes(prisma, config));
   app.use(restRouter(routes, yoga, config, pgExecutor(sqlPoolOf(prisma))));
   app.get(`${GRAPHIQL_ASSET_PATH}/:name`, graphiqlAssets);
+  app.use(docsRoutes());
   // app.all, not app.use: Yoga must see the full path to recognise its endpoint.
   app.all('/graphql', ...graphqlEndpoint(yoga, config));
   app.use(unknownRoute);
