@@ -1,4 +1,4 @@
--- /metrics reports the jobs that failed in the last hour by kind (src/rest/metrics.ts) on every scrape: without this
+-- /metrics reports the jobs that failed in the last hour by kind (src/http/metrics.ts) on every scrape: without this
 -- partial index that count scanned the whole jobs table, which keeps every finished job until the retention sweep.
 
 -- CreateIndex
