@@ -10,8 +10,17 @@ export function Page<Item extends z.ZodType>(item: Item) {
   return z.strictObject({ data: z.array(item).max(100), nextCursor: z.string().nullable(), hasMore: z.boolean() });
 }
 
+/** What each JSON query parameter holds once parsed: the OpenAPI document describes it as JSON `content`. */
+export const jsonQueryContents = new WeakMap<z.ZodType, z.ZodType>();
+
 /** A query parameter that carries JSON (e.g. `?where={"field":"Name","op":"eq","value":"Ada"}`), then `schema`. */
 export function JsonQueryParameter<T>(schema: z.ZodType<T>, description: string) {
+  const parameter = jsonQueryParameter(schema, description);
+  jsonQueryContents.set(parameter, schema);
+  return parameter;
+}
+
+function jsonQueryParameter<T>(schema: z.ZodType<T>, description: string) {
   return z.string().describe(description).transform((text, context) => {
     let value: unknown;
     try {

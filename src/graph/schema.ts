@@ -3,6 +3,7 @@ import { builder } from './server/builder.ts';
 import './shared/scalars.ts';
 import './preferences/preferences.ts';
 import './orgs/orgs.ts';
+import './me/me.ts';
 import './members/members.ts';
 import './keys/personal.ts';
 import './keys/team.ts';

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import compression from 'compression';
+import express, { Router, type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import type { Config } from '../kernel/config.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import { pgExecutor } from '../db/sql.ts';
@@ -20,7 +21,9 @@ import { oauthRoutes } from './oauth-routes.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { openApiDocument } from './openapi/document.ts';
 import { databaseUnavailableError, isDatabaseUnavailable } from '../db/availability.ts';
+import { httpMetrics } from './metrics.ts';
 import { restRouter } from './rest/router.ts';
+import { docsRoutes } from './docs.ts';
 import { routes } from './rest/routes.ts';
 import { sessionRoutes } from './session-routes.ts';
 
@@ -32,8 +35,9 @@ export interface AppDependencies {
   redis?: Redis;
 }
 
-function health(prisma: PrismaClient): Express {
-  const app = express();
+// A Router, not a sub-app: a mounted express() app sets X-Powered-By again on everything that passes through it.
+function health(prisma: PrismaClient): Router {
+  const app = Router();
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -93,6 +97,17 @@ const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   sendError(req, res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });
 };
 
+/**
+ * gzip/br for JSON, GraphiQL's and the API reference's pages and scripts (GraphiQL's bundle is 8.8 MB raw, ~2 MB
+ * gzipped). Never a server-sent event stream (each frame must reach the client when written), nor an artifact
+ * download: its Content-Digest and Content-Length describe the stored bytes, and clients check them.
+ */
+function compressible(req: Parameters<typeof compression.filter>[0], res: Parameters<typeof compression.filter>[1]): boolean {
+  if (res.getHeader('Content-Digest') !== undefined) return false;
+  if (String(res.getHeader('Content-Type') ?? '').startsWith('text/event-stream')) return false;
+  return compression.filter(req, res);
+}
+
 /** A request's slot outlives a process that died holding it for this long: longer than any request should run. */
 function slotLeaseMs(config: Config): number {
   return Math.max(60_000, 2 * config.QUERY_TIMEOUT_MS + config.BODY_READ_TIMEOUT_MS);
@@ -107,7 +122,11 @@ export function createApp({ prisma, config, logger, redis }: AppDependencies): E
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext(logger));
+  const metrics = config.METRICS_TOKEN === undefined ? undefined : httpMetrics(prisma, config.METRICS_TOKEN);
+  if (metrics) app.use(metrics.record);
+  app.use(compression({ filter: compressible }));
   app.use(health(prisma));
+  if (metrics) app.get('/metrics', metrics.serve);
   app.use(['/v1', '/graphql'], corsAllowList(config.CORS_ORIGINS));
   app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
   app.use(['/v1', '/graphql', '/oauth'], resolveCaller(prisma, config), rateLimit(config, redis),
@@ -119,6 +138,7 @@ export function createApp({ prisma, config, logger, redis }: AppDependencies): E
   app.use(oauthRoutes(prisma, config));
   app.use(restRouter(routes, yoga, config, pgExecutor(sqlPoolOf(prisma))));
   app.get(`${GRAPHIQL_ASSET_PATH}/:name`, graphiqlAssets);
+  app.use(docsRoutes());
   // app.all, not app.use: Yoga must see the full path to recognise its endpoint.
   app.all('/graphql', ...graphqlEndpoint(yoga, config));
   app.use(unknownRoute);

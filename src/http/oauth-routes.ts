@@ -2,6 +2,7 @@ import express, { Router, type ErrorRequestHandler, type Request, type Response 
 import type { Config } from '../kernel/config.ts';
 import type { PrismaClient } from '../db/prisma.ts';
 import { DomainError } from '../kernel/errors.ts';
+import { OAUTH_SCOPES } from '../kernel/authority.ts';
 import type { Caller } from '../kernel/caller.ts';
 import { resolveCredential } from '../identity/credentials.ts';
 import { requireCsrfProof } from '../identity/csrf.ts';
@@ -59,8 +60,38 @@ async function handle(req: Request, res: Response, run: () => Promise<void>): Pr
   }
 }
 
+/**
+ * RFC 8414 Authorization Server Metadata: what a client library needs to run the flow without reading our docs.
+ * Only what the endpoints below really do: the code flow with PKCE S256 (required), refresh with rotation,
+ * confidential clients authenticating with their secret (Basic or in the form), revocation.
+ */
+export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
+  // Public clients (no secret) authenticate by PKCE alone and send only their client_id (RFC 7636, RFC 8252).
+  const clientAuth = ['client_secret_basic', 'client_secret_post', 'none'];
+  return {
+    issuer,
+    authorization_endpoint: `${issuer}/oauth/authorize`,
+    token_endpoint: `${issuer}/oauth/token`,
+    revocation_endpoint: `${issuer}/oauth/revoke`,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    scopes_supported: [...OAUTH_SCOPES],
+    token_endpoint_auth_methods_supported: clientAuth,
+    revocation_endpoint_auth_methods_supported: clientAuth,
+    service_documentation: `${issuer}/docs`,
+  };
+}
+
 export function oauthRoutes(prisma: PrismaClient, config: Config): Router {
   const router = Router({ strict: true });
+
+  router.get('/.well-known/oauth-authorization-server', (req, res) => {
+    const issuer = config.PUBLIC_URL ?? `${req.protocol}://${req.get('host')}`;
+    // Read from Host only when PUBLIC_URL is unset: then no shared cache may keep one Host's answer for another.
+    res.set('Cache-Control', config.PUBLIC_URL ? 'public, max-age=3600' : 'no-store').json(authorizationServerMetadata(issuer));
+  });
   const form = express.urlencoded({ extended: false, limit: 16_384 });
   const json = express.json({ limit: 16_384 });
 

@@ -99,6 +99,10 @@ const ConfigSchema = z.object({
   /** How long a mailbox verification token can be spent. */
   EMAIL_VERIFICATION_TTL_HOURS: z.coerce.number().int().min(1).default(24),
   /** Origins allowed to call /v1 and /graphql from a browser (CORS), comma-separated; empty: no CORS at all. */
+  /** The service's public base URL (`https://api.example.com`): the OAuth issuer; unset, read from each request's Host. */
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, '')).optional(),
+  /** Serves GET /metrics (Prometheus) to `Authorization: Bearer <METRICS_TOKEN>`; unset: /metrics is 404. */
+  METRICS_TOKEN: z.string().min(16).max(256).optional(),
   CORS_ORIGINS: z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
   /** Where backups are written when no S3 bucket is configured (default `DATA_DIR/backups`). */

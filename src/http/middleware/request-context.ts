@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { newId } from '../../kernel/ids.ts';
 import type { Logger } from '../../kernel/log.ts';
+import { limitKeysOfResponse } from './caller.ts';
 
 // A caller may supply its own id for tracing across systems; anything else is replaced.
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -17,7 +18,11 @@ export function requestContext(logger: Logger): RequestHandler {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      // Who asked, and in which org (the one it acts in, when it holds authority there): set once the credential resolved.
+      const keys = limitKeysOfResponse(res) as ReturnType<typeof limitKeysOfResponse> | undefined;
+      const who = keys && !keys.credential.startsWith('ip:') ? { credential: keys.credential } : {};
+      const where = keys?.org ? { orgId: keys.org.slice('org:'.length) } : {};
+      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10, ...who, ...where }, 'request');
     });
     next();
   };

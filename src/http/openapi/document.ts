@@ -1,5 +1,6 @@
 import type { GraphQLSchema } from 'graphql';
-import type { z } from 'zod';
+import { z } from 'zod';
+import { CONTENT_TYPES } from '../../jobs/kinds/exports/file-formats.ts';
 import { OAUTH_SCOPES } from '../../kernel/authority.ts';
 import { SESSION_COOKIE } from '../../identity/session-tokens.ts';
 import { schema as graphSchema } from '../../graph/schema.ts';
@@ -8,21 +9,43 @@ import { SchemaComponents, type JsonSchema } from './json-schema.ts';
 import { errorResponseComponents, errorResponsesOf, HEADERS } from './responses.ts';
 import { authorityOf, securityOf } from './security.ts';
 import { ErrorEnvelope } from '../../contracts/responses.ts';
+import { jsonQueryContents } from '../../contracts/pages.ts';
 import type { Route } from '../rest/route.ts';
+
+/** The parsed value of a JSON query parameter (`where`, `orderBy`), optional or not; undefined for plain ones. */
+function jsonContentOf(schema: z.ZodType): z.ZodType | undefined {
+  return jsonQueryContents.get(schema instanceof z.ZodOptional ? (schema.unwrap() as z.ZodType) : schema);
+}
 
 function parametersOf(route: Route, components: SchemaComponents): JsonSchema[] {
   const fromShape = (shape: z.ZodObject | undefined, location: 'path' | 'query') =>
-    Object.entries(shape?.shape ?? {}).map(([name, schema]) => ({
-      name,
-      in: location,
-      required: location === 'path' || !(schema as z.ZodType).safeParse(undefined).success,
-      schema: components.of(schema as z.ZodType, 'input'),
-    }));
+    Object.entries(shape?.shape ?? {}).map(([name, schema]) => {
+      const required = location === 'path' || !(schema as z.ZodType).safeParse(undefined).success;
+      const json = jsonContentOf(schema as z.ZodType);
+      // OpenAPI 3.1 §4.8.12: a parameter whose value is a serialized JSON document is described by `content`, so
+      // that generators type it with its schema (FilterExpression) instead of as a bare string.
+      if (json) {
+        const { description } = schema as z.ZodType;
+        return { name, in: location, required, ...(description ? { description } : {}), content: { 'application/json': { schema: components.of(json, 'input') } } };
+      }
+      return { name, in: location, required, schema: components.of(schema as z.ZodType, 'input') };
+    });
   const idempotencyKey = route.idempotent
     ? [{ name: 'Idempotency-Key', in: 'header', required: true, schema: { type: 'string', minLength: 8, maxLength: 255 } }]
     : [];
   return [...fromShape(route.params, 'path'), ...fromShape(route.query, 'query'), ...idempotencyKey];
 }
+
+/**
+ * What an artifact download can be: export files by format, a database archive, import reports and uploads. Listed
+ * by media type so that generated clients read the bytes as text or a blob instead of JSON-parsing a CSV.
+ */
+const DOWNLOAD_CONTENT: Record<string, JsonSchema> = {
+  [CONTENT_TYPES.csv]: { schema: { type: 'string' } },
+  [CONTENT_TYPES.jsonl]: { schema: { type: 'string', description: 'One JSON document per line.' } },
+  [CONTENT_TYPES.xlsx]: { schema: { type: 'string', contentEncoding: 'binary' } },
+  'application/zip': { schema: { type: 'string', contentEncoding: 'binary', description: 'A database export: one file per table.' } },
+};
 
 function successOf(route: Route, components: SchemaComponents): JsonSchema {
   const requestId = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
@@ -30,7 +53,7 @@ function successOf(route: Route, components: SchemaComponents): JsonSchema {
     return {
       description: 'The file itself, with its own content type.',
       headers: { ...requestId, 'Content-Digest': { description: 'RFC 9530 sha-256 of the body.', required: true, schema: { type: 'string' } } },
-      content: { '*/*': { schema: { type: 'string' } } },
+      content: DOWNLOAD_CONTENT,
     };
   }
   if (route.stream) {
@@ -51,7 +74,11 @@ function successOf(route: Route, components: SchemaComponents): JsonSchema {
       content: { ...json, 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': components.of(route.eventStream.response, 'output') } },
     };
   }
-  return { description: 'Success', headers: requestId, content: json };
+  const shape = (route.response as Partial<z.ZodObject>).shape;
+  const location = route.successStatus === 202 && shape && 'statusUrl' in shape
+    ? { Location: { description: 'The accepted job’s status address (the body’s `statusUrl`).', required: true, schema: { type: 'string' } } }
+    : {};
+  return { description: 'Success', headers: { ...requestId, ...location }, content: json };
 }
 
 /**

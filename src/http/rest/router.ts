@@ -142,6 +142,9 @@ function handlerFor(route: Route, yoga: GraphServer, config: Config, files: SqlE
     // Every REST operation selects exactly one root field, and its value is the response body.
     const [payload] = Object.values(result.data as Record<string, unknown>);
     if (route.secret) res.set('Cache-Control', 'no-store');
+    const statusUrl = route.successStatus === 202 ? (payload as { statusUrl?: unknown } | null)?.statusUrl : undefined;
+    // RFC 9110 §15.3.3: an accepted job's monitor; generic HTTP clients follow Location, not a body field.
+    if (typeof statusUrl === 'string') res.location(statusUrl);
     if (route.file) await streamArtifact(req, res, files, payload as ArtifactPayload);
     else res.status(route.successStatus).json(payload);
   };

@@ -7,6 +7,7 @@ import { exportRoutes } from './routes/exports.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { invitationRoutes } from './routes/invitations.ts';
 import { keyRoutes } from './routes/keys.ts';
+import { meRoutes } from './routes/me.ts';
 import { memberRoutes } from './routes/members.ts';
 import { orgRoutes } from './routes/orgs.ts';
 import { preferenceRoutes } from './routes/preferences.ts';
@@ -18,4 +19,4 @@ import { trashRoutes } from './routes/trash.ts';
 import { viewRoutes } from './routes/views.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...rowQueryRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes, ...trashRoutes, ...exportRoutes, ...changeRoutes];
+export const routes: readonly Route[] = [...preferenceRoutes, ...meRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...rowQueryRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes, ...trashRoutes, ...exportRoutes, ...changeRoutes];
