@@ -112,4 +112,14 @@ describe('npm run cli', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/https/);
   });
+
+  it('--help (or -h, or help) prints the usage on stdout and exits 0 without touching the database', async () => {
+    for (const args of [['--help'], ['-h'], ['help'], ['bootstrap', '--help']]) {
+      const result = await cli(args);
+      expect(result.code, args.join(' ')).toBe(0);
+      expect(result.stdout, args.join(' ')).toMatch(/^Usage:\n {2}npm run -s cli -- bootstrap /);
+      expect(result.stdout).toContain('register-oauth-client');
+      expect(result.stderr).toBe('');
+    }
+  });
 });
