@@ -3,7 +3,16 @@ import type { JobState } from '../../jobs/engine/sql/queue.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
+import { DomainError } from '../../kernel/errors.ts';
 import { Job, loadJob, toJobShape, type JobShape } from './jobs.ts';
+
+/** The last value of a stream cut by shutdown: its field resolves to a SERVICE_RESTARTING error, not to a job. */
+const restartNotices = new WeakSet<JobShape>();
+function restartNotice(job: JobShape): JobShape {
+  const notice = { ...job };
+  restartNotices.add(notice);
+  return notice;
+}
 
 const ENDED: ReadonlySet<JobState> = new Set(['succeeded', 'failed', 'partially_completed', 'cancelled']);
 
@@ -37,6 +46,12 @@ function jobEvents(context: Context, orgId: string, jobId: string, signal: Chang
           if (stateOf(job) !== reported) {
             reported = stateOf(job);
             return { done: false, value: job };
+          }
+          // Shutting down: the stream's last event tells the client to reconnect (to another process, or this one
+          // restarted); it resumes from the job's current record, so nothing is lost.
+          if (signal.draining) {
+            finished = true;
+            return { done: false, value: restartNotice(job) };
           }
           await signal.next();
         }
@@ -74,6 +89,11 @@ builder.subscriptionFields((t) => ({
         throw error;
       }
     },
-    resolve: (job) => job,
+    resolve: (job) => {
+      if (restartNotices.has(job)) {
+        throw new DomainError('SERVICE_RESTARTING', 'The service is restarting: reconnect to follow the job.', { retryAfter: 1 });
+      }
+      return job;
+    },
   }),
 }));

@@ -72,11 +72,13 @@ function callerOf(credential: ResolvedCredential): Caller | null {
  * The one GraphQL server: `/graphql` mounts it, and src/http/rest runs its typed operations through its envelop
  * in-process (src/http/rest/execute.ts), so both get the same context, authority, validation and error masking.
  */
-export function createGraphServer(prisma: PrismaClient, config: Config, logger: Logger): GraphServer {
+export function createGraphServer(prisma: PrismaClient, config: Config, logger: Logger, shutdown?: AbortSignal): GraphServer {
   const schemas = new SchemaCache();
   const views = new ViewLensCache();
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
   const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
+  // On SIGTERM, open job streams (REST and /graphql) end at once with a last event that says to reconnect.
+  shutdown?.addEventListener('abort', () => jobUpdates.drain(), { once: true });
   return createYoga<ServerContext, Context>({
     schema,
     graphqlEndpoint: '/graphql',
