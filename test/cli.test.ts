@@ -95,7 +95,7 @@ describe('npm run cli', () => {
     const unknown = await cli(['set-password', '--email', 'nobody@example.com'], 'a password from stdin\n');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No user/);
-  });
+  }, 120_000); // five CLI processes: each one is a second of CPU, several on a loaded machine
 
   it('register-oauth-client prints the client id (and a secret once for confidential clients); bad redirect URIs fail', async () => {
     const publicClient = await cli(['register-oauth-client', '--name', 'CLI app', '--redirect-uri', 'http://127.0.0.1:8765/cb']);
