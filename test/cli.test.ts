@@ -95,7 +95,7 @@ describe('npm run cli', () => {
     const unknown = await cli(['set-password', '--email', 'nobody@example.com'], 'a password from stdin\n');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No user/);
-  });
+  }, 120_000); // five CLI processes: each one is a second of CPU, several on a loaded machine
 
   it('register-oauth-client prints the client id (and a secret once for confidential clients); bad redirect URIs fail', async () => {
     const publicClient = await cli(['register-oauth-client', '--name', 'CLI app', '--redirect-uri', 'http://127.0.0.1:8765/cb']);
@@ -111,5 +111,15 @@ describe('npm run cli', () => {
     const bad = await cli(['register-oauth-client', '--name', 'Bad', '--redirect-uri', 'http://evil.example/cb']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/https/);
+  });
+
+  it('--help (or -h, or help) prints the usage on stdout and exits 0 without touching the database', async () => {
+    for (const args of [['--help'], ['-h'], ['help'], ['bootstrap', '--help']]) {
+      const result = await cli(args);
+      expect(result.code, args.join(' ')).toBe(0);
+      expect(result.stdout, args.join(' ')).toMatch(/^Usage:\n {2}npm run -s cli -- bootstrap /);
+      expect(result.stdout).toContain('register-oauth-client');
+      expect(result.stderr).toBe('');
+    }
   });
 });

@@ -63,7 +63,7 @@ describe('npm start with no DATABASE_URL', () => {
     const logLine = output.split('\n').find((line) => line.includes('"msg":"request"'));
     expect(JSON.parse(logLine!)).toMatchObject({ requestId: expect.any(String), status: 200, level: 30 });
 
-    // SIGTERM to the service process itself, as a process manager sends it; npm and tsx exit with it.
+    // SIGTERM to the service process itself, as a process manager sends it; npm exits with it.
     const servicePid = JSON.parse(output.split('\n').find((line) => line.includes('"msg":"listening"'))!).pid;
     const [[code]] = await Promise.all([once(child, 'close'), process.kill(servicePid, 'SIGTERM')]);
     expect(code, output).toBe(0);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
@@ -30,6 +31,8 @@ async function dropDatabase(url: string, name: string): Promise<void> {
 
 /** TEST_DATABASE_URL or DATABASE_URL when set (CI uses the machine's PostgreSQL), else the embedded server. */
 export async function setup(project: TestProject): Promise<void> {
+  // Tests that spawn `npm start`, `npm run worker` or the CLI run dist/: build it from the sources under test.
+  execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
   const configured = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (configured) {
     serverUrl = configured;

@@ -105,7 +105,10 @@ async function run(argv: string[]): Promise<unknown> {
   }
 }
 
-run(process.argv.slice(2)).then(
+const argv = process.argv.slice(2);
+// `--help`, `-h` or `help` anywhere: the usage on stdout, exit 0, nothing connected.
+if (argv.some((arg) => ['--help', '-h', 'help'].includes(arg))) process.stdout.write(`${USAGE}\n`);
+else run(argv).then(
   (result) => {
     process.stdout.write(`${JSON.stringify(result)}\n`);
   },

@@ -4,6 +4,7 @@ import { createApp } from '../http/app.ts';
 import { startWorker, type Worker } from '../jobs/start-worker.ts';
 import { answerClientErrors } from '../http/client-errors.ts';
 import { limitConnections } from '../http/connection-limits.ts';
+import { keepConnectionsAlive, type KeptAlive } from '../http/keep-alive.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 async function listen(server: Server, port: number, host: string): Promise<void> {
@@ -11,18 +12,24 @@ async function listen(server: Server, port: number, host: string): Promise<void>
   await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error))]);
 }
 
-/** SIGTERM/SIGINT: stop accepting, let in-flight requests finish (up to the grace period), then close the pool. */
-function shutdownOnSignal(server: Server, runtime: Runtime, worker: Worker | null): void {
+/**
+ * SIGTERM/SIGINT: stop accepting and stop claiming jobs at once, end open event streams with a last event telling
+ * clients to reconnect, let in-flight requests finish (up to the grace period), then close the pool.
+ */
+function shutdownOnSignal(server: Server, connections: KeptAlive, shutdown: AbortController, runtime: Runtime, worker: Worker | null): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     runtime.logger.info({ signal }, 'shutting down');
+    const workerStopped = worker?.stop();
     const closed = new Promise((resolve) => server.close(resolve));
+    connections.drain();
+    shutdown.abort();
     const grace = setTimeout(() => server.closeAllConnections(), runtime.config.SHUTDOWN_GRACE_MS);
     await closed;
     clearTimeout(grace);
-    await worker?.stop();
+    await workerStopped;
     await runtime.close();
     runtime.logger.info('stopped');
     runtime.logger.flush(() => process.exit(0));
@@ -33,12 +40,14 @@ function shutdownOnSignal(server: Server, runtime: Runtime, worker: Worker | nul
 async function main(): Promise<void> {
   const runtime = await openRuntime();
   const { config, logger, prisma, redis } = runtime;
-  const server = createServer(createApp({ prisma, config, logger, ...(redis ? { redis } : {}) }));
+  const shutdown = new AbortController();
+  const server = createServer(createApp({ prisma, config, logger, shutdown: shutdown.signal, ...(redis ? { redis } : {}) }));
   answerClientErrors(server);
   limitConnections(server, config, logger);
+  const connections = keepConnectionsAlive(server, config.KEEP_ALIVE_TIMEOUT_MS);
   await listen(server, config.PORT, config.HOST);
   const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
-  shutdownOnSignal(server, runtime, worker);
+  shutdownOnSignal(server, connections, shutdown, runtime, worker);
   const address = server.address();
   logger.info({ port: typeof address === 'object' && address ? address.port : config.PORT, pid: process.pid, worker: Boolean(worker) }, 'listening');
 }

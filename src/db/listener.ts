@@ -5,12 +5,15 @@ import type { Logger } from '../kernel/log.ts';
 export interface ChangeSignal {
   next(): Promise<void>;
   close(): void;
+  /** True once the process is shutting down (ChannelListener.drain): the subscriber should end its stream. */
+  readonly draining: boolean;
 }
 
 class Subscriber implements ChangeSignal {
   private pending = false;
   private closed = false;
   private waiter: (() => void) | null = null;
+  draining = false;
 
   constructor(private readonly onClose: (subscriber: Subscriber) => void) {}
 
@@ -58,6 +61,7 @@ export class ChannelListener {
   private client: pg.Client | null = null;
   private listening: Promise<void> = Promise.resolve();
   private retry: NodeJS.Timeout | null = null;
+  private draining = false;
 
   constructor(
     private readonly connectionString: string | undefined,
@@ -72,6 +76,7 @@ export class ChannelListener {
    */
   async subscribe(key: string): Promise<ChangeSignal> {
     const subscriber = new Subscriber((gone) => this.unsubscribe(key, gone));
+    subscriber.draining = this.draining;
     const set = this.subscribers.get(key) ?? new Set();
     set.add(subscriber);
     this.subscribers.set(key, set);
@@ -106,6 +111,17 @@ export class ChannelListener {
     let count = 0;
     for (const set of this.subscribers.values()) count += set.size;
     return count;
+  }
+
+  /** Shutdown: every subscriber, present and future, is told to end its stream, and woken to do it now. */
+  drain(): void {
+    this.draining = true;
+    for (const set of this.subscribers.values()) {
+      for (const subscriber of set) {
+        subscriber.draining = true;
+        subscriber.wake();
+      }
+    }
   }
 
   private unsubscribe(key: string, subscriber: Subscriber): void {

@@ -33,6 +33,8 @@ export interface AppDependencies {
   logger: Logger;
   /** With REDIS_URL: rate and in-flight limits are shared by every process through it (DESIGN §5). */
   redis?: Redis;
+  /** Aborted when the process starts shutting down (src/main.ts): open event streams end. */
+  shutdown?: AbortSignal;
 }
 
 // A Router, not a sub-app: a mounted express() app sets X-Powered-By again on everything that passes through it.
@@ -113,8 +115,8 @@ function slotLeaseMs(config: Config): number {
   return Math.max(60_000, 2 * config.QUERY_TIMEOUT_MS + config.BODY_READ_TIMEOUT_MS);
 }
 
-export function createApp({ prisma, config, logger, redis }: AppDependencies): Express {
-  const yoga = createGraphServer(prisma, config, logger);
+export function createApp({ prisma, config, logger, redis, shutdown }: AppDependencies): Express {
+  const yoga = createGraphServer(prisma, config, logger, shutdown);
   const openApi = openApiDocument(routes);
   const app = express();
   app.disable('x-powered-by');

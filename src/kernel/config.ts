@@ -61,7 +61,7 @@ const ConfigSchema = z.object({
   /** A request not fully received within this long is answered 408 and closed (Node's requestTimeout). */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
   /** An idle keep-alive connection is closed after this long. */
-  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(65_000),
   /** Jobs one worker process runs at once. */
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** A job whose worker sent no heartbeat for this long is taken over by another worker. */

@@ -46,6 +46,8 @@ export const HTTP_STATUS_BY_CODE = {
   DEPENDENCY_UNAVAILABLE: 502,
   CONFIGURATION_INVALID: 503,
   QUERY_TIMEOUT: 503,
+  // Not in spec §7: the process is stopping (SIGTERM); an open event stream ends with it, and the client reconnects.
+  SERVICE_RESTARTING: 503,
 } as const;
 
 export type ErrorCode = keyof typeof HTTP_STATUS_BY_CODE;

@@ -10,7 +10,7 @@ import { send, type TestServer } from './server.ts';
 
 /**
  * The service as an operator runs it: `npm start` and `npm run worker` as child processes, each in its own process
- * group (npm → sh → tsx → node), so that stopping the group reaches the node process that does the work.
+ * group (npm → node, `exec` in the script), so that stopping the group reaches every process of it.
  */
 export interface ServiceProcess {
   pid: number;

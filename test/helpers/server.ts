@@ -10,6 +10,7 @@ import { createPrisma, type PrismaClient } from '../../src/db/prisma.ts';
 import { answerClientErrors } from '../../src/http/client-errors.ts';
 import { startWorker } from '../../src/jobs/start-worker.ts';
 import { createLogger, type Logger } from '../../src/kernel/log.ts';
+import { keepConnectionsAlive } from '../../src/http/keep-alive.ts';
 import { checkedFetch } from './contract.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
@@ -88,6 +89,7 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
   const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS, effectiveLogger);
   const server: Server = createServer(createApp({ prisma, config, logger: effectiveLogger }));
   answerClientErrors(server);
+  keepConnectionsAlive(server);
   // The job worker runs beside the server as it does under `npm start` (RUN_WORKER=false leaves it out).
   const worker = config.RUN_WORKER ? startWorker(prisma, config, effectiveLogger) : null;
   server.listen(0, '127.0.0.1');

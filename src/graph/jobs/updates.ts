@@ -56,6 +56,11 @@ function jobEvents(
             reported = stateOf(job);
             return { done: false, value: job };
           }
+          // Shutting down: the stream's last event tells the client to reconnect (to another process, or this one
+          // restarted); it resumes from the job's current record, so nothing is lost.
+          if (signal.draining) {
+            return endWith(new DomainError('SERVICE_RESTARTING', 'The service is restarting: reconnect to follow the job.', { retryAfter: 1 }));
+          }
           await signal.next();
         }
         return finish();

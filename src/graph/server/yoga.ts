@@ -1,4 +1,3 @@
-import { useGraphQlJit } from '@envelop/graphql-jit';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../../kernel/config.ts';
 import { ChannelListener } from '../../db/listener.ts';
@@ -12,6 +11,7 @@ import { resolveCredential } from '../../identity/credentials.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { databaseUnavailableError, isDatabaseUnavailable } from '../../db/availability.ts';
 import type { Context, ResolvedCredential, ServerContext } from './context.ts';
+import { compiledExecution } from './compiled-execution.ts';
 import { schema } from '../schema.ts';
 import { refuseUnstorableText } from './refuse-unstorable-text.ts';
 import { SchemaCache } from '../../catalog/table-schema.ts';
@@ -77,7 +77,7 @@ function callerOf(credential: ResolvedCredential): Caller | null {
  * The one GraphQL server: `/graphql` mounts it, and src/http/rest runs its typed operations through its envelop
  * in-process (src/http/rest/execute.ts), so both get the same context, authority, validation and error masking.
  */
-export function createGraphServer(prisma: PrismaClient, config: Config, logger: Logger): GraphServer {
+export function createGraphServer(prisma: PrismaClient, config: Config, logger: Logger, shutdown?: AbortSignal): GraphServer {
   const schemas = new SchemaCache();
   const views = new ViewLensCache();
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
@@ -85,6 +85,8 @@ export function createGraphServer(prisma: PrismaClient, config: Config, logger: 
   const streams = new StreamRegistry({
     perCredential: config.EVENT_STREAMS_PER_CREDENTIAL, perOrg: config.EVENT_STREAMS_PER_ORG, recheckMs: config.EVENT_STREAM_RECHECK_MS,
   });
+  // On SIGTERM, open job streams (REST and /graphql) end at once with a last event that says to reconnect.
+  shutdown?.addEventListener('abort', () => jobUpdates.drain(), { once: true });
   return createYoga<ServerContext, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -117,8 +119,8 @@ export function createGraphServer(prisma: PrismaClient, config: Config, logger: 
       refuseUnstorableText(),
       logUnexpectedErrors(),
       // Each document compiled once into plain functions (graphql-jit) instead of graphql-js walking ~1,500 fields of
-      // a 100-entry page per request: the same resolvers, auth scopes and masking, for /graphql and REST alike.
-      useGraphQlJit(),
+      // a 100-entry page per request, where graphql-jit answers exactly as graphql-js; graphql-js everywhere else.
+      compiledExecution(logger),
     ],
   });
 }
