@@ -63,6 +63,8 @@ const INPUT_OVERRIDES: () => Record<string, Record<string, unknown>> = () => ({
   batchRows: { input: { expectedSchemaVersion: 1, operations: [{ op: 'create', values: {} }] } },
   exportRows: { input: { format: 'csv' } },
   exportDatabase: { input: { format: 'csv' } },
+  aggregateRows: { input: { aggregates: [{ fn: 'count', as: 'n' }] } },
+  lookupRows: { input: { ruleId: newId(), keys: [['probe']] } },
 });
 
 function probe(operation: 'query' | 'mutation', field: string, args: readonly GraphQLArgument[], returnsObject: boolean) {
