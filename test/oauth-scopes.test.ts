@@ -63,6 +63,7 @@ const INPUT_OVERRIDES: () => Record<string, Record<string, unknown>> = () => ({
   batchRows: { input: { expectedSchemaVersion: 1, operations: [{ op: 'create', values: {} }] } },
   exportRows: { input: { format: 'csv' } },
   exportDatabase: { input: { format: 'csv' } },
+  createWebhook: { input: { url: 'https://hooks.example.com/probe', events: ['*'] } },
 });
 
 function probe(operation: 'query' | 'mutation', field: string, args: readonly GraphQLArgument[], returnsObject: boolean) {
