@@ -168,7 +168,7 @@ describe('failures', () => {
 describe('order and replay', () => {
   it('delivers every change once, in feed order, while 8 writers commit at once', async () => {
     const table = await people();
-    const { endpoint, webhook } = await freshEndpoint(table);
+    const { endpoint } = await freshEndpoint(table);
     await Promise.all(Array.from({ length: 8 }, async (_, writer) => {
       for (let index = 0; index < 10; index += 1) {
         const response = await createRow(suite.server, suite.org.adminKey, table, { Name: `${writer}-${index}` });
@@ -177,21 +177,14 @@ describe('order and replay', () => {
     }));
     await expect.poll(() => endpoint.messages().length, { timeout: 30_000, interval: 100 }).toBe(80);
     const feed = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${table.databaseId}/changes?limit=1000`, {
-      token: suite.org.adminKey, outsideContract: true,
+      token: suite.org.adminKey,
     });
-    const order = endpoint.messages().map((entry) => entry.json.data.cursor);
-    if (feed.status === 200) {
-      const expected = feed.body.data.filter((change: any) => change.kind === 'row.created').map((change: any) => change.cursor);
-      expect(order).toEqual(expected);
-    }
-    const sorted = [...order].sort((a, b) => {
-      const [, , pa, sa] = Buffer.from(a, 'base64url').toString().split('.');
-      const [, , pb, sb] = Buffer.from(b, 'base64url').toString().split('.');
-      return Number(BigInt(pa!) - BigInt(pb!)) || Number(BigInt(sa!) - BigInt(sb!));
-    });
-    expect(order).toEqual(sorted);
-    expect(new Set(endpoint.messages().map((entry) => entry.json.data.rowId)).size).toBe(80);
-    expect(webhook.id).toEqual(expect.any(String));
+    expect(feed.status, feed.text).toBe(200);
+    // Exactly the feed's changes, in the feed's (commit) order, each once.
+    const expected = feed.body.data.filter((change: any) => change.kind === 'row.created');
+    expect(expected).toHaveLength(80);
+    expect(endpoint.messages().map((entry) => entry.json.data)).toEqual(expected);
+    expect(endpoint.received).toHaveLength(80);
     await endpoint.close();
   });
 

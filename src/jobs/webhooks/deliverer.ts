@@ -65,6 +65,15 @@ function matches(endpoint: EndpointRow, change: Change): boolean {
   return endpoint.events.includes('*') || endpoint.events.includes(change.kind);
 }
 
+/** A change as `GET …/changes` answers it: every member present, null when it does not apply. */
+function asDelivered(change: Change) {
+  return {
+    cursor: change.cursor, kind: change.kind, tableId: change.tableId, rowId: change.rowId ?? null, version: change.version ?? null,
+    schemaVersion: change.schemaVersion ?? null, mutationId: change.mutationId, actor: change.actor, committedAt: change.committedAt,
+    values: change.values ?? null, previous: change.previous ?? null,
+  };
+}
+
 function positionOf(cursor: string): { position: string; seq: string } {
   const [, , position, seq] = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
   return { position: position!, seq: seq! };
@@ -125,7 +134,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     if (!best) return null;
     const { position, seq } = positionOf(best.change.cursor);
     return {
-      id: `msg_${newId()}`, type: best.change.kind, timestamp: new Date().toISOString(), data: best.change,
+      id: `msg_${newId()}`, type: best.change.kind, timestamp: new Date().toISOString(), data: asDelivered(best.change),
       databaseId: best.databaseId, cursor: best.change.cursor, position, seq,
     };
   }
