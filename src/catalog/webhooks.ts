@@ -81,6 +81,14 @@ export function insertStartPositions(webhookId: string, orgId: string, databaseI
   };
 }
 
+/** Drops the places in databases outside a narrowed scope (`databaseId` null: every database stays followed). */
+export function forgetUnfollowedPositions(webhookId: string, databaseId: string | null): Statement {
+  return {
+    sql: 'DELETE FROM webhook_positions WHERE webhook_id = $1::bpchar AND $2::bpchar IS NOT NULL AND database_id <> $2::bpchar',
+    params: [webhookId, databaseId],
+  };
+}
+
 export function selectWebhook(orgId: string, id: string, lock = false): Statement {
   return {
     sql: `SELECT ${PUBLIC_COLUMNS} FROM webhooks WHERE org_id = $1::bpchar AND id = $2::bpchar${lock ? ' FOR UPDATE' : ''}`,

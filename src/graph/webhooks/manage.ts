@@ -2,7 +2,7 @@ import { decodeChangeCursor, invalidChangeCursor } from '../../catalog/changes.t
 import { parseNetworks, urlProblems, type Network } from '../../catalog/webhook-destinations.ts';
 import { configuredSealingKey, newSigningSecret, openSecret, sealingKey, sealSecret } from '../../catalog/webhook-secrets.ts';
 import {
-  activateWebhook, countOrgWebhooks, deleteWebhook, disableWebhook, insertStartPositions, insertWebhook, insertWebhookMessage,
+  activateWebhook, countOrgWebhooks, deleteWebhook, disableWebhook, forgetUnfollowedPositions, insertStartPositions, insertWebhook, insertWebhookMessage,
   lockOrgWebhooks, notifyWebhooks, rewindWebhook, rotateWebhookSecret, selectOrgDatabase, selectSealedSecret, selectTablesOfDatabase,
   selectWebhook, updateWebhookSettings, type WebhookRow,
 } from '../../catalog/webhooks.ts';
@@ -132,8 +132,12 @@ export async function updateWebhook(tx: TransactionClient, context: Context, org
   if (Object.values(settings).some((value) => value !== undefined)) {
     [row] = await run<WebhookRow>(tx, updateWebhookSettings(id, { ...settings, tableIds: scopeChanged ? tableIds : body.tableIds }));
   }
-  // A database the endpoint newly follows starts at its head, as a new endpoint would.
-  if (scopeChanged && databaseId !== null) await run(tx, insertStartPositions(id, orgId, databaseId));
+  // A database the endpoint newly follows starts at its head, as a new endpoint would; one it stops following
+  // forgets its place, so that following it again later starts at that moment's head too.
+  if (scopeChanged) {
+    await run(tx, forgetUnfollowedPositions(id, databaseId));
+    await run(tx, insertStartPositions(id, orgId, databaseId));
+  }
   const caller = requireCaller(context);
   if (body.state === 'active' && before.state === 'disabled') {
     [row] = await run<WebhookRow>(tx, activateWebhook(id));
