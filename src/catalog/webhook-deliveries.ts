@@ -42,6 +42,9 @@ export interface EndpointRow {
   message: InFlightMessage | null;
   failedAttempts: number;
   due: boolean;
+  version: string;
+  generation: number;
+  hasQueued: boolean;
 }
 
 export function selectEndpoint(webhookId: string): Statement {
@@ -49,7 +52,8 @@ export function selectEndpoint(webhookId: string): Statement {
     sql: `SELECT id, org_id AS "orgId", url, events, database_id AS "databaseId", table_ids::text[] AS "tableIds", state,
             secret_sealed AS "secretSealed",
             CASE WHEN previous_secret_expires_at > now() THEN previous_secret_sealed END AS "previousSecretSealed",
-            message, failed_attempts AS "failedAttempts", next_attempt_at <= now() AS due
+            message, failed_attempts AS "failedAttempts", next_attempt_at <= now() AS due, version::text AS version, generation,
+            EXISTS (SELECT 1 FROM webhook_messages m WHERE m.webhook_id = webhooks.id) AS "hasQueued"
           FROM webhooks WHERE id = $1::bpchar`,
     params: [webhookId],
   };
@@ -72,7 +76,7 @@ export function selectDueEndpoints(limit: number): Statement {
 /** The active endpoints that follow a database's feed: the ones a change in it may concern. */
 export function selectFollowers(databaseIds: readonly string[]): Statement {
   return {
-    sql: `SELECT w.id FROM webhooks w JOIN databases d ON d.org_id = w.org_id
+    sql: `SELECT w.id, d.id AS "databaseId" FROM webhooks w JOIN databases d ON d.org_id = w.org_id
            WHERE d.id = ANY($1::bpchar[]) AND w.state = 'active' AND (w.database_id IS NULL OR w.database_id = d.id)`,
     params: [databaseIds],
   };
@@ -101,10 +105,12 @@ export function savePosition(webhookId: string, databaseId: string, position: st
   };
 }
 
-export function startMessage(webhookId: string, message: InFlightMessage): Statement {
+/** Puts a message in flight, unless the positions it was read from were moved meanwhile (no row then). */
+export function startMessage(webhookId: string, generation: number, message: InFlightMessage): Statement {
   return {
-    sql: `UPDATE webhooks SET message = $2::jsonb, failed_attempts = 0, next_attempt_at = now() WHERE id = $1::bpchar`,
-    params: [webhookId, JSON.stringify(message)],
+    sql: `UPDATE webhooks SET message = $3::jsonb, failed_attempts = 0, next_attempt_at = now()
+          WHERE id = $1::bpchar AND generation = $2 AND message IS NULL RETURNING id`,
+    params: [webhookId, generation, JSON.stringify(message)],
   };
 }
 
@@ -116,10 +122,32 @@ export function idleEndpoint(webhookId: string, seconds: number): Statement {
   };
 }
 
-export function finishMessage(webhookId: string): Statement {
+/**
+ * One statement (one round trip, one commit) after a 2xx: the attempt logged, the feed position moved past the
+ * message, and the next message (or none) put in flight, committed before it is sent. Answers the endpoint's
+ * version, so that a deliverer notices a change of its settings made meanwhile.
+ */
+export function finishAndStart(
+  attempt: AttemptRecord, generation: number, delivered: InFlightMessage, next: InFlightMessage | null,
+): Statement {
+  const logged = insertAttempt(attempt);
+  const at = (index: number) => `$${logged.params.length + index}`;
   return {
-    sql: 'UPDATE webhooks SET message = NULL, failed_attempts = 0, next_attempt_at = now() WHERE id = $1::bpchar',
-    params: [webhookId],
+    sql: `WITH current AS (
+            UPDATE webhooks SET message = ${at(6)}::jsonb, failed_attempts = 0, next_attempt_at = now()
+             WHERE id = ${at(1)}::bpchar AND generation = ${at(5)} AND message->>'id' = ${at(7)}
+            RETURNING id, version::text AS version, state
+          ), logged AS (${logged.sql}),
+          moved AS (
+            INSERT INTO webhook_positions (webhook_id, database_id, position, seq)
+            SELECT id, ${at(2)}::bpchar, ${at(3)}::bigint, ${at(4)}::bigint FROM current
+            ON CONFLICT (webhook_id, database_id) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq
+          )
+          SELECT version, state FROM current`,
+    params: [
+      ...logged.params, attempt.webhookId, delivered.databaseId, delivered.position, delivered.seq, generation,
+      next === null ? null : JSON.stringify(next), delivered.id,
+    ],
   };
 }
 

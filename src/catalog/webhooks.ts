@@ -191,6 +191,18 @@ export function rewindWebhook(webhookId: string, after: { databaseId: string; po
   };
 }
 
+/**
+ * The positions were moved by hand (replay, a changed scope): the message in flight is dropped (a replay sends it
+ * again if it falls in the replayed range) and a deliverer still working from the old positions writes nothing.
+ */
+export function restartDelivery(webhookId: string): Statement {
+  return {
+    sql: `UPDATE webhooks SET message = NULL, failed_attempts = 0, next_attempt_at = now(), generation = generation + 1
+          WHERE id = $1::bpchar`,
+    params: [webhookId],
+  };
+}
+
 /** Wakes the workers' deliverers (src/jobs/webhooks): an endpoint has something new to send. */
 export const WEBHOOK_NOTIFY_CHANNEL = 'wds_webhooks';
 

@@ -22,8 +22,11 @@ CREATE TABLE "webhooks" (
     "updated_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "disabled_at" TIMESTAMPTZ(3),
     "disabled_reason" VARCHAR(500),
-    -- Delivery state: the message in flight (null when idle) and its failed attempts so far.
+    -- Delivery state: the message in flight (null when idle) and its failed attempts so far. `generation` moves when
+    -- the positions are moved by anything but a delivery (replay, a changed scope): a deliverer that read the old
+    -- ones then writes nothing.
     "message" JSONB,
+    "generation" INTEGER NOT NULL DEFAULT 0,
     "failed_attempts" INTEGER NOT NULL DEFAULT 0,
     "next_attempt_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 

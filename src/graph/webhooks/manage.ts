@@ -3,7 +3,7 @@ import { parseNetworks, urlProblems, type Network } from '../../catalog/webhook-
 import { configuredSealingKey, newSigningSecret, openSecret, sealingKey, sealSecret } from '../../catalog/webhook-secrets.ts';
 import {
   activateWebhook, countOrgWebhooks, deleteWebhook, disableWebhook, forgetUnfollowedPositions, insertStartPositions, insertWebhook, insertWebhookMessage,
-  lockOrgWebhooks, notifyWebhooks, rewindWebhook, rotateWebhookSecret, selectOrgDatabase, selectSealedSecret, selectTablesOfDatabase,
+  lockOrgWebhooks, notifyWebhooks, restartDelivery, rewindWebhook, rotateWebhookSecret, selectOrgDatabase, selectSealedSecret, selectTablesOfDatabase,
   selectWebhook, updateWebhookSettings, type WebhookRow,
 } from '../../catalog/webhooks.ts';
 import type { Statement } from '../../data/sql.ts';
@@ -137,6 +137,7 @@ export async function updateWebhook(tx: TransactionClient, context: Context, org
   if (scopeChanged) {
     await run(tx, forgetUnfollowedPositions(id, databaseId));
     await run(tx, insertStartPositions(id, orgId, databaseId));
+    await run(tx, restartDelivery(id));
   }
   const caller = requireCaller(context);
   if (body.state === 'active' && before.state === 'disabled') {
@@ -213,6 +214,7 @@ export async function replayWebhook(
     target = { databaseId, position: position.toString(), seq: seq.toString() };
   }
   await run(tx, rewindWebhook(id, target));
+  await run(tx, restartDelivery(id));
   await run(tx, notifyWebhooks(id));
   await recordActivity(tx, requireCaller(context), {
     orgId, category: 'webhooks', event: 'webhook.replay',

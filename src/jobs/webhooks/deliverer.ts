@@ -1,9 +1,9 @@
 import pg from 'pg';
-import { CHANGES_CHANNEL, encodeChangeCursor, readChanges, type Change } from '../../catalog/changes.ts';
+import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import {
-  deleteQueuedMessage, disableEndpoint, finishMessage, idleEndpoint, insertAttempt, insertDisabledEvent, pruneAttempts,
-  retryMessage, savePosition, selectActiveEndpoints, selectDueEndpoints, selectEndpoint, selectFollowedFeeds, selectFollowers,
-  selectQueuedMessages, startMessage, tryLockEndpoint, unlockEndpoint, type EndpointRow, type InFlightMessage, type QueuedMessage,
+  deleteQueuedMessage, disableEndpoint, finishAndStart, idleEndpoint, insertAttempt, insertDisabledEvent, pruneAttempts,
+  retryMessage, selectActiveEndpoints, selectDueEndpoints, selectEndpoint, selectFollowers, selectQueuedMessages, startMessage,
+  tryLockEndpoint, unlockEndpoint, type AttemptRecord, type EndpointRow, type InFlightMessage, type QueuedMessage,
 } from '../../catalog/webhook-deliveries.ts';
 import { parseNetworks, type Network } from '../../catalog/webhook-destinations.ts';
 import { configuredSealingKey, openSecret, sealingKey, signatureHeader } from '../../catalog/webhook-secrets.ts';
@@ -11,9 +11,9 @@ import { WEBHOOK_NOTIFY_CHANNEL } from '../../catalog/webhooks.ts';
 import type { Statement } from '../../data/sql.ts';
 import { inPgTransaction, pgExecutor, type SqlExecutor } from '../../db/sql.ts';
 import type { Config } from '../../config.ts';
-import { DomainError } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import type { Logger } from '../../log.ts';
+import { FollowedFeeds, type FeedNotifications } from './followed-feeds.ts';
 import { sendMessage, type SendResult } from './send.ts';
 
 /**
@@ -41,9 +41,6 @@ export interface Deliverer {
 const IDLE_RECHECK_SECONDS = 60;
 /** Messages one claim of an endpoint sends before it lets other endpoints have the slot. */
 const MESSAGES_PER_CLAIM = 100;
-const FEED_PAGE = 100;
-/** Feed pages of non-matching changes one look reads before it saves its place and yields. */
-const PAGES_PER_LOOK = 20;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -61,24 +58,6 @@ function run<Row = Record<string, unknown>>(sql: SqlExecutor, statement: Stateme
   return sql.query<Row>(statement.sql, statement.params);
 }
 
-function matches(endpoint: EndpointRow, change: Change): boolean {
-  return endpoint.events.includes('*') || endpoint.events.includes(change.kind);
-}
-
-/** A change as `GET …/changes` answers it: every member present, null when it does not apply. */
-function asDelivered(change: Change) {
-  return {
-    cursor: change.cursor, kind: change.kind, tableId: change.tableId, rowId: change.rowId ?? null, version: change.version ?? null,
-    schemaVersion: change.schemaVersion ?? null, mutationId: change.mutationId, actor: change.actor, committedAt: change.committedAt,
-    values: change.values ?? null, previous: change.previous ?? null,
-  };
-}
-
-function positionOf(cursor: string): { position: string; seq: string } {
-  const [, , position, seq] = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
-  return { position: position!, seq: seq! };
-}
-
 export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const { pool, config, log } = options;
   const schedule = parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE);
@@ -88,11 +67,13 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const dirty = new Set<string>();
   const changedDatabases = new Set<string>();
   const busy = new Set<string>();
+  const notifications: FeedNotifications = { listening: false, counts: new Map() };
   const running = new Set<Promise<void>>();
   let stopped = false;
   let woken = false;
   let wake: (() => void) | null = null;
-  const listener = new pg.Client({ connectionString: (pool as unknown as { options: { connectionString?: string } }).options.connectionString });
+  const connectionString = (pool as unknown as { options: { connectionString?: string } }).options.connectionString;
+  let listener: pg.Client | null = null;
 
   const notify = () => {
     woken = true;
@@ -107,48 +88,6 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     const timer = setTimeout(() => { wake = null; resolve(); }, config.JOB_POLL_MS);
     wake = () => { clearTimeout(timer); wake = null; woken = false; resolve(); };
   });
-
-  /** The next change of any followed feed that the endpoint wants, oldest commit first; skipped changes are passed. */
-  async function nextChange(endpoint: EndpointRow): Promise<InFlightMessage | null> {
-    const feeds = await run<{ databaseId: string; position: string | null; seq: string | null }>(
-      sql, selectFollowedFeeds(endpoint.id, endpoint.orgId, endpoint.databaseId));
-    let best: { change: Change; databaseId: string } | null = null;
-    for (const feed of feeds) {
-      let after = feed.position === null ? null : encodeChangeCursor(feed.databaseId, { position: BigInt(feed.position), seq: BigInt(feed.seq!) });
-      for (let page = 0; page < PAGES_PER_LOOK; page += 1) {
-        const read = await readFeed(feed.databaseId, after, endpoint.tableIds);
-        const found = read.data.find((change) => matches(endpoint, change));
-        if (found) {
-          if (!best || found.committedAt < best.change.committedAt) best = { change: found, databaseId: feed.databaseId };
-          break;
-        }
-        const last = read.data.at(-1);
-        if (!last) break;
-        // Nothing here for this endpoint: its place moves past the changes it does not want.
-        const { position, seq } = positionOf(last.cursor);
-        await run(sql, savePosition(endpoint.id, feed.databaseId, position, seq));
-        after = last.cursor;
-        if (!read.hasMore) break;
-      }
-    }
-    if (!best) return null;
-    const { position, seq } = positionOf(best.change.cursor);
-    return {
-      id: `msg_${newId()}`, type: best.change.kind, timestamp: new Date().toISOString(), data: asDelivered(best.change),
-      databaseId: best.databaseId, cursor: best.change.cursor, position, seq,
-    };
-  }
-
-  /** A place older than the feed's retention restarts at the oldest retained change (the gap is logged). */
-  async function readFeed(databaseId: string, after: string | null, tableIds: string[]) {
-    try {
-      return await readChanges(sql, { databaseId, after, limit: FEED_PAGE, tableIds });
-    } catch (error) {
-      if (!(error instanceof DomainError) || error.code !== 'CURSOR_INVALID') throw error;
-      log.warn({ databaseId }, 'a webhook fell behind the change feed’s retention; it continues from the oldest retained change');
-      return readChanges(sql, { databaseId, after: null, limit: FEED_PAGE, tableIds });
-    }
-  }
 
   async function secretsOf(endpoint: EndpointRow): Promise<string[]> {
     const key = await sealingKey(pool, sql, configuredKey);
@@ -186,59 +125,75 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     }
   }
 
-  /** Sends the endpoint's messages while it has some and they succeed. */
+  /**
+   * Sends the endpoint's messages while it has some and they succeed, at most MESSAGES_PER_CLAIM. A settings change
+   * made meanwhile (its version moves) ends the claim, so that the next one reads the new settings.
+   */
   async function work(webhookId: string): Promise<void> {
+    dirty.delete(webhookId);
+    const [endpoint] = await run<EndpointRow>(sql, selectEndpoint(webhookId));
+    if (!endpoint) return;
+    if (endpoint.hasQueued) await deliverQueued(endpoint);
+    if (endpoint.state !== 'active' || (endpoint.message !== null && !endpoint.due)) return;
+    const feeds = new FollowedFeeds(sql, endpoint, notifications, log, endpoint.message);
+    let message = endpoint.message;
+    let failedBefore = endpoint.failedAttempts;
     for (let sent = 0; sent < MESSAGES_PER_CLAIM && !stopped; sent += 1) {
-      dirty.delete(webhookId);
-      const [endpoint] = await run<EndpointRow>(sql, selectEndpoint(webhookId));
-      if (!endpoint) return;
-      await deliverQueued(endpoint);
-      if (endpoint.state !== 'active') return;
-      let message = endpoint.message;
       if (message === null) {
-        message = await nextChange(endpoint);
+        dirty.delete(webhookId);
+        message = await feeds.next();
         if (message === null) {
           await run(sql, idleEndpoint(webhookId, IDLE_RECHECK_SECONDS));
           return;
         }
-        await run(sql, startMessage(webhookId, message));
-      } else if (!endpoint.due) {
-        return;
-      }
-      const failedBefore = message === endpoint.message ? endpoint.failedAttempts : 0;
-      const result = await attempt(endpoint, message);
-      const succeeded = result.error === null;
-      const failed = failedBefore + 1;
-      const delay = succeeded ? undefined : schedule[failed - 1];
-      await inPgTransaction(pool, [], async (tx) => {
-        const nextAttemptAt = delay === undefined ? null : new Date(Date.now() + delay);
-        await run(tx, insertAttempt({
-          id: newId(), webhookId, messageId: message.id, type: message.type, cursor: message.cursor, attempt: failed, ...result,
-          succeeded, nextAttemptAt,
-        }));
-        if (succeeded) {
-          await run(tx, savePosition(webhookId, message.databaseId, message.position, message.seq));
-          await run(tx, finishMessage(webhookId));
-        } else if (delay !== undefined) {
-          await run(tx, retryMessage(webhookId, failed, delay));
-        } else {
-          const reason = `Disabled after ${failed} failed attempts of one message; the last: ${result.error}`;
-          const [disabled] = await run<{ url: string }>(tx, disableEndpoint(webhookId, failed, reason));
-          if (disabled) {
-            const host = new URL(disabled.url).host;
-            await run(tx, insertDisabledEvent(newId(), endpoint.orgId, endpoint.databaseId,
-              `Disabled the webhook to ${host} after ${failed} failed attempts; re-enable it to resume from the first undelivered change`));
-          }
+        const [started] = await run(sql, startMessage(webhookId, endpoint.generation, message));
+        if (!started) {
+          dirty.add(webhookId);
+          return;
         }
-        return { value: undefined };
-      });
-      if (!succeeded) {
-        log.info({ webhookId, messageId: message.id, attempt: failed, error: result.error }, 'webhook attempt failed');
+      }
+      const result = await attempt(endpoint, message);
+      const failed = failedBefore + 1;
+      const record = {
+        id: newId(), webhookId, messageId: message.id, type: message.type, cursor: message.cursor, attempt: failed, ...result,
+      };
+      if (result.error !== null) {
+        await recordFailure(endpoint, message, record, failed);
         return;
       }
+      dirty.delete(webhookId);
+      const next = await feeds.next();
+      const [after] = await run<{ version: string; state: string }>(sql, finishAndStart({ ...record, succeeded: true, nextAttemptAt: null }, endpoint.generation, message, next));
+      if (!after || after.state !== 'active' || after.version !== endpoint.version) {
+        dirty.add(webhookId);
+        return;
+      }
+      message = next;
+      failedBefore = 0;
     }
-    // The claim's share is spent, or new work arrived meanwhile: look again soon.
+    // The claim's share is spent: other endpoints get the slot, and this one is looked at again at once.
     dirty.add(webhookId);
+  }
+
+  /** A failed attempt: retried on the schedule, or after its last retry the endpoint is disabled. */
+  async function recordFailure(endpoint: EndpointRow, message: InFlightMessage, record: Omit<AttemptRecord, 'succeeded' | 'nextAttemptAt'>, failed: number) {
+    const delay = schedule[failed - 1];
+    await inPgTransaction(pool, [], async (tx) => {
+      await run(tx, insertAttempt({ ...record, succeeded: false, nextAttemptAt: delay === undefined ? null : new Date(Date.now() + delay) }));
+      if (delay !== undefined) {
+        await run(tx, retryMessage(endpoint.id, failed, delay));
+        return { value: undefined };
+      }
+      const reason = `Disabled after ${failed} failed attempts of one message; the last: ${record.error}`;
+      const [disabled] = await run<{ url: string }>(tx, disableEndpoint(endpoint.id, failed, reason));
+      if (disabled) {
+        await run(tx, insertDisabledEvent(newId(), endpoint.orgId, endpoint.databaseId,
+          `Disabled the webhook to ${new URL(disabled.url).host} after ${failed} failed attempts; `
+          + 're-enable it to resume from the first undelivered change'));
+      }
+      return { value: undefined };
+    });
+    log.info({ webhookId: endpoint.id, messageId: message.id, attempt: failed, error: record.error }, 'webhook attempt failed');
   }
 
   /** Works on the endpoint if no worker does: the advisory lock lives on a connection held for the whole claim. */
@@ -262,13 +217,77 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     }
   }
 
-  async function candidates(): Promise<string[]> {
-    if (changedDatabases.size > 0) {
-      const databases = [...changedDatabases];
-      changedDatabases.clear();
-      for (const { id } of await run<{ id: string }>(sql, selectFollowers(databases))) dirty.add(id);
+  /** Every active endpoint is looked at once: on start, and after notifications may have been missed. */
+  async function lookAtAll(): Promise<void> {
+    const rows = await run<{ id: string }>(sql, selectActiveEndpoints());
+    for (const row of rows) dirty.add(row.id);
+    notify();
+  }
+
+  /**
+   * LISTEN for new changes and for test, replay and re-enable. While the connection is down, every look reads the
+   * feeds (FeedNotifications.listening) and idle endpoints are looked at by the due scan; it is reopened after a second.
+   */
+  async function listen(): Promise<void> {
+    const client = new pg.Client({ connectionString });
+    listener = client;
+    let reopening = false;
+    const reopen = () => {
+      notifications.listening = false;
+      client.end().catch(() => undefined);
+      if (reopening || stopped) return;
+      reopening = true;
+      setTimeout(() => void listen(), 1_000).unref();
+    };
+    client.on('notification', (message) => {
+      if (!message.payload) return;
+      if (message.channel === CHANGES_CHANNEL) {
+        changedDatabases.add(message.payload);
+        notifications.counts.set(message.payload, (notifications.counts.get(message.payload) ?? 0) + 1);
+      } else {
+        dirty.add(message.payload);
+      }
+      notify();
+    });
+    client.on('error', (error) => {
+      log.warn({ err: error }, 'webhook notification connection failed; reopening it');
+      reopen();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      await client.query(`LISTEN ${WEBHOOK_NOTIFY_CHANNEL}`);
+      notifications.listening = true;
+      // Whatever was committed while no one listened is looked at now, not at the next idle recheck.
+      await lookAtAll();
+    } catch (error) {
+      log.warn({ err: error }, 'webhook notifications unavailable; retrying in a second');
+      reopen();
     }
-    const due = await run<{ id: string }>(sql, selectDueEndpoints(config.WEBHOOK_CONCURRENCY * 4));
+  }
+
+  /**
+   * Who follows a database, cached for a poll interval: at hundreds of changes per second the lookup would otherwise
+   * run once per commit. An endpoint created meanwhile is found by the due scan within the same interval.
+   */
+  const followers = new Map<string, { ids: string[]; at: number }>();
+  let lastDueScan = 0;
+
+  async function candidates(): Promise<string[]> {
+    const now = Date.now();
+    const unknown = [...changedDatabases].filter((id) => (followers.get(id)?.at ?? 0) < now - config.JOB_POLL_MS);
+    if (unknown.length > 0) {
+      const rows = await run<{ id: string; databaseId: string }>(sql, selectFollowers(unknown));
+      for (const databaseId of unknown) followers.set(databaseId, { ids: [], at: now });
+      for (const row of rows) followers.get(row.databaseId)!.ids.push(row.id);
+    }
+    for (const databaseId of changedDatabases) for (const id of followers.get(databaseId)?.ids ?? []) dirty.add(id);
+    changedDatabases.clear();
+    let due: { id: string }[] = [];
+    if (now - lastDueScan >= config.JOB_POLL_MS) {
+      lastDueScan = now;
+      due = await run<{ id: string }>(sql, selectDueEndpoints(config.WEBHOOK_CONCURRENCY * 4));
+    }
     return [...new Set([...dirty, ...due.map((row) => row.id)])].filter((id) => !busy.has(id));
   }
 
@@ -280,21 +299,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   }
 
   const loop = (async () => {
-    await listener.connect()
-      .then(() => listener.query(`LISTEN ${CHANGES_CHANNEL}`))
-      .then(() => listener.query(`LISTEN ${WEBHOOK_NOTIFY_CHANNEL}`))
-      .catch((error: unknown) => log.warn({ err: error }, 'webhook notifications unavailable; polling only'));
-    listener.on('notification', (message) => {
-      if (!message.payload) return;
-      if (message.channel === CHANGES_CHANNEL) changedDatabases.add(message.payload);
-      else dirty.add(message.payload);
-      notify();
-    });
-    listener.on('error', (error) => log.warn({ err: error }, 'webhook notification connection failed'));
-    // Whatever was committed while no worker ran is looked at now, not at the next idle recheck.
-    await run<{ id: string }>(sql, selectActiveEndpoints())
-      .then((rows) => rows.forEach((row) => dirty.add(row.id)))
-      .catch((error: unknown) => log.warn({ err: error }, 'listing webhooks failed'));
+    await listen();
     while (!stopped) {
       try {
         await pruneLog();
@@ -321,7 +326,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       notify();
       await loop;
       await Promise.allSettled(running);
-      await listener.end().catch(() => undefined);
+      await listener?.end().catch(() => undefined);
     },
   };
 }
