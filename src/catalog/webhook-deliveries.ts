@@ -1,4 +1,4 @@
-import type { Statement } from '../data/sql.ts';
+import type { Statement } from '../data/statement.ts';
 
 /**
  * The deliverer's SQL (issue 27, src/jobs/webhooks): an endpoint's delivery state, its followed feeds, its queued

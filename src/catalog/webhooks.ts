@@ -1,5 +1,5 @@
-import type { Statement } from '../data/sql.ts';
-import { utcTimestamp } from '../data/sql.ts';
+import type { Statement } from '../data/statement.ts';
+import { utcTimestamp } from '../data/statement.ts';
 
 /**
  * The webhook catalog's SQL (issue 27) as named statements, for the resolvers (src/graph/webhooks) and the

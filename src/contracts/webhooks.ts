@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_WEBHOOK_URL_LENGTH } from '../catalog/webhook-destinations.ts';
-import { Id, Timestamp, VersionString } from '../formats.ts';
+import { Id, Timestamp, VersionString } from '../kernel/formats.ts';
 
 /**
  * Webhooks (issue 27): every body, query and response of the domain. REST validates with them, the GraphQL inputs

@@ -6,17 +6,17 @@ import {
   lockOrgWebhooks, notifyWebhooks, restartDelivery, rewindWebhook, rotateWebhookSecret, selectOrgDatabase, selectSealedSecret, selectTablesOfDatabase,
   selectWebhook, updateWebhookSettings, type WebhookRow,
 } from '../../catalog/webhooks.ts';
-import type { Statement } from '../../data/sql.ts';
+import type { Statement } from '../../data/statement.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
 import type { SqlExecutor } from '../../db/sql.ts';
-import { DomainError, notFound, validationFailed, type FieldProblem } from '../../errors.ts';
-import { storedVersion } from '../../formats.ts';
-import { newId } from '../../ids.ts';
+import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
+import { storedVersion } from '../../kernel/formats.ts';
+import { newId } from '../../kernel/ids.ts';
 import { MAX_WEBHOOKS_PER_ORG, type CreateWebhook, type UpdateWebhook } from '../../contracts/webhooks.ts';
-import { recordActivity } from '../activity.ts';
-import { requireCaller } from '../auth/guards.ts';
-import type { Context } from '../context.ts';
-import { versionConflict } from '../database-changes.ts';
+import { recordActivity } from '../../catalog/activity.ts';
+import { requireCaller } from '../server/guards.ts';
+import type { Context } from '../server/context.ts';
+import { versionConflict } from '../databases/database-changes.ts';
 import { requireDatabase } from '../tables/tables.ts';
 
 /**

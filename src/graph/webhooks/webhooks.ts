@@ -3,15 +3,15 @@ import { selectAttemptPage, selectWebhookPage, type AttemptRow, type WebhookRow 
 import {
   CreateWebhookBody, DeleteWebhookBody, ReplayWebhookBody, UpdateWebhookBody, WEBHOOK_EVENT_KINDS,
 } from '../../contracts/webhooks.ts';
-import { Id } from '../../formats.ts';
-import { newId } from '../../ids.ts';
-import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../cursor.ts';
-import { Deletion } from '../deletion.ts';
-import { idempotent } from '../idempotency.ts';
-import { idempotentWithSecret } from '../one-time-secret.ts';
-import { pageOf, pageRef } from '../pages.ts';
+import { Id } from '../../kernel/formats.ts';
+import { newId } from '../../kernel/ids.ts';
+import { builder } from '../server/builder.ts';
+import type { Context } from '../server/context.ts';
+import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { Deletion } from '../shared/deletion.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import { idempotentWithSecret } from '../server/one-time-secret.ts';
+import { pageOf, pageRef } from '../shared/pages.ts';
 import {
   createWebhook, getWebhook, queueTestMessage, removeWebhook, replayWebhook, rotateSecret, updateWebhook,
 } from './manage.ts';

@@ -8,11 +8,11 @@ import {
 import { parseNetworks, type Network } from '../../catalog/webhook-destinations.ts';
 import { configuredSealingKey, openSecret, sealingKey, signatureHeader } from '../../catalog/webhook-secrets.ts';
 import { WEBHOOK_NOTIFY_CHANNEL } from '../../catalog/webhooks.ts';
-import type { Statement } from '../../data/sql.ts';
+import type { Statement } from '../../data/statement.ts';
 import { inPgTransaction, pgExecutor, type SqlExecutor } from '../../db/sql.ts';
-import type { Config } from '../../config.ts';
-import { newId } from '../../ids.ts';
-import type { Logger } from '../../log.ts';
+import type { Config } from '../../kernel/config.ts';
+import { newId } from '../../kernel/ids.ts';
+import type { Logger } from '../../kernel/log.ts';
 import { FollowedFeeds, type FeedNotifications } from './followed-feeds.ts';
 import { sendMessage, type SendResult } from './send.ts';
 

@@ -1,9 +1,9 @@
 import { encodeChangeCursor, readChanges, type Change } from '../../catalog/changes.ts';
 import { savePosition, selectFollowedFeeds, type EndpointRow, type InFlightMessage } from '../../catalog/webhook-deliveries.ts';
 import type { SqlExecutor } from '../../db/sql.ts';
-import { DomainError } from '../../errors.ts';
-import { newId } from '../../ids.ts';
-import type { Logger } from '../../log.ts';
+import { DomainError } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import type { Logger } from '../../kernel/log.ts';
 
 const FEED_PAGE = 100;
 /** Feed pages of non-matching changes one look reads before it saves its place and yields. */

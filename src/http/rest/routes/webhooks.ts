@@ -2,15 +2,15 @@ import { z } from 'zod';
 import {
   CreateWebhookBody, DeleteWebhookBody, ReplayWebhookBody, UpdateWebhookBody, WebhookAttemptResponse, WebhookMessageQueued,
   WebhookReplayResponse, WebhookResponse, WebhookWithSecretResponse,
-} from '../../contracts/webhooks.ts';
-import { Id } from '../../formats.ts';
+} from '../../../contracts/webhooks.ts';
+import { Id } from '../../../kernel/formats.ts';
 import {
   CreateWebhookDocument, DeleteWebhookDocument, GetWebhookDocument, ListWebhookDeliveriesDocument, ListWebhooksDocument,
   ReplayWebhookDocument, RotateWebhookSecretDocument, TestWebhookDocument, UpdateWebhookDocument,
-} from '../operations/documents.ts';
+} from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
-import { DeletionResponse } from './formats.ts';
-import { Page, PageQuery } from './pages.ts';
+import { DeletionResponse } from '../../../contracts/responses.ts';
+import { Page, PageQuery } from '../../../contracts/pages.ts';
 
 const WEBHOOKS = '/v1/orgs/{orgId}/webhooks';
 const OrgPath = z.strictObject({ orgId: Id });
