@@ -19,15 +19,27 @@ import { api, percentile, ratioLine, type Servers } from './harness.ts';
  * environment (`webhookBenchEnv`), so that the API accepts a loopback receiver, and without the org's in-flight
  * limit, which the steady 200/s of row (2) would otherwise meet with 429s whenever creates slow down.
  */
-export const webhookBenchEnv = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8', ORG_CONCURRENCY_LIMIT: '0' };
+export const webhookBenchEnv = {
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  ORG_CONCURRENCY_LIMIT: '0',
+};
 
 const CONNECTIONS = 8;
 const LAG_RATE = 200;
 const MAX_OUTSTANDING = 32;
 
-export interface WebhookBenchTable { databaseId: string; path: string; schemaVersion: number; values: Record<string, unknown> }
+export interface WebhookBenchTable {
+  databaseId: string;
+  path: string;
+  schemaVersion: number;
+  values: Record<string, unknown>;
+}
 
-interface Receipt { at: number; committedAt: number }
+interface Receipt {
+  at: number;
+  committedAt: number;
+}
 
 async function startReceiver(): Promise<{ url: string; receipts: Receipt[]; server: Server }> {
   const receipts: Receipt[] = [];
@@ -47,9 +59,18 @@ async function startReceiver(): Promise<{ url: string; receipts: Receipt[]; serv
 }
 
 async function startWorker(databaseUrl: string): Promise<ChildProcess> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...webhookBenchEnv, NODE_ENV: 'production', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...webhookBenchEnv,
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'info',
+  };
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+  });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => {
     output += chunk.toString('utf8');
@@ -67,12 +88,17 @@ async function creates(servers: Servers, table: WebhookBenchTable, amount: numbe
   const started = performance.now();
   const result = await autocannon({
     url: `http://127.0.0.1:${servers.servicePort}${table.path}/rows`,
-    connections: CONNECTIONS, amount, method: 'POST',
+    connections: CONNECTIONS,
+    amount,
+    method: 'POST',
     headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ expectedSchemaVersion: table.schemaVersion, values: table.values }),
-    requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) }],
+    requests: [
+      { setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) },
+    ],
   });
-  if (result.errors + result.non2xx > 0) throw new Error(`row creates failed: ${result.errors} errors, ${result.non2xx} non-2xx`);
+  if (result.errors + result.non2xx > 0)
+    throw new Error(`row creates failed: ${result.errors} errors, ${result.non2xx} non-2xx`);
   return amount / ((performance.now() - started) / 1000);
 }
 
@@ -80,19 +106,25 @@ async function creates(servers: Servers, table: WebhookBenchTable, amount: numbe
 function openReader(servers: Servers, table: WebhookBenchTable): AbortController {
   const abort = new AbortController();
   void fetch(`http://127.0.0.1:${servers.servicePort}/v1/orgs/${servers.orgId}/databases/${table.databaseId}/changes`, {
-    headers: { authorization: `Bearer ${servers.apiKey}`, accept: 'text/event-stream' }, signal: abort.signal,
-  }).then(async (response) => {
-    if (response.status !== 200) throw new Error(`SSE reader: ${response.status}`);
-    const reader = response.body!.getReader();
-    while (!(await reader.read()).done);
-  }).catch((error: unknown) => {
-    if (!abort.signal.aborted) process.stderr.write(`SSE reader failed: ${String(error)}\n`);
-  });
+    headers: { authorization: `Bearer ${servers.apiKey}`, accept: 'text/event-stream' },
+    signal: abort.signal,
+  })
+    .then(async (response) => {
+      if (response.status !== 200) throw new Error(`SSE reader: ${response.status}`);
+      const reader = response.body!.getReader();
+      while (!(await reader.read()).done);
+    })
+    .catch((error: unknown) => {
+      if (!abort.signal.aborted) process.stderr.write(`SSE reader failed: ${String(error)}\n`);
+    });
   return abort;
 }
 
 async function setState(servers: Servers, webhook: { id: string; version: string }, state: 'active' | 'disabled') {
-  const changed = await api(servers, 'PATCH', `/v1/orgs/${servers.orgId}/webhooks/${webhook.id}`, { expectedVersion: webhook.version, state });
+  const changed = await api(servers, 'PATCH', `/v1/orgs/${servers.orgId}/webhooks/${webhook.id}`, {
+    expectedVersion: webhook.version,
+    state,
+  });
   webhook.version = changed.version;
 }
 
@@ -102,17 +134,25 @@ async function drained(receipts: Receipt[], count: number): Promise<void> {
 }
 
 /** Rows (1) and (2). `table` is a fresh table of its own database (the webhook follows that database only). */
-export async function benchWebhookRows(servers: Servers, table: WebhookBenchTable, options: { creates: number; rounds: number }) {
+export async function benchWebhookRows(
+  servers: Servers,
+  table: WebhookBenchTable,
+  options: { creates: number; rounds: number },
+) {
   const receiver = await startReceiver();
   const worker = await startWorker(servers.databaseUrl);
   try {
-    const webhook = await api(servers, 'POST', `/v1/orgs/${servers.orgId}/webhooks`, {
-      url: receiver.url, events: ['*'], databaseId: table.databaseId,
-    }) as { id: string; version: string };
+    const webhook = (await api(servers, 'POST', `/v1/orgs/${servers.orgId}/webhooks`, {
+      url: receiver.url,
+      events: ['*'],
+      databaseId: table.databaseId,
+    })) as { id: string; version: string };
     const warmup = Math.max(200, options.creates / 10);
     await creates(servers, table, warmup);
     let sent = warmup;
-    process.stdout.write(`webhooks: ${options.rounds} rounds; (1) ${options.creates} row creates per side over ${CONNECTIONS} connections\n`);
+    process.stdout.write(
+      `webhooks: ${options.rounds} rounds; (1) ${options.creates} row creates per side over ${CONNECTIONS} connections\n`,
+    );
     const ratios: number[] = [];
     for (let round = 1; round <= options.rounds; round += 1) {
       await setState(servers, webhook, 'disabled');
@@ -126,10 +166,14 @@ export async function benchWebhookRows(servers: Servers, table: WebhookBenchTabl
       sent += options.creates;
       reader.abort();
       ratios.push(both / none);
-      process.stdout.write(`round ${round}: creates/s with webhook + SSE ${both.toFixed(0)}, none ${none.toFixed(0)}, ratio ${(both / none).toFixed(2)}\n`);
+      process.stdout.write(
+        `round ${round}: creates/s with webhook + SSE ${both.toFixed(0)}, none ${none.toFixed(0)}, ratio ${(both / none).toFixed(2)}\n`,
+      );
       await drained(receiver.receipts, sent);
     }
-    process.stdout.write(`${ratioLine('(1) row create, one webhook + SSE reader vs none', 'with / none', ratios, 0.9)}\n`);
+    process.stdout.write(
+      `${ratioLine('(1) row create, one webhook + SSE reader vs none', 'with / none', ratios, 0.9)}\n`,
+    );
 
     const seconds = Number(process.env.BENCH_LAG_SECONDS ?? 10);
     const total = LAG_RATE * seconds;
@@ -144,17 +188,24 @@ export async function benchWebhookRows(servers: Servers, table: WebhookBenchTabl
       const wait = due - performance.now();
       if (wait > 0) await pause(wait);
       while (outstanding.size >= MAX_OUTSTANDING) await Promise.race(outstanding);
-      const create = api(servers, 'POST', `${table.path}/rows`, { expectedSchemaVersion: table.schemaVersion, values: table.values })
-        .finally(() => outstanding.delete(create));
+      const create = api(servers, 'POST', `${table.path}/rows`, {
+        expectedSchemaVersion: table.schemaVersion,
+        values: table.values,
+      }).finally(() => outstanding.delete(create));
       outstanding.add(create);
     }
     await Promise.all(outstanding);
     const rate = total / ((performance.now() - started) / 1000);
     await drained(receiver.receipts, first + total);
-    const lags = receiver.receipts.slice(first).map((receipt) => receipt.at - receipt.committedAt).sort((a, b) => a - b);
-    process.stdout.write(`(2) delivery lag commit → receipt at ${LAG_RATE} creates/s (achieved ${rate.toFixed(0)}/s) for ${seconds} s: `
-      + `${lags.length} of ${total} received, `
-      + `p50 ${percentile(lags, 0.5)} ms, p99 ${percentile(lags, 0.99)} ms\n`);
+    const lags = receiver.receipts
+      .slice(first)
+      .map((receipt) => receipt.at - receipt.committedAt)
+      .sort((a, b) => a - b);
+    process.stdout.write(
+      `(2) delivery lag commit → receipt at ${LAG_RATE} creates/s (achieved ${rate.toFixed(0)}/s) for ${seconds} s: ` +
+        `${lags.length} of ${total} received, ` +
+        `p50 ${percentile(lags, 0.5)} ms, p99 ${percentile(lags, 0.99)} ms\n`,
+    );
   } finally {
     worker.kill('SIGTERM');
     await once(worker, 'exit');

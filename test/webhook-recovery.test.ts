@@ -10,7 +10,11 @@ import { createRow, createTable } from './helpers/workspace.ts';
  * Issue 27: deliveries survive the worker. The server runs no worker; deliveries run in separate `src/worker.ts`
  * processes, one of which is SIGKILLed while the receiver holds a message in flight.
  */
-const WEBHOOK_ENV = { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms' };
+const WEBHOOK_ENV = {
+  WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms',
+};
 const suite = useServerWithOrg({ RUN_WORKER: 'false', ...WEBHOOK_ENV });
 let receiver: Receiver;
 
@@ -26,7 +30,14 @@ function spawnWorker(): WorkerProcess {
   const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, ...WEBHOOK_ENV, DATABASE_URL: suite.server.database.url, LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },
+    env: {
+      ...process.env,
+      ...WEBHOOK_ENV,
+      DATABASE_URL: suite.server.database.url,
+      LOG_LEVEL: 'silent',
+      JOB_POLL_MS: '50',
+      NODE_ENV: 'test',
+    },
   });
   const exited = once(child, 'exit');
   const worker = {
@@ -54,7 +65,9 @@ describe('a worker killed mid-delivery', () => {
   it('is resumed by the next worker: nothing is lost, the message in flight arrives again with the same webhook-id', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { url: receiver.url, events: ['row.created'], databaseId: table.databaseId },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { url: receiver.url, events: ['row.created'], databaseId: table.databaseId },
     });
     expect(created.status, created.text).toBe(201);
     for (const name of ['a', 'b', 'c']) await createRow(suite.server, suite.org.adminKey, table, { Name: name });
@@ -74,16 +87,23 @@ describe('a worker killed mid-delivery', () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const endpoint = await startReceiver();
     const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { url: endpoint.url, events: ['*'], databaseId: table.databaseId },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { url: endpoint.url, events: ['*'], databaseId: table.databaseId },
     });
     expect(created.status).toBe(201);
     spawnWorker();
     endpoint.script(...Array.from({ length: 20 }, () => ({ holdMs: 30 })));
-    await Promise.all(Array.from({ length: 20 }, (_, index) => createRow(suite.server, suite.org.adminKey, table, { Name: String(index) })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        createRow(suite.server, suite.org.adminKey, table, { Name: String(index) }),
+      ),
+    );
     await expect.poll(() => endpoint.messages().length, UNTIL).toBe(20);
     // Each request arrived after the previous one had been answered: never two in flight.
     const arrivals = endpoint.received.map((entry) => entry.at);
-    for (let index = 1; index < arrivals.length; index += 1) expect(arrivals[index]! - arrivals[index - 1]!).toBeGreaterThanOrEqual(29);
+    for (let index = 1; index < arrivals.length; index += 1)
+      expect(arrivals[index]! - arrivals[index - 1]!).toBeGreaterThanOrEqual(29);
     await endpoint.close();
   });
 });

@@ -32,12 +32,24 @@ async function created(body: Record<string, unknown> = {}) {
 
 describe('creating a webhook', () => {
   it('answers 201 with the webhook and its secret, shown once with Cache-Control: no-store', async () => {
-    const response = await create({ url: 'https://hooks.example.com/in?x=1', description: 'ERP', events: ['row.created', 'row.deleted'] });
+    const response = await create({
+      url: 'https://hooks.example.com/in?x=1',
+      description: 'ERP',
+      events: ['row.created', 'row.deleted'],
+    });
     expect(response.status, response.text).toBe(201);
     expect(response.headers.get('cache-control')).toBe('no-store');
     expect(response.body).toMatchObject({
-      orgId: suite.org.orgId, url: 'https://hooks.example.com/in?x=1', description: 'ERP', events: ['row.created', 'row.deleted'],
-      databaseId: null, tableIds: [], state: 'active', version: '1', disabledAt: null, previousSecretExpiresAt: null,
+      orgId: suite.org.orgId,
+      url: 'https://hooks.example.com/in?x=1',
+      description: 'ERP',
+      events: ['row.created', 'row.deleted'],
+      databaseId: null,
+      tableIds: [],
+      state: 'active',
+      version: '1',
+      disabledAt: null,
+      previousSecretExpiresAt: null,
     });
     expect(response.body.secret).toMatch(SECRET);
     expect(Buffer.from(response.body.secret.slice(6), 'base64').length).toBeGreaterThanOrEqual(24);
@@ -61,18 +73,30 @@ describe('creating a webhook', () => {
 
   it.each([
     ['a table without a database', (table: string) => ({ tableIds: [table] }), [['tableIds']]],
-    ['a table of another database', (table: string, database: string) => ({ databaseId: database, tableIds: [table] }), [['tableIds', 0]]],
+    [
+      'a table of another database',
+      (table: string, database: string) => ({ databaseId: database, tableIds: [table] }),
+      [['tableIds', 0]],
+    ],
   ])('refuses %s with 422', async (_name, body, paths) => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const database = await createDatabase(suite.server, suite.org);
-    const response = await create({ url: 'https://hooks.example.com/in', events: ['*'], ...body(table.tableId, database) });
+    const response = await create({
+      url: 'https://hooks.example.com/in',
+      events: ['*'],
+      ...body(table.tableId, database),
+    });
     expectError(response, 422, 'VALIDATION_FAILED');
     expect(response.body.error.details.problems.map((problem: { path: unknown }) => problem.path)).toEqual(paths);
   });
 
   it('answers 404 for a database of another org', async () => {
     const database = await createDatabase(suite.server, other);
-    expectError(await create({ url: 'https://hooks.example.com/in', events: ['*'], databaseId: database }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await create({ url: 'https://hooks.example.com/in', events: ['*'], databaseId: database }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 
   it.each([
@@ -81,7 +105,11 @@ describe('creating a webhook', () => {
     ['no events', { events: [] }],
     ['an unknown member', { secret: 'whsec_x' }],
   ])('refuses %s with 422', async (_name, body) => {
-    expectError(await create({ url: 'https://hooks.example.com/in', events: ['*'], ...body }), 422, 'VALIDATION_FAILED');
+    expectError(
+      await create({ url: 'https://hooks.example.com/in', events: ['*'], ...body }),
+      422,
+      'VALIDATION_FAILED',
+    );
   });
 });
 
@@ -132,9 +160,12 @@ describe('https only by default', () => {
   const strict = useServerWithOrg();
 
   it('refuses http: unless WEBHOOK_ALLOW_HTTP=true, and loopback without an allowed network', async () => {
-    const send = (url: string) => strict.server.request('POST', `/v1/orgs/${strict.org.orgId}/webhooks`, {
-      token: strict.org.adminKey, idempotencyKey: idempotencyKey(), body: { url, events: ['*'] },
-    });
+    const send = (url: string) =>
+      strict.server.request('POST', `/v1/orgs/${strict.org.orgId}/webhooks`, {
+        token: strict.org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: { url, events: ['*'] },
+      });
     const http = await send('http://hooks.example.com/in');
     expectError(http, 422, 'VALIDATION_FAILED');
     expect(http.body.error.details.problems[0].message).toBe('must be an https: URL');
@@ -149,7 +180,10 @@ describe('reading, changing and deleting', () => {
     const list = await suite.server.request('GET', `${hooks()}?limit=100`, { token: suite.org.adminKey });
     expect(list.status).toBe(200);
     expect(list.text).not.toContain('whsec_');
-    expect(list.body.data.find((entry: { id: string }) => entry.id === webhook.id)).toEqual({ ...webhook, secret: undefined });
+    expect(list.body.data.find((entry: { id: string }) => entry.id === webhook.id)).toEqual({
+      ...webhook,
+      secret: undefined,
+    });
     const one = await suite.server.request('GET', `${hooks()}/${webhook.id}`, { token: suite.org.adminKey });
     expect(one.body).not.toHaveProperty('secret');
     expect(one.body.id).toBe(webhook.id);
@@ -159,12 +193,16 @@ describe('reading, changing and deleting', () => {
     const webhook = await created();
     const path = `${hooks()}/${webhook.id}`;
     const changed = await suite.server.request('PATCH', path, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', events: ['row.updated'], description: 'CRM' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', events: ['row.updated'], description: 'CRM' },
     });
     expect(changed.status, changed.text).toBe(200);
     expect(changed.body).toMatchObject({ version: '2', events: ['row.updated'], description: 'CRM' });
     const stale = await suite.server.request('PATCH', path, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', description: 'x' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', description: 'x' },
     });
     expectError(stale, 409, 'ROW_VERSION_CONFLICT');
   });
@@ -173,11 +211,15 @@ describe('reading, changing and deleting', () => {
     const webhook = await created();
     const path = `${hooks()}/${webhook.id}`;
     const paused = await suite.server.request('PATCH', path, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', state: 'disabled' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', state: 'disabled' },
     });
     expect(paused.body).toMatchObject({ state: 'disabled', disabledReason: 'Disabled by an administrator' });
     const resumed = await suite.server.request('PATCH', path, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: paused.body.version, state: 'active' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: paused.body.version, state: 'active' },
     });
     expect(resumed.body).toMatchObject({ state: 'active', disabledAt: null, disabledReason: null });
   });
@@ -186,17 +228,24 @@ describe('reading, changing and deleting', () => {
     const webhook = await created();
     const path = `${hooks()}/${webhook.id}`;
     const response = await suite.server.request('PATCH', path, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', url: 'https://192.168.0.1/' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', url: 'https://192.168.0.1/' },
     });
     expectError(response, 422, 'VALIDATION_FAILED');
-    expect((await suite.server.request('GET', path, { token: suite.org.adminKey })).body).toMatchObject({ version: '1', url: webhook.url });
+    expect((await suite.server.request('GET', path, { token: suite.org.adminKey })).body).toMatchObject({
+      version: '1',
+      url: webhook.url,
+    });
   });
 
   it('deletes a webhook at expectedVersion; then it is 404', async () => {
     const webhook = await created();
     const path = `${hooks()}/${webhook.id}`;
     const deleted = await suite.server.request('DELETE', path, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1' },
     });
     expect(deleted.status, deleted.text).toBe(200);
     expect(deleted.body.deleted).toBe(true);
@@ -208,7 +257,8 @@ describe('secrets', () => {
   it('rotates the secret: the new one is in that answer only, the old one signs for 24 hours', async () => {
     const webhook = await created();
     const rotated = await suite.server.request('POST', `${hooks()}/${webhook.id}/rotate-secret`, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(),
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
     });
     expect(rotated.status, rotated.text).toBe(200);
     expect(rotated.headers.get('cache-control')).toBe('no-store');
@@ -223,11 +273,16 @@ describe('secrets', () => {
   it('keeps secrets out of the activity feed, the stored rows and the idempotency records', async () => {
     const webhook = await created();
     const rotated = await suite.server.request('POST', `${hooks()}/${webhook.id}/rotate-secret`, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(),
-    });
-    const activity = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity?category=webhooks&limit=100`, {
       token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
     });
+    const activity = await suite.server.request(
+      'GET',
+      `/v1/orgs/${suite.org.orgId}/activity?category=webhooks&limit=100`,
+      {
+        token: suite.org.adminKey,
+      },
+    );
     expect(activity.status, activity.text).toBe(200);
     expect(activity.body.data.map((entry: { event: string }) => entry.event)).toEqual(
       expect.arrayContaining(['webhook.create', 'webhook.rotate_secret']),
@@ -245,7 +300,10 @@ describe('secrets', () => {
 });
 
 describe('authority', () => {
-  it.each([['member', () => member], ['viewer', () => viewer]])('answers 403 to a %s', async (_role, token) => {
+  it.each([
+    ['member', () => member],
+    ['viewer', () => viewer],
+  ])('answers 403 to a %s', async (_role, token) => {
     expectError(await create({ url: 'https://hooks.example.com/in', events: ['*'] }, token()), 403, 'FORBIDDEN');
     expectError(await suite.server.request('GET', hooks(), { token: token() }), 403, 'FORBIDDEN');
   });
@@ -255,17 +313,28 @@ describe('authority', () => {
     expectError(await suite.server.request('GET', hooks(), { token: other.adminKey }), 404, 'RESOURCE_NOT_FOUND');
     const foreign = `/v1/orgs/${other.orgId}/webhooks/${webhook.id}`;
     expectError(await suite.server.request('GET', foreign, { token: other.adminKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await suite.server.request('POST', `${foreign}/test`, { token: other.adminKey, idempotencyKey: idempotencyKey() }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await suite.server.request('POST', `${foreign}/test`, {
+        token: other.adminKey,
+        idempotencyKey: idempotencyKey(),
+      }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 
   it(`allows at most ${MAX_WEBHOOKS_PER_ORG} webhooks per org`, async () => {
     const org = await createOrg(suite.server.prisma);
-    const send = () => suite.server.request('POST', `/v1/orgs/${org.orgId}/webhooks`, {
-      token: org.adminKey, idempotencyKey: idempotencyKey(), body: { url: 'https://hooks.example.com/in', events: ['*'] },
-    });
+    const send = () =>
+      suite.server.request('POST', `/v1/orgs/${org.orgId}/webhooks`, {
+        token: org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: { url: 'https://hooks.example.com/in', events: ['*'] },
+      });
     const answers = await Promise.all(Array.from({ length: MAX_WEBHOOKS_PER_ORG + 3 }, send));
     expect(answers.filter((answer) => answer.status === 201)).toHaveLength(MAX_WEBHOOKS_PER_ORG);
-    for (const refused of answers.filter((answer) => answer.status !== 201)) expectError(refused, 409, 'CAPACITY_LIMIT');
+    for (const refused of answers.filter((answer) => answer.status !== 201))
+      expectError(refused, 409, 'CAPACITY_LIMIT');
   });
 });
 
@@ -273,15 +342,20 @@ describe('GraphQL', () => {
   it('offers the same fields: create, list, deliveries', async () => {
     const create = await suite.server.graphql(
       `mutation($orgId: ID!, $key: String!) { createWebhook(orgId: $orgId, idempotencyKey: $key, input: { url: "https://hooks.example.com/g", events: ["*"] }) { id secret state } }`,
-      { orgId: suite.org.orgId, key: idempotencyKey() }, { token: suite.org.adminKey },
+      { orgId: suite.org.orgId, key: idempotencyKey() },
+      { token: suite.org.adminKey },
     );
     expect(create.status, create.text).toBe(200);
     const webhook = create.body.data.createWebhook;
     expect(webhook).toMatchObject({ state: 'active', secret: expect.stringMatching(SECRET) });
     const read = await suite.server.graphql(
       `query($orgId: ID!, $id: ID!) { webhook(orgId: $orgId, id: $id) { id url } webhookDeliveries(orgId: $orgId, id: $id) { data { id } hasMore } }`,
-      { orgId: suite.org.orgId, id: webhook.id }, { token: suite.org.adminKey },
+      { orgId: suite.org.orgId, id: webhook.id },
+      { token: suite.org.adminKey },
     );
-    expect(read.body.data).toEqual({ webhook: { id: webhook.id, url: 'https://hooks.example.com/g' }, webhookDeliveries: { data: [], hasMore: false } });
+    expect(read.body.data).toEqual({
+      webhook: { id: webhook.id, url: 'https://hooks.example.com/g' },
+      webhookDeliveries: { data: [], hasMore: false },
+    });
   });
 });

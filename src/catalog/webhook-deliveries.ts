@@ -128,7 +128,10 @@ export function idleEndpoint(webhookId: string, seconds: number): Statement {
  * version, so that a deliverer notices a change of its settings made meanwhile.
  */
 export function finishAndStart(
-  attempt: AttemptRecord, generation: number, delivered: InFlightMessage, next: InFlightMessage | null,
+  attempt: AttemptRecord,
+  generation: number,
+  delivered: InFlightMessage,
+  next: InFlightMessage | null,
 ): Statement {
   const logged = insertAttempt(attempt);
   const at = (index: number) => `$${logged.params.length + index}`;
@@ -145,8 +148,14 @@ export function finishAndStart(
           )
           SELECT version, state FROM current`,
     params: [
-      ...logged.params, attempt.webhookId, delivered.databaseId, delivered.position, delivered.seq, generation,
-      next === null ? null : JSON.stringify(next), delivered.id,
+      ...logged.params,
+      attempt.webhookId,
+      delivered.databaseId,
+      delivered.position,
+      delivered.seq,
+      generation,
+      next === null ? null : JSON.stringify(next),
+      delivered.id,
     ],
   };
 }
@@ -218,8 +227,17 @@ export function insertAttempt(record: AttemptRecord): Statement {
             response_body, succeeded, next_attempt_at)
           VALUES ($1::bpchar, $2::bpchar, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::timestamptz)`,
     params: [
-      record.id, record.webhookId, record.messageId, record.type, record.cursor, record.attempt, record.statusCode,
-      record.durationMs, record.error?.slice(0, 500) ?? null, record.responseBody, record.succeeded,
+      record.id,
+      record.webhookId,
+      record.messageId,
+      record.type,
+      record.cursor,
+      record.attempt,
+      record.statusCode,
+      record.durationMs,
+      record.error?.slice(0, 500) ?? null,
+      record.responseBody,
+      record.succeeded,
       record.nextAttemptAt?.toISOString() ?? null,
     ],
   };

@@ -23,13 +23,17 @@ const RANGE_NAMES: Record<string, string> = {
 
 /** Parses WEBHOOK_ALLOWED_NETWORKS: comma-separated CIDRs. Throws on a malformed one, so a typo fails at start-up. */
 export function parseNetworks(text: string): Network[] {
-  return text.split(',').map((part) => part.trim()).filter(Boolean).map((cidr) => {
-    try {
-      return ipaddr.parseCIDR(cidr);
-    } catch {
-      throw new Error(`WEBHOOK_ALLOWED_NETWORKS: "${cidr}" is not a CIDR (e.g. 10.0.0.0/8 or fd00::/8)`);
-    }
-  });
+  return text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((cidr) => {
+      try {
+        return ipaddr.parseCIDR(cidr);
+      } catch {
+        throw new Error(`WEBHOOK_ALLOWED_NETWORKS: "${cidr}" is not a CIDR (e.g. 10.0.0.0/8 or fd00::/8)`);
+      }
+    });
 }
 
 /** An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is judged as the IPv4 address it carries. */

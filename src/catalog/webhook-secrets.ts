@@ -22,7 +22,8 @@ export function newSigningSecret(): string {
 export function configuredSealingKey(text: string | undefined): Buffer | undefined {
   if (text === undefined || text === '') return undefined;
   const key = Buffer.from(text, 'base64');
-  if (key.length !== 32) throw new Error('WEBHOOK_SECRET_KEY must be 32 bytes in base64 (e.g. `openssl rand -base64 32`)');
+  if (key.length !== 32)
+    throw new Error('WEBHOOK_SECRET_KEY must be 32 bytes in base64 (e.g. `openssl rand -base64 32`)');
   return key;
 }
 
@@ -30,8 +31,13 @@ const storedKeys = new WeakMap<object, Promise<Buffer>>();
 
 async function loadStoredKey(sql: SqlExecutor): Promise<Buffer> {
   const candidate = randomBytes(32).toString('base64url');
-  await sql.query('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [SEALING_SECRET_NAME, candidate]);
-  const [row] = await sql.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [SEALING_SECRET_NAME]);
+  await sql.query('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+    SEALING_SECRET_NAME,
+    candidate,
+  ]);
+  const [row] = await sql.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [
+    SEALING_SECRET_NAME,
+  ]);
   return Buffer.from(row!.value, 'base64url');
 }
 
@@ -55,12 +61,15 @@ export function sealSecret(key: Buffer, webhookId: string, secret: string): stri
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv).setAAD(Buffer.from(webhookId));
   const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-  return [SEALED_PREFIX, iv, cipher.getAuthTag(), sealed].map((part) => (typeof part === 'string' ? part : part.toString('base64url'))).join('.');
+  return [SEALED_PREFIX, iv, cipher.getAuthTag(), sealed]
+    .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
+    .join('.');
 }
 
 export function openSecret(key: Buffer, webhookId: string, sealed: string): string {
   const [prefix, iv, tag, body] = sealed.split('.');
-  if (prefix !== SEALED_PREFIX || !iv || !tag || body === undefined) throw new Error('A webhook secret is not in a sealed form this version reads.');
+  if (prefix !== SEALED_PREFIX || !iv || !tag || body === undefined)
+    throw new Error('A webhook secret is not in a sealed form this version reads.');
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url')).setAAD(Buffer.from(webhookId));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');

@@ -30,7 +30,10 @@ const PUBLIC_COLUMNS = `id, org_id AS "orgId", url, description, events, databas
 
 /** Serialises creations in one org, so that the 25-webhook cap cannot be overrun by concurrent requests. */
 export function lockOrgWebhooks(orgId: string): Statement {
-  return { sql: `SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1::text, 0))::text AS locked`, params: [orgId] };
+  return {
+    sql: `SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1::text, 0))::text AS locked`,
+    params: [orgId],
+  };
 }
 
 export function countOrgWebhooks(orgId: string): Statement {
@@ -53,7 +56,13 @@ export function insertWebhook(webhook: NewWebhook): Statement {
     sql: `INSERT INTO webhooks (id, org_id, url, description, events, database_id, table_ids, secret_sealed)
           VALUES ($1::bpchar, $2::bpchar, $3, $4, $5::text[], $6::bpchar, $7::bpchar[], $8) RETURNING ${PUBLIC_COLUMNS}`,
     params: [
-      webhook.id, webhook.orgId, webhook.url, webhook.description, webhook.events, webhook.databaseId, webhook.tableIds,
+      webhook.id,
+      webhook.orgId,
+      webhook.url,
+      webhook.description,
+      webhook.events,
+      webhook.databaseId,
+      webhook.tableIds,
       webhook.secretSealed,
     ],
   };
@@ -122,8 +131,13 @@ export function updateWebhookSettings(id: string, changes: WebhookChanges): Stat
             table_ids = coalesce($7::bpchar[], table_ids), version = version + 1, updated_at = now()
           WHERE id = $1::bpchar RETURNING ${PUBLIC_COLUMNS}`,
     params: [
-      id, changes.url ?? null, changes.description ?? null, changes.events ?? null, changes.databaseId !== undefined,
-      changes.databaseId ?? null, changes.tableIds ?? null,
+      id,
+      changes.url ?? null,
+      changes.description ?? null,
+      changes.events ?? null,
+      changes.databaseId !== undefined,
+      changes.databaseId ?? null,
+      changes.tableIds ?? null,
     ],
   };
 }
@@ -152,7 +166,12 @@ export function deleteWebhook(id: string): Statement {
 }
 
 /** The old secret keeps signing beside the new one until `graceSeconds` from now. */
-export function rotateWebhookSecret(id: string, secretSealed: string, previousSealed: string, graceSeconds: number): Statement {
+export function rotateWebhookSecret(
+  id: string,
+  secretSealed: string,
+  previousSealed: string,
+  graceSeconds: number,
+): Statement {
   return {
     sql: `UPDATE webhooks SET secret_sealed = $2, previous_secret_sealed = $3,
             previous_secret_expires_at = now() + make_interval(secs => $4), version = version + 1, updated_at = now()
@@ -176,9 +195,15 @@ export function insertWebhookMessage(id: string, webhookId: string, type: string
  * Replay: every position moves back to the start of the retained feed, or to `after` in its database (never
  * forward: changes not yet delivered stay due). The message in flight, if any, is still delivered first.
  */
-export function rewindWebhook(webhookId: string, after: { databaseId: string; position: string; seq: string } | null): Statement {
+export function rewindWebhook(
+  webhookId: string,
+  after: { databaseId: string; position: string; seq: string } | null,
+): Statement {
   if (after === null) {
-    return { sql: 'UPDATE webhook_positions SET position = 0, seq = 0 WHERE webhook_id = $1::bpchar', params: [webhookId] };
+    return {
+      sql: 'UPDATE webhook_positions SET position = 0, seq = 0 WHERE webhook_id = $1::bpchar',
+      params: [webhookId],
+    };
   }
   return {
     sql: `INSERT INTO webhook_positions (webhook_id, database_id, position, seq) VALUES ($1::bpchar, $2::bpchar, $3::bigint, $4::bigint)

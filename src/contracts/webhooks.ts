@@ -10,21 +10,34 @@ import { Id, Timestamp, VersionString } from '../kernel/formats.ts';
 
 /** The change kinds of the feed a webhook can subscribe to; `*` alone means all of them. */
 export const WEBHOOK_EVENT_KINDS = [
-  'row.created', 'row.updated', 'row.deleted', 'row.restored', 'schema.changed',
-  'table.created', 'table.renamed', 'table.trashed', 'table.restored',
+  'row.created',
+  'row.updated',
+  'row.deleted',
+  'row.restored',
+  'schema.changed',
+  'table.created',
+  'table.renamed',
+  'table.trashed',
+  'table.restored',
 ] as const;
 
 /** At most this many webhooks per org (issue 27): each is a delivery loop the workers keep turning. */
 export const MAX_WEBHOOKS_PER_ORG = 25;
 export const MAX_WEBHOOK_TABLES = 100;
 
-export const WebhookEvents = z.array(z.enum([...WEBHOOK_EVENT_KINDS, '*'])).min(1).max(WEBHOOK_EVENT_KINDS.length)
+export const WebhookEvents = z
+  .array(z.enum([...WEBHOOK_EVENT_KINDS, '*']))
+  .min(1)
+  .max(WEBHOOK_EVENT_KINDS.length)
   .refine((events) => !events.includes('*') || events.length === 1, 'must be ["*"] or a list of change kinds')
   .refine((events) => new Set(events).size === events.length, 'must not repeat a kind');
 
 const Url = z.string().min(1).max(MAX_WEBHOOK_URL_LENGTH);
 const Description = z.string().max(500);
-const TableIds = z.array(Id).max(MAX_WEBHOOK_TABLES).refine((ids) => new Set(ids).size === ids.length, 'must not repeat a table');
+const TableIds = z
+  .array(Id)
+  .max(MAX_WEBHOOK_TABLES)
+  .refine((ids) => new Set(ids).size === ids.length, 'must not repeat a table');
 
 export const CreateWebhookBody = z.strictObject({
   url: Url,
@@ -70,7 +83,10 @@ export const WebhookResponse = z.strictObject({
 
 /** Create and rotate-secret: the webhook and its new secret, shown in this answer only (`Cache-Control: no-store`). */
 export const WebhookWithSecretResponse = WebhookResponse.extend({
-  secret: z.string().regex(/^whsec_[A-Za-z0-9+/]{43}=$/).nullable(),
+  secret: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/]{43}=$/)
+    .nullable(),
 });
 
 export const WebhookAttemptResponse = z.strictObject({

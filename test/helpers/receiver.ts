@@ -52,8 +52,13 @@ export async function startReceiver(): Promise<Receiver> {
         json = null;
       }
       received.push({
-        id: String(request.headers['webhook-id']), timestamp: String(request.headers['webhook-timestamp']),
-        signature: String(request.headers['webhook-signature']), headers: request.headers, body, json, at: Date.now(),
+        id: String(request.headers['webhook-id']),
+        timestamp: String(request.headers['webhook-timestamp']),
+        signature: String(request.headers['webhook-signature']),
+        headers: request.headers,
+        body,
+        json,
+        at: Date.now(),
       });
       const reply = replies.shift() ?? {};
       const answer = () => {
@@ -80,7 +85,9 @@ export async function startReceiver(): Promise<Receiver> {
     script: (...next) => replies.push(...next),
     messages: () => {
       const seen = new Set<string>();
-      return received.filter((entry) => entry.json?.type !== 'webhook.test' && !seen.has(entry.id) && seen.add(entry.id));
+      return received.filter(
+        (entry) => entry.json?.type !== 'webhook.test' && !seen.has(entry.id) && seen.add(entry.id),
+      );
     },
     close: async () => {
       for (const response of held) response.destroy();
@@ -93,6 +100,8 @@ export async function startReceiver(): Promise<Receiver> {
 /** Verifies a received request as a receiver would, with the `standardwebhooks` library; returns the parsed body. */
 export function verify(secret: string, entry: Received): any {
   return new Webhook(secret).verify(entry.body, {
-    'webhook-id': entry.id, 'webhook-timestamp': entry.timestamp, 'webhook-signature': entry.signature,
+    'webhook-id': entry.id,
+    'webhook-timestamp': entry.timestamp,
+    'webhook-signature': entry.signature,
   });
 }

@@ -1,10 +1,32 @@
 import { decodeChangeCursor, invalidChangeCursor } from '../../catalog/changes.ts';
 import { parseNetworks, urlProblems, type Network } from '../../catalog/webhook-destinations.ts';
-import { configuredSealingKey, newSigningSecret, openSecret, sealingKey, sealSecret } from '../../catalog/webhook-secrets.ts';
 import {
-  activateWebhook, countOrgWebhooks, deleteWebhook, disableWebhook, forgetUnfollowedPositions, insertStartPositions, insertWebhook, insertWebhookMessage,
-  lockOrgWebhooks, notifyWebhooks, restartDelivery, rewindWebhook, rotateWebhookSecret, selectOrgDatabase, selectSealedSecret, selectTablesOfDatabase,
-  selectWebhook, updateWebhookSettings, type WebhookRow,
+  configuredSealingKey,
+  newSigningSecret,
+  openSecret,
+  sealingKey,
+  sealSecret,
+} from '../../catalog/webhook-secrets.ts';
+import {
+  activateWebhook,
+  countOrgWebhooks,
+  deleteWebhook,
+  disableWebhook,
+  forgetUnfollowedPositions,
+  insertStartPositions,
+  insertWebhook,
+  insertWebhookMessage,
+  lockOrgWebhooks,
+  notifyWebhooks,
+  restartDelivery,
+  rewindWebhook,
+  rotateWebhookSecret,
+  selectOrgDatabase,
+  selectSealedSecret,
+  selectTablesOfDatabase,
+  selectWebhook,
+  updateWebhookSettings,
+  type WebhookRow,
 } from '../../catalog/webhooks.ts';
 import type { Statement } from '../../data/statement.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
@@ -57,28 +79,45 @@ function hostOf(url: string): string {
 }
 
 function checkUrl(context: Context, url: string): void {
-  const problems = urlProblems(url, { allowHttp: context.config.WEBHOOK_ALLOW_HTTP, allowedNetworks: allowedNetworks(context) });
+  const problems = urlProblems(url, {
+    allowHttp: context.config.WEBHOOK_ALLOW_HTTP,
+    allowedNetworks: allowedNetworks(context),
+  });
   if (problems.length > 0) {
-    throw validationFailed(problems.map((message) => ({ path: ['url'], message })), 'The webhook URL is not allowed.');
+    throw validationFailed(
+      problems.map((message) => ({ path: ['url'], message })),
+      'The webhook URL is not allowed.',
+    );
   }
 }
 
 /** The database must be the org's (404 otherwise); its tables must be named by id. tableIds need a database. */
-async function checkScope(tx: TransactionClient, orgId: string, databaseId: string | null, tableIds: string[]): Promise<void> {
+async function checkScope(
+  tx: TransactionClient,
+  orgId: string,
+  databaseId: string | null,
+  tableIds: string[],
+): Promise<void> {
   if (databaseId === null) {
     if (tableIds.length > 0) throw validationFailed([{ path: ['tableIds'], message: 'needs a databaseId' }]);
     return;
   }
   await requireDatabase(tx, orgId, databaseId);
   if (tableIds.length === 0) return;
-  const found = new Set((await run<{ id: string }>(tx, selectTablesOfDatabase(databaseId, tableIds))).map((row) => row.id));
+  const found = new Set(
+    (await run<{ id: string }>(tx, selectTablesOfDatabase(databaseId, tableIds))).map((row) => row.id),
+  );
   const problems: FieldProblem[] = tableIds.flatMap((id, index) =>
-    (found.has(id) ? [] : [{ path: ['tableIds', index], message: 'is not a table of the database' }]));
+    found.has(id) ? [] : [{ path: ['tableIds', index], message: 'is not a table of the database' }],
+  );
   if (problems.length > 0) throw validationFailed(problems);
 }
 
 export async function createWebhook(
-  tx: TransactionClient, context: Context, orgId: string, body: CreateWebhook,
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  body: CreateWebhook,
 ): Promise<{ value: WebhookRow; secret: string }> {
   checkUrl(context, body.url);
   const tableIds = body.tableIds ?? [];
@@ -93,24 +132,42 @@ export async function createWebhook(
   }
   const id = newId();
   const secret = newSigningSecret();
-  const [row] = await run<WebhookRow>(tx, insertWebhook({
-    id, orgId, url: body.url, description: body.description ?? '', events: body.events, databaseId, tableIds,
-    secretSealed: sealSecret(await keyOf(context), id, secret),
-  }));
+  const [row] = await run<WebhookRow>(
+    tx,
+    insertWebhook({
+      id,
+      orgId,
+      url: body.url,
+      description: body.description ?? '',
+      events: body.events,
+      databaseId,
+      tableIds,
+      secretSealed: sealSecret(await keyOf(context), id, secret),
+    }),
+  );
   await run(tx, insertStartPositions(id, orgId, databaseId));
   await recordActivity(tx, requireCaller(context), {
-    orgId, category: 'webhooks', event: 'webhook.create', summary: `Created a webhook to ${hostOf(body.url)}`,
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.create',
+    summary: `Created a webhook to ${hostOf(body.url)}`,
     ...(databaseId ? { databaseId } : {}),
   });
   return { value: row!, secret };
 }
 
 /** The webhook, locked for the transaction and checked against the caller's version. */
-async function lockWebhook(tx: TransactionClient, orgId: string, id: string, expectedVersion: string): Promise<WebhookRow> {
+async function lockWebhook(
+  tx: TransactionClient,
+  orgId: string,
+  id: string,
+  expectedVersion: string,
+): Promise<WebhookRow> {
   const [row] = await run<WebhookRow>(tx, selectWebhook(orgId, id, true));
   if (!row) throw notFound('webhook');
   const expected = storedVersion(expectedVersion);
-  if (expected === null || row.version !== expected.toString()) throw versionConflict('webhook', expectedVersion, BigInt(row.version));
+  if (expected === null || row.version !== expected.toString())
+    throw versionConflict('webhook', expectedVersion, BigInt(row.version));
   return row;
 }
 
@@ -120,17 +177,33 @@ export async function getWebhook(tx: Db, orgId: string, id: string): Promise<Web
   return row;
 }
 
-export async function updateWebhook(tx: TransactionClient, context: Context, orgId: string, id: string, body: UpdateWebhook): Promise<WebhookRow> {
+export async function updateWebhook(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  id: string,
+  body: UpdateWebhook,
+): Promise<WebhookRow> {
   const before = await lockWebhook(tx, orgId, id, body.expectedVersion);
   if (body.url !== undefined) checkUrl(context, body.url);
   const databaseId = body.databaseId === undefined ? before.databaseId : body.databaseId;
-  const tableIds = body.tableIds ?? (body.databaseId !== undefined && body.databaseId !== before.databaseId ? [] : before.tableIds);
+  const tableIds =
+    body.tableIds ?? (body.databaseId !== undefined && body.databaseId !== before.databaseId ? [] : before.tableIds);
   if (body.databaseId !== undefined || body.tableIds !== undefined) await checkScope(tx, orgId, databaseId, tableIds);
   let row: WebhookRow | undefined = before;
-  const settings = { url: body.url, description: body.description, events: body.events, databaseId: body.databaseId, tableIds: body.tableIds };
+  const settings = {
+    url: body.url,
+    description: body.description,
+    events: body.events,
+    databaseId: body.databaseId,
+    tableIds: body.tableIds,
+  };
   const scopeChanged = body.databaseId !== undefined && body.databaseId !== before.databaseId;
   if (Object.values(settings).some((value) => value !== undefined)) {
-    [row] = await run<WebhookRow>(tx, updateWebhookSettings(id, { ...settings, tableIds: scopeChanged ? tableIds : body.tableIds }));
+    [row] = await run<WebhookRow>(
+      tx,
+      updateWebhookSettings(id, { ...settings, tableIds: scopeChanged ? tableIds : body.tableIds }),
+    );
   }
   // A database the endpoint newly follows starts at its head, as a new endpoint would; one it stops following
   // forgets its place, so that following it again later starts at that moment's head too.
@@ -143,27 +216,54 @@ export async function updateWebhook(tx: TransactionClient, context: Context, org
   if (body.state === 'active' && before.state === 'disabled') {
     [row] = await run<WebhookRow>(tx, activateWebhook(id));
     await run(tx, notifyWebhooks(id));
-    await recordActivity(tx, caller, { orgId, category: 'webhooks', event: 'webhook.enable', summary: `Re-enabled the webhook to ${hostOf(row!.url)}` });
+    await recordActivity(tx, caller, {
+      orgId,
+      category: 'webhooks',
+      event: 'webhook.enable',
+      summary: `Re-enabled the webhook to ${hostOf(row!.url)}`,
+    });
   } else if (body.state === 'disabled' && before.state === 'active') {
     [row] = await run<WebhookRow>(tx, disableWebhook(id, 'Disabled by an administrator'));
-    await recordActivity(tx, caller, { orgId, category: 'webhooks', event: 'webhook.disable', summary: `Disabled the webhook to ${hostOf(row!.url)}` });
+    await recordActivity(tx, caller, {
+      orgId,
+      category: 'webhooks',
+      event: 'webhook.disable',
+      summary: `Disabled the webhook to ${hostOf(row!.url)}`,
+    });
   }
   if (row !== before || settings.url !== undefined) {
-    await recordActivity(tx, caller, { orgId, category: 'webhooks', event: 'webhook.update', summary: `Updated the webhook to ${hostOf(row!.url)}` });
+    await recordActivity(tx, caller, {
+      orgId,
+      category: 'webhooks',
+      event: 'webhook.update',
+      summary: `Updated the webhook to ${hostOf(row!.url)}`,
+    });
   }
   return row!;
 }
 
-export async function removeWebhook(tx: TransactionClient, context: Context, orgId: string, id: string, expectedVersion: string): Promise<void> {
+export async function removeWebhook(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  id: string,
+  expectedVersion: string,
+): Promise<void> {
   const row = await lockWebhook(tx, orgId, id, expectedVersion);
   await run(tx, deleteWebhook(id));
   await recordActivity(tx, requireCaller(context), {
-    orgId, category: 'webhooks', event: 'webhook.delete', summary: `Deleted the webhook to ${hostOf(row.url)}`,
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.delete',
+    summary: `Deleted the webhook to ${hostOf(row.url)}`,
   });
 }
 
 export async function rotateSecret(
-  tx: TransactionClient, context: Context, orgId: string, id: string,
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  id: string,
 ): Promise<{ value: WebhookRow; secret: string }> {
   const [current] = await run<WebhookRow>(tx, selectWebhook(orgId, id, true));
   if (!current) throw notFound('webhook');
@@ -172,19 +272,34 @@ export async function rotateSecret(
   const secret = newSigningSecret();
   // Re-sealed, not copied: the old secret is opened and sealed again so a key rotation needs no second pass.
   const previous = sealSecret(key, id, openSecret(key, id, secretSealed));
-  const [row] = await run<WebhookRow>(tx, rotateWebhookSecret(id, sealSecret(key, id, secret), previous, PREVIOUS_SECRET_GRACE_SECONDS));
+  const [row] = await run<WebhookRow>(
+    tx,
+    rotateWebhookSecret(id, sealSecret(key, id, secret), previous, PREVIOUS_SECRET_GRACE_SECONDS),
+  );
   await recordActivity(tx, requireCaller(context), {
-    orgId, category: 'webhooks', event: 'webhook.rotate_secret',
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.rotate_secret',
     summary: `Rotated the signing secret of the webhook to ${hostOf(current.url)}; the old one signs too for 24 hours`,
   });
   return { value: row!, secret };
 }
 
 /** A `webhook.test` message, delivered once (no retries) before the endpoint's next change, even while disabled. */
-export async function queueTestMessage(tx: TransactionClient, orgId: string, id: string): Promise<{ webhookId: string; messageId: string }> {
+export async function queueTestMessage(
+  tx: TransactionClient,
+  orgId: string,
+  id: string,
+): Promise<{ webhookId: string; messageId: string }> {
   await getWebhook(tx, orgId, id);
   const messageId = newId();
-  await run(tx, insertWebhookMessage(messageId, id, 'webhook.test', { webhookId: id, message: 'A test message from Workspace Data Service.' }));
+  await run(
+    tx,
+    insertWebhookMessage(messageId, id, 'webhook.test', {
+      webhookId: id,
+      message: 'A test message from Workspace Data Service.',
+    }),
+  );
   await run(tx, notifyWebhooks(id));
   return { webhookId: id, messageId: `msg_${messageId}` };
 }
@@ -202,7 +317,11 @@ function databaseOfCursor(cursor: string): string {
  * back, so changes not yet delivered stay due; a cursor of a database the webhook does not follow is 400.
  */
 export async function replayWebhook(
-  tx: TransactionClient, context: Context, orgId: string, id: string, after: string | undefined,
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  id: string,
+  after: string | undefined,
 ): Promise<{ webhookId: string; after: string | null }> {
   const webhook = await getWebhook(tx, orgId, id);
   let target: { databaseId: string; position: string; seq: string } | null = null;
@@ -217,7 +336,9 @@ export async function replayWebhook(
   await run(tx, restartDelivery(id));
   await run(tx, notifyWebhooks(id));
   await recordActivity(tx, requireCaller(context), {
-    orgId, category: 'webhooks', event: 'webhook.replay',
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.replay',
     summary: `Replaying ${after === undefined ? 'every retained change' : 'changes after a cursor'} to ${hostOf(webhook.url)}`,
   });
   return { webhookId: id, after: after ?? null };

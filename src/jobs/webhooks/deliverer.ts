@@ -1,9 +1,26 @@
 import pg from 'pg';
 import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import {
-  deleteQueuedMessage, disableEndpoint, finishAndStart, idleEndpoint, insertAttempt, insertDisabledEvent, pruneAttempts,
-  retryMessage, selectActiveEndpoints, selectDueEndpoints, selectEndpoint, selectFollowers, selectQueuedMessages, startMessage,
-  tryLockEndpoint, unlockEndpoint, type AttemptRecord, type EndpointRow, type InFlightMessage, type QueuedMessage,
+  deleteQueuedMessage,
+  disableEndpoint,
+  finishAndStart,
+  idleEndpoint,
+  insertAttempt,
+  insertDisabledEvent,
+  pruneAttempts,
+  retryMessage,
+  selectActiveEndpoints,
+  selectDueEndpoints,
+  selectEndpoint,
+  selectFollowers,
+  selectQueuedMessages,
+  startMessage,
+  tryLockEndpoint,
+  unlockEndpoint,
+  type AttemptRecord,
+  type EndpointRow,
+  type InFlightMessage,
+  type QueuedMessage,
 } from '../../catalog/webhook-deliveries.ts';
 import { parseNetworks, type Network } from '../../catalog/webhook-destinations.ts';
 import { configuredSealingKey, openSecret, sealingKey, signatureHeader } from '../../catalog/webhook-secrets.ts';
@@ -47,11 +64,15 @@ const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000
 
 /** `5s,30s,2m,…` in milliseconds. Throws on a malformed entry, so a typo fails at start-up. */
 export function parseRetrySchedule(text: string): number[] {
-  return text.split(',').map((part) => part.trim()).filter(Boolean).map((part) => {
-    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(part);
-    if (!match) throw new Error(`WEBHOOK_RETRY_SCHEDULE: "${part}" is not a delay such as 500ms, 5s, 2m, 1h or 1d`);
-    return Number(match[1]) * UNITS[match[2]!]!;
-  });
+  return text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(part);
+      if (!match) throw new Error(`WEBHOOK_RETRY_SCHEDULE: "${part}" is not a delay such as 500ms, 5s, 2m, 1h or 1d`);
+      return Number(match[1]) * UNITS[match[2]!]!;
+    });
 }
 
 function run<Row = Record<string, unknown>>(sql: SqlExecutor, statement: Statement): Promise<Row[]> {
@@ -79,15 +100,24 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     woken = true;
     wake?.();
   };
-  const sleep = () => new Promise<void>((resolve) => {
-    if (woken) {
-      woken = false;
-      resolve();
-      return;
-    }
-    const timer = setTimeout(() => { wake = null; resolve(); }, config.JOB_POLL_MS);
-    wake = () => { clearTimeout(timer); wake = null; woken = false; resolve(); };
-  });
+  const sleep = () =>
+    new Promise<void>((resolve) => {
+      if (woken) {
+        woken = false;
+        resolve();
+        return;
+      }
+      const timer = setTimeout(() => {
+        wake = null;
+        resolve();
+      }, config.JOB_POLL_MS);
+      wake = () => {
+        clearTimeout(timer);
+        wake = null;
+        woken = false;
+        resolve();
+      };
+    });
 
   async function secretsOf(endpoint: EndpointRow): Promise<string[]> {
     const key = await sealingKey(pool, sql, configuredKey);
@@ -96,7 +126,10 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     return secrets;
   }
 
-  async function attempt(endpoint: EndpointRow, message: { id: string; type: string; timestamp: string; data: unknown }): Promise<SendResult> {
+  async function attempt(
+    endpoint: EndpointRow,
+    message: { id: string; type: string; timestamp: string; data: unknown },
+  ): Promise<SendResult> {
     const body = JSON.stringify({ type: message.type, timestamp: message.timestamp, data: message.data });
     const now = new Date();
     const headers = {
@@ -106,19 +139,41 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
       'webhook-signature': signatureHeader(await secretsOf(endpoint), message.id, now, body),
     };
-    return sendMessage({ url: endpoint.url, headers, body, timeoutMs: config.WEBHOOK_TIMEOUT_MS, allowedNetworks: allowed, resolve: options.resolve });
+    return sendMessage({
+      url: endpoint.url,
+      headers,
+      body,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      allowedNetworks: allowed,
+      resolve: options.resolve,
+    });
   }
 
   async function deliverQueued(endpoint: EndpointRow): Promise<void> {
     const queued = await run<QueuedMessage>(sql, selectQueuedMessages(endpoint.id, 10));
     for (const message of queued) {
       const id = `msg_${message.id}`;
-      const result = await attempt(endpoint, { id, type: message.type, timestamp: message.createdAt, data: message.data });
+      const result = await attempt(endpoint, {
+        id,
+        type: message.type,
+        timestamp: message.createdAt,
+        data: message.data,
+      });
       await inPgTransaction(pool, [], async (tx) => {
-        await run(tx, insertAttempt({
-          id: newId(), webhookId: endpoint.id, messageId: id, type: message.type, cursor: null, attempt: 1, ...result,
-          succeeded: result.error === null, nextAttemptAt: null,
-        }));
+        await run(
+          tx,
+          insertAttempt({
+            id: newId(),
+            webhookId: endpoint.id,
+            messageId: id,
+            type: message.type,
+            cursor: null,
+            attempt: 1,
+            ...result,
+            succeeded: result.error === null,
+            nextAttemptAt: null,
+          }),
+        );
         await run(tx, deleteQueuedMessage(message.id));
         return { value: undefined };
       });
@@ -155,7 +210,13 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       const result = await attempt(endpoint, message);
       const failed = failedBefore + 1;
       const record = {
-        id: newId(), webhookId, messageId: message.id, type: message.type, cursor: message.cursor, attempt: failed, ...result,
+        id: newId(),
+        webhookId,
+        messageId: message.id,
+        type: message.type,
+        cursor: message.cursor,
+        attempt: failed,
+        ...result,
       };
       if (result.error !== null) {
         await recordFailure(endpoint, message, record, failed);
@@ -163,8 +224,11 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       }
       dirty.delete(webhookId);
       const next = await feeds.next();
-      const [after] = await run<{ version: string; state: string }>(sql, finishAndStart({ ...record, succeeded: true, nextAttemptAt: null }, endpoint.generation, message, next));
-      if (!after || after.state !== 'active' || after.version !== endpoint.version) {
+      const [after] = await run<{ version: string; state: string }>(
+        sql,
+        finishAndStart({ ...record, succeeded: true, nextAttemptAt: null }, endpoint.generation, message, next),
+      );
+      if (after?.state !== 'active' || after.version !== endpoint.version) {
         dirty.add(webhookId);
         return;
       }
@@ -176,10 +240,22 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   }
 
   /** A failed attempt: retried on the schedule, or after its last retry the endpoint is disabled. */
-  async function recordFailure(endpoint: EndpointRow, message: InFlightMessage, record: Omit<AttemptRecord, 'succeeded' | 'nextAttemptAt'>, failed: number) {
+  async function recordFailure(
+    endpoint: EndpointRow,
+    message: InFlightMessage,
+    record: Omit<AttemptRecord, 'succeeded' | 'nextAttemptAt'>,
+    failed: number,
+  ) {
     const delay = schedule[failed - 1];
     await inPgTransaction(pool, [], async (tx) => {
-      await run(tx, insertAttempt({ ...record, succeeded: false, nextAttemptAt: delay === undefined ? null : new Date(Date.now() + delay) }));
+      await run(
+        tx,
+        insertAttempt({
+          ...record,
+          succeeded: false,
+          nextAttemptAt: delay === undefined ? null : new Date(Date.now() + delay),
+        }),
+      );
       if (delay !== undefined) {
         await run(tx, retryMessage(endpoint.id, failed, delay));
         return { value: undefined };
@@ -187,13 +263,23 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       const reason = `Disabled after ${failed} failed attempts of one message; the last: ${record.error}`;
       const [disabled] = await run<{ url: string }>(tx, disableEndpoint(endpoint.id, failed, reason));
       if (disabled) {
-        await run(tx, insertDisabledEvent(newId(), endpoint.orgId, endpoint.databaseId,
-          `Disabled the webhook to ${new URL(disabled.url).host} after ${failed} failed attempts; `
-          + 're-enable it to resume from the first undelivered change'));
+        await run(
+          tx,
+          insertDisabledEvent(
+            newId(),
+            endpoint.orgId,
+            endpoint.databaseId,
+            `Disabled the webhook to ${new URL(disabled.url).host} after ${failed} failed attempts; ` +
+              're-enable it to resume from the first undelivered change',
+          ),
+        );
       }
       return { value: undefined };
     });
-    log.info({ webhookId: endpoint.id, messageId: message.id, attempt: failed, error: record.error }, 'webhook attempt failed');
+    log.info(
+      { webhookId: endpoint.id, messageId: message.id, attempt: failed, error: record.error },
+      'webhook attempt failed',
+    );
   }
 
   /** Works on the endpoint if no worker does: the advisory lock lives on a connection held for the whole claim. */

@@ -1,5 +1,10 @@
 import { encodeChangeCursor, readChanges, type Change } from '../../catalog/changes.ts';
-import { savePosition, selectFollowedFeeds, type EndpointRow, type InFlightMessage } from '../../catalog/webhook-deliveries.ts';
+import {
+  savePosition,
+  selectFollowedFeeds,
+  type EndpointRow,
+  type InFlightMessage,
+} from '../../catalog/webhook-deliveries.ts';
 import type { SqlExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -31,9 +36,17 @@ interface Feed {
 /** A change as `GET …/changes` answers it: every member present, null when it does not apply. */
 function asDelivered(change: Change) {
   return {
-    cursor: change.cursor, kind: change.kind, tableId: change.tableId, rowId: change.rowId ?? null,
-    version: change.version ?? null, schemaVersion: change.schemaVersion ?? null, mutationId: change.mutationId,
-    actor: change.actor, committedAt: change.committedAt, values: change.values ?? null, previous: change.previous ?? null,
+    cursor: change.cursor,
+    kind: change.kind,
+    tableId: change.tableId,
+    rowId: change.rowId ?? null,
+    version: change.version ?? null,
+    schemaVersion: change.schemaVersion ?? null,
+    mutationId: change.mutationId,
+    actor: change.actor,
+    committedAt: change.committedAt,
+    values: change.values ?? null,
+    previous: change.previous ?? null,
   };
 }
 
@@ -66,11 +79,18 @@ export class FollowedFeeds {
 
   private async load(): Promise<Feed[]> {
     const rows = await this.sql.query<{ databaseId: string; position: string | null; seq: string | null }>(
-      ...statementArgs(selectFollowedFeeds(this.endpoint.id, this.endpoint.orgId, this.endpoint.databaseId)));
+      ...statementArgs(selectFollowedFeeds(this.endpoint.id, this.endpoint.orgId, this.endpoint.databaseId)),
+    );
     return rows.map((row) => ({
-      databaseId: row.databaseId, buffered: [], readToEndAt: null,
-      after: this.inFlight?.databaseId === row.databaseId ? this.inFlight.cursor
-        : row.position === null ? null : encodeChangeCursor(row.databaseId, { position: BigInt(row.position), seq: BigInt(row.seq!) }),
+      databaseId: row.databaseId,
+      buffered: [],
+      readToEndAt: null,
+      after:
+        this.inFlight?.databaseId === row.databaseId
+          ? this.inFlight.cursor
+          : row.position === null
+            ? null
+            : encodeChangeCursor(row.databaseId, { position: BigInt(row.position), seq: BigInt(row.seq!) }),
     }));
   }
 
@@ -81,8 +101,10 @@ export class FollowedFeeds {
       return await readChanges(this.sql, { ...input, after: feed.after });
     } catch (error) {
       if (!(error instanceof DomainError) || error.code !== 'CURSOR_INVALID') throw error;
-      this.log.warn({ webhookId: this.endpoint.id, databaseId: feed.databaseId },
-        'a webhook fell behind the change feed’s retention; it continues from the oldest retained change');
+      this.log.warn(
+        { webhookId: this.endpoint.id, databaseId: feed.databaseId },
+        'a webhook fell behind the change feed’s retention; it continues from the oldest retained change',
+      );
       return readChanges(this.sql, { ...input, after: null });
     }
   }
@@ -117,8 +139,13 @@ export class FollowedFeeds {
     const change = best?.buffered.shift();
     if (!best || !change) return null;
     return {
-      id: `msg_${newId()}`, type: change.kind, timestamp: new Date().toISOString(), data: asDelivered(change),
-      databaseId: best.databaseId, cursor: change.cursor, ...positionOf(change.cursor),
+      id: `msg_${newId()}`,
+      type: change.kind,
+      timestamp: new Date().toISOString(),
+      data: asDelivered(change),
+      databaseId: best.databaseId,
+      cursor: change.cursor,
+      ...positionOf(change.cursor),
     };
   }
 }

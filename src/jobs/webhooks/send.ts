@@ -46,14 +46,17 @@ function guardedLookup(allowed: readonly Network[], resolve: typeof dnsLookup): 
     resolve(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const answers = addresses as unknown as LookupAddress[];
-      const refused = answers.map((answer) => ({ answer, why: refusedAddress(answer.address, allowed) })).find((entry) => entry.why);
+      const refused = answers
+        .map((answer) => ({ answer, why: refusedAddress(answer.address, allowed) }))
+        .find((entry) => entry.why);
       if (refused) {
         const why = `${hostname} resolves to ${refused.answer.address}, a ${refused.why} address webhooks may not reach`;
         return callback(new RefusedDestination(why), '', 0);
       }
       if (answers.length === 0) return callback(new Error(`${hostname} has no address`), '', 0);
       // `all` is what Node's happy-eyeballs connect asks for; a plain connect wants one address.
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, answers);
+      if ((options as { all?: boolean }).all)
+        return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, answers);
       return callback(null, answers[0]!.address, answers[0]!.family);
     });
   };
@@ -86,35 +89,49 @@ export function sendMessage(options: SendOptions): Promise<SendResult> {
       finish({ statusCode: null, error: `no complete answer within ${options.timeoutMs} ms`, responseBody: null });
     }, options.timeoutMs);
     if (refusal !== null) {
-      finish({ statusCode: null, error: `${literal} is a ${refusal} address webhooks may not reach`, responseBody: null });
+      finish({
+        statusCode: null,
+        error: `${literal} is a ${refusal} address webhooks may not reach`,
+        responseBody: null,
+      });
       return;
     }
     const client = url.protocol === 'https:' ? https : http;
-    const request: http.ClientRequest | undefined = client.request(url, {
-      method: 'POST',
-      headers: { ...options.headers, 'content-length': String(Buffer.byteLength(options.body)) },
-      agent: agents[url.protocol as 'http:' | 'https:'],
-      lookup: guardedLookup(options.allowedNetworks, options.resolve ?? dnsLookup),
-    }, (response) => {
-      const chunks: Buffer[] = [];
-      let kept = 0;
-      const done = () => {
-        const statusCode = response.statusCode ?? null;
-        const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
-        const text = Buffer.concat(chunks).subarray(0, MAX_KEPT_BODY_BYTES).toString('utf8');
-        finish({ statusCode, error: ok ? null : `the endpoint answered ${statusCode}`, responseBody: text === '' ? null : text });
-      };
-      response.on('data', (chunk: Buffer) => {
-        if (kept < MAX_KEPT_BODY_BYTES) chunks.push(chunk);
-        kept += chunk.length;
-        if (kept >= MAX_KEPT_BODY_BYTES) {
-          done();
-          response.destroy();
-        }
-      });
-      response.on('end', done);
-      response.on('error', (error) => finish({ statusCode: response.statusCode ?? null, error: describe(error), responseBody: null }));
-    });
+    const request: http.ClientRequest | undefined = client.request(
+      url,
+      {
+        method: 'POST',
+        headers: { ...options.headers, 'content-length': String(Buffer.byteLength(options.body)) },
+        agent: agents[url.protocol as 'http:' | 'https:'],
+        lookup: guardedLookup(options.allowedNetworks, options.resolve ?? dnsLookup),
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        const done = () => {
+          const statusCode = response.statusCode ?? null;
+          const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
+          const text = Buffer.concat(chunks).subarray(0, MAX_KEPT_BODY_BYTES).toString('utf8');
+          finish({
+            statusCode,
+            error: ok ? null : `the endpoint answered ${statusCode}`,
+            responseBody: text === '' ? null : text,
+          });
+        };
+        response.on('data', (chunk: Buffer) => {
+          if (kept < MAX_KEPT_BODY_BYTES) chunks.push(chunk);
+          kept += chunk.length;
+          if (kept >= MAX_KEPT_BODY_BYTES) {
+            done();
+            response.destroy();
+          }
+        });
+        response.on('end', done);
+        response.on('error', (error) =>
+          finish({ statusCode: response.statusCode ?? null, error: describe(error), responseBody: null }),
+        );
+      },
+    );
     request.on('error', (error) => finish({ statusCode: null, error: describe(error), responseBody: null }));
     request.end(options.body);
   });
