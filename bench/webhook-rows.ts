@@ -14,7 +14,7 @@ import { api, percentile, ratioLine, type Servers } from './harness.ts';
  *     alternating in one run. Target ≥ 0.9: deliveries run on the worker and must not slow request handling.
  * (2) delivery lag, from the change's commit (`committedAt`, PostgreSQL's clock) to its receipt by the receiver, p50
  *     and p99, while rows are created at a steady 200/s for BENCH_LAG_SECONDS (default 10).
- * The worker is `src/worker.ts` in its own process, as `npm run worker` runs it, beside the bench's servers process.
+ * The worker is `src/bin/worker.ts` in its own process, as `npm run worker` runs it, beside the bench's servers process.
  * The servers must have been started with WEBHOOK_ALLOW_HTTP=true and WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8 in the
  * environment (`webhookBenchEnv`), so that the API accepts a loopback receiver, and without the org's in-flight
  * limit, which the steady 200/s of row (2) would otherwise meet with 429s whenever creates slow down.
@@ -67,7 +67,7 @@ async function startWorker(databaseUrl: string): Promise<ChildProcess> {
     LOG_LEVEL: 'info',
   };
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });

@@ -27,7 +27,7 @@ const workers: WorkerProcess[] = [];
 
 function spawnWorker(): WorkerProcess {
   // Its own process group, so that SIGKILL reaches tsx's node child too.
-  const child = spawn('node_modules/.bin/tsx', ['src/worker.ts'], {
+  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

@@ -111,3 +111,4 @@ export const ISSUE_5_SCOPES: Record<string, OAuthScope> = {
   importRows: 'rows:write',
   applySchemaChange: 'schema:manage',
 };
+
