@@ -198,17 +198,6 @@ describe('real responses match the documented schemas', () => {
     'GET /v1/me': () => suite.server.request('GET', '/v1/me', { token: suite.org.adminKey }),
     'GET /v1/orgs': () => suite.server.request('GET', '/v1/orgs', { token: suite.org.adminKey }),
     'GET /v1/orgs/{orgId}': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }),
-    'PATCH /v1/me/preferences': () =>
-      suite.server.request('PATCH', '/v1/me/preferences', {
-        token: suite.org.adminKey,
-        idempotencyKey: idempotencyKey(),
-        body: { theme: 'dark' },
-      }),
-    'GET /v1/preferences/options': () =>
-      suite.server.request('GET', '/v1/preferences/options', { token: suite.org.adminKey }),
-    'GET /v1/orgs/{orgId}': () =>
-      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }),
-    'GET /v1/orgs/{orgId}': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }),
     'PATCH /v1/orgs/{orgId}': async () => {
       const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey })).body.version;
       return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: version, name: 'Checked' } });

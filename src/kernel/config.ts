@@ -104,16 +104,6 @@ const ConfigSchema = z.object({
   /** Serves GET /metrics (Prometheus) to `Authorization: Bearer <METRICS_TOKEN>`; unset: /metrics is 404. */
   METRICS_TOKEN: z.string().min(16).max(256).optional(),
   CORS_ORIGINS: z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
-  CORS_ORIGINS: z
-    .string()
-    .default('')
-    .transform((value) =>
-      value
-        .split(',')
-        .map((origin) => origin.trim())
-        .filter(Boolean),
-    ),
-  CORS_ORIGINS: z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
   /** Where backups are written when no S3 bucket is configured (default `DATA_DIR/backups`). */
   BACKUP_DIR: z.string().min(1).optional(),
