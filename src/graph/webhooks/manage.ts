@@ -146,6 +146,7 @@ export async function createWebhook(
     }),
   );
   await run(tx, insertStartPositions(id, orgId, databaseId));
+  await run(tx, notifyWebhooks(id));
   await recordActivity(tx, requireCaller(context), {
     orgId,
     category: 'webhooks',

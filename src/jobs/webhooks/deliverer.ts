@@ -331,6 +331,8 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         changedDatabases.add(message.payload);
         notifications.counts.set(message.payload, (notifications.counts.get(message.payload) ?? 0) + 1);
       } else {
+        // A new or changed endpoint: who follows which database may have changed.
+        followers.clear();
         dirty.add(message.payload);
       }
       notify();
