@@ -3,6 +3,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { historyTableOf } from '../src/data/identifiers.ts';
 import { api, ratioLine, startServers, type Servers } from './harness.ts';
+import { benchWebhookRows, webhookBenchEnv } from './webhook-rows.ts';
 
 /**
  * The change feed (issue 27), two rows of bench/changes.bench.ts (the webhook rows are added beside them):
@@ -10,6 +11,7 @@ import { api, ratioLine, startServers, type Servers } from './harness.ts';
  *      lock) vs the same creates with the table's feed trigger disabled, alternating in one run: the feed's write cost;
  * (3)  reading the feed over REST (GET …/changes, pages of 1,000, following nextCursor) vs a raw keyset SELECT of the
  *      same change rows through `pg`, in changes/s. Target ≥ 0.5.
+ * Then the webhook rows (1) and (2) of bench/webhook-rows.ts, on a table of their own.
  * BENCH_CREATES (default 3000 per round and side), BENCH_FEED_ROWS (default 20000 changes to read) and BENCH_ROUNDS
  * (default 3) size it.
  */
@@ -100,6 +102,7 @@ async function rawRead(client: pg.Client, table: BenchTable, total: number): Pro
   return read / ((performance.now() - started) / 1000);
 }
 
+Object.assign(process.env, webhookBenchEnv);
 const servers = await startServers();
 const client = new pg.Client({ connectionString: servers.databaseUrl });
 try {
@@ -136,6 +139,8 @@ try {
     process.stdout.write(`round ${round}: changes/s REST ${rest.toFixed(0)}, raw SELECT ${raw.toFixed(0)}, REST / raw ${(rest / raw).toFixed(2)}\n`);
   }
   process.stdout.write(`${ratioLine('(3) feed read throughput', 'REST GET …/changes / raw SELECT', readRatios, 0.5)}\n`);
+
+  await benchWebhookRows(servers, { ...(await createBenchTable(servers)), values: VALUES }, { creates: CREATES, rounds: ROUNDS });
 } finally {
   await client.end();
   await servers.stop();

@@ -89,7 +89,7 @@ describe('GET /v1/orgs/{orgId}/activity: the events each mutation writes', () =>
     expect([...result.data].sort(bySummary)).toEqual(expected.sort(bySummary));
     for (const entry of result.data) expect(Object.keys(entry).sort()).toEqual(ENTRY_KEYS);
     expect(new Set(result.data.map((entry) => entry.id)).size).toBe(11);
-    expect(result).toMatchObject({ hasMore: false, nextCursor: null, availableCategories: ['records', 'schema', 'imports', 'exports', 'backups', 'restores'] });
+    expect(result).toMatchObject({ hasMore: false, nextCursor: null, availableCategories: ['records', 'schema', 'imports', 'exports', 'backups', 'restores', 'webhooks'] });
   });
 
   it('names a team key and a member as the actor of the rows they write', async () => {

@@ -65,6 +65,7 @@ const INPUT_OVERRIDES: () => Record<string, Record<string, unknown>> = () => ({
   exportDatabase: { input: { format: 'csv' } },
   aggregateRows: { input: { aggregates: [{ fn: 'count', as: 'n' }] } },
   lookupRows: { input: { ruleId: newId(), keys: [['probe']] } },
+  createWebhook: { input: { url: 'https://hooks.example.com/probe', events: ['*'] } },
 });
 
 function probe(operation: 'query' | 'mutation', field: string, args: readonly GraphQLArgument[], returnsObject: boolean) {

@@ -125,6 +125,15 @@ function finishedPreview(): Promise<any> {
   return previewJob;
 }
 
+/** A fresh webhook (to a name no test resolves: its deliveries just fail), for the webhook samples. */
+async function sampleWebhook(): Promise<{ id: string; version: string }> {
+  const response = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
+    token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { url: 'https://hooks.invalid/in', events: ['*'] },
+  });
+  expect(response.status, response.text).toBe(201);
+  return response.body;
+}
+
 describe('real responses match the documented schemas', () => {
   const viewerSession = async () => {
     const user = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
@@ -399,6 +408,24 @@ describe('real responses match the documented schemas', () => {
       await suite.server.prisma.user.update({ where: { id: userId }, data: { verified: true } });
       return suite.server.request('POST', '/v1/me/email-verification', { token: apiKey, idempotencyKey: idempotencyKey() });
     },
+    'POST /v1/orgs/{orgId}/webhooks': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, write({ url: 'https://hooks.example.com/a', events: ['*'] })),
+    'GET /v1/orgs/{orgId}/webhooks': async () => {
+      await sampleWebhook();
+      return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/webhooks`, admin());
+    },
+    'GET /v1/orgs/{orgId}/webhooks/{id}': async () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}`, admin()),
+    'PATCH /v1/orgs/{orgId}/webhooks/{id}': async () => {
+      const webhook = await sampleWebhook();
+      return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}/webhooks/${webhook.id}`, write({ expectedVersion: webhook.version, state: 'disabled' }));
+    },
+    'DELETE /v1/orgs/{orgId}/webhooks/{id}': async () => {
+      const webhook = await sampleWebhook();
+      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/webhooks/${webhook.id}`, write({ expectedVersion: webhook.version }));
+    },
+    'POST /v1/orgs/{orgId}/webhooks/{id}/rotate-secret': async () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/rotate-secret`, write()),
+    'POST /v1/orgs/{orgId}/webhooks/{id}/test': async () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/test`, write()),
+    'GET /v1/orgs/{orgId}/webhooks/{id}/deliveries': async () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/deliveries`, admin()),
+    'POST /v1/orgs/{orgId}/webhooks/{id}/replay': async () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/replay`, write({})),
   };
 
   it('has a sample for every route', () => {

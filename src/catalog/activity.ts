@@ -11,6 +11,7 @@ export const PLAIN_EVENTS = [
   'database.delete', 'database.restore', 'database.update', 'field.create', 'field.convert', 'field.delete', 'field.update',
   'fields.reorder', 'records.changed', 'table.create', 'table.delete', 'table.update', 'foreign-key.create', 'foreign-key.delete',
   'rule.create', 'rule.delete',
+  'webhook.create', 'webhook.update', 'webhook.delete', 'webhook.enable', 'webhook.disable', 'webhook.rotate_secret', 'webhook.replay',
 ] as const;
 
 export interface ActivityInput {

@@ -40,6 +40,7 @@ import './jobs/imports.ts';
 import './exports/exports.ts';
 import './jobs/schema-changes.ts';
 import './trash/trash.ts';
+import './webhooks/webhooks.ts';
 import './edges/org.ts';
 import './edges/database.ts';
 import './edges/table.ts';

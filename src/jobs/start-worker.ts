@@ -12,6 +12,7 @@ import { pgExecutor } from '../db/sql.ts';
 import { startJobRunner } from './engine/runner.ts';
 import { startBackupScheduler } from './kinds/backups/scheduler.ts';
 import { JOB_HANDLERS } from './kinds/registry.ts';
+import { startWebhookDeliverer } from './webhooks/deliverer.ts';
 
 export interface Worker {
   stop(): Promise<void>;
@@ -57,6 +58,10 @@ function jobPool(prisma: PrismaClient, config: Config): pg.Pool {
   return new pg.Pool({ connectionString, max: config.JOB_CONCURRENCY * 3 + 1, ...(budget > 0 ? { statement_timeout: budget } : {}) });
 }
 
+function connectionStringOf(pool: pg.Pool): string | undefined {
+  return (pool as unknown as { options: { connectionString?: string } }).options.connectionString;
+}
+
 /**
  * The background worker of every process that runs it (`npm start` or `npm run worker`): the durable job runner
  * the catalog sweeper and the backup scheduler. Any number may run at once; jobs are claimed with SKIP LOCKED.
@@ -70,10 +75,14 @@ export function startWorker(prisma: PrismaClient, config: Config, log: Logger): 
     concurrency: config.JOB_CONCURRENCY, leaseSeconds: config.JOB_LEASE_SECONDS, pollMs: config.JOB_POLL_MS,
   });
   const scheduler = startBackupScheduler(pool, config, log);
+  // Webhook deliveries hold a connection each for the length of an HTTP call (its advisory lock): a pool of their own.
+  const webhookPool = new pg.Pool({ connectionString: connectionStringOf(pool), max: config.WEBHOOK_CONCURRENCY * 2 + 2 });
+  webhookPool.on('error', (error) => log.warn({ err: error }, 'idle webhook connection failed'));
+  const deliverer = startWebhookDeliverer({ pool: webhookPool, config, log });
   return {
     stop: async () => {
-      await Promise.all([sweeper.stop(), runner.stop(), scheduler.stop()]);
-      await pool.end();
+      await Promise.all([sweeper.stop(), runner.stop(), scheduler.stop(), deliverer.stop()]);
+      await Promise.all([pool.end(), webhookPool.end()]);
     },
   };
 }

@@ -127,6 +127,18 @@ const ConfigSchema = z.object({
   BACKUP_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(15_000),
   /** Tests only: a file holding an ISO timestamp the scheduler uses as "now" instead of the clock. */
   BACKUP_SCHEDULER_CLOCK_FILE: z.string().min(1).optional(),
+  /** Networks (CIDRs, comma-separated) webhooks may reach although they are private, loopback or link-local. */
+  WEBHOOK_ALLOWED_NETWORKS: z.string().default(''),
+  /** Allows `http:` webhook URLs (development, tests); otherwise only `https:`. */
+  WEBHOOK_ALLOW_HTTP: z.enum(['true', 'false']).default('false').transform((value) => value === 'true'),
+  /** Delays before each retry of a failed webhook message; after the last one fails, the endpoint is disabled. */
+  WEBHOOK_RETRY_SCHEDULE: z.string().default('5s,30s,2m,10m,30m,2h,5h,10h'),
+  /** A webhook attempt with no complete answer within this many milliseconds fails (and is retried). */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** Webhook messages one worker process has in flight at once (to different endpoints). */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /** 32 bytes, base64: the key that seals webhook signing secrets at rest; unset → a key kept in the database. */
+  WEBHOOK_SECRET_KEY: z.string().optional(),
   RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
 });
 

@@ -35,5 +35,5 @@ export function storedVersion(expected: string): bigint | null {
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
 /** Spec 2.10 activity categories. */
-export const ACTIVITY_CATEGORIES = ['records', 'schema', 'imports', 'exports', 'backups', 'restores'] as const;
+export const ACTIVITY_CATEGORIES = ['records', 'schema', 'imports', 'exports', 'backups', 'restores', 'webhooks'] as const;
 export type ActivityCategory = (typeof ACTIVITY_CATEGORIES)[number];

@@ -85,6 +85,15 @@ export const SCOPE_OF_FIELD: Record<string, OAuthScope | null> = {
   updateRow: 'rows:write',
   updateTable: 'tables:manage',
   updateView: 'rows:read',
+  webhooks: 'org:manage',
+  webhook: 'org:manage',
+  webhookDeliveries: 'org:manage',
+  createWebhook: 'org:manage',
+  updateWebhook: 'org:manage',
+  deleteWebhook: 'org:manage',
+  rotateWebhookSecret: 'org:manage',
+  testWebhook: 'org:manage',
+  replayWebhook: 'org:manage',
 };
 
 /**

@@ -1,0 +1,215 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as pause } from 'node:timers/promises';
+import autocannon from 'autocannon';
+import { api, percentile, ratioLine, type Servers } from './harness.ts';
+
+/**
+ * The webhook rows of bench/changes.bench.ts (issue 27):
+ * (1) row create over REST (8 connections) while one webhook delivers every change to a receiver on loopback and an
+ *     SSE reader follows the database's feed, against the same creates with the webhook disabled and no reader,
+ *     alternating in one run. Target ≥ 0.9: deliveries run on the worker and must not slow request handling.
+ * (2) delivery lag, from the change's commit (`committedAt`, PostgreSQL's clock) to its receipt by the receiver, p50
+ *     and p99, while rows are created at a steady 200/s for BENCH_LAG_SECONDS (default 10).
+ * The worker is `src/bin/worker.ts` in its own process, as `npm run worker` runs it, beside the bench's servers process.
+ * The servers must have been started with WEBHOOK_ALLOW_HTTP=true and WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8 in the
+ * environment (`webhookBenchEnv`), so that the API accepts a loopback receiver, and without the org's in-flight
+ * limit, which the steady 200/s of row (2) would otherwise meet with 429s whenever creates slow down.
+ */
+export const webhookBenchEnv = {
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  ORG_CONCURRENCY_LIMIT: '0',
+};
+
+const CONNECTIONS = 8;
+const LAG_RATE = 200;
+const MAX_OUTSTANDING = 32;
+
+export interface WebhookBenchTable {
+  databaseId: string;
+  path: string;
+  schemaVersion: number;
+  values: Record<string, unknown>;
+}
+
+interface Receipt {
+  at: number;
+  committedAt: number;
+}
+
+async function startReceiver(): Promise<{ url: string; receipts: Receipt[]; server: Server }> {
+  const receipts: Receipt[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const at = Date.now();
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data: { committedAt?: string } };
+      if (body.data.committedAt) receipts.push({ at, committedAt: Date.parse(body.data.committedAt) });
+      response.writeHead(204).end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, receipts, server };
+}
+
+async function startWorker(databaseUrl: string): Promise<ChildProcess> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...webhookBenchEnv,
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'info',
+  };
+  delete env.REDIS_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  const deadline = Date.now() + 60_000;
+  while (!output.includes('worker started')) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error('the bench worker did not start');
+    await pause(100);
+  }
+  return child;
+}
+
+/** Creates/s of `amount` row creates over CONNECTIONS connections. */
+async function creates(servers: Servers, table: WebhookBenchTable, amount: number): Promise<number> {
+  const started = performance.now();
+  const result = await autocannon({
+    url: `http://127.0.0.1:${servers.servicePort}${table.path}/rows`,
+    connections: CONNECTIONS,
+    amount,
+    method: 'POST',
+    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ expectedSchemaVersion: table.schemaVersion, values: table.values }),
+    requests: [
+      { setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) },
+    ],
+  });
+  if (result.errors + result.non2xx > 0)
+    throw new Error(`row creates failed: ${result.errors} errors, ${result.non2xx} non-2xx`);
+  return amount / ((performance.now() - started) / 1000);
+}
+
+/** An SSE reader of the database's feed from now on, until aborted. */
+function openReader(servers: Servers, table: WebhookBenchTable): AbortController {
+  const abort = new AbortController();
+  void fetch(`http://127.0.0.1:${servers.servicePort}/v1/orgs/${servers.orgId}/databases/${table.databaseId}/changes`, {
+    headers: { authorization: `Bearer ${servers.apiKey}`, accept: 'text/event-stream' },
+    signal: abort.signal,
+  })
+    .then(async (response) => {
+      if (response.status !== 200) throw new Error(`SSE reader: ${response.status}`);
+      const reader = response.body!.getReader();
+      while (!(await reader.read()).done);
+    })
+    .catch((error: unknown) => {
+      if (!abort.signal.aborted) process.stderr.write(`SSE reader failed: ${String(error)}\n`);
+    });
+  return abort;
+}
+
+async function setState(servers: Servers, webhook: { id: string; version: string }, state: 'active' | 'disabled') {
+  const changed = await api(servers, 'PATCH', `/v1/orgs/${servers.orgId}/webhooks/${webhook.id}`, {
+    expectedVersion: webhook.version,
+    state,
+  });
+  webhook.version = changed.version;
+}
+
+async function drained(receipts: Receipt[], count: number): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (receipts.length < count && Date.now() < deadline) await pause(50);
+}
+
+/** Rows (1) and (2). `table` is a fresh table of its own database (the webhook follows that database only). */
+export async function benchWebhookRows(
+  servers: Servers,
+  table: WebhookBenchTable,
+  options: { creates: number; rounds: number },
+) {
+  const receiver = await startReceiver();
+  const worker = await startWorker(servers.databaseUrl);
+  try {
+    const webhook = (await api(servers, 'POST', `/v1/orgs/${servers.orgId}/webhooks`, {
+      url: receiver.url,
+      events: ['*'],
+      databaseId: table.databaseId,
+    })) as { id: string; version: string };
+    const warmup = Math.max(200, options.creates / 10);
+    await creates(servers, table, warmup);
+    let sent = warmup;
+    process.stdout.write(
+      `webhooks: ${options.rounds} rounds; (1) ${options.creates} row creates per side over ${CONNECTIONS} connections\n`,
+    );
+    const ratios: number[] = [];
+    for (let round = 1; round <= options.rounds; round += 1) {
+      await setState(servers, webhook, 'disabled');
+      const none = await creates(servers, table, options.creates);
+      sent += options.creates;
+      await setState(servers, webhook, 'active');
+      // The backlog of the "none" side is delivered first, so that it does not load the measured side.
+      await drained(receiver.receipts, sent);
+      const reader = openReader(servers, table);
+      const both = await creates(servers, table, options.creates);
+      sent += options.creates;
+      reader.abort();
+      ratios.push(both / none);
+      process.stdout.write(
+        `round ${round}: creates/s with webhook + SSE ${both.toFixed(0)}, none ${none.toFixed(0)}, ratio ${(both / none).toFixed(2)}\n`,
+      );
+      await drained(receiver.receipts, sent);
+    }
+    process.stdout.write(
+      `${ratioLine('(1) row create, one webhook + SSE reader vs none', 'with / none', ratios, 0.9)}\n`,
+    );
+
+    const seconds = Number(process.env.BENCH_LAG_SECONDS ?? 10);
+    const total = LAG_RATE * seconds;
+    const first = receiver.receipts.length;
+    await pause(2_000);
+    const started = performance.now();
+    // At most MAX_OUTSTANDING creates in flight: a machine that cannot keep 200/s gets a lower rate (reported), not
+    // thousands of queued connections.
+    const outstanding = new Set<Promise<unknown>>();
+    for (let index = 0; index < total; index += 1) {
+      const due = started + (index * 1000) / LAG_RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await pause(wait);
+      while (outstanding.size >= MAX_OUTSTANDING) await Promise.race(outstanding);
+      const create = api(servers, 'POST', `${table.path}/rows`, {
+        expectedSchemaVersion: table.schemaVersion,
+        values: table.values,
+      }).finally(() => outstanding.delete(create));
+      outstanding.add(create);
+    }
+    await Promise.all(outstanding);
+    const rate = total / ((performance.now() - started) / 1000);
+    await drained(receiver.receipts, first + total);
+    const lags = receiver.receipts
+      .slice(first)
+      .map((receipt) => receipt.at - receipt.committedAt)
+      .sort((a, b) => a - b);
+    process.stdout.write(
+      `(2) delivery lag commit → receipt at ${LAG_RATE} creates/s (achieved ${rate.toFixed(0)}/s) for ${seconds} s: ` +
+        `${lags.length} of ${total} received, ` +
+        `p50 ${percentile(lags, 0.5)} ms, p99 ${percentile(lags, 0.99)} ms\n`,
+    );
+  } finally {
+    worker.kill('SIGTERM');
+    await once(worker, 'exit');
+    receiver.server.closeAllConnections();
+    receiver.server.close();
+  }
+}

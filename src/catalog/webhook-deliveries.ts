@@ -1,0 +1,249 @@
+import type { Statement } from '../data/statement.ts';
+
+/**
+ * The deliverer's SQL (issue 27, src/jobs/webhooks): an endpoint's delivery state, its followed feeds, its queued
+ * test messages and its attempt log. Every write happens while the worker holds the endpoint's advisory lock.
+ */
+
+/** Session-level, so no transaction stays open during the HTTP call; released by PostgreSQL if the worker dies. */
+const LOCK_CLASS = 27_027;
+
+export function tryLockEndpoint(webhookId: string): Statement {
+  return { sql: 'SELECT pg_try_advisory_lock($1::int, hashtext($2::text)) AS locked', params: [LOCK_CLASS, webhookId] };
+}
+
+export function unlockEndpoint(webhookId: string): Statement {
+  return { sql: 'SELECT pg_advisory_unlock($1::int, hashtext($2::text)) AS unlocked', params: [LOCK_CLASS, webhookId] };
+}
+
+/** The message in flight: kept until answered 2xx, so every attempt sends the same id and body. */
+export interface InFlightMessage {
+  id: string;
+  type: string;
+  /** ISO timestamp of the message (the body's `timestamp`). */
+  timestamp: string;
+  data: unknown;
+  databaseId: string;
+  cursor: string;
+  position: string;
+  seq: string;
+}
+
+export interface EndpointRow {
+  id: string;
+  orgId: string;
+  url: string;
+  events: string[];
+  databaseId: string | null;
+  tableIds: string[];
+  state: 'active' | 'disabled';
+  secretSealed: string;
+  previousSecretSealed: string | null;
+  message: InFlightMessage | null;
+  failedAttempts: number;
+  due: boolean;
+  version: string;
+  generation: number;
+  hasQueued: boolean;
+}
+
+export function selectEndpoint(webhookId: string): Statement {
+  return {
+    sql: `SELECT id, org_id AS "orgId", url, events, database_id AS "databaseId", table_ids::text[] AS "tableIds", state,
+            secret_sealed AS "secretSealed",
+            CASE WHEN previous_secret_expires_at > now() THEN previous_secret_sealed END AS "previousSecretSealed",
+            message, failed_attempts AS "failedAttempts", next_attempt_at <= now() AS due, version::text AS version, generation,
+            EXISTS (SELECT 1 FROM webhook_messages m WHERE m.webhook_id = webhooks.id) AS "hasQueued"
+          FROM webhooks WHERE id = $1::bpchar`,
+    params: [webhookId],
+  };
+}
+
+/**
+ * Endpoints with something to do now: due (a retry, or an idle endpoint's periodic look at its feeds) or holding a
+ * queued test message. Ordered by how long they have waited.
+ */
+export function selectDueEndpoints(limit: number): Statement {
+  return {
+    sql: `SELECT id FROM webhooks w
+           WHERE (w.state = 'active' AND w.next_attempt_at <= now())
+              OR EXISTS (SELECT 1 FROM webhook_messages m WHERE m.webhook_id = w.id)
+           ORDER BY w.next_attempt_at LIMIT $1`,
+    params: [limit],
+  };
+}
+
+/** The active endpoints that follow a database's feed: the ones a change in it may concern. */
+export function selectFollowers(databaseIds: readonly string[]): Statement {
+  return {
+    sql: `SELECT w.id, d.id AS "databaseId" FROM webhooks w JOIN databases d ON d.org_id = w.org_id
+           WHERE d.id = ANY($1::bpchar[]) AND w.state = 'active' AND (w.database_id IS NULL OR w.database_id = d.id)`,
+    params: [databaseIds],
+  };
+}
+
+export function selectActiveEndpoints(): Statement {
+  return { sql: `SELECT id FROM webhooks WHERE state = 'active'`, params: [] };
+}
+
+/** Every feed the endpoint follows and where it stands in it (no position: from the feed's oldest retained change). */
+export function selectFollowedFeeds(webhookId: string, orgId: string, databaseId: string | null): Statement {
+  return {
+    sql: `SELECT d.id AS "databaseId", p.position::text AS position, p.seq::text AS seq
+            FROM databases d LEFT JOIN webhook_positions p ON p.webhook_id = $1::bpchar AND p.database_id = d.id
+           WHERE d.org_id = $2::bpchar AND ($3::bpchar IS NULL OR d.id = $3::bpchar)
+           ORDER BY d.id`,
+    params: [webhookId, orgId, databaseId],
+  };
+}
+
+export function savePosition(webhookId: string, databaseId: string, position: string, seq: string): Statement {
+  return {
+    sql: `INSERT INTO webhook_positions (webhook_id, database_id, position, seq) VALUES ($1::bpchar, $2::bpchar, $3::bigint, $4::bigint)
+          ON CONFLICT (webhook_id, database_id) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq`,
+    params: [webhookId, databaseId, position, seq],
+  };
+}
+
+/** Puts a message in flight, unless the positions it was read from were moved meanwhile (no row then). */
+export function startMessage(webhookId: string, generation: number, message: InFlightMessage): Statement {
+  return {
+    sql: `UPDATE webhooks SET message = $3::jsonb, failed_attempts = 0, next_attempt_at = now()
+          WHERE id = $1::bpchar AND generation = $2 AND message IS NULL RETURNING id`,
+    params: [webhookId, generation, JSON.stringify(message)],
+  };
+}
+
+/** Nothing to send: look again after `seconds` (notifications wake it sooner). */
+export function idleEndpoint(webhookId: string, seconds: number): Statement {
+  return {
+    sql: `UPDATE webhooks SET next_attempt_at = now() + make_interval(secs => $2) WHERE id = $1::bpchar AND message IS NULL`,
+    params: [webhookId, seconds],
+  };
+}
+
+/**
+ * One statement (one round trip, one commit) after a 2xx: the attempt logged, the feed position moved past the
+ * message, and the next message (or none) put in flight, committed before it is sent. Answers the endpoint's
+ * version, so that a deliverer notices a change of its settings made meanwhile.
+ */
+export function finishAndStart(
+  attempt: AttemptRecord,
+  generation: number,
+  delivered: InFlightMessage,
+  next: InFlightMessage | null,
+): Statement {
+  const logged = insertAttempt(attempt);
+  const at = (index: number) => `$${logged.params.length + index}`;
+  return {
+    sql: `WITH current AS (
+            UPDATE webhooks SET message = ${at(6)}::jsonb, failed_attempts = 0, next_attempt_at = now()
+             WHERE id = ${at(1)}::bpchar AND generation = ${at(5)} AND message->>'id' = ${at(7)}
+            RETURNING id, version::text AS version, state
+          ), logged AS (${logged.sql}),
+          moved AS (
+            INSERT INTO webhook_positions (webhook_id, database_id, position, seq)
+            SELECT id, ${at(2)}::bpchar, ${at(3)}::bigint, ${at(4)}::bigint FROM current
+            ON CONFLICT (webhook_id, database_id) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq
+          )
+          SELECT version, state FROM current`,
+    params: [
+      ...logged.params,
+      attempt.webhookId,
+      delivered.databaseId,
+      delivered.position,
+      delivered.seq,
+      generation,
+      next === null ? null : JSON.stringify(next),
+      delivered.id,
+    ],
+  };
+}
+
+export function retryMessage(webhookId: string, failedAttempts: number, delayMs: number): Statement {
+  return {
+    sql: `UPDATE webhooks SET failed_attempts = $2, next_attempt_at = now() + make_interval(secs => $3::double precision / 1000)
+          WHERE id = $1::bpchar`,
+    params: [webhookId, failedAttempts, delayMs],
+  };
+}
+
+/** The last retry failed: the endpoint stops, keeping its message and positions for `PATCH {state: "active"}`. */
+export function disableEndpoint(webhookId: string, failedAttempts: number, reason: string): Statement {
+  return {
+    sql: `UPDATE webhooks SET state = 'disabled', failed_attempts = $2, disabled_at = now(), disabled_reason = $3,
+            version = version + 1, updated_at = now()
+          WHERE id = $1::bpchar AND state = 'active' RETURNING url`,
+    params: [webhookId, failedAttempts, reason.slice(0, 500)],
+  };
+}
+
+export function insertDisabledEvent(id: string, orgId: string, databaseId: string | null, summary: string): Statement {
+  return {
+    sql: `INSERT INTO public.activity_events (id, org_id, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name, database_id)
+          VALUES ($1::bpchar, $2::bpchar, 'webhooks', 'webhook.disable', 'requested', $3, '00000000000000000000000000', 'system', NULL,
+                  'Webhook delivery', $4::bpchar)`,
+    params: [id, orgId, summary.slice(0, 500), databaseId],
+  };
+}
+
+export interface QueuedMessage {
+  id: string;
+  type: string;
+  data: unknown;
+  createdAt: string;
+}
+
+export function selectQueuedMessages(webhookId: string, limit: number): Statement {
+  return {
+    sql: `SELECT id, type, data, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt"
+            FROM webhook_messages WHERE webhook_id = $1::bpchar ORDER BY id LIMIT $2`,
+    params: [webhookId, limit],
+  };
+}
+
+export function deleteQueuedMessage(id: string): Statement {
+  return { sql: 'DELETE FROM webhook_messages WHERE id = $1::bpchar', params: [id] };
+}
+
+export interface AttemptRecord {
+  id: string;
+  webhookId: string;
+  messageId: string;
+  type: string;
+  cursor: string | null;
+  attempt: number;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  responseBody: string | null;
+  succeeded: boolean;
+  nextAttemptAt: Date | null;
+}
+
+export function insertAttempt(record: AttemptRecord): Statement {
+  return {
+    sql: `INSERT INTO webhook_attempts (id, webhook_id, message_id, type, cursor, attempt, status_code, duration_ms, error,
+            response_body, succeeded, next_attempt_at)
+          VALUES ($1::bpchar, $2::bpchar, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::timestamptz)`,
+    params: [
+      record.id,
+      record.webhookId,
+      record.messageId,
+      record.type,
+      record.cursor,
+      record.attempt,
+      record.statusCode,
+      record.durationMs,
+      record.error?.slice(0, 500) ?? null,
+      record.responseBody,
+      record.succeeded,
+      record.nextAttemptAt?.toISOString() ?? null,
+    ],
+  };
+}
+
+/** The attempt log is kept as long as the feed it reports on. */
+export function pruneAttempts(before: Date): Statement {
+  return { sql: 'DELETE FROM webhook_attempts WHERE attempted_at < $1::timestamptz', params: [before.toISOString()] };
+}

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+import { MAX_WEBHOOK_URL_LENGTH } from '../catalog/webhook-destinations.ts';
+import { Id, Timestamp, VersionString } from '../kernel/formats.ts';
+
+/**
+ * Webhooks (issue 27): every body, query and response of the domain. REST validates with them, the GraphQL inputs
+ * carry them, and the OpenAPI document is generated from them. Which URLs may be reached depends on the operator's
+ * settings, so that rule is checked by the domain (src/graph/webhooks), not here.
+ */
+
+/** The change kinds of the feed a webhook can subscribe to; `*` alone means all of them. */
+export const WEBHOOK_EVENT_KINDS = [
+  'row.created',
+  'row.updated',
+  'row.deleted',
+  'row.restored',
+  'schema.changed',
+  'table.created',
+  'table.renamed',
+  'table.trashed',
+  'table.restored',
+] as const;
+
+/** At most this many webhooks per org (issue 27): each is a delivery loop the workers keep turning. */
+export const MAX_WEBHOOKS_PER_ORG = 25;
+export const MAX_WEBHOOK_TABLES = 100;
+
+export const WebhookEvents = z
+  .array(z.enum([...WEBHOOK_EVENT_KINDS, '*']))
+  .min(1)
+  .max(WEBHOOK_EVENT_KINDS.length)
+  .refine((events) => !events.includes('*') || events.length === 1, 'must be ["*"] or a list of change kinds')
+  .refine((events) => new Set(events).size === events.length, 'must not repeat a kind');
+
+const Url = z.string().min(1).max(MAX_WEBHOOK_URL_LENGTH);
+const Description = z.string().max(500);
+const TableIds = z
+  .array(Id)
+  .max(MAX_WEBHOOK_TABLES)
+  .refine((ids) => new Set(ids).size === ids.length, 'must not repeat a table');
+
+export const CreateWebhookBody = z.strictObject({
+  url: Url,
+  description: Description.optional(),
+  events: WebhookEvents,
+  databaseId: Id.nullish(),
+  tableIds: TableIds.optional(),
+});
+
+export const UpdateWebhookBody = z.strictObject({
+  expectedVersion: VersionString,
+  url: Url.optional(),
+  description: Description.optional(),
+  events: WebhookEvents.optional(),
+  databaseId: Id.nullish(),
+  tableIds: TableIds.optional(),
+  /** `active` resumes a disabled endpoint from its first undelivered change; `disabled` pauses it. */
+  state: z.enum(['active', 'disabled']).optional(),
+});
+
+export const DeleteWebhookBody = z.strictObject({ expectedVersion: VersionString });
+
+/** A feed cursor of `GET …/changes`: replay every matching change after it (all retained ones without it). */
+export const ReplayWebhookBody = z.strictObject({ after: z.string().min(1).max(512).optional() });
+
+export const WebhookResponse = z.strictObject({
+  id: Id,
+  orgId: Id,
+  url: z.string(),
+  description: z.string(),
+  events: z.array(z.string()),
+  databaseId: Id.nullable(),
+  tableIds: z.array(Id),
+  state: z.enum(['active', 'disabled']),
+  version: VersionString,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  disabledAt: Timestamp.nullable(),
+  disabledReason: z.string().nullable(),
+  /** While a rotated-out secret still signs beside the new one: until when. */
+  previousSecretExpiresAt: Timestamp.nullable(),
+});
+
+/** Create and rotate-secret: the webhook and its new secret, shown in this answer only (`Cache-Control: no-store`). */
+export const WebhookWithSecretResponse = WebhookResponse.extend({
+  secret: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/]{43}=$/)
+    .nullable(),
+});
+
+export const WebhookAttemptResponse = z.strictObject({
+  id: Id,
+  messageId: z.string(),
+  type: z.string(),
+  cursor: z.string().nullable(),
+  attempt: z.number().int().min(1),
+  succeeded: z.boolean(),
+  statusCode: z.number().int().nullable(),
+  durationMs: z.number().int().min(0),
+  error: z.string().nullable(),
+  /** At most 4 KiB of what the endpoint answered. */
+  responseBody: z.string().nullable(),
+  attemptedAt: Timestamp,
+  /** When this message is tried again; null when it succeeded, was the last try, or was a test. */
+  nextAttemptAt: Timestamp.nullable(),
+});
+
+export const WebhookMessageQueued = z.strictObject({ webhookId: Id, messageId: z.string() });
+export const WebhookReplayResponse = z.strictObject({ webhookId: Id, after: z.string().nullable() });
+
+export type CreateWebhook = z.infer<typeof CreateWebhookBody>;
+export type UpdateWebhook = z.infer<typeof UpdateWebhookBody>;
+export type Webhook = z.infer<typeof WebhookResponse>;
+export type WebhookAttempt = z.infer<typeof WebhookAttemptResponse>;

@@ -1,0 +1,346 @@
+import { decodeChangeCursor, invalidChangeCursor } from '../../catalog/changes.ts';
+import { parseNetworks, urlProblems, type Network } from '../../catalog/webhook-destinations.ts';
+import {
+  configuredSealingKey,
+  newSigningSecret,
+  openSecret,
+  sealingKey,
+  sealSecret,
+} from '../../catalog/webhook-secrets.ts';
+import {
+  activateWebhook,
+  countOrgWebhooks,
+  deleteWebhook,
+  disableWebhook,
+  forgetUnfollowedPositions,
+  insertStartPositions,
+  insertWebhook,
+  insertWebhookMessage,
+  lockOrgWebhooks,
+  notifyWebhooks,
+  restartDelivery,
+  rewindWebhook,
+  rotateWebhookSecret,
+  selectOrgDatabase,
+  selectSealedSecret,
+  selectTablesOfDatabase,
+  selectWebhook,
+  updateWebhookSettings,
+  type WebhookRow,
+} from '../../catalog/webhooks.ts';
+import type { Statement } from '../../data/statement.ts';
+import type { TransactionClient } from '../../db/prisma.ts';
+import type { SqlExecutor } from '../../db/sql.ts';
+import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
+import { storedVersion } from '../../kernel/formats.ts';
+import { newId } from '../../kernel/ids.ts';
+import { MAX_WEBHOOKS_PER_ORG, type CreateWebhook, type UpdateWebhook } from '../../contracts/webhooks.ts';
+import { recordActivity } from '../../catalog/activity.ts';
+import { requireCaller } from '../server/guards.ts';
+import type { Context } from '../server/context.ts';
+import { versionConflict } from '../databases/database-changes.ts';
+import { requireDatabase } from '../tables/tables.ts';
+
+/**
+ * What a webhook admin can do (issue 27): the rules behind every webhook field, shared by REST and GraphQL. The
+ * secret leaves only in the answers of create and rotate-secret; activity entries name the URL's host, never its
+ * path or query (which some receivers use to carry a token).
+ */
+
+/** How long a rotated-out secret keeps signing beside the new one. */
+export const PREVIOUS_SECRET_GRACE_SECONDS = 24 * 60 * 60;
+
+const networkCache = new Map<string, Network[]>();
+
+function allowedNetworks(context: Context): Network[] {
+  const text = context.config.WEBHOOK_ALLOWED_NETWORKS;
+  let networks = networkCache.get(text);
+  if (!networks) {
+    networks = parseNetworks(text);
+    networkCache.set(text, networks);
+  }
+  return networks;
+}
+
+type Db = Pick<TransactionClient, '$queryRawUnsafe'>;
+
+function run<Row = Record<string, unknown>>(db: Db, statement: Statement): Promise<Row[]> {
+  return db.$queryRawUnsafe<Row[]>(statement.sql, ...statement.params);
+}
+
+/** Outside the request's transaction: a key created on first use must survive the request's rollback. */
+function keyOf(context: Context): Promise<Buffer> {
+  const sql: SqlExecutor = { query: (text, params = []) => context.prisma.$queryRawUnsafe(text, ...params) };
+  return sealingKey(context.prisma, sql, configuredSealingKey(context.config.WEBHOOK_SECRET_KEY));
+}
+
+function hostOf(url: string): string {
+  return new URL(url).host;
+}
+
+function checkUrl(context: Context, url: string): void {
+  const problems = urlProblems(url, {
+    allowHttp: context.config.WEBHOOK_ALLOW_HTTP,
+    allowedNetworks: allowedNetworks(context),
+  });
+  if (problems.length > 0) {
+    throw validationFailed(
+      problems.map((message) => ({ path: ['url'], message })),
+      'The webhook URL is not allowed.',
+    );
+  }
+}
+
+/** The database must be the org's (404 otherwise); its tables must be named by id. tableIds need a database. */
+async function checkScope(
+  tx: TransactionClient,
+  orgId: string,
+  databaseId: string | null,
+  tableIds: string[],
+): Promise<void> {
+  if (databaseId === null) {
+    if (tableIds.length > 0) throw validationFailed([{ path: ['tableIds'], message: 'needs a databaseId' }]);
+    return;
+  }
+  await requireDatabase(tx, orgId, databaseId);
+  if (tableIds.length === 0) return;
+  const found = new Set(
+    (await run<{ id: string }>(tx, selectTablesOfDatabase(databaseId, tableIds))).map((row) => row.id),
+  );
+  const problems: FieldProblem[] = tableIds.flatMap((id, index) =>
+    found.has(id) ? [] : [{ path: ['tableIds', index], message: 'is not a table of the database' }],
+  );
+  if (problems.length > 0) throw validationFailed(problems);
+}
+
+export async function createWebhook(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  body: CreateWebhook,
+): Promise<{ value: WebhookRow; secret: string }> {
+  checkUrl(context, body.url);
+  const tableIds = body.tableIds ?? [];
+  const databaseId = body.databaseId ?? null;
+  await checkScope(tx, orgId, databaseId, tableIds);
+  await run(tx, lockOrgWebhooks(orgId));
+  const [{ count } = { count: 0 }] = await run<{ count: number }>(tx, countOrgWebhooks(orgId));
+  if (count >= MAX_WEBHOOKS_PER_ORG) {
+    throw new DomainError('CAPACITY_LIMIT', `An organisation may have at most ${MAX_WEBHOOKS_PER_ORG} webhooks.`, {
+      details: { limit: MAX_WEBHOOKS_PER_ORG },
+    });
+  }
+  const id = newId();
+  const secret = newSigningSecret();
+  const [row] = await run<WebhookRow>(
+    tx,
+    insertWebhook({
+      id,
+      orgId,
+      url: body.url,
+      description: body.description ?? '',
+      events: body.events,
+      databaseId,
+      tableIds,
+      secretSealed: sealSecret(await keyOf(context), id, secret),
+    }),
+  );
+  await run(tx, insertStartPositions(id, orgId, databaseId));
+  await run(tx, notifyWebhooks(id));
+  await recordActivity(tx, requireCaller(context), {
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.create',
+    summary: `Created a webhook to ${hostOf(body.url)}`,
+    ...(databaseId ? { databaseId } : {}),
+  });
+  return { value: row!, secret };
+}
+
+/** The webhook, locked for the transaction and checked against the caller's version. */
+async function lockWebhook(
+  tx: TransactionClient,
+  orgId: string,
+  id: string,
+  expectedVersion: string,
+): Promise<WebhookRow> {
+  const [row] = await run<WebhookRow>(tx, selectWebhook(orgId, id, true));
+  if (!row) throw notFound('webhook');
+  const expected = storedVersion(expectedVersion);
+  if (expected === null || row.version !== expected.toString())
+    throw versionConflict('webhook', expectedVersion, BigInt(row.version));
+  return row;
+}
+
+export async function getWebhook(tx: Db, orgId: string, id: string): Promise<WebhookRow> {
+  const [row] = await run<WebhookRow>(tx, selectWebhook(orgId, id));
+  if (!row) throw notFound('webhook');
+  return row;
+}
+
+export async function updateWebhook(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  id: string,
+  body: UpdateWebhook,
+): Promise<WebhookRow> {
+  const before = await lockWebhook(tx, orgId, id, body.expectedVersion);
+  if (body.url !== undefined) checkUrl(context, body.url);
+  const databaseId = body.databaseId === undefined ? before.databaseId : body.databaseId;
+  const tableIds =
+    body.tableIds ?? (body.databaseId !== undefined && body.databaseId !== before.databaseId ? [] : before.tableIds);
+  if (body.databaseId !== undefined || body.tableIds !== undefined) await checkScope(tx, orgId, databaseId, tableIds);
+  let row: WebhookRow | undefined = before;
+  const settings = {
+    url: body.url,
+    description: body.description,
+    events: body.events,
+    databaseId: body.databaseId,
+    tableIds: body.tableIds,
+  };
+  const scopeChanged = body.databaseId !== undefined && body.databaseId !== before.databaseId;
+  if (Object.values(settings).some((value) => value !== undefined)) {
+    [row] = await run<WebhookRow>(
+      tx,
+      updateWebhookSettings(id, { ...settings, tableIds: scopeChanged ? tableIds : body.tableIds }),
+    );
+  }
+  // A database the endpoint newly follows starts at its head, as a new endpoint would; one it stops following
+  // forgets its place, so that following it again later starts at that moment's head too.
+  if (scopeChanged) {
+    await run(tx, forgetUnfollowedPositions(id, databaseId));
+    await run(tx, insertStartPositions(id, orgId, databaseId));
+    await run(tx, restartDelivery(id));
+  }
+  const caller = requireCaller(context);
+  if (body.state === 'active' && before.state === 'disabled') {
+    [row] = await run<WebhookRow>(tx, activateWebhook(id));
+    await run(tx, notifyWebhooks(id));
+    await recordActivity(tx, caller, {
+      orgId,
+      category: 'webhooks',
+      event: 'webhook.enable',
+      summary: `Re-enabled the webhook to ${hostOf(row!.url)}`,
+    });
+  } else if (body.state === 'disabled' && before.state === 'active') {
+    [row] = await run<WebhookRow>(tx, disableWebhook(id, 'Disabled by an administrator'));
+    await recordActivity(tx, caller, {
+      orgId,
+      category: 'webhooks',
+      event: 'webhook.disable',
+      summary: `Disabled the webhook to ${hostOf(row!.url)}`,
+    });
+  }
+  if (row !== before || settings.url !== undefined) {
+    await recordActivity(tx, caller, {
+      orgId,
+      category: 'webhooks',
+      event: 'webhook.update',
+      summary: `Updated the webhook to ${hostOf(row!.url)}`,
+    });
+  }
+  return row!;
+}
+
+export async function removeWebhook(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  id: string,
+  expectedVersion: string,
+): Promise<void> {
+  const row = await lockWebhook(tx, orgId, id, expectedVersion);
+  await run(tx, deleteWebhook(id));
+  await recordActivity(tx, requireCaller(context), {
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.delete',
+    summary: `Deleted the webhook to ${hostOf(row.url)}`,
+  });
+}
+
+export async function rotateSecret(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  id: string,
+): Promise<{ value: WebhookRow; secret: string }> {
+  const [current] = await run<WebhookRow>(tx, selectWebhook(orgId, id, true));
+  if (!current) throw notFound('webhook');
+  const key = await keyOf(context);
+  const [{ secretSealed } = { secretSealed: '' }] = await run<{ secretSealed: string }>(tx, selectSealedSecret(id));
+  const secret = newSigningSecret();
+  // Re-sealed, not copied: the old secret is opened and sealed again so a key rotation needs no second pass.
+  const previous = sealSecret(key, id, openSecret(key, id, secretSealed));
+  const [row] = await run<WebhookRow>(
+    tx,
+    rotateWebhookSecret(id, sealSecret(key, id, secret), previous, PREVIOUS_SECRET_GRACE_SECONDS),
+  );
+  await recordActivity(tx, requireCaller(context), {
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.rotate_secret',
+    summary: `Rotated the signing secret of the webhook to ${hostOf(current.url)}; the old one signs too for 24 hours`,
+  });
+  return { value: row!, secret };
+}
+
+/** A `webhook.test` message, delivered once (no retries) before the endpoint's next change, even while disabled. */
+export async function queueTestMessage(
+  tx: TransactionClient,
+  orgId: string,
+  id: string,
+): Promise<{ webhookId: string; messageId: string }> {
+  await getWebhook(tx, orgId, id);
+  const messageId = newId();
+  await run(
+    tx,
+    insertWebhookMessage(messageId, id, 'webhook.test', {
+      webhookId: id,
+      message: 'A test message from Workspace Data Service.',
+    }),
+  );
+  await run(tx, notifyWebhooks(id));
+  return { webhookId: id, messageId: `msg_${messageId}` };
+}
+
+/** The database a feed cursor names (the feed's cursors are bound to one database). */
+function databaseOfCursor(cursor: string): string {
+  const text = /^[A-Za-z0-9_-]{1,200}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('latin1') : '';
+  const databaseId = text.split('.')[1];
+  if (!databaseId) throw invalidChangeCursor();
+  return databaseId;
+}
+
+/**
+ * Delivers again every matching change after `after` (in its database), or every retained one. Positions only move
+ * back, so changes not yet delivered stay due; a cursor of a database the webhook does not follow is 400.
+ */
+export async function replayWebhook(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  id: string,
+  after: string | undefined,
+): Promise<{ webhookId: string; after: string | null }> {
+  const webhook = await getWebhook(tx, orgId, id);
+  let target: { databaseId: string; position: string; seq: string } | null = null;
+  if (after !== undefined) {
+    const databaseId = databaseOfCursor(after);
+    const { position, seq } = decodeChangeCursor(databaseId, after);
+    const [database] = await run(tx, selectOrgDatabase(orgId, databaseId));
+    if (!database || (webhook.databaseId !== null && webhook.databaseId !== databaseId)) throw invalidChangeCursor();
+    target = { databaseId, position: position.toString(), seq: seq.toString() };
+  }
+  await run(tx, rewindWebhook(id, target));
+  await run(tx, restartDelivery(id));
+  await run(tx, notifyWebhooks(id));
+  await recordActivity(tx, requireCaller(context), {
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.replay',
+    summary: `Replaying ${after === undefined ? 'every retained change' : 'changes after a cursor'} to ${hostOf(webhook.url)}`,
+  });
+  return { webhookId: id, after: after ?? null };
+}

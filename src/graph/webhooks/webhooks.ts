@@ -1,0 +1,336 @@
+import { z } from 'zod';
+import { selectAttemptPage, selectWebhookPage, type AttemptRow, type WebhookRow } from '../../catalog/webhooks.ts';
+import {
+  CreateWebhookBody,
+  DeleteWebhookBody,
+  ReplayWebhookBody,
+  UpdateWebhookBody,
+  WEBHOOK_EVENT_KINDS,
+} from '../../contracts/webhooks.ts';
+import { Id } from '../../kernel/formats.ts';
+import { newId } from '../../kernel/ids.ts';
+import { builder } from '../server/builder.ts';
+import type { Context } from '../server/context.ts';
+import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { Deletion } from '../shared/deletion.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import { idempotentWithSecret } from '../server/one-time-secret.ts';
+import { pageOf, pageRef } from '../shared/pages.ts';
+import {
+  createWebhook,
+  getWebhook,
+  queueTestMessage,
+  removeWebhook,
+  replayWebhook,
+  rotateSecret,
+  updateWebhook,
+} from './manage.ts';
+
+/** Webhooks (issue 27): Pothos types and fields only; the rules are in ./manage.ts. Admins of the org only. */
+
+const webhookFields = (t: any) => ({
+  id: t.exposeID('id'),
+  orgId: t.exposeID('orgId'),
+  url: t.exposeString('url'),
+  description: t.exposeString('description'),
+  events: t.exposeStringList('events', {
+    description: `Change kinds delivered (${WEBHOOK_EVENT_KINDS.join(', ')}), or ["*"].`,
+  }),
+  databaseId: t.exposeID('databaseId', {
+    nullable: true,
+    description: 'Only this database’s changes; null: every database of the org.',
+  }),
+  tableIds: t.exposeIDList('tableIds', { description: 'Only these tables’ changes; empty: every table.' }),
+  state: t.exposeString('state', {
+    description: '`active`, or `disabled` (by an admin, or after the last retry failed).',
+  }),
+  version: t.exposeString('version'),
+  createdAt: t.field({ type: 'Timestamp', resolve: (row: WebhookRow) => row.createdAt }),
+  updatedAt: t.field({ type: 'Timestamp', resolve: (row: WebhookRow) => row.updatedAt }),
+  disabledAt: t.field({ type: 'Timestamp', nullable: true, resolve: (row: WebhookRow) => row.disabledAt }),
+  disabledReason: t.exposeString('disabledReason', { nullable: true }),
+  previousSecretExpiresAt: t.field({
+    type: 'Timestamp',
+    nullable: true,
+    description: 'Until when a rotated-out secret still signs beside the new one.',
+    resolve: (row: WebhookRow) => row.previousSecretExpiresAt,
+  }),
+});
+
+const Webhook = builder.objectRef<WebhookRow>('Webhook').implement({
+  description: 'An endpoint that receives the org’s changes as Standard Webhooks messages. Its secret is never listed.',
+  fields: (t) => webhookFields(t),
+});
+
+type WebhookWithSecretShape = WebhookRow & { secret: string | null };
+const WebhookWithSecret = builder.objectRef<WebhookWithSecretShape>('WebhookWithSecret').implement({
+  description: 'A webhook with its new signing secret: in this answer only (a replay of the request answers null).',
+  fields: (t) => ({
+    ...webhookFields(t),
+    secret: t.exposeString('secret', { nullable: true, description: '`whsec_` + base64 of 32 random bytes.' }),
+  }),
+});
+
+const WebhookAttempt = builder.objectRef<AttemptRow>('WebhookAttempt').implement({
+  description: 'One delivery attempt of one message.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    messageId: t.exposeString('messageId', {
+      description: 'The webhook-id header: the same on every attempt of a message.',
+    }),
+    type: t.exposeString('type'),
+    cursor: t.exposeString('cursor', { nullable: true, description: 'The change’s feed cursor (null for a test).' }),
+    attempt: t.exposeInt('attempt'),
+    succeeded: t.exposeBoolean('succeeded'),
+    statusCode: t.exposeInt('statusCode', { nullable: true }),
+    durationMs: t.exposeInt('durationMs'),
+    error: t.exposeString('error', { nullable: true }),
+    responseBody: t.exposeString('responseBody', {
+      nullable: true,
+      description: 'At most 4 KiB of the answer’s body.',
+    }),
+    attemptedAt: t.field({ type: 'Timestamp', resolve: (row) => row.attemptedAt }),
+    nextAttemptAt: t.field({ type: 'Timestamp', nullable: true, resolve: (row) => row.nextAttemptAt }),
+  }),
+});
+
+const WebhookMessageQueued = builder
+  .objectRef<{ webhookId: string; messageId: string }>('WebhookMessageQueued')
+  .implement({
+    fields: (t) => ({ webhookId: t.exposeID('webhookId'), messageId: t.exposeString('messageId') }),
+  });
+const WebhookReplay = builder.objectRef<{ webhookId: string; after: string | null }>('WebhookReplay').implement({
+  fields: (t) => ({ webhookId: t.exposeID('webhookId'), after: t.exposeString('after', { nullable: true }) }),
+});
+
+const WebhookPage = pageRef('WebhookPage', Webhook, 'A page of webhooks, oldest first.');
+const WebhookAttemptPage = pageRef('WebhookAttemptPage', WebhookAttempt, 'A page of delivery attempts, newest first.');
+
+const CreateWebhookInput = builder.inputType('CreateWebhookInput', {
+  fields: (t) => ({
+    url: t.string({ required: true }),
+    description: t.string(),
+    events: t.stringList({ required: true }),
+    databaseId: t.id(),
+    tableIds: t.idList(),
+  }),
+  validate: CreateWebhookBody,
+});
+const UpdateWebhookInput = builder.inputType('UpdateWebhookInput', {
+  fields: (t) => ({
+    expectedVersion: t.string({ required: true }),
+    url: t.string(),
+    description: t.string(),
+    events: t.stringList(),
+    databaseId: t.id(),
+    tableIds: t.idList(),
+    state: t.string(),
+  }),
+  validate: UpdateWebhookBody.extend({
+    // GraphQL has no "absent": null means "leave as it is", except for databaseId where null means every database.
+    url: UpdateWebhookBody.shape.url.nullish(),
+    description: UpdateWebhookBody.shape.description.nullish(),
+    events: UpdateWebhookBody.shape.events.nullish(),
+    tableIds: UpdateWebhookBody.shape.tableIds.nullish(),
+    state: UpdateWebhookBody.shape.state.nullish(),
+  }),
+});
+const DeleteWebhookInput = builder.inputType('DeleteWebhookInput', {
+  fields: (t) => ({ expectedVersion: t.string({ required: true }) }),
+  validate: DeleteWebhookBody,
+});
+const ReplayWebhookInput = builder.inputType('ReplayWebhookInput', {
+  fields: (t) => ({ after: t.string() }),
+  validate: ReplayWebhookBody.extend({ after: ReplayWebhookBody.shape.after.nullish() }),
+});
+
+const adminOf = (orgId: unknown) => ({
+  org: { orgId: String(orgId), capability: 'admin' as const },
+  oauth: 'org:manage' as const,
+});
+const PagePosition = z.strictObject({ id: Id });
+const withoutNulls = <T extends object>(input: T) =>
+  Object.fromEntries(Object.entries(input).filter(([key, value]) => value !== null || key === 'databaseId')) as never;
+
+const webhookArgs = builder.args((t) => ({
+  orgId: t.id({ required: true, validate: Id }),
+  id: t.id({ required: true, validate: Id }),
+}));
+
+async function pageArgs(context: Context, scope: string, cursor: string | null | undefined) {
+  const key = await cursorKey(context.prisma);
+  return { key, after: cursor ? decodeCursor(key, scope, cursor, PagePosition).id : null };
+}
+
+builder.queryFields((t) => ({
+  webhooks: t.field({
+    type: WebhookPage,
+    description: 'The org’s webhooks, oldest first (admins). Never their secrets.',
+    args: {
+      orgId: t.arg.id({ required: true, validate: Id }),
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: async (_root, args, context) => {
+      const orgId = String(args.orgId);
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const scope = `webhooks:${orgId}`;
+      const { key, after } = await pageArgs(context, scope, args.cursor);
+      const statement = selectWebhookPage(orgId, after, limit);
+      const rows = await context.prisma.$queryRawUnsafe<WebhookRow[]>(statement.sql, ...statement.params);
+      return pageOf(
+        rows,
+        limit,
+        (row) => row,
+        (last) => encodeCursor(key, scope, { id: last.id }),
+      );
+    },
+  }),
+  webhook: t.field({
+    type: Webhook,
+    description: 'One webhook (admins).',
+    args: webhookArgs,
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: (_root, args, context) => getWebhook(context.prisma, String(args.orgId), String(args.id)),
+  }),
+  webhookDeliveries: t.field({
+    type: WebhookAttemptPage,
+    description: 'A webhook’s delivery attempts, newest first: status code, duration, error and next attempt of each.',
+    args: {
+      ...webhookArgs,
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: async (_root, args, context) => {
+      const id = String(args.id);
+      await getWebhook(context.prisma, String(args.orgId), id);
+      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+      const scope = `webhook-deliveries:${id}`;
+      const { key, after } = await pageArgs(context, scope, args.cursor);
+      const statement = selectAttemptPage(id, after, limit);
+      const rows = await context.prisma.$queryRawUnsafe<AttemptRow[]>(statement.sql, ...statement.params);
+      return pageOf(
+        rows,
+        limit,
+        (row) => row,
+        (last) => encodeCursor(key, scope, { id: last.id }),
+      );
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createWebhook: t.field({
+    type: WebhookWithSecret,
+    description:
+      'Creates a webhook (admins). It delivers the changes committed from now on; the secret is in this answer only.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      orgId: t.arg.id({ required: true, validate: Id }),
+      input: t.arg({ type: CreateWebhookInput, required: true }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: async (_root, { idempotencyKey, orgId, input }, context) => {
+      const body = CreateWebhookBody.parse(input);
+      const target = String(orgId);
+      const { value, secret } = await idempotentWithSecret(
+        context,
+        { operation: 'createWebhook', key: idempotencyKey, input: { orgId: target, ...body } },
+        (tx) => createWebhook(tx, context, target, body) as never,
+      );
+      return { ...(value as unknown as WebhookRow), secret };
+    },
+  }),
+  updateWebhook: t.field({
+    type: Webhook,
+    description:
+      'Changes a webhook still at `expectedVersion`; `state: "active"` resumes a disabled one from its first undelivered change.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...webhookArgs,
+      input: t.arg({ type: UpdateWebhookInput, required: true }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
+      const body = UpdateWebhookBody.parse(withoutNulls(input));
+      const target = { orgId: String(orgId), id: String(id) };
+      return idempotent(
+        context,
+        { operation: 'updateWebhook', key: idempotencyKey, input: { ...target, ...body } },
+        async (tx) => (await updateWebhook(tx, context, target.orgId, target.id, body)) as never,
+      ) as Promise<WebhookRow>;
+    },
+  }),
+  deleteWebhook: t.field({
+    type: Deletion,
+    description:
+      'Deletes a webhook still at `expectedVersion`, with its delivery log; a message in flight is not retried.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...webhookArgs,
+      input: t.arg({ type: DeleteWebhookInput, required: true }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
+      const target = { orgId: String(orgId), id: String(id) };
+      return idempotent(
+        context,
+        { operation: 'deleteWebhook', key: idempotencyKey, input: { ...target, ...input } },
+        async (tx) => {
+          await removeWebhook(tx, context, target.orgId, target.id, input.expectedVersion);
+          return { deleted: true, mutationId: newId() };
+        },
+      );
+    },
+  }),
+  rotateWebhookSecret: t.field({
+    type: WebhookWithSecret,
+    description: 'Issues a new signing secret (in this answer only); the old one keeps signing beside it for 24 hours.',
+    args: { idempotencyKey: t.arg.string({ required: true }), ...webhookArgs },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: async (_root, { idempotencyKey, orgId, id }, context) => {
+      const target = { orgId: String(orgId), id: String(id) };
+      const { value, secret } = await idempotentWithSecret(
+        context,
+        { operation: 'rotateWebhookSecret', key: idempotencyKey, input: target },
+        (tx) => rotateSecret(tx, context, target.orgId, target.id) as never,
+      );
+      return { ...(value as unknown as WebhookRow), secret };
+    },
+  }),
+  testWebhook: t.field({
+    type: WebhookMessageQueued,
+    description:
+      'Queues a `webhook.test` message, delivered once before the webhook’s next change (even while disabled).',
+    args: { idempotencyKey: t.arg.string({ required: true }), ...webhookArgs },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: (_root, { idempotencyKey, orgId, id }, context) => {
+      const target = { orgId: String(orgId), id: String(id) };
+      return idempotent(context, { operation: 'testWebhook', key: idempotencyKey, input: target }, (tx) =>
+        queueTestMessage(tx, target.orgId, target.id),
+      );
+    },
+  }),
+  replayWebhook: t.field({
+    type: WebhookReplay,
+    description:
+      'Delivers again every matching change after `after` (a feed cursor), or every retained one, in feed order.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...webhookArgs,
+      input: t.arg({ type: ReplayWebhookInput, required: true }),
+    },
+    authScopes: (_root, { orgId }) => adminOf(orgId),
+    resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
+      const target = { orgId: String(orgId), id: String(id) };
+      const after = input.after ?? undefined;
+      return idempotent(
+        context,
+        { operation: 'replayWebhook', key: idempotencyKey, input: { ...target, after } },
+        (tx) => replayWebhook(tx, context, target.orgId, target.id, after),
+      );
+    },
+  }),
+}));

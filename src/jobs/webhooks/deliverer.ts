@@ -1,0 +1,420 @@
+import pg from 'pg';
+import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
+import {
+  deleteQueuedMessage,
+  disableEndpoint,
+  finishAndStart,
+  idleEndpoint,
+  insertAttempt,
+  insertDisabledEvent,
+  pruneAttempts,
+  retryMessage,
+  selectActiveEndpoints,
+  selectDueEndpoints,
+  selectEndpoint,
+  selectFollowers,
+  selectQueuedMessages,
+  startMessage,
+  tryLockEndpoint,
+  unlockEndpoint,
+  type AttemptRecord,
+  type EndpointRow,
+  type InFlightMessage,
+  type QueuedMessage,
+} from '../../catalog/webhook-deliveries.ts';
+import { parseNetworks, type Network } from '../../catalog/webhook-destinations.ts';
+import { configuredSealingKey, openSecret, sealingKey, signatureHeader } from '../../catalog/webhook-secrets.ts';
+import { WEBHOOK_NOTIFY_CHANNEL } from '../../catalog/webhooks.ts';
+import type { Statement } from '../../data/statement.ts';
+import { inPgTransaction, pgExecutor, type SqlExecutor } from '../../db/sql.ts';
+import type { Config } from '../../kernel/config.ts';
+import { newId } from '../../kernel/ids.ts';
+import type { Logger } from '../../kernel/log.ts';
+import { FollowedFeeds, type FeedNotifications } from './followed-feeds.ts';
+import { sendMessage, type SendResult } from './send.ts';
+
+/**
+ * The webhook deliverer of a worker process (issue 27, docs/decisions/webhooks.md). Each endpoint is a tiny state
+ * machine kept in its `webhooks` row: idle → one message in flight (committed before it is sent, so every attempt and
+ * every resume after a crash sends the same webhook-id) → answered 2xx (the feed position moves past it) or failed
+ * (retried on WEBHOOK_RETRY_SCHEDULE, then the endpoint is disabled). A worker works on an endpoint only while it
+ * holds that endpoint's session advisory lock, so two workers never deliver one endpoint's messages concurrently,
+ * and a killed worker's lock goes with its connection. Woken by NOTIFY on new changes (`wds_changes`) and on test,
+ * replay and re-enable (`wds_webhooks`); every idle endpoint also looks at its feeds once a minute.
+ */
+
+export interface DelivererOptions {
+  pool: pg.Pool;
+  config: Config;
+  log: Logger;
+  /** Tests: resolve host names differently. */
+  resolve?: Parameters<typeof sendMessage>[0]['resolve'];
+}
+
+export interface Deliverer {
+  stop(): Promise<void>;
+}
+
+const IDLE_RECHECK_SECONDS = 60;
+/** Messages one claim of an endpoint sends before it lets other endpoints have the slot. */
+const MESSAGES_PER_CLAIM = 100;
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+
+const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `5s,30s,2m,…` in milliseconds. Throws on a malformed entry, so a typo fails at start-up. */
+export function parseRetrySchedule(text: string): number[] {
+  return text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(part);
+      if (!match) throw new Error(`WEBHOOK_RETRY_SCHEDULE: "${part}" is not a delay such as 500ms, 5s, 2m, 1h or 1d`);
+      return Number(match[1]) * UNITS[match[2]!]!;
+    });
+}
+
+function run<Row = Record<string, unknown>>(sql: SqlExecutor, statement: Statement): Promise<Row[]> {
+  return sql.query<Row>(statement.sql, statement.params);
+}
+
+export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
+  const { pool, config, log } = options;
+  const schedule = parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE);
+  const allowed: Network[] = parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS);
+  const configuredKey = configuredSealingKey(config.WEBHOOK_SECRET_KEY);
+  const sql = pgExecutor(pool);
+  const dirty = new Set<string>();
+  const changedDatabases = new Set<string>();
+  const busy = new Set<string>();
+  const notifications: FeedNotifications = { listening: false, counts: new Map() };
+  const running = new Set<Promise<void>>();
+  let stopped = false;
+  let woken = false;
+  let wake: (() => void) | null = null;
+  const connectionString = (pool as unknown as { options: { connectionString?: string } }).options.connectionString;
+  let listener: pg.Client | null = null;
+
+  const notify = () => {
+    woken = true;
+    wake?.();
+  };
+  const sleep = () =>
+    new Promise<void>((resolve) => {
+      if (woken) {
+        woken = false;
+        resolve();
+        return;
+      }
+      const timer = setTimeout(() => {
+        wake = null;
+        resolve();
+      }, config.JOB_POLL_MS);
+      wake = () => {
+        clearTimeout(timer);
+        wake = null;
+        woken = false;
+        resolve();
+      };
+    });
+
+  async function secretsOf(endpoint: EndpointRow): Promise<string[]> {
+    const key = await sealingKey(pool, sql, configuredKey);
+    const secrets = [openSecret(key, endpoint.id, endpoint.secretSealed)];
+    if (endpoint.previousSecretSealed) secrets.push(openSecret(key, endpoint.id, endpoint.previousSecretSealed));
+    return secrets;
+  }
+
+  async function attempt(
+    endpoint: EndpointRow,
+    message: { id: string; type: string; timestamp: string; data: unknown },
+  ): Promise<SendResult> {
+    const body = JSON.stringify({ type: message.type, timestamp: message.timestamp, data: message.data });
+    const now = new Date();
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'workspace-data-service-webhooks',
+      'webhook-id': message.id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': signatureHeader(await secretsOf(endpoint), message.id, now, body),
+    };
+    return sendMessage({
+      url: endpoint.url,
+      headers,
+      body,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      allowedNetworks: allowed,
+      resolve: options.resolve,
+    });
+  }
+
+  async function deliverQueued(endpoint: EndpointRow): Promise<void> {
+    const queued = await run<QueuedMessage>(sql, selectQueuedMessages(endpoint.id, 10));
+    for (const message of queued) {
+      const id = `msg_${message.id}`;
+      const result = await attempt(endpoint, {
+        id,
+        type: message.type,
+        timestamp: message.createdAt,
+        data: message.data,
+      });
+      await inPgTransaction(pool, [], async (tx) => {
+        await run(
+          tx,
+          insertAttempt({
+            id: newId(),
+            webhookId: endpoint.id,
+            messageId: id,
+            type: message.type,
+            cursor: null,
+            attempt: 1,
+            ...result,
+            succeeded: result.error === null,
+            nextAttemptAt: null,
+          }),
+        );
+        await run(tx, deleteQueuedMessage(message.id));
+        return { value: undefined };
+      });
+    }
+  }
+
+  /**
+   * Sends the endpoint's messages while it has some and they succeed, at most MESSAGES_PER_CLAIM. A settings change
+   * made meanwhile (its version moves) ends the claim, so that the next one reads the new settings.
+   */
+  async function work(webhookId: string): Promise<void> {
+    dirty.delete(webhookId);
+    const [endpoint] = await run<EndpointRow>(sql, selectEndpoint(webhookId));
+    if (!endpoint) return;
+    if (endpoint.hasQueued) await deliverQueued(endpoint);
+    if (endpoint.state !== 'active' || (endpoint.message !== null && !endpoint.due)) return;
+    const feeds = new FollowedFeeds(sql, endpoint, notifications, log, endpoint.message);
+    let message = endpoint.message;
+    let failedBefore = endpoint.failedAttempts;
+    for (let sent = 0; sent < MESSAGES_PER_CLAIM && !stopped; sent += 1) {
+      if (message === null) {
+        dirty.delete(webhookId);
+        message = await feeds.next();
+        if (message === null) {
+          await run(sql, idleEndpoint(webhookId, IDLE_RECHECK_SECONDS));
+          return;
+        }
+        const [started] = await run(sql, startMessage(webhookId, endpoint.generation, message));
+        if (!started) {
+          dirty.add(webhookId);
+          return;
+        }
+      }
+      const result = await attempt(endpoint, message);
+      const failed = failedBefore + 1;
+      const record = {
+        id: newId(),
+        webhookId,
+        messageId: message.id,
+        type: message.type,
+        cursor: message.cursor,
+        attempt: failed,
+        ...result,
+      };
+      if (result.error !== null) {
+        await recordFailure(endpoint, message, record, failed);
+        return;
+      }
+      dirty.delete(webhookId);
+      const next = await feeds.next();
+      const [after] = await run<{ version: string; state: string }>(
+        sql,
+        finishAndStart({ ...record, succeeded: true, nextAttemptAt: null }, endpoint.generation, message, next),
+      );
+      if (after?.state !== 'active' || after.version !== endpoint.version) {
+        dirty.add(webhookId);
+        return;
+      }
+      message = next;
+      failedBefore = 0;
+    }
+    // The claim's share is spent: other endpoints get the slot, and this one is looked at again at once.
+    dirty.add(webhookId);
+  }
+
+  /** A failed attempt: retried on the schedule, or after its last retry the endpoint is disabled. */
+  async function recordFailure(
+    endpoint: EndpointRow,
+    message: InFlightMessage,
+    record: Omit<AttemptRecord, 'succeeded' | 'nextAttemptAt'>,
+    failed: number,
+  ) {
+    const delay = schedule[failed - 1];
+    await inPgTransaction(pool, [], async (tx) => {
+      await run(
+        tx,
+        insertAttempt({
+          ...record,
+          succeeded: false,
+          nextAttemptAt: delay === undefined ? null : new Date(Date.now() + delay),
+        }),
+      );
+      if (delay !== undefined) {
+        await run(tx, retryMessage(endpoint.id, failed, delay));
+        return { value: undefined };
+      }
+      const reason = `Disabled after ${failed} failed attempts of one message; the last: ${record.error}`;
+      const [disabled] = await run<{ url: string }>(tx, disableEndpoint(endpoint.id, failed, reason));
+      if (disabled) {
+        await run(
+          tx,
+          insertDisabledEvent(
+            newId(),
+            endpoint.orgId,
+            endpoint.databaseId,
+            `Disabled the webhook to ${new URL(disabled.url).host} after ${failed} failed attempts; ` +
+              're-enable it to resume from the first undelivered change',
+          ),
+        );
+      }
+      return { value: undefined };
+    });
+    log.info(
+      { webhookId: endpoint.id, messageId: message.id, attempt: failed, error: record.error },
+      'webhook attempt failed',
+    );
+  }
+
+  /** Works on the endpoint if no worker does: the advisory lock lives on a connection held for the whole claim. */
+  async function claim(webhookId: string): Promise<void> {
+    const client = await pool.connect();
+    let locked = false;
+    try {
+      const [row] = await run<{ locked: boolean }>(pgExecutor(client), tryLockEndpoint(webhookId));
+      locked = row?.locked === true;
+      // Another worker has it; that worker hears the same notifications, so nothing is lost by letting go.
+      if (!locked) {
+        dirty.delete(webhookId);
+        return;
+      }
+      await work(webhookId);
+    } catch (error) {
+      log.error({ err: error, webhookId }, 'webhook delivery failed');
+    } finally {
+      if (locked) await run(pgExecutor(client), unlockEndpoint(webhookId)).catch(() => undefined);
+      client.release();
+    }
+  }
+
+  /** Every active endpoint is looked at once: on start, and after notifications may have been missed. */
+  async function lookAtAll(): Promise<void> {
+    const rows = await run<{ id: string }>(sql, selectActiveEndpoints());
+    for (const row of rows) dirty.add(row.id);
+    notify();
+  }
+
+  /**
+   * LISTEN for new changes and for test, replay and re-enable. While the connection is down, every look reads the
+   * feeds (FeedNotifications.listening) and idle endpoints are looked at by the due scan; it is reopened after a second.
+   */
+  async function listen(): Promise<void> {
+    const client = new pg.Client({ connectionString });
+    listener = client;
+    let reopening = false;
+    const reopen = () => {
+      notifications.listening = false;
+      client.end().catch(() => undefined);
+      if (reopening || stopped) return;
+      reopening = true;
+      setTimeout(() => void listen(), 1_000).unref();
+    };
+    client.on('notification', (message) => {
+      if (!message.payload) return;
+      if (message.channel === CHANGES_CHANNEL) {
+        changedDatabases.add(message.payload);
+        notifications.counts.set(message.payload, (notifications.counts.get(message.payload) ?? 0) + 1);
+      } else {
+        // A new or changed endpoint: who follows which database may have changed.
+        followers.clear();
+        dirty.add(message.payload);
+      }
+      notify();
+    });
+    client.on('error', (error) => {
+      log.warn({ err: error }, 'webhook notification connection failed; reopening it');
+      reopen();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      await client.query(`LISTEN ${WEBHOOK_NOTIFY_CHANNEL}`);
+      notifications.listening = true;
+      // Whatever was committed while no one listened is looked at now, not at the next idle recheck.
+      await lookAtAll();
+    } catch (error) {
+      log.warn({ err: error }, 'webhook notifications unavailable; retrying in a second');
+      reopen();
+    }
+  }
+
+  /**
+   * Who follows a database, cached for a poll interval: at hundreds of changes per second the lookup would otherwise
+   * run once per commit. An endpoint created meanwhile is found by the due scan within the same interval.
+   */
+  const followers = new Map<string, { ids: string[]; at: number }>();
+  let lastDueScan = 0;
+
+  async function candidates(): Promise<string[]> {
+    const now = Date.now();
+    const unknown = [...changedDatabases].filter((id) => (followers.get(id)?.at ?? 0) < now - config.JOB_POLL_MS);
+    if (unknown.length > 0) {
+      const rows = await run<{ id: string; databaseId: string }>(sql, selectFollowers(unknown));
+      for (const databaseId of unknown) followers.set(databaseId, { ids: [], at: now });
+      for (const row of rows) followers.get(row.databaseId)!.ids.push(row.id);
+    }
+    for (const databaseId of changedDatabases) for (const id of followers.get(databaseId)?.ids ?? []) dirty.add(id);
+    changedDatabases.clear();
+    let due: { id: string }[] = [];
+    if (now - lastDueScan >= config.JOB_POLL_MS) {
+      lastDueScan = now;
+      due = await run<{ id: string }>(sql, selectDueEndpoints(config.WEBHOOK_CONCURRENCY * 4));
+    }
+    return [...new Set([...dirty, ...due.map((row) => row.id)])].filter((id) => !busy.has(id));
+  }
+
+  let lastPrune = 0;
+  async function pruneLog(): Promise<void> {
+    if (Date.now() - lastPrune < PRUNE_INTERVAL_MS) return;
+    lastPrune = Date.now();
+    await run(sql, pruneAttempts(new Date(Date.now() - config.CHANGE_RETENTION_DAYS * 86_400_000)));
+  }
+
+  const loop = (async () => {
+    await listen();
+    while (!stopped) {
+      try {
+        await pruneLog();
+        for (const id of await candidates()) {
+          if (busy.size >= config.WEBHOOK_CONCURRENCY) break;
+          busy.add(id);
+          const task = claim(id).finally(() => {
+            busy.delete(id);
+            running.delete(task);
+            if (dirty.has(id)) notify();
+          });
+          running.add(task);
+        }
+      } catch (error) {
+        log.error({ err: error }, 'looking for webhook work failed');
+      }
+      await sleep();
+    }
+  })();
+
+  return {
+    stop: async () => {
+      stopped = true;
+      notify();
+      await loop;
+      await Promise.allSettled(running);
+      await listener?.end().catch(() => undefined);
+    },
+  };
+}

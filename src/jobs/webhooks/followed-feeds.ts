@@ -1,0 +1,155 @@
+import { encodeChangeCursor, readChanges, type Change } from '../../catalog/changes.ts';
+import {
+  savePosition,
+  selectFollowedFeeds,
+  type EndpointRow,
+  type InFlightMessage,
+} from '../../catalog/webhook-deliveries.ts';
+import type { SqlExecutor } from '../../db/sql.ts';
+import { DomainError } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import type { Logger } from '../../kernel/log.ts';
+
+const FEED_PAGE = 100;
+/** Feed pages of non-matching changes one look reads before it saves its place and yields. */
+const PAGES_PER_LOOK = 20;
+
+/**
+ * Notifications heard per database: a feed read when the count was n, to its end, has nothing new while the count
+ * is still n. `listening` is false while the notification connection is down; then every look reads.
+ */
+export interface FeedNotifications {
+  listening: boolean;
+  counts: Map<string, number>;
+}
+
+interface Feed {
+  databaseId: string;
+  /** The cursor after which the next read starts. */
+  after: string | null;
+  /** Matching changes read and not yet handed out, in feed order. */
+  buffered: Change[];
+  /** The last read reached the feed's end when the database's notification count was this. */
+  readToEndAt: number | null;
+}
+
+/** A change as `GET …/changes` answers it: every member present, null when it does not apply. */
+function asDelivered(change: Change) {
+  return {
+    cursor: change.cursor,
+    kind: change.kind,
+    tableId: change.tableId,
+    rowId: change.rowId ?? null,
+    version: change.version ?? null,
+    schemaVersion: change.schemaVersion ?? null,
+    mutationId: change.mutationId,
+    actor: change.actor,
+    committedAt: change.committedAt,
+    values: change.values ?? null,
+    previous: change.previous ?? null,
+  };
+}
+
+function positionOf(cursor: string): { position: string; seq: string } {
+  const [, , position, seq] = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
+  return { position: position!, seq: seq! };
+}
+
+/**
+ * The feeds one endpoint follows, for the length of one claim (while its deliverer holds the endpoint's lock, no one
+ * else moves its positions): pages of matching changes are read ahead and handed out one message at a time, and a
+ * feed read to its end is not read again until a notification says its database changed. Messages go out in each
+ * feed's order; between databases, the older commit first.
+ */
+export class FollowedFeeds {
+  private feeds: Feed[] | null = null;
+
+  constructor(
+    private readonly sql: SqlExecutor,
+    private readonly endpoint: EndpointRow,
+    private readonly notifications: FeedNotifications,
+    private readonly log: Logger,
+    /** The message in flight when the claim began: its feed is read from after it, not from the stored place. */
+    private readonly inFlight: InFlightMessage | null,
+  ) {}
+
+  private matches(change: Change): boolean {
+    return this.endpoint.events.includes('*') || this.endpoint.events.includes(change.kind);
+  }
+
+  private async load(): Promise<Feed[]> {
+    const rows = await this.sql.query<{ databaseId: string; position: string | null; seq: string | null }>(
+      ...statementArgs(selectFollowedFeeds(this.endpoint.id, this.endpoint.orgId, this.endpoint.databaseId)),
+    );
+    return rows.map((row) => ({
+      databaseId: row.databaseId,
+      buffered: [],
+      readToEndAt: null,
+      after:
+        this.inFlight?.databaseId === row.databaseId
+          ? this.inFlight.cursor
+          : row.position === null
+            ? null
+            : encodeChangeCursor(row.databaseId, { position: BigInt(row.position), seq: BigInt(row.seq!) }),
+    }));
+  }
+
+  /** A place older than the feed's retention restarts at the oldest retained change (the gap is logged). */
+  private async read(feed: Feed) {
+    const input = { databaseId: feed.databaseId, limit: FEED_PAGE, tableIds: this.endpoint.tableIds };
+    try {
+      return await readChanges(this.sql, { ...input, after: feed.after });
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code !== 'CURSOR_INVALID') throw error;
+      this.log.warn(
+        { webhookId: this.endpoint.id, databaseId: feed.databaseId },
+        'a webhook fell behind the change feed’s retention; it continues from the oldest retained change',
+      );
+      return readChanges(this.sql, { ...input, after: null });
+    }
+  }
+
+  private async fill(feed: Feed): Promise<void> {
+    const count = this.notifications.counts.get(feed.databaseId) ?? 0;
+    if (feed.buffered.length > 0 || (this.notifications.listening && feed.readToEndAt === count)) return;
+    for (let page = 0; page < PAGES_PER_LOOK; page += 1) {
+      const read = await this.read(feed);
+      const last = read.data.at(-1);
+      if (!read.hasMore) feed.readToEndAt = count;
+      if (!last) return;
+      feed.after = last.cursor;
+      feed.buffered = read.data.filter((change) => this.matches(change));
+      if (feed.buffered.length > 0) return;
+      // Nothing here for this endpoint: its place moves past the changes it does not want.
+      const { position, seq } = positionOf(last.cursor);
+      await this.sql.query(...statementArgs(savePosition(this.endpoint.id, feed.databaseId, position, seq)));
+      if (!read.hasMore) return;
+    }
+  }
+
+  /** The next message to send, or null when every followed feed is read to its end. */
+  async next(): Promise<InFlightMessage | null> {
+    this.feeds ??= await this.load();
+    let best: Feed | null = null;
+    for (const feed of this.feeds) {
+      await this.fill(feed);
+      const head = feed.buffered[0];
+      if (head && (!best || head.committedAt < best.buffered[0]!.committedAt)) best = feed;
+    }
+    const change = best?.buffered.shift();
+    if (!best || !change) return null;
+    return {
+      id: `msg_${newId()}`,
+      type: change.kind,
+      timestamp: new Date().toISOString(),
+      data: asDelivered(change),
+      databaseId: best.databaseId,
+      cursor: change.cursor,
+      ...positionOf(change.cursor),
+    };
+  }
+}
+
+function statementArgs(statement: { sql: string; params: unknown[] }): [string, unknown[]] {
+  return [statement.sql, statement.params];
+}

@@ -1,0 +1,335 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idempotencyKey } from './helpers/factories.ts';
+import { startReceiver, verify, type Receiver } from './helpers/receiver.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
+import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
+
+/**
+ * Issue 27: deliveries to a real receiver on loopback, through the worker that runs beside the test server. The
+ * retry schedule is short (two retries 300 ms apart) and the timeout 1 s, so that a test sees the whole life of a
+ * message in seconds.
+ */
+const suite = useServerWithOrg({
+  WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_RETRY_SCHEDULE: '300ms,300ms',
+  WEBHOOK_TIMEOUT_MS: '1000',
+});
+let receiver: Receiver;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(() => receiver.close());
+
+const hooks = () => `/v1/orgs/${suite.org.orgId}/webhooks`;
+const UNTIL = { timeout: 15_000, interval: 50 };
+
+async function webhookFor(url: string, body: Record<string, unknown> = {}) {
+  const response = await suite.server.request('POST', hooks(), {
+    token: suite.org.adminKey,
+    idempotencyKey: idempotencyKey(),
+    body: { url, events: ['*'], ...body },
+  });
+  expect(response.status, response.text).toBe(201);
+  return response.body as { id: string; secret: string; version: string };
+}
+
+async function freshEndpoint(table: TestTable, body: Record<string, unknown> = {}) {
+  const endpoint = await startReceiver();
+  const webhook = await webhookFor(endpoint.url, { databaseId: table.databaseId, ...body });
+  return { endpoint, webhook };
+}
+
+async function deliveries(webhookId: string) {
+  const response = await suite.server.request('GET', `${hooks()}/${webhookId}/deliveries?limit=100`, {
+    token: suite.org.adminKey,
+  });
+  expect(response.status, response.text).toBe(200);
+  return response.body.data as any[];
+}
+
+const people = () => createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+
+describe('a delivery', () => {
+  it('is a signed Standard Webhooks POST of the change, verified with the standardwebhooks library', async () => {
+    const table = await people();
+    const webhook = await webhookFor(receiver.url, { databaseId: table.databaseId });
+    const row = await createRow(suite.server, suite.org.adminKey, table, { Name: 'Ada' });
+    await expect.poll(() => receiver.messages().length, UNTIL).toBeGreaterThanOrEqual(1);
+    const [message] = receiver.messages();
+    expect(message!.headers['content-type']).toBe('application/json');
+    expect(message!.id).toMatch(/^msg_[0-9A-Z]{26}$/);
+    expect(Math.abs(Number(message!.timestamp) - Date.now() / 1000)).toBeLessThan(30);
+    const body = verify(webhook.secret, message!);
+    expect(body).toMatchObject({
+      type: 'row.created',
+      data: {
+        kind: 'row.created',
+        tableId: table.tableId,
+        rowId: row.body.row.id,
+        version: '1',
+        values: { [table.fields.Name!]: 'Ada' },
+      },
+    });
+    expect(body.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    expect(body.data.cursor).toEqual(expect.any(String));
+    await expect.poll(async () => (await deliveries(webhook.id))[0]?.succeeded, UNTIL).toBe(true);
+    expect((await deliveries(webhook.id))[0]).toMatchObject({
+      messageId: message!.id,
+      attempt: 1,
+      statusCode: 204,
+      error: null,
+      nextAttemptAt: null,
+    });
+  });
+
+  it('delivers only the kinds and tables the webhook names', async () => {
+    const table = await people();
+    const other = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }], {
+      databaseId: table.databaseId,
+    });
+    const { endpoint } = await freshEndpoint(table, { events: ['row.updated'], tableIds: [table.tableId] });
+    const row = await createRow(suite.server, suite.org.adminKey, table, { Name: 'Ada' });
+    await createRow(suite.server, suite.org.adminKey, other, { Name: 'Bob' });
+    const update = await suite.server.request('PATCH', `${table.path}/rows/${row.body.row.id}`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', values: { Name: 'Ada L.' } },
+    });
+    expect(update.status, update.text).toBe(200);
+    await expect.poll(() => endpoint.messages().length, UNTIL).toBe(1);
+    expect(endpoint.messages()[0]!.json).toMatchObject({
+      type: 'row.updated',
+      data: { rowId: row.body.row.id, previous: { [table.fields.Name!]: 'Ada' } },
+    });
+    await endpoint.close();
+  });
+
+  it('sends a webhook.test message on POST …/test', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    const queued = await suite.server.request('POST', `${hooks()}/${webhook.id}/test`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+    });
+    expect(queued.status, queued.text).toBe(202);
+    await expect.poll(() => endpoint.received.length, UNTIL).toBe(1);
+    expect(endpoint.received[0]!.id).toBe(queued.body.messageId);
+    expect(verify(webhook.secret, endpoint.received[0]!)).toMatchObject({
+      type: 'webhook.test',
+      data: { webhookId: webhook.id },
+    });
+    await endpoint.close();
+  });
+
+  it('signs with the old and the new secret after a rotation, space-separated', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    const rotated = await suite.server.request('POST', `${hooks()}/${webhook.id}/rotate-secret`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+    });
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'Ada' });
+    await expect.poll(() => endpoint.messages().length, UNTIL).toBe(1);
+    const [message] = endpoint.messages();
+    expect(message!.signature.split(' ')).toHaveLength(2);
+    expect(message!.signature).toMatch(/^v1,[A-Za-z0-9+/=]+ v1,[A-Za-z0-9+/=]+$/);
+    expect(verify(rotated.body.secret, message!).type).toBe('row.created');
+    expect(verify(webhook.secret, message!).type).toBe('row.created');
+    await endpoint.close();
+  });
+});
+
+describe('failures', () => {
+  it('retries after 500s with the same webhook-id and keeps at most 4 KiB of the answer', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    endpoint.script({ status: 500, body: 'x'.repeat(10_000) }, { status: 503 });
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'Ada' });
+    await expect.poll(() => endpoint.received.length, UNTIL).toBe(3);
+    expect(new Set(endpoint.received.map((entry) => entry.id)).size).toBe(1);
+    await expect.poll(async () => (await deliveries(webhook.id)).length, UNTIL).toBe(3);
+    const [third, second, first] = await deliveries(webhook.id);
+    expect(first).toMatchObject({ attempt: 1, statusCode: 500, succeeded: false, error: 'the endpoint answered 500' });
+    expect(first.responseBody).toHaveLength(4096);
+    expect(first.nextAttemptAt).toEqual(expect.any(String));
+    expect(second).toMatchObject({ attempt: 2, statusCode: 503, succeeded: false });
+    expect(third).toMatchObject({ attempt: 3, statusCode: 204, succeeded: true, nextAttemptAt: null });
+    await endpoint.close();
+  });
+
+  it('retries after a timeout, and does not follow a redirect', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    endpoint.script({ holdMs: 2_500 }, { status: 302 });
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'Ada' });
+    await expect.poll(async () => (await deliveries(webhook.id)).length, UNTIL).toBe(3);
+    const [third, second, first] = await deliveries(webhook.id);
+    expect(first).toMatchObject({ statusCode: null, succeeded: false, error: 'no complete answer within 1000 ms' });
+    expect(second).toMatchObject({ statusCode: 302, succeeded: false });
+    expect(third).toMatchObject({ succeeded: true });
+    expect(new Set([first.messageId, second.messageId, third.messageId]).size).toBe(1);
+    await endpoint.close();
+  });
+
+  it('disables the endpoint after the last retry, keeps its place, and resumes from it when re-enabled', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    endpoint.script({ status: 500 }, { status: 500 }, { status: 500 });
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'first' });
+    await expect
+      .poll(
+        async () =>
+          (await suite.server.request('GET', `${hooks()}/${webhook.id}`, { token: suite.org.adminKey })).body.state,
+        UNTIL,
+      )
+      .toBe('disabled');
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'second' });
+    const disabled = (await suite.server.request('GET', `${hooks()}/${webhook.id}`, { token: suite.org.adminKey }))
+      .body;
+    expect(disabled.disabledReason).toMatch(/after 3 failed attempts/);
+    const activity = await suite.server.request(
+      'GET',
+      `/v1/orgs/${suite.org.orgId}/activity?event=webhook.disable&limit=100`,
+      { token: suite.org.adminKey },
+    );
+    expect(
+      activity.body.data.some(
+        (entry: any) => entry.actor.kind === 'system' && /after 3 failed attempts/.test(entry.summary),
+      ),
+    ).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(endpoint.received).toHaveLength(3);
+    const resumed = await suite.server.request('PATCH', `${hooks()}/${webhook.id}`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: disabled.version, state: 'active' },
+    });
+    expect(resumed.status, resumed.text).toBe(200);
+    await expect.poll(() => endpoint.received.length, UNTIL).toBe(5);
+    const names = endpoint.received.map((entry) => entry.json.data.values[table.fields.Name!]);
+    expect(names).toEqual(['first', 'first', 'first', 'first', 'second']);
+    expect(new Set(endpoint.received.slice(0, 4).map((entry) => entry.id)).size).toBe(1);
+    await endpoint.close();
+  });
+});
+
+describe('order and replay', () => {
+  it('delivers every change once, in feed order, while 8 writers commit at once', async () => {
+    const table = await people();
+    const { endpoint } = await freshEndpoint(table);
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, writer) => {
+        for (let index = 0; index < 10; index += 1) {
+          const response = await createRow(suite.server, suite.org.adminKey, table, { Name: `${writer}-${index}` });
+          expect(response.status, response.text).toBe(201);
+        }
+      }),
+    );
+    await expect.poll(() => endpoint.messages().length, { timeout: 30_000, interval: 100 }).toBe(80);
+    const feed = await suite.server.request(
+      'GET',
+      `/v1/orgs/${suite.org.orgId}/databases/${table.databaseId}/changes?limit=1000`,
+      {
+        token: suite.org.adminKey,
+      },
+    );
+    expect(feed.status, feed.text).toBe(200);
+    // Exactly the feed's changes, in the feed's (commit) order, each once.
+    const expected = feed.body.data.filter((change: any) => change.kind === 'row.created');
+    expect(expected).toHaveLength(80);
+    expect(endpoint.messages().map((entry) => entry.json.data)).toEqual(expected);
+    expect(endpoint.received).toHaveLength(80);
+    await endpoint.close();
+  });
+
+  it('replays every change after a cursor, and every retained one without it, with new message ids', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    for (const name of ['a', 'b', 'c']) await createRow(suite.server, suite.org.adminKey, table, { Name: name });
+    await expect.poll(() => endpoint.messages().length, UNTIL).toBe(3);
+    const first = endpoint.messages()[0]!;
+    const replay = await suite.server.request('POST', `${hooks()}/${webhook.id}/replay`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { after: first.json.data.cursor },
+    });
+    expect(replay.status, replay.text).toBe(202);
+    expect(replay.body).toEqual({ webhookId: webhook.id, after: first.json.data.cursor });
+    await expect.poll(() => endpoint.messages().length, UNTIL).toBe(5);
+    const replayed = endpoint
+      .messages()
+      .slice(3)
+      .map((entry) => entry.json.data.values[table.fields.Name!]);
+    expect(replayed).toEqual(['b', 'c']);
+    const all = await suite.server.request('POST', `${hooks()}/${webhook.id}/replay`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: {},
+    });
+    expect(all.status).toBe(202);
+    // Every retained change of the database: the table's creation too.
+    await expect.poll(() => endpoint.messages().length, UNTIL).toBe(9);
+    expect(
+      endpoint
+        .messages()
+        .slice(5)
+        .map((entry) => entry.json.type),
+    ).toEqual(['table.created', 'row.created', 'row.created', 'row.created']);
+    await endpoint.close();
+  });
+
+  it('refuses a malformed cursor with 400 and one of another database with 400', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    const send = (after: string) =>
+      suite.server.request('POST', `${hooks()}/${webhook.id}/replay`, {
+        token: suite.org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: { after },
+      });
+    const malformed = await send('not-a-cursor');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe('CURSOR_INVALID');
+    const elsewhere = Buffer.from(`c1.${'0'.repeat(25)}1.1.1`).toString('base64url');
+    expect((await send(elsewhere)).status).toBe(400);
+    await endpoint.close();
+  });
+});
+
+describe('a host name that resolves to loopback', () => {
+  const strict = useServerWithOrg({
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '100ms',
+    WEBHOOK_TIMEOUT_MS: '1000',
+  });
+
+  it('is refused when the worker connects, without the allowed network', async () => {
+    const endpoint = await startReceiver();
+    const created = await strict.server.request('POST', `/v1/orgs/${strict.org.orgId}/webhooks`, {
+      token: strict.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { url: `http://localhost:${endpoint.port}/hook`, events: ['*'] },
+    });
+    expect(created.status, created.text).toBe(201);
+    const test = await strict.server.request('POST', `/v1/orgs/${strict.org.orgId}/webhooks/${created.body.id}/test`, {
+      token: strict.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+    });
+    expect(test.status).toBe(202);
+    const attempts = async () =>
+      (
+        await strict.server.request('GET', `/v1/orgs/${strict.org.orgId}/webhooks/${created.body.id}/deliveries`, {
+          token: strict.org.adminKey,
+        })
+      ).body.data;
+    await expect.poll(async () => (await attempts()).length, UNTIL).toBe(1);
+    expect((await attempts())[0]).toMatchObject({ succeeded: false, statusCode: null });
+    expect((await attempts())[0].error).toMatch(
+      /^localhost resolves to (127\.0\.0\.1|::1), a loopback address webhooks may not reach$/,
+    );
+    expect(endpoint.received).toHaveLength(0);
+    await endpoint.close();
+  });
+});

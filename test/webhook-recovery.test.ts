@@ -1,0 +1,109 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idempotencyKey } from './helpers/factories.ts';
+import { startReceiver, verify, type Receiver } from './helpers/receiver.ts';
+import { useServerWithOrg } from './helpers/suite.ts';
+import { createRow, createTable } from './helpers/workspace.ts';
+
+/**
+ * Issue 27: deliveries survive the worker. The server runs no worker; deliveries run in separate `src/worker.ts`
+ * processes, one of which is SIGKILLed while the receiver holds a message in flight.
+ */
+const WEBHOOK_ENV = {
+  WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  WEBHOOK_ALLOW_HTTP: 'true',
+  WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms',
+};
+const suite = useServerWithOrg({ RUN_WORKER: 'false', ...WEBHOOK_ENV });
+let receiver: Receiver;
+
+interface WorkerProcess {
+  child: ChildProcess;
+  kill(): Promise<void>;
+}
+
+const workers: WorkerProcess[] = [];
+
+function spawnWorker(): WorkerProcess {
+  // Its own process group, so that SIGKILL reaches tsx's node child too.
+  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
+    detached: true,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      ...WEBHOOK_ENV,
+      DATABASE_URL: suite.server.database.url,
+      LOG_LEVEL: 'silent',
+      JOB_POLL_MS: '50',
+      NODE_ENV: 'test',
+    },
+  });
+  const exited = once(child, 'exit');
+  const worker = {
+    child,
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+      await exited;
+    },
+  };
+  workers.push(worker);
+  return worker;
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await Promise.all(workers.map((worker) => worker.kill()));
+  await receiver.close();
+});
+
+const UNTIL = { timeout: 60_000, interval: 100 };
+
+describe('a worker killed mid-delivery', () => {
+  it('is resumed by the next worker: nothing is lost, the message in flight arrives again with the same webhook-id', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { url: receiver.url, events: ['row.created'], databaseId: table.databaseId },
+    });
+    expect(created.status, created.text).toBe(201);
+    for (const name of ['a', 'b', 'c']) await createRow(suite.server, suite.org.adminKey, table, { Name: name });
+    // The first message is held by the receiver until long after the worker is gone.
+    receiver.script({ holdMs: 60_000 });
+    const first = spawnWorker();
+    await expect.poll(() => receiver.received.length, UNTIL).toBe(1);
+    await first.kill();
+    spawnWorker();
+    await expect.poll(() => receiver.messages().length, UNTIL).toBe(3);
+    const names = receiver.received.map((entry) => verify(created.body.secret, entry).data.values[table.fields.Name!]);
+    expect(names).toEqual(['a', 'a', 'b', 'c']);
+    expect(receiver.received[0]!.id).toBe(receiver.received[1]!.id);
+  });
+
+  it('two workers never deliver one endpoint’s messages at the same time', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const endpoint = await startReceiver();
+    const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { url: endpoint.url, events: ['*'], databaseId: table.databaseId },
+    });
+    expect(created.status).toBe(201);
+    spawnWorker();
+    endpoint.script(...Array.from({ length: 20 }, () => ({ holdMs: 30 })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        createRow(suite.server, suite.org.adminKey, table, { Name: String(index) }),
+      ),
+    );
+    await expect.poll(() => endpoint.messages().length, UNTIL).toBe(20);
+    // Each request arrived after the previous one had been answered: never two in flight.
+    const arrivals = endpoint.received.map((entry) => entry.at);
+    for (let index = 1; index < arrivals.length; index += 1)
+      expect(arrivals[index]! - arrivals[index - 1]!).toBeGreaterThanOrEqual(29);
+    await endpoint.close();
+  });
+});
