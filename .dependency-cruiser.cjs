@@ -18,7 +18,9 @@ const folders = (layers) => `^src/(${layers.flat().join('|')})/`;
 
 const upward = LAYERS.slice(1).map((layer, index) => ({
   name: `${layer.join('-')}-looks-down`,
-  comment: `${layer.join(', ')} may import only ${LAYERS.slice(index + 1).flat().join(', ')} (and generated/)`,
+  comment: `${layer.join(', ')} may import only ${LAYERS.slice(index + 1)
+    .flat()
+    .join(', ')} (and generated/)`,
   severity: 'error',
   from: { path: folders([layer]) },
   to: { path: folders(LAYERS.slice(0, index + 1)) },

@@ -23,7 +23,10 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const WARM_UP_SECONDS = 2;
 const PAGE_SIZE = 100;
 
-interface Catalog { databaseId: string; tableIds: [string, string] }
+interface Catalog {
+  databaseId: string;
+  tableIds: [string, string];
+}
 
 /** A real database and two real tables, so the events' joins find what a real feed's would. */
 async function createCatalog(servers: Servers): Promise<Catalog> {
@@ -50,13 +53,17 @@ async function loadEvents(client: pg.Client, servers: Servers, catalog: Catalog)
   ];
   // The secondary indexes are dropped for the load and rebuilt from their own definitions: maintaining five of them
   // row by row, in random time order, took 80 s here; rebuilding all five takes about 20 s and yields the same indexes.
-  const { rows: indexes } = await client.query<{ name: string; definition: string }>(`SELECT indexname AS name, indexdef AS definition
+  const { rows: indexes } = await client.query<{
+    name: string;
+    definition: string;
+  }>(`SELECT indexname AS name, indexdef AS definition
       FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'activity_events' AND indexname <> 'activity_events_pkey'`);
   for (const index of indexes) await client.query(`DROP INDEX public."${index.name}"`);
   // Nor are the org foreign key's triggers run per event (another 8 s): every event is of the bench org, which exists.
   await client.query('SET session_replication_role = replica');
   await client.query('SELECT setseed(0.42)');
-  await client.query(`INSERT INTO activity_events (id, org_id, occurred_at, category, event, status, summary, actor_id, actor_kind,
+  await client.query(
+    `INSERT INTO activity_events (id, org_id, occurred_at, category, event, status, summary, actor_id, actor_kind,
         actor_key, actor_name, database_id, table_id, row_id, affected_rows, mutation_id)
     SELECT '0' || lpad(g::text, 25, '0'), $2, now() - r.age * interval '90 days',
            CASE WHEN r.kind < 0.8 THEN 'records' ELSE 'schema' END,
@@ -74,8 +81,17 @@ async function loadEvents(client: pg.Client, servers: Servers, catalog: Catalog)
       -- g in the select list makes the subquery correlated, so its random() draws are made per event, not once.
       CROSS JOIN LATERAL (SELECT g AS n, random() AS age, random() AS kind, random() AS pick,
                                  1 + floor(random() * 2)::int AS tab, 1 + floor(random() * 4)::int AS actor) AS r`,
-  [EVENTS, servers.orgId, catalog.databaseId, catalog.tableIds,
-    actors.map((actor) => actor.id), actors.map((actor) => actor.kind), actors.map((actor) => actor.key), actors.map((actor) => actor.name)]);
+    [
+      EVENTS,
+      servers.orgId,
+      catalog.databaseId,
+      catalog.tableIds,
+      actors.map((actor) => actor.id),
+      actors.map((actor) => actor.kind),
+      actors.map((actor) => actor.key),
+      actors.map((actor) => actor.name),
+    ],
+  );
   await client.query('RESET session_replication_role');
   await client.query(`SET maintenance_work_mem = '256MB'`);
   for (const index of indexes) await client.query(index.definition);
@@ -105,7 +121,12 @@ const bareFirstPage = (orgId: string): Statement => ({
  * autocannon for a fixed time. Rate from the start to the last response (autocannon's own duration is rounded to
  * its one-second ticks); latencies from its per-response timings so both sides are summarised alike.
  */
-async function restPages(servers: Servers, url: string, seconds: number, name = 'REST GET …/activity'): Promise<Figures> {
+async function restPages(
+  servers: Servers,
+  url: string,
+  seconds: number,
+  name = 'REST GET …/activity',
+): Promise<Figures> {
   const latencies: number[] = [];
   let errors = 0;
   const started = performance.now();
@@ -113,8 +134,16 @@ async function restPages(servers: Servers, url: string, seconds: number, name = 
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     // A page that takes seconds must not time out (autocannon's default is 10 s) and be sent again while the first
     // is still running: that would put more than CONCURRENCY pages in the server at once.
-    const instance = autocannon({ url, connections: CONCURRENCY, duration: seconds, timeout: 60, headers: { authorization: `Bearer ${servers.apiKey}` } },
-      (error, finished) => (error ? reject(error) : resolve(finished)));
+    const instance = autocannon(
+      {
+        url,
+        connections: CONCURRENCY,
+        duration: seconds,
+        timeout: 60,
+        headers: { authorization: `Bearer ${servers.apiKey}` },
+      },
+      (error, finished) => (error ? reject(error) : resolve(finished)),
+    );
     instance.on('response', (_client, status, _bytes, time) => {
       lastResponse = performance.now();
       if (status === 200) latencies.push(time);
@@ -141,46 +170,73 @@ async function settle(pool: pg.Pool): Promise<void> {
 }
 
 /** A statement through `pg`, named (prepared once per connection) as the service's data plane names its own. */
-async function sqlPages(pool: pg.Pool, label: string, statement: Statement, name: string, seconds: number): Promise<Figures> {
+async function sqlPages(
+  pool: pg.Pool,
+  label: string,
+  statement: Statement,
+  name: string,
+  seconds: number,
+): Promise<Figures> {
   const latencies: number[] = [];
   const started = performance.now();
   const deadline = started + seconds * 1000;
   let lastResponse = started;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (performance.now() < deadline) {
-      const begin = performance.now();
-      await pool.query({ name, text: statement.sql, values: statement.params });
-      lastResponse = performance.now();
-      latencies.push(lastResponse - begin);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < deadline) {
+        const begin = performance.now();
+        await pool.query({ name, text: statement.sql, values: statement.params });
+        lastResponse = performance.now();
+        latencies.push(lastResponse - begin);
+      }
+    }),
+  );
   return figures(label, latencies, (lastResponse - started) / 1000, 0);
 }
 
 /** Guards against benchmarking two different things: REST and the bare scan return the same entries in order. */
 async function checkSamePage(servers: Servers, url: string, pool: pg.Pool, statement: Statement): Promise<void> {
   const response = await fetch(url, { headers: { authorization: `Bearer ${servers.apiKey}` } });
-  const page = await response.json() as { data: { id: string }[]; hasMore: boolean };
+  const page = (await response.json()) as { data: { id: string }[]; hasMore: boolean };
   const { rows } = await pool.query<{ id: string }>(statement.sql, statement.params);
   const rest = page.data?.map((entry) => entry.id).join();
-  const bare = rows.slice(0, PAGE_SIZE).map((row) => row.id).join();
+  const bare = rows
+    .slice(0, PAGE_SIZE)
+    .map((row) => row.id)
+    .join();
   if (response.status !== 200 || page.data.length !== PAGE_SIZE || !page.hasMore || rest !== bare) {
     throw new Error(`REST and bare pages differ (status ${response.status}, ${page.data?.length} entries)`);
   }
 }
 
 interface PlanNode {
-  'Node Type': string; 'Join Type'?: string; 'Index Name'?: string; 'Alias'?: string; 'Relation Name'?: string; 'Index Cond'?: string; 'Filter'?: string;
-  'Actual Rows'?: number; 'Actual Loops'?: number; 'Rows Removed by Filter'?: number; 'Actual Total Time'?: number; Plans?: PlanNode[];
+  'Node Type': string;
+  'Join Type'?: string;
+  'Index Name'?: string;
+  Alias?: string;
+  'Relation Name'?: string;
+  'Index Cond'?: string;
+  Filter?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Actual Total Time'?: number;
+  Plans?: PlanNode[];
 }
 
 /** One line per plan node, indented; the scan of activity_events with its index condition, filter and rows read. */
 function renderPlan(node: PlanNode, depth = 0): string[] {
   const index = node['Index Name'] ? ` using ${node['Index Name']}` : '';
   const relation = node['Relation Name'] ? ` on ${node['Relation Name']}` : '';
-  const rows = node['Actual Rows'] === undefined ? '' : `  (rows ${node['Actual Rows']}${node['Actual Loops']! > 1 ? ` × ${node['Actual Loops']} loops` : ''}`
-    + `${node['Rows Removed by Filter'] ? `, removed by filter ${node['Rows Removed by Filter']}` : ''})`;
-  const type = node['Join Type'] && node['Join Type'] !== 'Inner' ? `${node['Node Type']} ${node['Join Type']} Join` : node['Node Type'];
+  const rows =
+    node['Actual Rows'] === undefined
+      ? ''
+      : `  (rows ${node['Actual Rows']}${node['Actual Loops']! > 1 ? ` × ${node['Actual Loops']} loops` : ''}` +
+        `${node['Rows Removed by Filter'] ? `, removed by filter ${node['Rows Removed by Filter']}` : ''})`;
+  const type =
+    node['Join Type'] && node['Join Type'] !== 'Inner'
+      ? `${node['Node Type']} ${node['Join Type']} Join`
+      : node['Node Type'];
   const lines = [`${'  '.repeat(depth)}${type}${index}${relation}${rows}`];
   if (node['Relation Name'] === 'activity_events') {
     if (node['Index Cond']) lines.push(`${'  '.repeat(depth + 2)}index cond ${node['Index Cond']}`);
@@ -189,10 +245,16 @@ function renderPlan(node: PlanNode, depth = 0): string[] {
   return [...lines, ...(node.Plans ?? []).flatMap((child) => renderPlan(child, depth + 1))];
 }
 
-interface Explained { lines: string[]; ms: number }
+interface Explained {
+  lines: string[];
+  ms: number;
+}
 
 async function explain(client: pg.PoolClient, sql: string, params: unknown[]): Promise<Explained> {
-  const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode; 'Execution Time': number }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+  const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode; 'Execution Time': number }] }>(
+    `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+    params,
+  );
   const plan = rows[0]!['QUERY PLAN'][0];
   return { lines: renderPlan(plan.Plan), ms: plan['Execution Time'] };
 }
@@ -207,15 +269,22 @@ async function plansOf(pool: pg.Pool, statement: Statement): Promise<string> {
     const custom = await explain(client, statement.sql, statement.params);
     await client.query(`PREPARE bench_plan AS ${statement.sql}`);
     await client.query('SET plan_cache_mode = force_generic_plan');
-    const literals = statement.params.map((value) => (typeof value === 'number' ? String(value) : client.escapeLiteral(String(value))));
+    const literals = statement.params.map((value) =>
+      typeof value === 'number' ? String(value) : client.escapeLiteral(String(value)),
+    );
     const generic = await explain(client, `EXECUTE bench_plan(${literals.join(', ')})`, []);
     await client.query('RESET plan_cache_mode; DEALLOCATE bench_plan');
     const same = generic.lines.join('\n') === custom.lines.join('\n');
     const unindexed = [...custom.lines, ...generic.lines].some((line) => /Seq Scan on activity_events/.test(line));
-    return [`    plan (${custom.ms.toFixed(2)} ms in PostgreSQL):`, ...custom.lines.map((line) => `      ${line}`),
-      same ? `    generic plan: the same (${generic.ms.toFixed(2)} ms)` : `    generic plan (${generic.ms.toFixed(2)} ms):`,
+    return [
+      `    plan (${custom.ms.toFixed(2)} ms in PostgreSQL):`,
+      ...custom.lines.map((line) => `      ${line}`),
+      same
+        ? `    generic plan: the same (${generic.ms.toFixed(2)} ms)`
+        : `    generic plan (${generic.ms.toFixed(2)} ms):`,
       ...(same ? [] : generic.lines.map((line) => `      ${line}`)),
-      ...(unindexed ? ['    !! activity_events is read by a sequential scan, not an index range'] : [])].join('\n');
+      ...(unindexed ? ['    !! activity_events is read by a sequential scan, not an index range'] : []),
+    ].join('\n');
   } finally {
     client.release();
   }
@@ -266,25 +335,35 @@ try {
   const asOf = new Date().toISOString();
   const scenarios: Scenario[] = [
     {
-      label: 'filtered: tableId + category=records', url: `${feed}&tableId=${tableId}&category=records`, diagnose: true,
-      service: selectFeedPage({ orgId: servers.orgId, tableId, category: 'records' }, asOf, null, PAGE_SIZE), bare: bareFiltered(tableId),
+      label: 'filtered: tableId + category=records',
+      url: `${feed}&tableId=${tableId}&category=records`,
+      diagnose: true,
+      service: selectFeedPage({ orgId: servers.orgId, tableId, category: 'records' }, asOf, null, PAGE_SIZE),
+      bare: bareFiltered(tableId),
     },
     {
-      label: 'first page, unfiltered', url: feed, diagnose: false,
-      service: selectFeedPage({ orgId: servers.orgId }, asOf, null, PAGE_SIZE), bare: bareFirstPage(servers.orgId),
+      label: 'first page, unfiltered',
+      url: feed,
+      diagnose: false,
+      service: selectFeedPage({ orgId: servers.orgId }, asOf, null, PAGE_SIZE),
+      bare: bareFirstPage(servers.orgId),
     },
   ];
 
   const summary: string[] = [];
   for (const [index, scenario] of scenarios.entries()) {
     await checkSamePage(servers, scenario.url, pool, scenario.bare);
-    process.stdout.write(`\n${scenario.label}, limit ${PAGE_SIZE}\n`
-      + `  service SQL (selectFeedPage)\n${await plansOf(pool, scenario.service)}\n`
-      + `  bare SQL\n${await plansOf(pool, scenario.bare)}\n`);
+    process.stdout.write(
+      `\n${scenario.label}, limit ${PAGE_SIZE}\n` +
+        `  service SQL (selectFeedPage)\n${await plansOf(pool, scenario.service)}\n` +
+        `  bare SQL\n${await plansOf(pool, scenario.bare)}\n`,
+    );
     const floorUrl = await registerFloor(servers, `activity_${index}`, floorStatement(scenario.service));
     const run = async (seconds: number) => ({
       rest: await withCpu(servers.pid, () => restPages(servers, scenario.url, seconds)).finally(() => settle(pool)),
-      bare: await withCpu(servers.pid, () => sqlPages(pool, 'bare index scan (pg)', scenario.bare, `bench_bare_${index}`, seconds)),
+      bare: await withCpu(servers.pid, () =>
+        sqlPages(pool, 'bare index scan (pg)', scenario.bare, `bench_bare_${index}`, seconds),
+      ),
       floor: await withCpu(servers.pid, () => restPages(servers, floorUrl, seconds, 'floor: node:http + pg')),
     });
     await run(WARM_UP_SECONDS);
@@ -299,12 +378,17 @@ try {
       ratios.push(rest.rps / bare.rps);
       ceilings.push(cpuCeiling(rest.cpu, bare.cpu));
       floors.push(floor.rps / bare.rps);
-      process.stdout.write(`  round ${round}\n    ${line(rest)}\n      ${cpuLine(rest.cpu)}\n    ${line(bare)}\n      ${cpuLine(bare.cpu)}\n`
-        + `    REST / bare ${ratio(rest.rps / bare.rps)}\n    ${line(floor)}\n      ${cpuLine(floor.cpu)}\n    floor / bare ${ratio(floor.rps / bare.rps)}\n`);
+      process.stdout.write(
+        `  round ${round}\n    ${line(rest)}\n      ${cpuLine(rest.cpu)}\n    ${line(bare)}\n      ${cpuLine(bare.cpu)}\n` +
+          `    REST / bare ${ratio(rest.rps / bare.rps)}\n    ${line(floor)}\n      ${cpuLine(floor.cpu)}\n    floor / bare ${ratio(floor.rps / bare.rps)}\n`,
+      );
     }
     const row = `activity page, ${scenario.label}`;
-    summary.push(ratioLine(row, 'REST / bare', ratios, 0.5), cpuCeilingLine(row, ceilings),
-      `floor | ${row} | bare node:http + pg, the service's statement, no service / bare | median of ${floors.length}: ${ratio(median(floors))} | rounds ${floors.map(ratio).join(' ')}`);
+    summary.push(
+      ratioLine(row, 'REST / bare', ratios, 0.5),
+      cpuCeilingLine(row, ceilings),
+      `floor | ${row} | bare node:http + pg, the service's statement, no service / bare | median of ${floors.length}: ${ratio(median(floors))} | rounds ${floors.map(ratio).join(' ')}`,
+    );
     if (scenario.diagnose) {
       // Where the time goes: the service's statement alone, with nothing but `pg` around it. If this is about as
       // fast as REST, the cost is the SQL; if it is about as fast as the bare scan, it is the service around it.

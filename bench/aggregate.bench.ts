@@ -22,11 +22,25 @@ const CHOICES = Array.from({ length: 20 }, (_item, index) => `C${String(index).p
 /** One row in RARE_EVERY holds the rare word. */
 const RARE_EVERY = Math.max(1, Math.floor(ROWS / 10));
 
-interface BenchTable { databaseId: string; tableId: string; path: string; fields: FieldDefinition[]; ruleId: string }
+interface BenchTable {
+  databaseId: string;
+  tableId: string;
+  path: string;
+  fields: FieldDefinition[];
+  ruleId: string;
+}
 
 async function startWorker(databaseUrl: string): Promise<{ stop(): Promise<void> }> {
-  const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const env = {
+    ...process.env,
+    NODE_ENV: process.env.NODE_ENV ?? 'production',
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'info',
+  };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+  });
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       if (line.includes('"worker started"')) resolve();
@@ -47,7 +61,8 @@ async function finished(servers: Servers, accepted: { statusUrl: string }): Prom
   for (;;) {
     const job = await api(servers, 'GET', accepted.statusUrl);
     if (job.state === 'succeeded') return job;
-    if (['failed', 'cancelled'].includes(job.state)) throw new Error(`job ${job.id} ${job.state}: ${JSON.stringify(job.error)}`);
+    if (['failed', 'cancelled'].includes(job.state))
+      throw new Error(`job ${job.id} ${job.state}: ${JSON.stringify(job.error)}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -72,17 +87,21 @@ async function createBenchTable(servers: Servers): Promise<BenchTable> {
   return { databaseId: database.id, tableId: created.id, path, fields: schema.fields, ruleId: rule.result.ruleId };
 }
 
-const columnNamed = (table: BenchTable, name: string) => columnOf(table.fields.find((field) => field.name === name)!.id);
+const columnNamed = (table: BenchTable, name: string) =>
+  columnOf(table.fields.find((field) => field.name === name)!.id);
 
 async function loadRows(client: pg.Client, table: BenchTable): Promise<void> {
   const column = (name: string) => columnNamed(table, name);
   await client.query('SELECT setseed(0.28)');
-  await client.query(`INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)}
+  await client.query(
+    `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)}
       (id, version, created_at, updated_at, ${column('Sku')}, ${column('Name')}, ${column('Category')}, ${column('Qty')}, ${column('Price')})
     SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'SKU-' || g,
            CASE WHEN g % $2::int = 0 THEN 'Zéphyrine crème ' || g ELSE 'Article ' || md5(g::text) END,
            ($3::text[])[1 + g % 20], floor(random() * 100)::int, round((random() * 1000)::numeric, 2)
-      FROM generate_series(1, $1::int) AS g`, [ROWS, RARE_EVERY, CHOICES]);
+      FROM generate_series(1, $1::int) AS g`,
+    [ROWS, RARE_EVERY, CHOICES],
+  );
   await client.query('UPDATE public.data_tables SET row_count = $1 WHERE id = $2', [ROWS, table.tableId]);
   await client.query(`VACUUM (ANALYZE) ${rowsTableOf(table.databaseId, table.tableId)}`);
 }
@@ -99,21 +118,31 @@ async function timed(work: () => Promise<void>, times: number): Promise<number[]
 
 async function post(servers: Servers, path: string, body: unknown): Promise<void> {
   const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
-    method: 'POST', headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    method: 'POST',
+    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
   });
   if (response.status !== 200) throw new Error(`${path}: ${response.status} ${await response.text()}`);
   await response.arrayBuffer();
 }
 
 async function get(servers: Servers, path: string): Promise<any> {
-  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, { headers: { authorization: `Bearer ${servers.apiKey}` } });
+  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
+    headers: { authorization: `Bearer ${servers.apiKey}` },
+  });
   if (response.status !== 200) throw new Error(`${path}: ${response.status} ${await response.text()}`);
   return response.json();
 }
 
 const ms = (values: number[]) => `${median(values).toFixed(1)} ms`;
 
-async function compare(label: string, rest: () => Promise<void>, raw: () => Promise<void>, target: number, quotient: string): Promise<void> {
+async function compare(
+  label: string,
+  rest: () => Promise<void>,
+  raw: () => Promise<void>,
+  target: number,
+  quotient: string,
+): Promise<void> {
   await rest();
   await raw();
   const ratios: number[] = [];
@@ -135,41 +164,78 @@ try {
   const table = await createBenchTable(servers);
   const seeded = performance.now();
   await loadRows(client, table);
-  process.stdout.write(`aggregates, search, lookup on ${ROWS} rows (seeded in ${((performance.now() - seeded) / 1000).toFixed(1)} s); `
-    + `${ROUNDS} rounds of ${REQUESTS} requests each way, one at a time\n`);
+  process.stdout.write(
+    `aggregates, search, lookup on ${ROWS} rows (seeded in ${((performance.now() - seeded) / 1000).toFixed(1)} s); ` +
+      `${ROUNDS} rounds of ${REQUESTS} requests each way, one at a time\n`,
+  );
 
   const category = table.fields.find((field) => field.name === 'Category')!;
   const qty = table.fields.find((field) => field.name === 'Qty')!;
   const statement = aggregateRows(table, {
-    filter: null, groups: [{ field: category, granularity: null, timeZone: 'UTC' }],
-    aggregates: [{ fn: 'count', field: null, fraction: null }, { fn: 'sum', field: qty, fraction: null }], having: null, orderBy: [], limit: 100, offset: 0,
+    filter: null,
+    groups: [{ field: category, granularity: null, timeZone: 'UTC' }],
+    aggregates: [
+      { fn: 'count', field: null, fraction: null },
+      { fn: 'sum', field: qty, fraction: null },
+    ],
+    having: null,
+    orderBy: [],
+    limit: 100,
+    offset: 0,
   });
   process.stdout.write('count + sum grouped by a 20-choice select\n');
-  await compare('aggregate count+sum by select', () => post(servers, `${table.path}/rows/aggregate`, {
-    groupBy: ['Category'], aggregates: [{ fn: 'count', as: 'n' }, { fn: 'sum', fieldId: 'Qty', as: 'qty' }],
-  }), async () => {
-    await client.query(statement.sql, statement.params);
-  }, 0.8, 'REST / raw pg');
+  await compare(
+    'aggregate count+sum by select',
+    () =>
+      post(servers, `${table.path}/rows/aggregate`, {
+        groupBy: ['Category'],
+        aggregates: [
+          { fn: 'count', as: 'n' },
+          { fn: 'sum', fieldId: 'Qty', as: 'qty' },
+        ],
+      }),
+    async () => {
+      await client.query(statement.sql, statement.params);
+    },
+    0.8,
+    'REST / raw pg',
+  );
 
   const keys = Array.from({ length: 1000 }, (_item, index) => `SKU-${1 + Math.floor((index * ROWS) / 1000)}`);
   process.stdout.write('lookup of 1,000 keys\n');
-  await compare('lookup 1,000 keys', () => post(servers, `${table.path}/rows/lookup`, { ruleId: table.ruleId, keys: keys.map((key) => [key]) }), async () => {
-    await client.query(`SELECT * FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE (${columnNamed(table, 'Sku')}) IN (${keys.map((_key, index) => `($${index + 1})`).join(', ')})`, keys);
-  }, 0.5, 'REST / raw pg');
+  await compare(
+    'lookup 1,000 keys',
+    () => post(servers, `${table.path}/rows/lookup`, { ruleId: table.ruleId, keys: keys.map((key) => [key]) }),
+    async () => {
+      await client.query(
+        `SELECT * FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE (${columnNamed(table, 'Sku')}) IN (${keys.map((_key, index) => `($${index + 1})`).join(', ')})`,
+        keys,
+      );
+    },
+    0.5,
+    'REST / raw pg',
+  );
 
   const searchPath = `${table.path}/rows?search=${encodeURIComponent('zephyrine')}&limit=50`;
   const found = (await get(servers, searchPath)).data.length;
-  const unindexed = await timed(async () => void await get(servers, searchPath), Math.max(3, Math.min(REQUESTS, 5)));
+  const unindexed = await timed(async () => void (await get(servers, searchPath)), Math.max(3, Math.min(REQUESTS, 5)));
   const building = performance.now();
   const { schemaVersion } = await api(servers, 'GET', `${table.path}/schema`);
-  const applied = await api(servers, 'POST', `${table.path}/schema/operations`, { expectedSchemaVersion: schemaVersion, change: { kind: 'add_index', using: 'search' } });
+  const applied = await api(servers, 'POST', `${table.path}/schema/operations`, {
+    expectedSchemaVersion: schemaVersion,
+    change: { kind: 'add_index', using: 'search' },
+  });
   await finished(servers, applied);
   const built = (performance.now() - building) / 1000;
   await get(servers, searchPath);
-  const indexed = await timed(async () => void await get(servers, searchPath), REQUESTS);
-  process.stdout.write(`search for a word ${found} rows hold: p50 ${ms(unindexed)} without its index, ${ms(indexed)} with it `
-    + `(built online in ${built.toFixed(1)} s)\n`);
-  process.stdout.write(`ratio | search p50 | without index / with index | median of 1: ${(median(unindexed) / median(indexed)).toFixed(1)} | rounds - | target - \n`);
+  const indexed = await timed(async () => void (await get(servers, searchPath)), REQUESTS);
+  process.stdout.write(
+    `search for a word ${found} rows hold: p50 ${ms(unindexed)} without its index, ${ms(indexed)} with it ` +
+      `(built online in ${built.toFixed(1)} s)\n`,
+  );
+  process.stdout.write(
+    `ratio | search p50 | without index / with index | median of 1: ${(median(unindexed) / median(indexed)).toFixed(1)} | rounds - | target - \n`,
+  );
 } finally {
   await client.end().catch(() => undefined);
   await worker?.stop();

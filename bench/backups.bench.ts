@@ -26,7 +26,10 @@ import { createLogger } from '../src/kernel/log.ts';
 const ROWS = Number(process.env.BENCH_BACKUP_ROWS ?? 1_000_000);
 const run = promisify(execFile);
 const logger = createLogger('silent');
-const server = await openDatabase(loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' }), logger);
+const server = await openDatabase(
+  loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' }),
+  logger,
+);
 
 async function freshDatabase(name: string): Promise<string> {
   const admin = new pg.Client({ connectionString: server.url });
@@ -39,9 +42,19 @@ async function freshDatabase(name: string): Promise<string> {
 const url = await freshDatabase('wds_bench_backups');
 await migrate(url);
 const dir = mkdtempSync(join(tmpdir(), 'wds-bench-backups-'));
-const config = loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: url, BACKUP_DIR: dir, JOB_POLL_MS: '20', JOB_CONCURRENCY: '1' });
+const config = loadConfig(process.env, {
+  LOG_LEVEL: 'silent',
+  DATABASE_URL: url,
+  BACKUP_DIR: dir,
+  JOB_POLL_MS: '20',
+  JOB_CONCURRENCY: '1',
+});
 const prisma = createPrisma(url, 4);
-const { orgId, userId } = await bootstrapOrg(prisma, { orgName: 'Bench', email: `bench-${Date.now()}@example.com`, name: 'Bench' });
+const { orgId, userId } = await bootstrapOrg(prisma, {
+  orgName: 'Bench',
+  email: `bench-${Date.now()}@example.com`,
+  name: 'Bench',
+});
 const pool = new pg.Pool({ connectionString: url, max: 2 });
 
 // The workspace: catalog rows and the physical table, filled in bulk.
@@ -50,12 +63,20 @@ const tableId = newId();
 const fields = [
   { id: newId(), name: 'Name', type: 'text' as const, required: false, options: { maxLength: 1000 }, position: 0 },
   { id: newId(), name: 'Age', type: 'integer' as const, required: false, options: {}, position: 1 },
-  { id: newId(), name: 'Note', type: 'longText' as const, required: false, options: { maxLength: 100000 }, position: 2 },
+  {
+    id: newId(),
+    name: 'Note',
+    type: 'longText' as const,
+    required: false,
+    options: { maxLength: 100000 },
+    position: 2,
+  },
 ];
 await prisma.database.create({ data: { id: databaseId, orgId, name: 'Bench' } });
 await prisma.dataTable.create({ data: { id: tableId, orgId, databaseId, name: 'People', rowCount: ROWS } });
 for (const field of fields) await prisma.field.create({ data: { ...field, tableId } });
-for (const statement of [...createDatabaseSchema(databaseId), ...createTable(databaseId, tableId, fields)]) await pool.query(statement.sql);
+for (const statement of [...createDatabaseSchema(databaseId), ...createTable(databaseId, tableId, fields)])
+  await pool.query(statement.sql);
 const [name, age, note] = fields.map((field) => columnOf(field.id));
 const fillStarted = performance.now();
 await pool.query(`INSERT INTO ${rowsTableOf(databaseId, tableId)} (id, version, created_at, updated_at, ${name}, ${age}, ${note})
@@ -63,7 +84,9 @@ await pool.query(`INSERT INTO ${rowsTableOf(databaseId, tableId)} (id, version, 
 await pool.query(`INSERT INTO ${historyTableOf(databaseId, tableId)} (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
   SELECT lpad(n::text, 26, '0'), 1, '${fields[0]!.id}', 'create', to_jsonb('Person ' || n), lpad(n::text, 26, '0'), '${userId}', 'user', 'Bench', now() FROM generate_series(1, ${ROWS}) AS n`);
 await pool.query('VACUUM ANALYZE');
-console.log(`filled ${ROWS} rows (+ ${ROWS} history entries) in ${((performance.now() - fillStarted) / 1000).toFixed(1)} s`);
+console.log(
+  `filled ${ROWS} rows (+ ${ROWS} history entries) in ${((performance.now() - fillStarted) / 1000).toFixed(1)} s`,
+);
 
 const actor = { id: userId, kind: 'user', key: null, name: 'Bench' };
 const worker = startWorker(prisma, config, logger);
@@ -71,12 +94,29 @@ const worker = startWorker(prisma, config, logger);
 /** Enqueues a job as a request would, waits for it, and answers the job's own running time. */
 async function timedJob(kind: string, payload: unknown): Promise<{ seconds: number; result: any }> {
   const id = newId();
-  const statement = insertJob({ id, orgId, kind, databaseId, tableId: null, payload, serialKey: null, maxAttempts: 1, actor, runAt: null });
+  const statement = insertJob({
+    id,
+    orgId,
+    kind,
+    databaseId,
+    tableId: null,
+    payload,
+    serialKey: null,
+    maxAttempts: 1,
+    actor,
+    runAt: null,
+  });
   await pool.query(statement.sql, statement.params as unknown[]);
   for (;;) {
-    const { rows: [job] } = await pool.query('SELECT state, result, error, extract(epoch FROM finished_at - started_at)::float8 AS seconds FROM jobs WHERE id = $1', [id]);
+    const {
+      rows: [job],
+    } = await pool.query(
+      'SELECT state, result, error, extract(epoch FROM finished_at - started_at)::float8 AS seconds FROM jobs WHERE id = $1',
+      [id],
+    );
     if (job.state === 'succeeded') return { seconds: job.seconds, result: job.result };
-    if (['failed', 'cancelled'].includes(job.state)) throw new Error(`${kind} ${job.state}: ${JSON.stringify(job.error)}`);
+    if (['failed', 'cancelled'].includes(job.state))
+      throw new Error(`${kind} ${job.state}: ${JSON.stringify(job.error)}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -93,11 +133,19 @@ const rawDump = await timed(() => run('pg_dump', ['-Fc', '-n', schema, '-f', dum
 const backup = await timedJob('runDatabaseBackup', { scheduledFor: null });
 const rawUrl = await freshDatabase('wds_bench_backups_raw');
 const rawRestore = await timed(() => run('pg_restore', ['-d', rawUrl, dumpFile]));
-const { rows: [database] } = await pool.query('SELECT version::text AS version FROM databases WHERE id = $1', [databaseId]);
-const restore = await timedJob('restoreDatabaseBackup', { backupId: backup.result.backupId, target: 'replace', expectedVersion: database.version });
+const {
+  rows: [database],
+} = await pool.query('SELECT version::text AS version FROM databases WHERE id = $1', [databaseId]);
+const restore = await timedJob('restoreDatabaseBackup', {
+  backupId: backup.result.backupId,
+  target: 'replace',
+  expectedVersion: database.version,
+});
 
 const line = (what: string, ours: number, raw: number) =>
-  console.log(`${what.padEnd(8)} service ${ours.toFixed(2)} s (${Math.round(ROWS / ours)} rows/s)  raw ${raw.toFixed(2)} s (${Math.round(ROWS / raw)} rows/s)  ratio ${(raw / ours).toFixed(2)} (target ≥ 0.5)`);
+  console.log(
+    `${what.padEnd(8)} service ${ours.toFixed(2)} s (${Math.round(ROWS / ours)} rows/s)  raw ${raw.toFixed(2)} s (${Math.round(ROWS / raw)} rows/s)  ratio ${(raw / ours).toFixed(2)} (target ≥ 0.5)`,
+  );
 line('backup', backup.seconds, rawDump);
 line('restore', restore.seconds, rawRestore);
 console.log(`sizes: service ${backup.result.sizeBytes} bytes, pg_dump -Fc ${statSync(dumpFile).size} bytes`);

@@ -24,23 +24,43 @@ const FIELDS = [
 ];
 const VALUES = { Name: 'Widget', Quantity: 3, Price: 19.99, Active: true, Due: '2026-12-01', Status: 'open' };
 
-interface Result { seconds: number; rows: number }
+interface Result {
+  seconds: number;
+  rows: number;
+}
 const rate = (result: Result) => result.rows / result.seconds;
 
 async function createBenchTable(servers: Servers): Promise<{ path: string; schemaVersion: number }> {
   const { orgId } = servers;
   const database = await api(servers, 'POST', `/v1/orgs/${orgId}/databases`, { name: `Batch bench ${Date.now()}` });
-  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, { name: 'Orders', fields: FIELDS });
-  return { path: `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}/rows/batch`, schemaVersion: table.schemaVersion };
+  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, {
+    name: 'Orders',
+    fields: FIELDS,
+  });
+  return {
+    path: `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}/rows/batch`,
+    schemaVersion: table.schemaVersion,
+  };
 }
 
-async function restBatches(servers: Servers, table: { path: string; schemaVersion: number }, batches: number): Promise<Result> {
-  const body = JSON.stringify({ expectedSchemaVersion: table.schemaVersion, operations: Array.from({ length: BATCH_SIZE }, () => ({ op: 'create', values: VALUES })) });
+async function restBatches(
+  servers: Servers,
+  table: { path: string; schemaVersion: number },
+  batches: number,
+): Promise<Result> {
+  const body = JSON.stringify({
+    expectedSchemaVersion: table.schemaVersion,
+    operations: Array.from({ length: BATCH_SIZE }, () => ({ op: 'create', values: VALUES })),
+  });
   const started = performance.now();
   for (let batch = 0; batch < batches; batch += 1) {
     const response = await fetch(`http://127.0.0.1:${servers.servicePort}${table.path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      headers: {
+        authorization: `Bearer ${servers.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+      },
       body,
     });
     if (response.status !== 200) throw new Error(`batch ${batch}: ${response.status} ${await response.text()}`);
@@ -67,18 +87,42 @@ async function rawBatch(client: pg.Client, orgId: string, actorId: string): Prom
   const [mutationId, at] = [ulid(), new Date().toISOString()];
   const column = <T>(value: T) => Array<T>(BATCH_SIZE).fill(value);
   await client.query('BEGIN');
-  await client.query(`INSERT INTO bench_batch.rows (id, created_at, updated_at, name, quantity, price, active, due, status)
+  await client.query(
+    `INSERT INTO bench_batch.rows (id, created_at, updated_at, name, quantity, price, active, due, status)
     SELECT id, $2, $2, name, quantity, price, active, due, status
       FROM unnest($1::bpchar[], $3::text[], $4::bigint[], $5::numeric[], $6::boolean[], $7::date[], $8::text[]) AS r(id, name, quantity, price, active, due, status)`,
-  [ids, at, column(VALUES.Name), column(VALUES.Quantity), column(String(VALUES.Price)), column(VALUES.Active), column(VALUES.Due), column(VALUES.Status)]);
-  await client.query(`INSERT INTO bench_batch.history (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
+    [
+      ids,
+      at,
+      column(VALUES.Name),
+      column(VALUES.Quantity),
+      column(String(VALUES.Price)),
+      column(VALUES.Active),
+      column(VALUES.Due),
+      column(VALUES.Status),
+    ],
+  );
+  await client.query(
+    `INSERT INTO bench_batch.history (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
     SELECT r.id, 1, c.f, 'create', c.v, $2, $3, 'user', 'Bench', $4 FROM unnest($1::bpchar[]) AS r(id) CROSS JOIN unnest($5::text[], $6::jsonb[]) AS c(f, v)`,
-  [ids, mutationId, actorId, at, FIELD_IDS, CELLS]);
-  await client.query(`INSERT INTO activity_events (id, org_id, occurred_at, category, event, summary, actor_id, actor_kind, actor_name, affected_rows, mutation_id)
-    VALUES ($1, $2, $3, 'records', 'records.changed', 'Created rows', $4, 'user', 'Bench', $5, $6)`, [ulid(), orgId, at, actorId, BATCH_SIZE, mutationId]);
-  await client.query(`INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, expires_at)
+    [ids, mutationId, actorId, at, FIELD_IDS, CELLS],
+  );
+  await client.query(
+    `INSERT INTO activity_events (id, org_id, occurred_at, category, event, summary, actor_id, actor_kind, actor_name, affected_rows, mutation_id)
+    VALUES ($1, $2, $3, 'records', 'records.changed', 'Created rows', $4, 'user', 'Bench', $5, $6)`,
+    [ulid(), orgId, at, actorId, BATCH_SIZE, mutationId],
+  );
+  await client.query(
+    `INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, expires_at)
     VALUES ($1, $2, $3, 'batchRows', $4, $5, now() + interval '24 hours')`,
-  [`user:${actorId}`, randomUUID(), randomBytes(8).readBigInt64BE(0).toString(), 'f'.repeat(64), JSON.stringify({ ok: true, data: { ids } })]);
+    [
+      `user:${actorId}`,
+      randomUUID(),
+      randomBytes(8).readBigInt64BE(0).toString(),
+      'f'.repeat(64),
+      JSON.stringify({ ok: true, data: { ids } }),
+    ],
+  );
   await client.query('COMMIT');
 }
 
@@ -94,7 +138,8 @@ async function rawBatches(servers: Servers, batches: number): Promise<Result> {
   }
 }
 
-const line = (name: string, result: Result) => `${name.padEnd(28)} ${rate(result).toFixed(0).padStart(7)} rows/s   ${(result.seconds * 1000 / (result.rows / BATCH_SIZE)).toFixed(1)} ms/batch`;
+const line = (name: string, result: Result) =>
+  `${name.padEnd(28)} ${rate(result).toFixed(0).padStart(7)} rows/s   ${((result.seconds * 1000) / (result.rows / BATCH_SIZE)).toFixed(1)} ms/batch`;
 
 const servers = await startServers();
 try {
@@ -106,13 +151,17 @@ try {
   const warmUp = Math.max(1, Math.ceil(BATCHES / 10));
   await restBatches(servers, table, warmUp);
   await rawBatches(servers, warmUp);
-  process.stdout.write(`row batches: ${ROUNDS} rounds of ${BATCHES} batches × ${BATCH_SIZE} creates each way, one batch at a time\n`);
+  process.stdout.write(
+    `row batches: ${ROUNDS} rounds of ${BATCHES} batches × ${BATCH_SIZE} creates each way, one batch at a time\n`,
+  );
   const ratios: number[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
     const rest = await restBatches(servers, table, BATCHES);
     const raw = await rawBatches(servers, BATCHES);
     ratios.push(rate(rest) / rate(raw));
-    process.stdout.write(`round ${round}\n  ${line('REST POST …/rows/batch', rest)}\n  ${line('raw pg multi-row INSERT', raw)}\n  REST / raw ${(rate(rest) / rate(raw)).toFixed(2)}\n`);
+    process.stdout.write(
+      `round ${round}\n  ${line('REST POST …/rows/batch', rest)}\n  ${line('raw pg multi-row INSERT', raw)}\n  REST / raw ${(rate(rest) / rate(raw)).toFixed(2)}\n`,
+    );
   }
   process.stdout.write(`\nREST / raw, median of ${ROUNDS}: ${median(ratios).toFixed(2)}  (target ≥ 0.5)\n`);
 } finally {

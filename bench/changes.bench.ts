@@ -30,14 +30,24 @@ const FIELDS = [
 ];
 const VALUES = { Name: 'Widget', Quantity: 3, Price: 19.99, Active: true, Due: '2026-12-01', Status: 'open' };
 
-interface BenchTable { databaseId: string; tableId: string; path: string; schemaVersion: number }
+interface BenchTable {
+  databaseId: string;
+  tableId: string;
+  path: string;
+  schemaVersion: number;
+}
 
 async function createBenchTable(servers: Servers): Promise<BenchTable> {
   const { orgId } = servers;
   const database = await api(servers, 'POST', `/v1/orgs/${orgId}/databases`, { name: `Changes bench ${Date.now()}` });
-  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, { name: 'Orders', fields: FIELDS });
+  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, {
+    name: 'Orders',
+    fields: FIELDS,
+  });
   return {
-    databaseId: database.id, tableId: table.id, schemaVersion: table.schemaVersion,
+    databaseId: database.id,
+    tableId: table.id,
+    schemaVersion: table.schemaVersion,
     path: `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}`,
   };
 }
@@ -46,25 +56,38 @@ async function creates(servers: Servers, table: BenchTable, amount: number): Pro
   const started = performance.now();
   let lastResponse = started;
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({
-      url: `http://127.0.0.1:${servers.servicePort}${table.path}/rows`,
-      connections: CONNECTIONS,
-      amount,
-      method: 'POST',
-      headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ expectedSchemaVersion: table.schemaVersion, values: VALUES }),
-      requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) }],
-    }, (error, finished) => (error ? reject(error) : resolve(finished)));
+    const instance = autocannon(
+      {
+        url: `http://127.0.0.1:${servers.servicePort}${table.path}/rows`,
+        connections: CONNECTIONS,
+        amount,
+        method: 'POST',
+        headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ expectedSchemaVersion: table.schemaVersion, values: VALUES }),
+        requests: [
+          {
+            setupRequest: (request) => ({
+              ...request,
+              headers: { ...request.headers, 'idempotency-key': randomUUID() },
+            }),
+          },
+        ],
+      },
+      (error, finished) => (error ? reject(error) : resolve(finished)),
+    );
     instance.on('response', () => {
       lastResponse = performance.now();
     });
   });
-  if (result.errors + result.non2xx > 0) throw new Error(`row creates failed: ${result.errors} errors, ${result.non2xx} non-2xx`);
+  if (result.errors + result.non2xx > 0)
+    throw new Error(`row creates failed: ${result.errors} errors, ${result.non2xx} non-2xx`);
   return amount / ((lastResponse - started) / 1000);
 }
 
 async function setFeed(client: pg.Client, table: BenchTable, on: boolean): Promise<void> {
-  await client.query(`ALTER TABLE ${historyTableOf(table.databaseId, table.tableId)} ${on ? 'ENABLE' : 'DISABLE'} TRIGGER record_changes`);
+  await client.query(
+    `ALTER TABLE ${historyTableOf(table.databaseId, table.tableId)} ${on ? 'ENABLE' : 'DISABLE'} TRIGGER record_changes`,
+  );
 }
 
 /** Every change after the head at the start, over REST; answers changes/s. */
@@ -78,7 +101,7 @@ async function restRead(servers: Servers, table: BenchTable, total: number): Pro
       headers: { authorization: `Bearer ${servers.apiKey}` },
     });
     if (response.status !== 200) throw new Error(`feed page: ${response.status} ${await response.text()}`);
-    const page = await response.json() as { data: unknown[]; nextCursor: string; hasMore: boolean };
+    const page = (await response.json()) as { data: unknown[]; nextCursor: string; hasMore: boolean };
     read += page.data.length;
     cursor = page.nextCursor;
     if (!page.hasMore) break;
@@ -94,7 +117,9 @@ async function rawRead(client: pg.Client, table: BenchTable, total: number): Pro
   while (read < total) {
     const { rows } = await client.query(
       `SELECT seq::text AS seq, kind, table_id, row_id, version::text AS version, schema_version, mutation_id, actor_id, actor_kind, "values", previous
-         FROM changes WHERE database_id = $1 AND seq > $2 ORDER BY seq LIMIT 1000`, [table.databaseId, seq]);
+         FROM changes WHERE database_id = $1 AND seq > $2 ORDER BY seq LIMIT 1000`,
+      [table.databaseId, seq],
+    );
     if (rows.length === 0) break;
     read += rows.length;
     seq = rows.at(-1)!.seq;
@@ -109,7 +134,9 @@ try {
   await client.connect();
   const table = await createBenchTable(servers);
   await creates(servers, table, Math.max(200, CREATES / 10));
-  process.stdout.write(`change feed: ${ROUNDS} rounds; (1a) ${CREATES} row creates per side over ${CONNECTIONS} connections\n`);
+  process.stdout.write(
+    `change feed: ${ROUNDS} rounds; (1a) ${CREATES} row creates per side over ${CONNECTIONS} connections\n`,
+  );
   const createRatios: number[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
     await setFeed(client, table, false);
@@ -117,14 +144,19 @@ try {
     await setFeed(client, table, true);
     const on = await creates(servers, table, CREATES);
     createRatios.push(on / off);
-    process.stdout.write(`round ${round}: creates/s feed on ${on.toFixed(0)}, feed off ${off.toFixed(0)}, on / off ${(on / off).toFixed(2)}\n`);
+    process.stdout.write(
+      `round ${round}: creates/s feed on ${on.toFixed(0)}, feed off ${off.toFixed(0)}, on / off ${(on / off).toFixed(2)}\n`,
+    );
   }
   process.stdout.write(`${ratioLine('(1a) row create, feed recording vs off', 'feed / off', createRatios, 0.9)}\n`);
 
-  const { rows: [{ count }] } = await client.query('SELECT count(*)::int AS count FROM changes WHERE database_id = $1', [table.databaseId]);
+  const {
+    rows: [{ count }],
+  } = await client.query('SELECT count(*)::int AS count FROM changes WHERE database_id = $1', [table.databaseId]);
   for (let batch = count; batch < FEED_ROWS; batch += 1000) {
     await api(servers, 'POST', `${table.path}/rows/batch`, {
-      expectedSchemaVersion: table.schemaVersion, operations: Array.from({ length: 1000 }, () => ({ op: 'create', values: VALUES })),
+      expectedSchemaVersion: table.schemaVersion,
+      operations: Array.from({ length: 1000 }, () => ({ op: 'create', values: VALUES })),
     });
   }
   const total = Math.max(FEED_ROWS, count);
@@ -136,11 +168,19 @@ try {
     const rest = await restRead(servers, table, total);
     const raw = await rawRead(client, table, total);
     readRatios.push(rest / raw);
-    process.stdout.write(`round ${round}: changes/s REST ${rest.toFixed(0)}, raw SELECT ${raw.toFixed(0)}, REST / raw ${(rest / raw).toFixed(2)}\n`);
+    process.stdout.write(
+      `round ${round}: changes/s REST ${rest.toFixed(0)}, raw SELECT ${raw.toFixed(0)}, REST / raw ${(rest / raw).toFixed(2)}\n`,
+    );
   }
-  process.stdout.write(`${ratioLine('(3) feed read throughput', 'REST GET …/changes / raw SELECT', readRatios, 0.5)}\n`);
+  process.stdout.write(
+    `${ratioLine('(3) feed read throughput', 'REST GET …/changes / raw SELECT', readRatios, 0.5)}\n`,
+  );
 
-  await benchWebhookRows(servers, { ...(await createBenchTable(servers)), values: VALUES }, { creates: CREATES, rounds: ROUNDS });
+  await benchWebhookRows(
+    servers,
+    { ...(await createBenchTable(servers)), values: VALUES },
+    { creates: CREATES, rounds: ROUNDS },
+  );
 } finally {
   await client.end();
   await servers.stop();

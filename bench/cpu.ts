@@ -9,7 +9,11 @@ import { readdirSync, readFileSync } from 'node:fs';
  * process on the machine (the bench's embedded server is idle otherwise, and BENCH_DATABASE_URL may point
  * elsewhere on this host), `client` this process: the load generator or the raw `pg` client.
  */
-export interface CpuTimes { service: number; postgres: number; client: number }
+export interface CpuTimes {
+  service: number;
+  postgres: number;
+  client: number;
+}
 
 // USER_HZ: the unit of utime/stime in /proc/<pid>/stat. 100 on every Linux this runs on (`getconf CLK_TCK`).
 const TICK_MS = 10;
@@ -52,7 +56,11 @@ export function cpuTimes(servicePid: number): CpuTimes | undefined {
 }
 
 /** CPU per request of each side over a measurement: ms, from readings taken before and after it. */
-export function cpuPerRequest(before: CpuTimes | undefined, after: CpuTimes | undefined, requests: number): CpuTimes | undefined {
+export function cpuPerRequest(
+  before: CpuTimes | undefined,
+  after: CpuTimes | undefined,
+  requests: number,
+): CpuTimes | undefined {
   if (!before || !after || requests === 0) return undefined;
   const per = (key: keyof CpuTimes) => (after[key] - before[key]) / requests;
   return { service: per('service'), postgres: per('postgres'), client: per('client') };
@@ -67,7 +75,10 @@ export function cpuLine(times: CpuTimes | undefined): string {
 }
 
 /** Runs `measure` between two readings and gives its result with the CPU each side spent per request. */
-export async function withCpu<T extends { requests: number }>(servicePid: number, measure: () => Promise<T>): Promise<T & { cpu: CpuTimes | undefined }> {
+export async function withCpu<T extends { requests: number }>(
+  servicePid: number,
+  measure: () => Promise<T>,
+): Promise<T & { cpu: CpuTimes | undefined }> {
   const before = cpuTimes(servicePid);
   const result = await measure();
   return { ...result, cpu: cpuPerRequest(before, cpuTimes(servicePid), result.requests) };
@@ -85,6 +96,8 @@ export function cpuCeiling(rest: CpuTimes | undefined, raw: CpuTimes | undefined
 export function cpuCeilingLine(row: string, ceilings: (number | undefined)[]): string {
   const known = ceilings.filter((value): value is number => value !== undefined).sort((a, b) => a - b);
   if (known.length === 0) return `cpu | ${row} | not measured (no /proc)`;
-  return `cpu | ${row} | raw CPU / REST CPU per request, all processes | median of ${known.length}: `
-    + `${known[Math.floor(known.length / 2)]!.toFixed(2)} | rounds ${ceilings.map((value) => value?.toFixed(2) ?? '-').join(' ')}`;
+  return (
+    `cpu | ${row} | raw CPU / REST CPU per request, all processes | median of ${known.length}: ` +
+    `${known[Math.floor(known.length / 2)]!.toFixed(2)} | rounds ${ceilings.map((value) => value?.toFixed(2) ?? '-').join(' ')}`
+  );
 }

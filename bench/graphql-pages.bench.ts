@@ -27,12 +27,20 @@ const ROWS_QUERY = `query ListRows($orgId: ID!, $databaseId: ID!, $tableId: ID!,
   }
 }`;
 
-interface Table { orgId: string; databaseId: string; tableId: string; path: string }
+interface Table {
+  orgId: string;
+  databaseId: string;
+  tableId: string;
+  path: string;
+}
 
 async function createTable(servers: Servers): Promise<Table> {
   const { orgId } = servers;
   const database = await api(servers, 'POST', `/v1/orgs/${orgId}/databases`, { name: `Pages ${Date.now()}` });
-  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, { name: 'Orders', fields: FIELDS });
+  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, {
+    name: 'Orders',
+    fields: FIELDS,
+  });
   const path = `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}/rows`;
   const operations = Array.from({ length: PAGE + 20 }, (_, i) => ({
     op: 'create',
@@ -44,7 +52,14 @@ async function createTable(servers: Servers): Promise<Table> {
 
 async function measure(name: string, options: autocannon.Options, seconds: number): Promise<Figures> {
   const result = await autocannon({ ...options, connections: CONNECTIONS, duration: seconds });
-  return { name, requests: result.requests.total, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  return {
+    name,
+    requests: result.requests.total,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
 }
 
 function pages(servers: Servers, table: Table): [string, autocannon.Options][] {
@@ -53,12 +68,15 @@ function pages(servers: Servers, table: Table): [string, autocannon.Options][] {
   const variables = { orgId: table.orgId, databaseId: table.databaseId, tableId: table.tableId, limit: PAGE };
   return [
     ['REST GET …/rows?limit=100', { url: `${base}${table.path}?limit=${PAGE}`, headers }],
-    ['POST /graphql rows(limit: 100)', {
-      url: `${base}/graphql`,
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: ROWS_QUERY, variables }),
-    }],
+    [
+      'POST /graphql rows(limit: 100)',
+      {
+        url: `${base}/graphql`,
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: ROWS_QUERY, variables }),
+      },
+    ],
   ];
 }
 
@@ -72,12 +90,18 @@ try {
     for (const [name, options] of targets) {
       const figures = await measure(name, options, SECONDS);
       results.set(name, [...(results.get(name) ?? []), figures]);
-      process.stdout.write(`round ${round}  ${name.padEnd(32)} ${figures.rps.toFixed(0).padStart(6)} req/s   p50 ${figures.p50} ms   p99 ${figures.p99} ms   errors ${figures.errors}\n`);
+      process.stdout.write(
+        `round ${round}  ${name.padEnd(32)} ${figures.rps.toFixed(0).padStart(6)} req/s   p50 ${figures.p50} ms   p99 ${figures.p99} ms   errors ${figures.errors}\n`,
+      );
     }
   }
   process.stdout.write('\n');
   for (const [name, rounds] of results) {
-    process.stdout.write(`median ${name.padEnd(32)} ${median(rounds.map((f) => f.rps)).toFixed(0).padStart(6)} req/s   p50 ${median(rounds.map((f) => f.p50))} ms\n`);
+    process.stdout.write(
+      `median ${name.padEnd(32)} ${median(rounds.map((f) => f.rps))
+        .toFixed(0)
+        .padStart(6)} req/s   p50 ${median(rounds.map((f) => f.p50))} ms\n`,
+    );
   }
 } finally {
   await servers.stop();

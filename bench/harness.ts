@@ -4,7 +4,14 @@ import { createInterface } from 'node:readline';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /** What every benchmark shares: the servers process, the API helper and how figures are summarised. */
-export interface Figures { name: string; requests: number; rps: number; p50: number; p99: number; errors: number }
+export interface Figures {
+  name: string;
+  requests: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
 
 export interface Servers {
   servicePort: number;
@@ -30,7 +37,10 @@ export async function startServers(): Promise<Servers> {
   const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production' };
   const started = Date.now();
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/servers.ts'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/servers.ts'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env,
+  });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));
@@ -46,7 +56,11 @@ export async function startServers(): Promise<Servers> {
 }
 
 /** Registers a statement that yields one `body` text with the floor server; answers the URL that runs it. */
-export async function registerFloor(servers: Servers, name: string, statement: { sql: string; params: unknown[] }): Promise<string> {
+export async function registerFloor(
+  servers: Servers,
+  name: string,
+  statement: { sql: string; params: unknown[] },
+): Promise<string> {
   const url = `http://127.0.0.1:${servers.floorPort}/statements/${name}`;
   const response = await fetch(url, { method: 'POST', body: JSON.stringify(statement) });
   if (response.status !== 204) throw new Error(`floor server refused the statement (${response.status})`);
@@ -57,7 +71,11 @@ export async function registerFloor(servers: Servers, name: string, statement: {
 export async function api(servers: Servers, method: string, path: string, body?: unknown): Promise<any> {
   const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
     method,
-    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    headers: {
+      authorization: `Bearer ${servers.apiKey}`,
+      'content-type': 'application/json',
+      'idempotency-key': randomUUID(),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
@@ -70,7 +88,14 @@ export function percentile(sorted: number[], q: number): number {
 
 export function figures(name: string, latencies: number[], seconds: number, errors: number): Figures {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { name, requests: latencies.length, rps: latencies.length / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), errors };
+  return {
+    name,
+    requests: latencies.length,
+    rps: latencies.length / seconds,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    errors,
+  };
 }
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -82,6 +107,8 @@ export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Ma
 export function ratioLine(row: string, quotient: string, ratios: number[], target: number): string {
   const format = (value: number) => (value >= 0.1 ? value.toFixed(2) : value.toPrecision(2));
   const verdict = median(ratios) >= target ? 'met' : 'not met';
-  return `ratio | ${row} | ${quotient} | median of ${ratios.length}: ${format(median(ratios))} | rounds ${ratios.map(format).join(' ')}`
-    + ` | target ≥ ${target} ${verdict}`;
+  return (
+    `ratio | ${row} | ${quotient} | median of ${ratios.length}: ${format(median(ratios))} | rounds ${ratios.map(format).join(' ')}` +
+    ` | target ≥ ${target} ${verdict}`
+  );
 }

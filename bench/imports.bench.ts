@@ -54,17 +54,31 @@ const FIELDS = [
   { name: 'Status', type: 'select', options: { choices: STATUSES } },
 ];
 const COLUMNS = FIELDS.map((field) => field.name);
-const CSV_OPTIONS = { bom: true, relax_column_count: true, skip_empty_lines: true, record_delimiter: ['\r\n', '\n', '\r'] };
+const CSV_OPTIONS = {
+  bom: true,
+  relax_column_count: true,
+  skip_empty_lines: true,
+  record_delimiter: ['\r\n', '\n', '\r'],
+};
 const TERMINAL = new Set(['succeeded', 'failed', 'partially_completed', 'cancelled']);
 const SAMPLE_PG = process.env.BENCH_SAMPLE_PG === '1';
 const BENCH_APPLICATION = 'wds-imports-bench';
 
-interface BenchTable { databaseId: string; tableId: string; schemaVersion: number; path: string; fieldIds: Map<string, string> }
+interface BenchTable {
+  databaseId: string;
+  tableId: string;
+  schemaVersion: number;
+  path: string;
+  fieldIds: Map<string, string>;
+}
 
 async function createBenchTable(servers: Servers): Promise<BenchTable> {
   const { orgId } = servers;
   const database = await api(servers, 'POST', `/v1/orgs/${orgId}/databases`, { name: `Bench ${Date.now()}` });
-  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, { name: 'Products', fields: FIELDS });
+  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, {
+    name: 'Products',
+    fields: FIELDS,
+  });
   const path = `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}`;
   // The rule goes on while the table is empty: the seed then fills its index in key order. Creating it is a job
   // (202, issue 5): a short-lived worker of its own runs it, so the measured worker starts as fresh as before.
@@ -72,13 +86,17 @@ async function createBenchTable(servers: Servers): Promise<BenchTable> {
   try {
     const handle = await api(servers, 'POST', `${path}/unique-rules`, { fieldIds: ['Code'] });
     const job = await waitForJob(servers, handle.statusUrl, Date.now() + JOB_TIMEOUT_MS);
-    if (job.state !== 'succeeded') throw new Error(`the unique rule's job ended ${job.state}: ${JSON.stringify(job.error)}`);
+    if (job.state !== 'succeeded')
+      throw new Error(`the unique rule's job ended ${job.state}: ${JSON.stringify(job.error)}`);
   } finally {
     await ruleWorker.stop();
   }
   const schema = await api(servers, 'GET', `${path}/schema`);
-  if (schema.uniqueRules?.length !== 1) throw new Error(`expected one unique rule, found ${JSON.stringify(schema.uniqueRules)}`);
-  const fieldIds = new Map<string, string>(schema.fields.map((field: { id: string; name: string }) => [field.name, field.id]));
+  if (schema.uniqueRules?.length !== 1)
+    throw new Error(`expected one unique rule, found ${JSON.stringify(schema.uniqueRules)}`);
+  const fieldIds = new Map<string, string>(
+    schema.fields.map((field: { id: string; name: string }) => [field.name, field.id]),
+  );
   return { databaseId: database.id, tableId: table.id, schemaVersion: schema.schemaVersion, path, fieldIds };
 }
 
@@ -99,13 +117,16 @@ async function waitForJob(servers: Servers, statusUrl: string, deadline = Infini
 async function loadRows(client: pg.Client, table: BenchTable): Promise<void> {
   const column = (name: string) => columnOf(table.fieldIds.get(name)!);
   await client.query('SELECT setseed(0.42)');
-  await client.query(`INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)}
+  await client.query(
+    `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)}
       (id, version, created_at, updated_at, ${COLUMNS.map(column).join(', ')})
     SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'K' || lpad(g::text, 7, '0'), 'Customer ' || g,
            floor(random() * 1000)::int, round((random() * 1000)::numeric, 2), random() < 0.5,
            date '2020-01-01' + floor(random() * 2000)::int, timestamptz '2024-01-01 00:00:00Z' + random() * interval '365 days',
            ($2::text[])[1 + floor(random() * 4)::int]
-      FROM generate_series(1, $1::int) AS g`, [TABLE_ROWS, STATUSES]);
+      FROM generate_series(1, $1::int) AS g`,
+    [TABLE_ROWS, STATUSES],
+  );
   await client.query('UPDATE public.data_tables SET row_count = $1 WHERE id = $2', [TABLE_ROWS, table.tableId]);
   // VACUUM as well as ANALYZE: hint bits and the visibility map now, so the measured unique probes do not write.
   await client.query(`VACUUM (ANALYZE) ${rowsTableOf(table.databaseId, table.tableId)}`);
@@ -123,12 +144,32 @@ function random(seed: number): () => number {
   };
 }
 
-interface BenchFile { content: string; rows: number; badCells: number; collisions: number; repeats: number }
+interface BenchFile {
+  content: string;
+  rows: number;
+  badCells: number;
+  collisions: number;
+  repeats: number;
+}
 
-const NAMES = ['Customer', 'Müller GmbH', 'Østergaard & Søn', '"Smith, Jones"', '"The ""Best"" Shop"', 'Acme Corp', 'Café Lumière', 'Northwind'];
+const NAMES = [
+  'Customer',
+  'Müller GmbH',
+  'Østergaard & Søn',
+  '"Smith, Jones"',
+  '"The ""Best"" Shop"',
+  'Acme Corp',
+  'Café Lumière',
+  'Northwind',
+];
 const BAD_CELLS: [column: string, value: string][] = [
-  ['Quantity', '12x'], ['Price', '12.345'], ['Active', 'yes'], ['Due', '2024-02-30'],
-  ['Updated', '2024-01-01 10:00'], ['Status', 'unknown'], ['Name', ''],
+  ['Quantity', '12x'],
+  ['Price', '12.345'],
+  ['Active', 'yes'],
+  ['Due', '2024-02-30'],
+  ['Updated', '2024-01-01 10:00'],
+  ['Status', 'unknown'],
+  ['Name', ''],
 ];
 const pad = (value: number, width: number) => String(value).padStart(width, '0');
 
@@ -145,10 +186,20 @@ function generateCsv(existingRows: number): BenchFile {
   const counts = { badCells: 0, collisions: 0, repeats: 0 };
   for (let index = 1; ; index += 1) {
     const roll = next();
-    const kind = roll < 0.01 ? 'collisions' : roll < 0.015 && validCodes.length > 0 ? 'repeats' : roll >= 0.015 && roll < 0.035 ? 'badCells' : 'valid';
-    const code = kind === 'collisions' ? `K${pad(1 + int(existingRows), 7)}`
-      : kind === 'repeats' ? validCodes[int(validCodes.length)]!
-      : `N${pad(index, 7)}`;
+    const kind =
+      roll < 0.01
+        ? 'collisions'
+        : roll < 0.015 && validCodes.length > 0
+          ? 'repeats'
+          : roll >= 0.015 && roll < 0.035
+            ? 'badCells'
+            : 'valid';
+    const code =
+      kind === 'collisions'
+        ? `K${pad(1 + int(existingRows), 7)}`
+        : kind === 'repeats'
+          ? validCodes[int(validCodes.length)]!
+          : `N${pad(index, 7)}`;
     const row: Record<string, string> = {
       Code: code,
       Name: `${NAMES[int(NAMES.length)]} ${index}`.replace(/^"(.*)" (\d+)$/, '"$1 $2"'),
@@ -173,8 +224,14 @@ function generateCsv(existingRows: number): BenchFile {
   return { content: `${lines.join('\n')}\n`, rows: lines.length - 1, ...counts };
 }
 
-interface Phase { name: string; seconds: number }
-interface TimedPhase extends Phase { from: number; to: number }
+interface Phase {
+  name: string;
+  seconds: number;
+}
+interface TimedPhase extends Phase {
+  from: number;
+  to: number;
+}
 interface EndToEnd {
   seconds: number;
   acceptSeconds: number;
@@ -217,18 +274,27 @@ async function previewOnce(servers: Servers, table: BenchTable, body: string, po
   const started = performance.now();
   const response = await fetch(`http://127.0.0.1:${servers.servicePort}${table.path}/imports/preview`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    headers: {
+      authorization: `Bearer ${servers.apiKey}`,
+      'content-type': 'application/json',
+      'idempotency-key': randomUUID(),
+    },
     body,
   });
   if (response.status !== 202) throw new Error(`preview: ${response.status} ${await response.text()}`);
-  const handle = await response.json() as { jobId: string; statusUrl: string };
+  const handle = (await response.json()) as { jobId: string; statusUrl: string };
   const acceptSeconds = (performance.now() - started) / 1000;
   const deadline = Date.now() + JOB_TIMEOUT_MS;
   for (;;) {
     const [sampled, status, journal] = await Promise.all([
       SAMPLE_PG ? pool.query<{ what: string }>(ACTIVITY_SQL) : null,
-      fetch(`http://127.0.0.1:${servers.servicePort}${handle.statusUrl}`, { headers: { authorization: `Bearer ${servers.apiKey}` } }),
-      pool.query<{ phase: string | null; state: string }>(`SELECT journal->>'phase' AS phase, state::text FROM public.jobs WHERE id = $1`, [handle.jobId]),
+      fetch(`http://127.0.0.1:${servers.servicePort}${handle.statusUrl}`, {
+        headers: { authorization: `Bearer ${servers.apiKey}` },
+      }),
+      pool.query<{ phase: string | null; state: string }>(
+        `SELECT journal->>'phase' AS phase, state::text FROM public.jobs WHERE id = $1`,
+        [handle.jobId],
+      ),
     ]);
     const now = performance.now();
     if (sampled) activity.push({ at: now, what: sampled.rows.map((row) => row.what) });
@@ -238,14 +304,15 @@ async function previewOnce(servers: Servers, table: BenchTable, body: string, po
       if (!seen.has(phase)) seen.set(phase, now);
     }
     if (status.status !== 200) throw new Error(`job status: ${status.status} ${await status.text()}`);
-    const job = await status.json() as any;
+    const job = (await status.json()) as any;
     if (TERMINAL.has(job.state)) {
       const seconds = (now - started) / 1000;
       if (job.state !== 'succeeded') throw new Error(`preview ${job.state}: ${JSON.stringify(job.error)}`);
       const phases = phasesOf(seen, started, started + acceptSeconds * 1000, now);
       return { seconds, acceptSeconds, job, phases, samples: tally(phases, activity) };
     }
-    if (Date.now() > deadline) throw new Error(`preview did not finish in ${JOB_TIMEOUT_MS / 1000} s: ${JSON.stringify(job)}`);
+    if (Date.now() > deadline)
+      throw new Error(`preview did not finish in ${JOB_TIMEOUT_MS / 1000} s: ${JSON.stringify(job)}`);
     await sleep(POLL_MS);
   }
 }
@@ -302,11 +369,24 @@ async function serviceParse(content: string): Promise<{ seconds: number; records
 }
 
 /** `npm run worker` against the bench database: one process, its own event loop, as a scale-out worker runs. */
-async function startWorker(databaseUrl: string, options: { profile?: boolean } = {}): Promise<{ process: ChildProcess; stop(): Promise<void> }> {
+async function startWorker(
+  databaseUrl: string,
+  options: { profile?: boolean } = {},
+): Promise<{ process: ChildProcess; stop(): Promise<void> }> {
   const profile = options.profile === false || !profileDir ? undefined : join(profileDir, 'worker');
   const started = Date.now();
-  const args = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), '--import', 'tsx', 'src/bin/worker.ts'];
-  const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' };
+  const args = [
+    ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
+    '--import',
+    'tsx',
+    'src/bin/worker.ts',
+  ];
+  const env = {
+    ...process.env,
+    NODE_ENV: process.env.NODE_ENV ?? 'production',
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'info',
+  };
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
   const lines = createInterface({ input: child.stdout! });
   await new Promise<void>((resolve, reject) => {
@@ -341,8 +421,10 @@ const timeline = (job: any) => {
   const created = at(job.createdAt);
   // createdAt is now() of the request's transaction, i.e. its start: createdAt → startedAt is the rest of the request
   // (mapping, upload artifact, commit) plus the pickup, not queueing alone (the 202 → claimed stretch below is that).
-  return `createdAt → startedAt ${((at(job.startedAt) - created) / 1000).toFixed(3)} s, startedAt → finishedAt ${((at(job.finishedAt) - at(job.startedAt)) / 1000).toFixed(2)} s`
-    + ` (createdAt ${job.createdAt}, startedAt ${job.startedAt}, finishedAt ${job.finishedAt})`;
+  return (
+    `createdAt → startedAt ${((at(job.startedAt) - created) / 1000).toFixed(3)} s, startedAt → finishedAt ${((at(job.finishedAt) - at(job.startedAt)) / 1000).toFixed(2)} s` +
+    ` (createdAt ${job.createdAt}, startedAt ${job.startedAt}, finishedAt ${job.finishedAt})`
+  );
 };
 
 const servers = await startServers();
@@ -355,23 +437,37 @@ try {
   const loadStarted = performance.now();
   await loadRows(loader, table);
   await loader.end();
-  process.stdout.write(`loaded ${TABLE_ROWS} rows (unique rule on Code) in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(
+    `loaded ${TABLE_ROWS} rows (unique rule on Code) in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s\n`,
+  );
 
   const file = generateCsv(TABLE_ROWS);
   const bytes = Buffer.from(file.content, 'utf8');
   const invalid = file.badCells + file.collisions + file.repeats;
-  process.stdout.write(`CSV: ${file.content.length} characters (${bytes.length} bytes), ${file.rows} rows × ${COLUMNS.length} columns; `
-    + `expected invalid ${invalid} = ${file.badCells} bad cells + ${file.collisions} existing codes + ${file.repeats} repeated codes\n`);
+  process.stdout.write(
+    `CSV: ${file.content.length} characters (${bytes.length} bytes), ${file.rows} rows × ${COLUMNS.length} columns; ` +
+      `expected invalid ${invalid} = ${file.badCells} bad cells + ${file.collisions} existing codes + ${file.repeats} repeated codes\n`,
+  );
   const body = JSON.stringify({
-    expectedSchemaVersion: table.schemaVersion, format: 'csv', content: file.content, fileName: 'products.csv',
+    expectedSchemaVersion: table.schemaVersion,
+    format: 'csv',
+    content: file.content,
+    fileName: 'products.csv',
     mapping: COLUMNS.map((name) => ({ source: name, fieldId: table.fieldIds.get(name)! })),
   });
 
   worker = await startWorker(servers.databaseUrl);
   const check = (job: any) => {
-    const result = job.result as { totalRows: number; validRows: number; invalidRows: number; report: { problems: number } };
+    const result = job.result as {
+      totalRows: number;
+      validRows: number;
+      invalidRows: number;
+      report: { problems: number };
+    };
     if (result.totalRows !== file.rows || result.invalidRows !== invalid || result.report.problems !== invalid) {
-      throw new Error(`unexpected outcome: ${JSON.stringify({ ...result, preview: undefined })}; expected ${file.rows} rows, ${invalid} invalid`);
+      throw new Error(
+        `unexpected outcome: ${JSON.stringify({ ...result, preview: undefined })}; expected ${file.rows} rows, ${invalid} invalid`,
+      );
     }
   };
 
@@ -379,9 +475,12 @@ try {
   const warmUp = await previewOnce(servers, table, body, pool);
   check(warmUp.job);
   const bare = await bareParse(bytes);
-  if (bare.records !== file.rows + 1) throw new Error(`bare parse read ${bare.records} records; expected ${file.rows + 1}`);
+  if (bare.records !== file.rows + 1)
+    throw new Error(`bare parse read ${bare.records} records; expected ${file.rows + 1}`);
   await serviceParse(file.content);
-  process.stdout.write(`warm-up (not counted): end to end ${warmUp.seconds.toFixed(2)} s, bare parse ${bare.seconds.toFixed(3)} s\n`);
+  process.stdout.write(
+    `warm-up (not counted): end to end ${warmUp.seconds.toFixed(2)} s, bare parse ${bare.seconds.toFixed(3)} s\n`,
+  );
 
   process.stdout.write(`\n${ROUNDS} rounds, alternating; poll every ${POLL_MS} ms\n`);
   const rounds: { e2e: EndToEnd; bare: number; service: number }[] = [];
@@ -392,37 +491,56 @@ try {
     const serviceRound = await serviceParse(file.content);
     rounds.push({ e2e, bare: bareRound.seconds, service: serviceRound.seconds });
     const { totalRows, validRows, invalidRows } = e2e.job.result;
-    process.stdout.write(`  round ${round}\n`
-      + `    end to end        ${s(e2e.seconds)} s   ${(totalRows / e2e.seconds).toFixed(0).padStart(7)} rows/s   (202 after ${(e2e.acceptSeconds * 1000).toFixed(0)} ms; ${totalRows} rows, ${validRows} valid, ${invalidRows} invalid)\n`
-      + `    job               ${timeline(e2e.job)}\n`
-      + e2e.phases.map((phase) => `      ${phase.name.padEnd(44)} ${s(phase.seconds)} s\n`).join('')
-      + `    bare csv-parse    ${s(bareRound.seconds)} s   ${(file.rows / bareRound.seconds).toFixed(0).padStart(7)} rows/s\n`
-      + `    service parseCsv  ${s(serviceRound.seconds)} s   ${(file.rows / serviceRound.seconds).toFixed(0).padStart(7)} rows/s\n`
-      + `    bare / end to end ${(bareRound.seconds / e2e.seconds).toFixed(4)}\n`);
+    process.stdout.write(
+      `  round ${round}\n` +
+        `    end to end        ${s(e2e.seconds)} s   ${(totalRows / e2e.seconds).toFixed(0).padStart(7)} rows/s   (202 after ${(e2e.acceptSeconds * 1000).toFixed(0)} ms; ${totalRows} rows, ${validRows} valid, ${invalidRows} invalid)\n` +
+        `    job               ${timeline(e2e.job)}\n` +
+        e2e.phases.map((phase) => `      ${phase.name.padEnd(44)} ${s(phase.seconds)} s\n`).join('') +
+        `    bare csv-parse    ${s(bareRound.seconds)} s   ${(file.rows / bareRound.seconds).toFixed(0).padStart(7)} rows/s\n` +
+        `    service parseCsv  ${s(serviceRound.seconds)} s   ${(file.rows / serviceRound.seconds).toFixed(0).padStart(7)} rows/s\n` +
+        `    bare / end to end ${(bareRound.seconds / e2e.seconds).toFixed(4)}\n`,
+    );
   }
 
   const e2eSeconds = median(rounds.map((round) => round.e2e.seconds));
   const bareSeconds = median(rounds.map((round) => round.bare));
   const phaseNames = PHASES.map(([, label]) => label);
-  const phaseOf = (round: (typeof rounds)[number], name: string) => round.e2e.phases.find((phase) => phase.name === name)!.seconds;
+  const phaseOf = (round: (typeof rounds)[number], name: string) =>
+    round.e2e.phases.find((phase) => phase.name === name)!.seconds;
   const phaseMedians = phaseNames.map((name) => ({
     name,
     seconds: median(rounds.map((round) => phaseOf(round, name))),
     share: median(rounds.map((round) => phaseOf(round, name) / round.e2e.seconds)),
   }));
-  process.stdout.write(`\nmedian of ${ROUNDS}\n`
-    + `  end to end        ${s(e2eSeconds)} s   ${(file.rows / e2eSeconds).toFixed(0).padStart(7)} rows/s\n`
-    + `  bare csv-parse    ${s(bareSeconds)} s   ${(file.rows / bareSeconds).toFixed(0).padStart(7)} rows/s\n`
-    + `  service parseCsv  ${s(median(rounds.map((round) => round.service)))} s\n`
-    + `  bare / end to end ${median(rounds.map((round) => round.bare / round.e2e.seconds)).toFixed(4)} (median of per-round ratios)\n`
-    + `  phases (median seconds each, median share of its round's end to end):\n`
-    + phaseMedians.map((phase) => `    ${phase.name.padEnd(44)} ${s(phase.seconds)} s  ${(phase.share * 100).toFixed(0).padStart(3)}%\n`).join('')
-    + `\n${ratioLine('import preview of a 4 MiB CSV', 'bare csv-parse / end to end', rounds.map((round) => round.bare / round.e2e.seconds), 0.33)}\n`);
+  process.stdout.write(
+    `\nmedian of ${ROUNDS}\n` +
+      `  end to end        ${s(e2eSeconds)} s   ${(file.rows / e2eSeconds).toFixed(0).padStart(7)} rows/s\n` +
+      `  bare csv-parse    ${s(bareSeconds)} s   ${(file.rows / bareSeconds).toFixed(0).padStart(7)} rows/s\n` +
+      `  service parseCsv  ${s(median(rounds.map((round) => round.service)))} s\n` +
+      `  bare / end to end ${median(rounds.map((round) => round.bare / round.e2e.seconds)).toFixed(4)} (median of per-round ratios)\n` +
+      `  phases (median seconds each, median share of its round's end to end):\n` +
+      phaseMedians
+        .map(
+          (phase) =>
+            `    ${phase.name.padEnd(44)} ${s(phase.seconds)} s  ${(phase.share * 100).toFixed(0).padStart(3)}%\n`,
+        )
+        .join('') +
+      `\n${ratioLine(
+        'import preview of a 4 MiB CSV',
+        'bare csv-parse / end to end',
+        rounds.map((round) => round.bare / round.e2e.seconds),
+        0.33,
+      )}\n`,
+  );
   if (SAMPLE_PG) {
-    process.stdout.write(`\nPostgreSQL sessions of the service, sampled once per poll (all ${ROUNDS} rounds; share of the stretch's polls):\n`);
+    process.stdout.write(
+      `\nPostgreSQL sessions of the service, sampled once per poll (all ${ROUNDS} rounds; share of the stretch's polls):\n`,
+    );
     for (const name of phaseNames) {
       const merged = new Map<string, number>();
-      for (const round of rounds) for (const [what, count] of round.e2e.samples.get(name) ?? []) merged.set(what, (merged.get(what) ?? 0) + count);
+      for (const round of rounds)
+        for (const [what, count] of round.e2e.samples.get(name) ?? [])
+          merged.set(what, (merged.get(what) ?? 0) + count);
       const polls = merged.get('(polls)') ?? 0;
       if (polls === 0) continue;
       merged.delete('(polls)');

@@ -27,19 +27,39 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-interface ApiProcess { port: number; child: ChildProcess }
+interface ApiProcess {
+  port: number;
+  child: ChildProcess;
+}
 
 async function startApiProcess(databaseUrl: string): Promise<ApiProcess> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
-    ...process.env, NODE_ENV: 'production', DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', RUN_WORKER: 'false',
-    LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0',
+    ...process.env,
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    RUN_WORKER: 'false',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_RPS: '0',
+    CONCURRENCY_LIMIT: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
   };
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/main.ts'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/main.ts'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env,
+  });
   const deadline = Date.now() + 60_000;
-  while (!(await fetch(`http://127.0.0.1:${port}/readyz`).then((response) => response.ok, () => false))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`API process on port ${port} did not become ready`);
+  while (
+    !(await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (response) => response.ok,
+      () => false,
+    ))
+  ) {
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`API process on port ${port} did not become ready`);
     await pause(100);
   }
   return { port, child };
@@ -54,10 +74,16 @@ async function stop({ child }: ApiProcess): Promise<void> {
 
 /** `connections` split evenly over `ports`, all for the same SECONDS; req/s summed, latencies of the first port. */
 async function load(name: string, ports: number[], path: string, apiKey: string, seconds = SECONDS): Promise<Figures> {
-  const results = await Promise.all(ports.map((port) => autocannon({
-    url: `http://127.0.0.1:${port}${path}`, connections: CONNECTIONS / ports.length, duration: seconds,
-    headers: { authorization: `Bearer ${apiKey}` },
-  })));
+  const results = await Promise.all(
+    ports.map((port) =>
+      autocannon({
+        url: `http://127.0.0.1:${port}${path}`,
+        connections: CONNECTIONS / ports.length,
+        duration: seconds,
+        headers: { authorization: `Bearer ${apiKey}` },
+      }),
+    ),
+  );
   return {
     name,
     requests: results.reduce((sum, result) => sum + result.requests.total, 0),
@@ -73,17 +99,21 @@ const started: ApiProcess[] = [];
 try {
   const database = await api(servers, 'POST', `/v1/orgs/${servers.orgId}/databases`, { name: 'Processes' });
   const table = await api(servers, 'POST', `/v1/orgs/${servers.orgId}/databases/${database.id}/tables`, {
-    name: 'Customers', fields: [{ name: 'Name', type: 'text' }],
+    name: 'Customers',
+    fields: [{ name: 'Name', type: 'text' }],
   });
   const seed = new pg.Client({ connectionString: servers.databaseUrl });
   await seed.connect();
-  await seed.query(`INSERT INTO ${rowsTableOf(database.id, table.id)} (id, version, created_at, updated_at, ${columnOf(table.fields[0].id)})
-    SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'customer ' || g FROM generate_series(1, $1::int) AS g`, [ROWS]);
+  await seed.query(
+    `INSERT INTO ${rowsTableOf(database.id, table.id)} (id, version, created_at, updated_at, ${columnOf(table.fields[0].id)})
+    SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'customer ' || g FROM generate_series(1, $1::int) AS g`,
+    [ROWS],
+  );
   await seed.query(`ANALYZE ${rowsTableOf(database.id, table.id)}`);
   await seed.end();
   const path = `/v1/orgs/${servers.orgId}/databases/${database.id}/tables/${table.id}/rows?limit=50`;
 
-  started.push(...await Promise.all([startApiProcess(servers.databaseUrl), startApiProcess(servers.databaseUrl)]));
+  started.push(...(await Promise.all([startApiProcess(servers.databaseUrl), startApiProcess(servers.databaseUrl)])));
   const [one, two] = started.map((process) => process.port) as [number, number];
   // Warm both processes (JIT, compiled documents, schema cache) before anything is measured.
   await load('warm-up', [one, two], path, servers.apiKey, 2);
@@ -93,11 +123,15 @@ try {
     const single = await load('one process', [one], path, servers.apiKey);
     const pair = await load('two processes', [one, two], path, servers.apiKey);
     for (const f of [single, pair]) {
-      process.stdout.write(`round ${round} ${f.name.padEnd(14)} ${f.rps.toFixed(0).padStart(6)} req/s   p50 ${f.p50} ms   p99 ${f.p99} ms   errors ${f.errors}\n`);
+      process.stdout.write(
+        `round ${round} ${f.name.padEnd(14)} ${f.rps.toFixed(0).padStart(6)} req/s   p50 ${f.p50} ms   p99 ${f.p99} ms   errors ${f.errors}\n`,
+      );
     }
     ratios.push(pair.rps / single.rps);
   }
-  process.stdout.write(`row page (${ROWS} rows, limit 50), concurrency ${CONNECTIONS}, median two / one: ${median(ratios).toFixed(2)}\n`);
+  process.stdout.write(
+    `row page (${ROWS} rows, limit 50), concurrency ${CONNECTIONS}, median two / one: ${median(ratios).toFixed(2)}\n`,
+  );
   process.stdout.write(`${ratioLine('processes: row page', 'two processes / one, req/s', ratios, 1.2)}\n`);
 } finally {
   await Promise.all(started.map(stop));

@@ -7,8 +7,16 @@ import { join } from 'node:path';
  */
 export const profileDir = process.env.BENCH_PROFILE === '1' ? join(process.cwd(), '.bench-profiles') : undefined;
 
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
-interface CpuProfile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
 
 function label(frame: ProfileNode['callFrame']): string {
   const name = frame.functionName || '(anonymous)';
@@ -32,8 +40,12 @@ export function topSelfTime(file: string, count = 25): string {
   const busy = total - (self.get('(idle)') ?? 0);
   self.delete('(idle)');
   const rows = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, count);
-  return [`top ${count} functions by self time, of ${(busy / 1000).toFixed(1)} s busy in ${(total / 1000).toFixed(1)} s (${file})`,
-    ...rows.map(([key, ms]) => `  ${(100 * ms / busy).toFixed(1).padStart(5)} %  ${ms.toFixed(0).padStart(7)} ms  ${key}`)].join('\n');
+  return [
+    `top ${count} functions by self time, of ${(busy / 1000).toFixed(1)} s busy in ${(total / 1000).toFixed(1)} s (${file})`,
+    ...rows.map(
+      ([key, ms]) => `  ${((100 * ms) / busy).toFixed(1).padStart(5)} %  ${ms.toFixed(0).padStart(7)} ms  ${key}`,
+    ),
+  ].join('\n');
 }
 
 /**
@@ -41,8 +53,11 @@ export function topSelfTime(file: string, count = 25): string {
  * worker and is idle), so the largest one is the main thread's.
  */
 export function profileSince(dir: string, since: number): string | undefined {
-  const files = readdirSync(dir).filter((name) => name.endsWith('.cpuprofile')).map((name) => join(dir, name))
-    .map((file) => ({ file, stat: statSync(file) })).filter(({ stat }) => stat.mtimeMs >= since)
+  const files = readdirSync(dir)
+    .filter((name) => name.endsWith('.cpuprofile'))
+    .map((name) => join(dir, name))
+    .map((file) => ({ file, stat: statSync(file) }))
+    .filter(({ stat }) => stat.mtimeMs >= since)
     .sort((a, b) => b.stat.size - a.stat.size);
   return files[0]?.file;
 }

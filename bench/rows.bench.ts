@@ -28,8 +28,14 @@ const VALUES = { Name: 'Widget', Quantity: 3, Price: 19.99, Active: true, Due: '
 async function createBenchTable(servers: Servers): Promise<{ path: string; schemaVersion: number }> {
   const { orgId } = servers;
   const database = await api(servers, 'POST', `/v1/orgs/${orgId}/databases`, { name: `Bench ${Date.now()}` });
-  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, { name: 'Orders', fields: FIELDS });
-  return { path: `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}/rows`, schemaVersion: table.schemaVersion };
+  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, {
+    name: 'Orders',
+    fields: FIELDS,
+  });
+  return {
+    path: `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}/rows`,
+    schemaVersion: table.schemaVersion,
+  };
 }
 
 async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -54,7 +60,9 @@ async function restCreates(servers: Servers, path: string, schemaVersion: number
     method: 'POST',
     headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ expectedSchemaVersion: schemaVersion, values: VALUES }),
-    requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) }],
+    requests: [
+      { setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) },
+    ],
   };
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(options, (error, finished) => (error ? reject(error) : resolve(finished)));
@@ -63,7 +71,14 @@ async function restCreates(servers: Servers, path: string, schemaVersion: number
     });
   });
   const seconds = (lastResponse - started) / 1000;
-  return { name: 'REST POST …/rows', requests: amount, rps: amount / seconds, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  return {
+    name: 'REST POST …/rows',
+    requests: amount,
+    rps: amount / seconds,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
 }
 
 /** The baseline: the same writes a row create commits, with nothing but `pg` between us and PostgreSQL. */
@@ -83,17 +98,33 @@ async function rawTransaction(pool: pg.Pool, orgId: string, actorId: string): Pr
   try {
     const [rowId, mutationId, at] = [ulid(), ulid(), new Date().toISOString()];
     await client.query('BEGIN');
-    await client.query(`INSERT INTO bench_raw.rows (id, created_at, updated_at, name, quantity, price, active, due, status)
-      VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8)`, [rowId, at, VALUES.Name, VALUES.Quantity, String(VALUES.Price), VALUES.Active, VALUES.Due, VALUES.Status]);
+    await client.query(
+      `INSERT INTO bench_raw.rows (id, created_at, updated_at, name, quantity, price, active, due, status)
+      VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8)`,
+      [rowId, at, VALUES.Name, VALUES.Quantity, String(VALUES.Price), VALUES.Active, VALUES.Due, VALUES.Status],
+    );
     const cells = Object.values(VALUES);
-    await client.query(`INSERT INTO bench_raw.history (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
+    await client.query(
+      `INSERT INTO bench_raw.history (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
       SELECT $1, 1, f, 'create', v, $2, $3, 'user', 'Bench', $4 FROM unnest($5::text[], $6::jsonb[]) AS c(f, v)`,
-    [rowId, mutationId, actorId, at, FIELD_IDS, cells.map((value) => JSON.stringify(value))]);
-    await client.query(`INSERT INTO activity_events (id, org_id, occurred_at, category, event, summary, actor_id, actor_kind, actor_name, row_id, affected_rows, mutation_id)
-      VALUES ($1, $2, $3, 'records', 'records.changed', 'Created 1 row', $4, 'user', 'Bench', $5, 1, $6)`, [ulid(), orgId, at, actorId, rowId, mutationId]);
-    await client.query(`INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, expires_at)
+      [rowId, mutationId, actorId, at, FIELD_IDS, cells.map((value) => JSON.stringify(value))],
+    );
+    await client.query(
+      `INSERT INTO activity_events (id, org_id, occurred_at, category, event, summary, actor_id, actor_kind, actor_name, row_id, affected_rows, mutation_id)
+      VALUES ($1, $2, $3, 'records', 'records.changed', 'Created 1 row', $4, 'user', 'Bench', $5, 1, $6)`,
+      [ulid(), orgId, at, actorId, rowId, mutationId],
+    );
+    await client.query(
+      `INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, expires_at)
       VALUES ($1, $2, $3, 'createRow', $4, $5, now() + interval '24 hours')`,
-    [`user:${actorId}`, randomUUID(), randomBytes(8).readBigInt64BE(0).toString(), 'f'.repeat(64), JSON.stringify({ ok: true, data: { rowId } })]);
+      [
+        `user:${actorId}`,
+        randomUUID(),
+        randomBytes(8).readBigInt64BE(0).toString(),
+        'f'.repeat(64),
+        JSON.stringify({ ok: true, data: { rowId } }),
+      ],
+    );
     await client.query('COMMIT');
   } finally {
     client.release();
@@ -106,22 +137,32 @@ async function rawCreates(servers: Servers, amount: number): Promise<Figures> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < amount) {
-      next += 1;
-      const begin = performance.now();
-      await rawTransaction(pool, orgId, actorId);
-      latencies.push(performance.now() - begin);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < amount) {
+        next += 1;
+        const begin = performance.now();
+        await rawTransaction(pool, orgId, actorId);
+        latencies.push(performance.now() - begin);
+      }
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   await pool.end();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!);
-  return { name: 'raw pg transaction', requests: amount, rps: amount / seconds, p50: at(0.5), p99: at(0.99), errors: 0 };
+  return {
+    name: 'raw pg transaction',
+    requests: amount,
+    rps: amount / seconds,
+    p50: at(0.5),
+    p99: at(0.99),
+    errors: 0,
+  };
 }
 
-const line = (f: Figures) => `${f.name.padEnd(24)} ${f.rps.toFixed(0).padStart(6)} rows/s   p50 ${f.p50} ms   p99 ${f.p99} ms   errors ${f.errors}`;
+const line = (f: Figures) =>
+  `${f.name.padEnd(24)} ${f.rps.toFixed(0).padStart(6)} rows/s   p50 ${f.p50} ms   p99 ${f.p99} ms   errors ${f.errors}`;
 
 const servers = await startServers();
 try {
@@ -139,10 +180,14 @@ try {
     const raw = await withCpu(servers.pid, () => rawCreates(servers, ROWS));
     ratios.push(rest.rps / raw.rps);
     ceilings.push(cpuCeiling(rest.cpu, raw.cpu));
-    process.stdout.write(`round ${round}\n  ${line(rest)}\n    ${cpuLine(rest.cpu)}\n  ${line(raw)}\n    ${cpuLine(raw.cpu)}\n`
-      + `  REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`);
+    process.stdout.write(
+      `round ${round}\n  ${line(rest)}\n    ${cpuLine(rest.cpu)}\n  ${line(raw)}\n    ${cpuLine(raw.cpu)}\n` +
+        `  REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`,
+    );
   }
-  process.stdout.write(`\n${ratioLine('row create', 'REST / raw transaction', ratios, 0.75)}\n${cpuCeilingLine('row create', ceilings)}\n`);
+  process.stdout.write(
+    `\n${ratioLine('row create', 'REST / raw transaction', ratios, 0.75)}\n${cpuCeilingLine('row create', ceilings)}\n`,
+  );
 } finally {
   await servers.stop();
 }

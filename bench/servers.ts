@@ -31,24 +31,46 @@ async function listen(server: Server): Promise<number> {
 
 // Limits off for throughput benchmarks; bench/flood.bench.ts sets BENCH_KEEP_LIMITS=1 to measure them as configured.
 const limitsOff = process.env.BENCH_KEEP_LIMITS === '1' ? {} : { RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0' };
-const config = loadConfig(process.env, { LOG_LEVEL: 'silent', ...limitsOff, DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' });
+const config = loadConfig(process.env, {
+  LOG_LEVEL: 'silent',
+  ...limitsOff,
+  DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '',
+});
 const logger = createLogger('silent');
-const server = await openDatabase(loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' }), logger);
+const server = await openDatabase(
+  loadConfig(process.env, { LOG_LEVEL: 'silent', DATABASE_URL: process.env.BENCH_DATABASE_URL ?? '' }),
+  logger,
+);
 // A fresh database per run: rows, history and activity left by earlier runs would make later runs slower.
 await dropBenchDatabase(server.url);
 const url = await ensureDatabase(server.url, benchDatabase);
 await migrate(url);
 const prisma = createPrisma(url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
-const { orgId, userId, apiKey } = await bootstrapOrg(prisma, { orgName: 'Bench', email: `bench-${Date.now()}@example.com`, name: 'Bench' });
-await prisma.preference.create({ data: { userId, timezone: 'Europe/Berlin', locale: 'de-DE', dateFormat: 'day-month-year', timeFormat: '24-hour', theme: 'dark' } });
+const { orgId, userId, apiKey } = await bootstrapOrg(prisma, {
+  orgName: 'Bench',
+  email: `bench-${Date.now()}@example.com`,
+  name: 'Bench',
+});
+await prisma.preference.create({
+  data: {
+    userId,
+    timezone: 'Europe/Berlin',
+    locale: 'de-DE',
+    dateFormat: 'day-month-year',
+    timeFormat: '24-hour',
+    theme: 'dark',
+  },
+});
 
 const servicePort = await listen(createServer(createApp({ prisma, config, logger })));
 const bare = express();
 bare.get('/preferences', async (_req, res) => {
-  res.json(await prisma.preference.findUnique({
-    where: { userId },
-    select: { timezone: true, locale: true, dateFormat: true, timeFormat: true, theme: true },
-  }));
+  res.json(
+    await prisma.preference.findUnique({
+      where: { userId },
+      select: { timezone: true, locale: true, dateFormat: true, timeFormat: true, theme: true },
+    }),
+  );
 });
 const barePort = await listen(createServer(bare));
 
@@ -59,26 +81,30 @@ const barePort = await listen(createServer(bare));
  */
 const floorStatements = new Map<string, { sql: string; params: unknown[] }>();
 const floorPool = new pg.Pool({ connectionString: url, max: 4 });
-const floorPort = await listen(createServer((req, res) => {
-  const name = req.url!.slice('/statements/'.length);
-  if (req.method === 'POST') {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      floorStatements.set(name, JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      res.writeHead(204).end();
-    });
-    return;
-  }
-  const statement = floorStatements.get(name);
-  if (!statement) return void res.writeHead(404).end();
-  floorPool.query<{ body: string }>({ name: `floor_${name}`, text: statement.sql, values: statement.params }).then(
-    ({ rows }) => res.writeHead(200, { 'content-type': 'application/json' }).end(rows[0]!.body),
-    (error: Error) => res.writeHead(500).end(error.message),
-  );
-}));
+const floorPort = await listen(
+  createServer((req, res) => {
+    const name = req.url!.slice('/statements/'.length);
+    if (req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        floorStatements.set(name, JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        res.writeHead(204).end();
+      });
+      return;
+    }
+    const statement = floorStatements.get(name);
+    if (!statement) return void res.writeHead(404).end();
+    floorPool.query<{ body: string }>({ name: `floor_${name}`, text: statement.sql, values: statement.params }).then(
+      ({ rows }) => res.writeHead(200, { 'content-type': 'application/json' }).end(rows[0]!.body),
+      (error: Error) => res.writeHead(500).end(error.message),
+    );
+  }),
+);
 
-process.stdout.write(`${JSON.stringify({ servicePort, barePort, floorPort, apiKey, orgId, userId, databaseUrl: url })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ servicePort, barePort, floorPort, apiKey, orgId, userId, databaseUrl: url })}\n`,
+);
 process.on('SIGTERM', async () => {
   await floorPool.end();
   await prisma.$disconnect();

@@ -27,7 +27,11 @@ await build({
   logLevel: 'warning',
 });
 for (const name of Object.keys(ENTRIES)) {
-  const launcher = ["process.env.NODE_ENV ??= 'production';", 'process.setSourceMapsEnabled(true);', `await import('./bin/${name}.js');`];
+  const launcher = [
+    "process.env.NODE_ENV ??= 'production';",
+    'process.setSourceMapsEnabled(true);',
+    `await import('./bin/${name}.js');`,
+  ];
   writeFileSync(`${next}/${name}.js`, `${launcher.join('\n')}\n`);
 }
 const previous = `dist.${process.pid}.old`;

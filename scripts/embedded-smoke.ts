@@ -7,7 +7,10 @@ if (!dataDir) {
   console.error('usage: tsx scripts/embedded-smoke.ts <dataDir>');
   process.exit(2);
 }
-const server = await startEmbeddedPostgres({ dataDir, log: process.env.PG_LOG ? (line) => console.error(line) : undefined });
+const server = await startEmbeddedPostgres({
+  dataDir,
+  log: process.env.PG_LOG ? (line) => console.error(line) : undefined,
+});
 try {
   const client = new pg.Client({ connectionString: server.url });
   await client.connect();

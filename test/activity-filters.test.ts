@@ -14,8 +14,10 @@ type Entry = Page['data'][number];
 type Query = Record<string, string | number>;
 
 const admin = () => suite.org.adminKey;
-const queryString = (query: Query) => new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)])).toString();
-const feed = (query: Query, token = admin()) => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity?${queryString(query)}`, { token });
+const queryString = (query: Query) =>
+  new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)])).toString();
+const feed = (query: Query, token = admin()) =>
+  suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity?${queryString(query)}`, { token });
 const options = (query: Query, token = admin(), orgId = suite.org.orgId) =>
   suite.server.request('GET', `/v1/orgs/${orgId}/activity/filters?${queryString(query)}`, { token });
 
@@ -50,10 +52,23 @@ async function makeHistory() {
   const teamKey = await createTeamKey(prisma, org, 'write');
   const percent = await createDatabase(server, org, 'Rate 50% Plan');
   const plain = await createDatabase(server, org, 'Rate 50 Plan');
-  const invoices = await createTable(server, org, [{ name: 'Note', type: 'text' }], { databaseId: percent, name: 'Invoices' });
-  const underscore = await createTable(server, org, [{ name: 'Note', type: 'text' }], { databaseId: plain, name: 'Under_Score' });
-  const lookalike = await createTable(server, org, [{ name: 'Note', type: 'text' }], { databaseId: plain, name: 'UnderXScore' });
-  for (const [token, table] of [[admin(), invoices], [grace.apiKey, invoices], [teamKey, underscore]] as const) {
+  const invoices = await createTable(server, org, [{ name: 'Note', type: 'text' }], {
+    databaseId: percent,
+    name: 'Invoices',
+  });
+  const underscore = await createTable(server, org, [{ name: 'Note', type: 'text' }], {
+    databaseId: plain,
+    name: 'Under_Score',
+  });
+  const lookalike = await createTable(server, org, [{ name: 'Note', type: 'text' }], {
+    databaseId: plain,
+    name: 'UnderXScore',
+  });
+  for (const [token, table] of [
+    [admin(), invoices],
+    [grace.apiKey, invoices],
+    [teamKey, underscore],
+  ] as const) {
     const created = await createRow(server, token, table, { Note: 'x' });
     expect(created.status, created.text).toBe(201);
   }
@@ -87,23 +102,48 @@ describe('GET …/activity: filters by database, table and resource, with scope'
 
   it('narrows to a table and shows it in scope', async () => {
     const { invoices } = await workspace();
-    const result = await expectNarrowed({ tableId: invoices.tableId }, (entry) => entry.table?.id === invoices.tableId, 3);
+    const result = await expectNarrowed(
+      { tableId: invoices.tableId },
+      (entry) => entry.table?.id === invoices.tableId,
+      3,
+    );
     // A table-scoped feed is scoped to the table's database too.
-    expect(result.scope).toEqual({ database: named(invoices.databaseId, 'Rate 50% Plan'), table: named(invoices.tableId, 'Invoices') });
+    expect(result.scope).toEqual({
+      database: named(invoices.databaseId, 'Rate 50% Plan'),
+      table: named(invoices.tableId, 'Invoices'),
+    });
   });
 
   it('combines database and table, and shows both in scope', async () => {
     const { plain, underscore } = await workspace();
-    const result = await expectNarrowed({ databaseId: plain, tableId: underscore.tableId }, (entry) => entry.table?.id === underscore.tableId, 2);
-    expect(result.scope).toEqual({ database: named(plain, 'Rate 50 Plan'), table: named(underscore.tableId, 'Under_Score') });
+    const result = await expectNarrowed(
+      { databaseId: plain, tableId: underscore.tableId },
+      (entry) => entry.table?.id === underscore.tableId,
+      2,
+    );
+    expect(result.scope).toEqual({
+      database: named(plain, 'Rate 50 Plan'),
+      table: named(underscore.tableId, 'Under_Score'),
+    });
   });
 
   it('takes resource=database:<id> and resource=table:<id> as the same scopes', async () => {
     const { plain, lookalike } = await workspace();
-    const database = await expectNarrowed({ resource: `database:${plain}` }, (entry) => entry.database?.id === plain, 4);
+    const database = await expectNarrowed(
+      { resource: `database:${plain}` },
+      (entry) => entry.database?.id === plain,
+      4,
+    );
     expect(database.scope).toEqual({ database: named(plain, 'Rate 50 Plan'), table: null });
-    const table = await expectNarrowed({ resource: `table:${lookalike.tableId}` }, (entry) => entry.table?.id === lookalike.tableId, 1);
-    expect(table.scope).toEqual({ database: named(plain, 'Rate 50 Plan'), table: named(lookalike.tableId, 'UnderXScore') });
+    const table = await expectNarrowed(
+      { resource: `table:${lookalike.tableId}` },
+      (entry) => entry.table?.id === lookalike.tableId,
+      1,
+    );
+    expect(table.scope).toEqual({
+      database: named(plain, 'Rate 50 Plan'),
+      table: named(lookalike.tableId, 'UnderXScore'),
+    });
   });
 
   it('answers 422 when resource names another database or table than databaseId / tableId, and accepts the same one', async () => {
@@ -145,7 +185,12 @@ describe('GET …/activity: filters by category, event, text and time', () => {
     ['a literal _', 'r_s', 2],
     ['text that names nothing', 'Quiet', 0],
   ])('searches %s', async (_name, q, count) => {
-    await expectNarrowed({ q }, (entry) => [entry.summary, entry.actor.name, entry.database?.name, entry.table?.name].some((text) => contains(text, q)), count);
+    await expectNarrowed(
+      { q },
+      (entry) =>
+        [entry.summary, entry.actor.name, entry.database?.name, entry.table?.name].some((text) => contains(text, q)),
+      count,
+    );
   });
 
   it('keeps events from `from` (inclusive) until `to` (exclusive) by occurredAt', async () => {
@@ -153,8 +198,16 @@ describe('GET …/activity: filters by category, event, text and time', () => {
     const instants = [...new Set(all.map((entry) => entry.occurredAt))].sort();
     expect(instants.length).toBeGreaterThan(2);
     const [pivot, later] = [instants[1]!, instants.at(-1)!];
-    await expectNarrowed({ from: pivot }, (entry) => entry.occurredAt >= pivot, all.filter((entry) => entry.occurredAt >= pivot).length);
-    await expectNarrowed({ to: pivot }, (entry) => entry.occurredAt < pivot, all.filter((entry) => entry.occurredAt < pivot).length);
+    await expectNarrowed(
+      { from: pivot },
+      (entry) => entry.occurredAt >= pivot,
+      all.filter((entry) => entry.occurredAt >= pivot).length,
+    );
+    await expectNarrowed(
+      { to: pivot },
+      (entry) => entry.occurredAt < pivot,
+      all.filter((entry) => entry.occurredAt < pivot).length,
+    );
     const inWindow = (entry: Entry) => entry.occurredAt >= pivot && entry.occurredAt < later;
     await expectNarrowed({ from: pivot, to: later }, inWindow, all.filter(inWindow).length);
     const afterLast = new Date(Date.parse(later) + 1).toISOString();
@@ -181,9 +234,27 @@ describe('GET …/activity/filters (endpoint 12)', () => {
     const { grace, teamKey, teamKeyId } = await workspace();
     expect(await filterOptions({ type: 'actors' })).toEqual({
       data: [
-        { value: suite.org.adminUserId, label: 'Ada Admin', kind: 'actor', avatarUrl: '', description: `User · key ${prefixOf(admin())}` },
-        { value: grace.userId, label: 'Grace Hopper', kind: 'actor', avatarUrl: '', description: `User · key ${prefixOf(grace.apiKey)}` },
-        { value: teamKeyId, label: 'Team key', kind: 'actor', avatarUrl: '', description: `Team key · key ${prefixOf(teamKey)}` },
+        {
+          value: suite.org.adminUserId,
+          label: 'Ada Admin',
+          kind: 'actor',
+          avatarUrl: '',
+          description: `User · key ${prefixOf(admin())}`,
+        },
+        {
+          value: grace.userId,
+          label: 'Grace Hopper',
+          kind: 'actor',
+          avatarUrl: '',
+          description: `User · key ${prefixOf(grace.apiKey)}`,
+        },
+        {
+          value: teamKeyId,
+          label: 'Team key',
+          kind: 'actor',
+          avatarUrl: '',
+          description: `Team key · key ${prefixOf(teamKey)}`,
+        },
       ],
       hasMore: false,
     });
@@ -191,11 +262,16 @@ describe('GET …/activity/filters (endpoint 12)', () => {
 
   it('searches actors by name and says when the search must be narrowed', async () => {
     const { grace } = await workspace();
-    expect((await filterOptions({ type: 'actors', q: 'HOPPER' })).data.map((option) => option.value)).toEqual([grace.userId]);
+    expect((await filterOptions({ type: 'actors', q: 'HOPPER' })).data.map((option) => option.value)).toEqual([
+      grace.userId,
+    ]);
     expect(await filterOptions({ type: 'actors', q: '%' })).toEqual({ data: [], hasMore: false });
     expect(await filterOptions({ type: 'actors', q: 'Victor' })).toEqual({ data: [], hasMore: false });
     const first = await filterOptions({ type: 'actors', limit: 1 });
-    expect({ labels: first.data.map((option) => option.label), hasMore: first.hasMore }).toEqual({ labels: ['Ada Admin'], hasMore: true });
+    expect({ labels: first.data.map((option) => option.label), hasMore: first.hasMore }).toEqual({
+      labels: ['Ada Admin'],
+      hasMore: true,
+    });
     expect((await filterOptions({ type: 'actors', limit: 2 })).hasMore).toBe(true);
     expect((await filterOptions({ type: 'actors', limit: 3 })).hasMore).toBe(false);
     expect((await filterOptions({ type: 'actors', q: '' })).data).toHaveLength(3);
@@ -206,20 +282,47 @@ describe('GET …/activity/filters (endpoint 12)', () => {
     const result = await filterOptions({ type: 'resources' });
     expect(result.hasMore).toBe(false);
     const byValue = (a: { value: string }, b: { value: string }) => a.value.localeCompare(b.value);
-    expect([...result.data].sort(byValue)).toEqual([
-      { value: `database:${percent}`, label: 'Rate 50% Plan', kind: 'database', avatarUrl: '', description: 'Database' },
-      { value: `database:${plain}`, label: 'Rate 50 Plan', kind: 'database', avatarUrl: '', description: 'Database' },
-      { value: `table:${invoices.tableId}`, label: 'Invoices', kind: 'table', avatarUrl: '', description: 'Table in Rate 50% Plan' },
-      { value: `table:${underscore.tableId}`, label: 'Under_Score', kind: 'table', avatarUrl: '', description: 'Table in Rate 50 Plan' },
-      { value: `table:${lookalike.tableId}`, label: 'UnderXScore', kind: 'table', avatarUrl: '', description: 'Table in Rate 50 Plan' },
-    ].sort(byValue));
+    expect([...result.data].sort(byValue)).toEqual(
+      [
+        {
+          value: `database:${percent}`,
+          label: 'Rate 50% Plan',
+          kind: 'database',
+          avatarUrl: '',
+          description: 'Database',
+        },
+        { value: `database:${plain}`, label: 'Rate 50 Plan', kind: 'database', avatarUrl: '', description: 'Database' },
+        {
+          value: `table:${invoices.tableId}`,
+          label: 'Invoices',
+          kind: 'table',
+          avatarUrl: '',
+          description: 'Table in Rate 50% Plan',
+        },
+        {
+          value: `table:${underscore.tableId}`,
+          label: 'Under_Score',
+          kind: 'table',
+          avatarUrl: '',
+          description: 'Table in Rate 50 Plan',
+        },
+        {
+          value: `table:${lookalike.tableId}`,
+          label: 'UnderXScore',
+          kind: 'table',
+          avatarUrl: '',
+          description: 'Table in Rate 50 Plan',
+        },
+      ].sort(byValue),
+    );
     // Each value is a `resource` the feed accepts.
     for (const option of result.data) expect((await page({ resource: option.value })).data.length).toBeGreaterThan(0);
   });
 
   it('searches resources by name, with % and _ taken literally', async () => {
     const { percent, underscore, invoices } = await workspace();
-    const values = async (q: string) => (await filterOptions({ type: 'resources', q })).data.map((option) => option.value);
+    const values = async (q: string) =>
+      (await filterOptions({ type: 'resources', q })).data.map((option) => option.value);
     expect(await values('50%')).toEqual([`database:${percent}`]);
     expect(await values('R_S')).toEqual([`table:${underscore.tableId}`]);
     expect(await values('INVOICES')).toEqual([`table:${invoices.tableId}`]);
@@ -232,7 +335,9 @@ describe('GET …/activity/filters (endpoint 12)', () => {
     const { viewer } = await workspace();
     const expected = await filterOptions({ type: 'resources' });
     expect(await filterOptions({ type: 'resources' }, viewer.apiKey)).toEqual(expected);
-    expect(await filterOptions({ type: 'resources' }, await createTeamKey(suite.server.prisma, suite.org, 'read'))).toEqual(expected);
+    expect(
+      await filterOptions({ type: 'resources' }, await createTeamKey(suite.server.prisma, suite.org, 'read')),
+    ).toEqual(expected);
     const stranger = await createOrg(suite.server.prisma);
     expectError(await options({ type: 'actors' }, stranger.adminKey), 404, 'RESOURCE_NOT_FOUND');
   });

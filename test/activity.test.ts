@@ -3,7 +3,14 @@ import { ActivityPageResponse } from '../src/http/rest/routes/activity.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { addForeignKey, addUniqueRule, createDatabase, createRow, createTable, refreshSchemaVersion } from './helpers/workspace.ts';
+import {
+  addForeignKey,
+  addUniqueRule,
+  createDatabase,
+  createRow,
+  createTable,
+  refreshSchemaVersion,
+} from './helpers/workspace.ts';
 
 /** Endpoint 11: the events each mutation writes, the page and entry shape, paging, cursors, validation, access. */
 const suite = useServerWithOrg();
@@ -40,25 +47,73 @@ async function fullHistory() {
   const { server, org } = suite;
   const databaseName = `Ledger ${Date.now()}`;
   const databaseId = await createDatabase(server, org, databaseName);
-  const invoices = await createTable(server, org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }], { databaseId, name: 'Invoices' });
-  const payments = await createTable(server, org, [{ name: 'Invoice code', type: 'text', options: { maxLength: 20 } }], { databaseId, name: 'Payments' });
+  const invoices = await createTable(server, org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }], {
+    databaseId,
+    name: 'Invoices',
+  });
+  const payments = await createTable(
+    server,
+    org,
+    [{ name: 'Invoice code', type: 'text', options: { maxLength: 20 } }],
+    { databaseId, name: 'Payments' },
+  );
   const rule = await addUniqueRule(server, admin(), invoices, { fieldIds: ['Code'] });
   expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
-  const key = await addForeignKey(server, admin(), payments, { fieldIds: ['Invoice code'], referencedTableId: invoices.tableId, referencedRuleId: rule.ruleId });
+  const key = await addForeignKey(server, admin(), payments, {
+    fieldIds: ['Invoice code'],
+    referencedTableId: invoices.tableId,
+    referencedRuleId: rule.ruleId,
+  });
   expect(key.job.state, JSON.stringify(key.job)).toBe('succeeded');
-  const unlinked = await server.request('DELETE', `${payments.path}/foreign-keys/${key.foreignKeyId}`, { token: admin(), idempotencyKey: idempotencyKey() });
+  const unlinked = await server.request('DELETE', `${payments.path}/foreign-keys/${key.foreignKeyId}`, {
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+  });
   expect(unlinked.status, unlinked.text).toBe(200);
-  const created = await createRow(server, admin(), await refreshSchemaVersion(server, admin(), invoices), { Code: 'A-1' });
+  const created = await createRow(server, admin(), await refreshSchemaVersion(server, admin(), invoices), {
+    Code: 'A-1',
+  });
   expect(created.status, created.text).toBe(201);
   const rowPath = `${invoices.path}/rows/${created.body.row.id}`;
-  const changed = await server.request('PATCH', rowPath, { token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', values: { Code: 'A-2' } } });
+  const changed = await server.request('PATCH', rowPath, {
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+    body: { expectedVersion: '1', values: { Code: 'A-2' } },
+  });
   expect(changed.status, changed.text).toBe(200);
-  const removed = await server.request('DELETE', rowPath, { token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '2' } });
+  const removed = await server.request('DELETE', rowPath, {
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+    body: { expectedVersion: '2' },
+  });
   expect(removed.status, removed.text).toBe(200);
-  return { databaseId, databaseName, invoices, payments, rowId: created.body.row.id as string, ruleJobId: rule.job.jobId as string, keyJobId: key.job.jobId as string };
+  return {
+    databaseId,
+    databaseName,
+    invoices,
+    payments,
+    rowId: created.body.row.id as string,
+    ruleJobId: rule.job.jobId as string,
+    keyJobId: key.job.jobId as string,
+  };
 }
 
-const ENTRY_KEYS = ['actor', 'affectedRows', 'category', 'database', 'destination', 'event', 'fileName', 'id', 'jobId', 'occurredAt', 'rowId', 'status', 'summary', 'table'];
+const ENTRY_KEYS = [
+  'actor',
+  'affectedRows',
+  'category',
+  'database',
+  'destination',
+  'event',
+  'fileName',
+  'id',
+  'jobId',
+  'occurredAt',
+  'rowId',
+  'status',
+  'summary',
+  'table',
+];
 
 describe('GET /v1/orgs/{orgId}/activity: the events each mutation writes', () => {
   it('records database, table, rule, foreign-key and row events with exactly the members spec 2.10 lists', async () => {
@@ -66,13 +121,35 @@ describe('GET /v1/orgs/{orgId}/activity: the events each mutation writes', () =>
     const result = await page({ databaseId: history.databaseId });
     const active = (id: string, name: string) => ({ id, name, state: 'active' });
     const database = active(history.databaseId, history.databaseName);
-    const [invoices, payments] = [active(history.invoices.tableId, 'Invoices'), active(history.payments.tableId, 'Payments')];
+    const [invoices, payments] = [
+      active(history.invoices.tableId, 'Invoices'),
+      active(history.payments.tableId, 'Payments'),
+    ];
     const actor = { id: suite.org.adminUserId, key: prefixOf(admin()), kind: 'user', name: 'Ada Admin', avatarUrl: '' };
     const none = { rowId: null, affectedRows: null, jobId: null, fileName: null, destination: null };
-    const schema = (event: string, summary: string, table: typeof invoices | null) => ({ category: 'schema', event, summary, database, table, ...none });
-    const row = (summary: string) => ({ category: 'records', event: 'records.changed', summary, database, table: invoices, ...none, rowId: history.rowId, affectedRows: 1 });
+    const schema = (event: string, summary: string, table: typeof invoices | null) => ({
+      category: 'schema',
+      event,
+      summary,
+      database,
+      table,
+      ...none,
+    });
+    const row = (summary: string) => ({
+      category: 'records',
+      event: 'records.changed',
+      summary,
+      database,
+      table: invoices,
+      ...none,
+      rowId: history.rowId,
+      affectedRows: 1,
+    });
     // Rules and keys are jobs: queued at request time, then the worker's event (with the job's id) at the cutover.
-    const ofJob = (jobId: string, event: string, summary: string, table: typeof invoices) => ({ ...schema(event, summary, table), jobId });
+    const ofJob = (jobId: string, event: string, summary: string, table: typeof invoices) => ({
+      ...schema(event, summary, table),
+      jobId,
+    });
     const expected = [
       schema('database.create', `Created database ${history.databaseName}`, null),
       schema('table.create', 'Created table Invoices', invoices),
@@ -82,21 +159,34 @@ describe('GET /v1/orgs/{orgId}/activity: the events each mutation writes', () =>
       ofJob(history.keyJobId, 'job.createForeignKey.queued', 'Queued: Link Invoice code to Invoices', payments),
       ofJob(history.keyJobId, 'foreign-key.create', 'Link Invoice code to Invoices: succeeded', payments),
       schema('foreign-key.delete', 'Removed a foreign key', payments),
-      row('Created 1 row'), row('Updated 1 row'), row('Deleted 1 row'),
-    ].map((entry) => ({ ...entry, status: 'requested', actor, id: expect.any(String), occurredAt: expect.any(String) }));
+      row('Created 1 row'),
+      row('Updated 1 row'),
+      row('Deleted 1 row'),
+    ].map((entry) => ({
+      ...entry,
+      status: 'requested',
+      actor,
+      id: expect.any(String),
+      occurredAt: expect.any(String),
+    }));
     // Compared as a set: two events of one request sequence may share a millisecond, so the order is not theirs to fix.
     const bySummary = (a: { summary: string }, b: { summary: string }) => a.summary.localeCompare(b.summary);
     expect([...result.data].sort(bySummary)).toEqual(expected.sort(bySummary));
     for (const entry of result.data) expect(Object.keys(entry).sort()).toEqual(ENTRY_KEYS);
     expect(new Set(result.data.map((entry) => entry.id)).size).toBe(11);
-    expect(result).toMatchObject({ hasMore: false, nextCursor: null, availableCategories: ['records', 'schema', 'imports', 'exports', 'backups', 'restores', 'webhooks'] });
+    expect(result).toMatchObject({
+      hasMore: false,
+      nextCursor: null,
+      availableCategories: ['records', 'schema', 'imports', 'exports', 'backups', 'restores', 'webhooks'],
+    });
   });
 
   it('names a team key and a member as the actor of the rows they write', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text' }]);
     const teamKey = await createTeamKey(suite.server.prisma, suite.org, 'write');
     const member = await addMember(suite.server.prisma, suite.org.orgId, 'member', 'Grace Hopper');
-    for (const token of [teamKey, member.apiKey]) expect((await createRow(suite.server, token, table, { Note: 'x' })).status).toBe(201);
+    for (const token of [teamKey, member.apiKey])
+      expect((await createRow(suite.server, token, table, { Note: 'x' })).status).toBe(201);
     const rows = await page({ tableId: table.tableId, category: 'records' });
     const keyId = (await suite.server.prisma.apiKey.findUniqueOrThrow({ where: { prefix: prefixOf(teamKey) } })).id;
     expect(rows.data.map((entry) => entry.actor).sort((a, b) => a.name.localeCompare(b.name))).toEqual([
@@ -111,13 +201,18 @@ describe('GET /v1/orgs/{orgId}/activity: names that JSON must escape', () => {
   it('answers a database and table named with quotes, a backslash, a tab and characters beyond the BMP exactly', async () => {
     const name = `Ledger "Q" \\ tab\there ü 😀 ${Date.now()}`;
     const databaseId = await createDatabase(suite.server, suite.org, name);
-    const table = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text' }], { databaseId, name: 'Notes "draft" \\ 😀' });
+    const table = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text' }], {
+      databaseId,
+      name: 'Notes "draft" \\ 😀',
+    });
     const result = await page({ tableId: table.tableId });
-    expect(result.data.map((entry) => [entry.summary, entry.database, entry.table])).toEqual([[
-      'Created table Notes "draft" \\ 😀',
-      { id: databaseId, name, state: 'active' },
-      { id: table.tableId, name: 'Notes "draft" \\ 😀', state: 'active' },
-    ]]);
+    expect(result.data.map((entry) => [entry.summary, entry.database, entry.table])).toEqual([
+      [
+        'Created table Notes "draft" \\ 😀',
+        { id: databaseId, name, state: 'active' },
+        { id: table.tableId, name: 'Notes "draft" \\ 😀', state: 'active' },
+      ],
+    ]);
   });
 });
 
@@ -130,21 +225,29 @@ describe('ordering and keyset paging', () => {
     expect(positions).toEqual([...positions].sort().reverse());
     const pages = await walk({ limit: 2 });
     expect(idsOf(pages)).toEqual(whole.data.map((entry) => entry.id));
-    for (const each of pages.slice(0, -1)) expect(each).toMatchObject({ hasMore: true, nextCursor: expect.any(String) });
+    for (const each of pages.slice(0, -1))
+      expect(each).toMatchObject({ hasMore: true, nextCursor: expect.any(String) });
     expect(pages.at(-1)).toMatchObject({ hasMore: false, nextCursor: null });
-    expect(pages.map((each) => each.data.length).slice(0, -1).every((length) => length === 2)).toBe(true);
+    expect(
+      pages
+        .map((each) => each.data.length)
+        .slice(0, -1)
+        .every((length) => length === 2),
+    ).toBe(true);
   });
 
   it('keeps the first page’s cutoff: events written while paging never appear, a fresh request sees them', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text' }]);
-    for (const note of ['a', 'b', 'c']) expect((await createRow(suite.server, admin(), table, { Note: note })).status).toBe(201);
+    for (const note of ['a', 'b', 'c'])
+      expect((await createRow(suite.server, admin(), table, { Note: note })).status).toBe(201);
     const query = { databaseId: table.databaseId, limit: 2 };
     const before = (await page({ ...query, limit: 100 })).data.map((entry) => entry.id);
     expect(before).toHaveLength(5); // database.create, table.create, three rows
 
     const first = await page(query);
     const added = [];
-    for (const note of ['d', 'e']) added.push((await createRow(suite.server, admin(), table, { Note: note })).body.row.id);
+    for (const note of ['d', 'e'])
+      added.push((await createRow(suite.server, admin(), table, { Note: note })).body.row.id);
     const pages = [first];
     while (pages.at(-1)!.nextCursor) pages.push(await page({ ...query, cursor: pages.at(-1)!.nextCursor! }));
     expect(idsOf(pages)).toEqual(before);
@@ -158,7 +261,12 @@ describe('ordering and keyset paging', () => {
     const fresh = await page({ ...query, limit: 100 });
     expect(fresh.asOf > first.asOf).toBe(true);
     expect(fresh.data).toHaveLength(7);
-    expect(fresh.data.slice(0, 2).map((entry) => entry.rowId).sort()).toEqual([...added].sort());
+    expect(
+      fresh.data
+        .slice(0, 2)
+        .map((entry) => entry.rowId)
+        .sort(),
+    ).toEqual([...added].sort());
   });
 });
 
@@ -168,7 +276,8 @@ describe('cursors', () => {
     expect(first.nextCursor, 'the query needs more than one event').not.toBeNull();
     return first.nextCursor!;
   }
-  const flipped = (text: string, index: number) => `${text.slice(0, index)}${text[index] === 'A' ? 'B' : 'A'}${text.slice(index + 1)}`;
+  const flipped = (text: string, index: number) =>
+    `${text.slice(0, index)}${text[index] === 'A' ? 'B' : 'A'}${text.slice(index + 1)}`;
 
   it('refuses a cursor with any changed character in its body or signature with 400 CURSOR_INVALID', async () => {
     await fullHistory();
@@ -185,8 +294,13 @@ describe('cursors', () => {
   it('refuses a cursor reused with other filters, and accepts it with another limit', async () => {
     const history = await fullHistory();
     const cursor = await cursorFor({ databaseId: history.databaseId });
-    const others: Query[] = [{}, { tableId: history.invoices.tableId }, { databaseId: history.databaseId, category: 'schema' },
-      { databaseId: history.databaseId, q: 'Ledger' }, { databaseId: history.databaseId, from: '2000-01-01T00:00:00.000Z' }];
+    const others: Query[] = [
+      {},
+      { tableId: history.invoices.tableId },
+      { databaseId: history.databaseId, category: 'schema' },
+      { databaseId: history.databaseId, q: 'Ledger' },
+      { databaseId: history.databaseId, from: '2000-01-01T00:00:00.000Z' },
+    ];
     for (const filters of others) expectError(await feed({ ...filters, cursor }), 400, 'CURSOR_INVALID');
     expect((await page({ databaseId: history.databaseId, limit: 100, cursor })).data).toHaveLength(10);
   });
@@ -262,13 +376,22 @@ describe('who may read which events', () => {
     await fullHistory();
 
     const theirs = await walk({ limit: 100 }, other.adminKey, other);
-    expect(theirs.flatMap((each) => each.data).map((entry) => entry.event).sort()).toEqual(['database.create', 'records.changed', 'table.create']);
+    expect(
+      theirs
+        .flatMap((each) => each.data)
+        .map((entry) => entry.event)
+        .sort(),
+    ).toEqual(['database.create', 'records.changed', 'table.create']);
     const ours = new Set(idsOf(await walk({ limit: 100 })));
     expect(ours.size).toBeGreaterThan(0);
     for (const id of idsOf(theirs)) expect(ours.has(id)).toBe(false);
 
-    const foreignScopes: Query[] = [{ databaseId: foreign.databaseId }, { tableId: foreign.tableId },
-      { resource: `database:${foreign.databaseId}` }, { resource: `table:${foreign.tableId}` }];
+    const foreignScopes: Query[] = [
+      { databaseId: foreign.databaseId },
+      { tableId: foreign.tableId },
+      { resource: `database:${foreign.databaseId}` },
+      { resource: `table:${foreign.tableId}` },
+    ];
     for (const query of foreignScopes) expectError(await feed(query), 404, 'RESOURCE_NOT_FOUND');
     expectError(await feed({}, other.adminKey), 404, 'RESOURCE_NOT_FOUND');
     expectError(await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity`), 401, 'UNAUTHENTICATED');

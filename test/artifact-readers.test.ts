@@ -30,7 +30,8 @@ async function fetchArtifact(token: string, url: string): Promise<ApiResponse> {
   return { status: response.status, headers: response.headers, text, body } as ApiResponse;
 }
 
-const ARTIFACT_QUERY = 'query($orgId: ID!, $jobId: ID!, $name: String!) { jobArtifact(orgId: $orgId, jobId: $jobId, name: $name) { size content } }';
+const ARTIFACT_QUERY =
+  'query($orgId: ID!, $jobId: ID!, $name: String!) { jobArtifact(orgId: $orgId, jobId: $jobId, name: $name) { size content } }';
 
 async function tableWithRow(): Promise<TestTable> {
   const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
@@ -40,7 +41,9 @@ async function tableWithRow(): Promise<TestTable> {
 
 async function databaseExport(table: TestTable, token = admin()): Promise<any> {
   const accepted = await suite.server.request('POST', `/v1/orgs/${table.orgId}/databases/${table.databaseId}/exports`, {
-    token, idempotencyKey: idempotencyKey(), body: { format: 'csv' },
+    token,
+    idempotencyKey: idempotencyKey(),
+    body: { format: 'csv' },
   });
   expect(accepted.status, accepted.text).toBe(202);
   const job = await waitForJob(suite.server, token, accepted.body.statusUrl);
@@ -58,11 +61,20 @@ describe('an export’s file is its creator’s', () => {
     const refused = await fetchArtifact(viewer.apiKey, job.artifacts[0].url);
     expectError(refused, 403, 'FORBIDDEN');
     expect(refused.body.error.details).toEqual({ reason: 'export_creator_only' });
-    const graph = await suite.server.graphql(ARTIFACT_QUERY, { orgId: table.orgId, jobId: job.jobId, name: job.artifacts[0].name }, { token: viewer.apiKey });
-    expect(graph.body.errors?.[0]?.extensions).toMatchObject({ code: 'FORBIDDEN', details: { reason: 'export_creator_only' } });
+    const graph = await suite.server.graphql(
+      ARTIFACT_QUERY,
+      { orgId: table.orgId, jobId: job.jobId, name: job.artifacts[0].name },
+      { token: viewer.apiKey },
+    );
+    expect(graph.body.errors?.[0]?.extensions).toMatchObject({
+      code: 'FORBIDDEN',
+      details: { reason: 'export_creator_only' },
+    });
     expect(graph.body.data).toBeNull();
     // The job itself stays visible to readers of the org; only the bytes are the creator's.
-    expect((await suite.server.request('GET', `/v1/orgs/${table.orgId}/jobs/${job.jobId}`, { token: viewer.apiKey })).status).toBe(200);
+    expect(
+      (await suite.server.request('GET', `/v1/orgs/${table.orgId}/jobs/${job.jobId}`, { token: viewer.apiKey })).status,
+    ).toBe(200);
     expect((await fetchArtifact(admin(), job.artifacts[0].url)).status).toBe(200);
   });
 
@@ -84,7 +96,10 @@ describe('an artifact’s bytes need the scope reading its content needs', () =>
     const job = await exported(suite.server, admin(), table, { format: 'csv' });
     const session = await signIn(suite.server, await withPassword(suite.server, suite.org.adminUserId));
     const jobsOnly = await oauthTokens(suite.server, session, 'jobs:read');
-    expect((await suite.server.request('GET', `/v1/orgs/${table.orgId}/jobs/${job.jobId}`, { token: jobsOnly.access_token })).status).toBe(200);
+    expect(
+      (await suite.server.request('GET', `/v1/orgs/${table.orgId}/jobs/${job.jobId}`, { token: jobsOnly.access_token }))
+        .status,
+    ).toBe(200);
     const refused = await fetchArtifact(jobsOnly.access_token, job.artifacts[0].url);
     expectError(refused, 403, 'INSUFFICIENT_SCOPE');
     expect(refused.body.error.details).toEqual({ requiredScope: 'rows:read' });

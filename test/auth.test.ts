@@ -40,12 +40,19 @@ describe('401 UNAUTHENTICATED with WWW-Authenticate', () => {
 
   it('for an expired key', async () => {
     const { apiKey } = await addMember(suite.server.prisma, suite.org.orgId, 'member');
-    await suite.server.prisma.apiKey.update({ where: { id: await keyIdOf(apiKey) }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await suite.server.prisma.apiKey.update({
+      where: { id: await keyIdOf(apiKey) },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     expectError(await suite.server.request('GET', '/v1/me/preferences', { token: apiKey }), 401, 'UNAUTHENTICATED');
   });
 
   it('on /graphql too, with the code in extensions', async () => {
-    const response = await suite.server.graphql('{ myPreferences { theme } }', {}, { headers: { authorization: 'Bearer nope' } });
+    const response = await suite.server.graphql(
+      '{ myPreferences { theme } }',
+      {},
+      { headers: { authorization: 'Bearer nope' } },
+    );
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toMatch(INVALID_TOKEN_CHALLENGE);
     expect(response.body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
@@ -58,34 +65,54 @@ describe('authority is the current role ∩ the key’s access', () => {
     const read = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: admin.apiKey });
     expect(read.status).toBe(200);
     const renamed = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
-      token: admin.apiKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: read.body.version, name: 'Renamed' },
+      token: admin.apiKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: read.body.version, name: 'Renamed' },
     });
     expect(renamed.status).toBe(200);
-    expect(renamed.body).toMatchObject({ id: suite.org.orgId, name: 'Renamed', version: String(Number(read.body.version) + 1) });
+    expect(renamed.body).toMatchObject({
+      id: suite.org.orgId,
+      name: 'Renamed',
+      version: String(Number(read.body.version) + 1),
+    });
 
     await suite.server.prisma.member.update({ where: { id: admin.memberId }, data: { role: 'member' } });
     const refused = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
-      token: admin.apiKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: renamed.body.version, name: 'Again' },
+      token: admin.apiKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: renamed.body.version, name: 'Again' },
     });
     expectError(refused, 403, 'FORBIDDEN');
-    expect((await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: admin.apiKey })).body.name).toBe('Renamed');
+    expect((await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: admin.apiKey })).body.name).toBe(
+      'Renamed',
+    );
   });
 
   it('a key without includeAdmin cannot act as admin even for an admin', async () => {
     const admin = await addMember(suite.server.prisma, suite.org.orgId, 'admin');
-    await suite.server.prisma.apiKey.update({ where: { id: await keyIdOf(admin.apiKey) }, data: { includeAdmin: false } });
-    const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: admin.apiKey })).body.version;
+    await suite.server.prisma.apiKey.update({
+      where: { id: await keyIdOf(admin.apiKey) },
+      data: { includeAdmin: false },
+    });
+    const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: admin.apiKey })).body
+      .version;
     const response = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
-      token: admin.apiKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: version, name: 'Nope' },
+      token: admin.apiKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: version, name: 'Nope' },
     });
     expectError(response, 403, 'FORBIDDEN');
   });
 
   it('a viewer reads but cannot administer', async () => {
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-    expect((await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: viewer.apiKey })).status).toBe(200);
+    expect((await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: viewer.apiKey })).status).toBe(
+      200,
+    );
     const response = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
-      token: viewer.apiKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', name: 'Nope' },
+      token: viewer.apiKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', name: 'Nope' },
     });
     expectError(response, 403, 'FORBIDDEN');
   });
@@ -93,13 +120,25 @@ describe('authority is the current role ∩ the key’s access', () => {
   it('a removed member’s org answers 404, never 403', async () => {
     const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
     await suite.server.prisma.member.delete({ where: { id: member.memberId } });
-    expectError(await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: member.apiKey }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: member.apiKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 
   it('another org is 404, and so is an org that does not exist', async () => {
     const other = await createOrg(suite.server.prisma);
-    expectError(await suite.server.request('GET', `/v1/orgs/${other.orgId}`, { token: suite.org.adminKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await suite.server.request('GET', '/v1/orgs/01J00000000000000000000000', { token: suite.org.adminKey }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await suite.server.request('GET', `/v1/orgs/${other.orgId}`, { token: suite.org.adminKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectError(
+      await suite.server.request('GET', '/v1/orgs/01J00000000000000000000000', { token: suite.org.adminKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 
   it('a read-only team key reads its org but cannot change it', async () => {
@@ -107,27 +146,39 @@ describe('authority is the current role ∩ the key’s access', () => {
     const read = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: teamKey });
     expect(read.status).toBe(200);
     const response = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
-      token: teamKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: read.body.version, name: 'Nope' },
+      token: teamKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: read.body.version, name: 'Nope' },
     });
     expectError(response, 403, 'FORBIDDEN');
   });
 
   it('a stale expectedVersion is a 409 that names the current version', async () => {
-    const current = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey })).body;
+    const current = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }))
+      .body;
     const response = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '999999', name: 'Stale' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '999999', name: 'Stale' },
     });
     expectError(response, 409, 'ROW_VERSION_CONFLICT');
     expect(response.body.error.details).toEqual({ expectedVersion: '999999', currentVersion: current.version });
   });
 
   it.each([
-    ['the largest 19-digit version (beyond bigint) is a conflict, not a 500', '9999999999999999999', 409, 'ROW_VERSION_CONFLICT'],
+    [
+      'the largest 19-digit version (beyond bigint) is a conflict, not a 500',
+      '9999999999999999999',
+      409,
+      'ROW_VERSION_CONFLICT',
+    ],
     ['a version with a leading zero is malformed', '01', 422, 'VALIDATION_FAILED'],
     ['a 20-digit version is malformed', '1'.repeat(20), 422, 'VALIDATION_FAILED'],
   ])('%s', async (_name, expectedVersion, status, code) => {
     const response = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion, name: 'Edge' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion, name: 'Edge' },
     });
     expectError(response, status, code);
   });

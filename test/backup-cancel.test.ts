@@ -7,11 +7,27 @@ import { rowsTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { startWorker } from '../src/jobs/start-worker.ts';
 import { createLogger } from '../src/kernel/log.ts';
 import {
-  backupDir, backupWorkspace, databasePath, databaseVersion, pictureOf, requestRestore, rowOf, runBackup, strayStagingSchemas,
+  backupDir,
+  backupWorkspace,
+  databasePath,
+  databaseVersion,
+  pictureOf,
+  requestRestore,
+  rowOf,
+  runBackup,
+  strayStagingSchemas,
 } from './helpers/backups.ts';
 import { expectError } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
-import { holdJobUpdate, holdTables, lockWaitOn, lockWaiter, waitFor, withClient, type JobUpdateHold } from './helpers/job-holds.ts';
+import {
+  holdJobUpdate,
+  holdTables,
+  lockWaitOn,
+  lockWaiter,
+  waitFor,
+  withClient,
+  type JobUpdateHold,
+} from './helpers/job-holds.ts';
 import { activityOf, controlJob, waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createTable } from './helpers/workspace.ts';
@@ -41,7 +57,10 @@ async function withWorker<T>(config: Partial<Config>, work: () => Promise<T>): P
 const withDatabase = <T>(work: (client: pg.Client) => Promise<T>) => withClient(server().database.url, work);
 
 async function requestBackup(databaseId: string): Promise<{ jobId: string; statusUrl: string }> {
-  const response = await server().request('POST', `${databasePath(orgId(), databaseId)}/backups`, { token: admin(), idempotencyKey: idempotencyKey() });
+  const response = await server().request('POST', `${databasePath(orgId(), databaseId)}/backups`, {
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+  });
   expect(response.status, response.text).toBe(202);
   return response.body;
 }
@@ -63,8 +82,16 @@ async function eventsOf(databaseId: string, category: 'backups' | 'restores'): P
 async function heartbeatsAfterNow(client: pg.Client, jobId: string): Promise<void> {
   let since = (await client.query<{ now: string }>('SELECT clock_timestamp()::text AS now')).rows[0]!.now;
   for (let beat = 0; beat < 2; beat += 1) {
-    await waitFor(client, 'SELECT count(*)::int AS n FROM public.jobs WHERE id = $1::bpchar AND heartbeat_at > $2::timestamptz', [jobId, since]);
-    since = (await client.query<{ at: string }>('SELECT heartbeat_at::text AS at FROM public.jobs WHERE id = $1::bpchar', [jobId])).rows[0]!.at;
+    await waitFor(
+      client,
+      'SELECT count(*)::int AS n FROM public.jobs WHERE id = $1::bpchar AND heartbeat_at > $2::timestamptz',
+      [jobId, since],
+    );
+    since = (
+      await client.query<{ at: string }>('SELECT heartbeat_at::text AS at FROM public.jobs WHERE id = $1::bpchar', [
+        jobId,
+      ])
+    ).rows[0]!.at;
   }
 }
 
@@ -85,11 +112,21 @@ describe('cancelling a backup', () => {
 
     const cancel = await controlJob(server(), admin(), orgId(), job.jobId, 'cancel');
     expect(cancel.status, cancel.text).toBe(200);
-    expect(cancel.body).toMatchObject({ jobId: job.jobId, kind: 'runDatabaseBackup', state: 'cancelled', startedAt: null, result: null, error: null });
+    expect(cancel.body).toMatchObject({
+      jobId: job.jobId,
+      kind: 'runDatabaseBackup',
+      state: 'cancelled',
+      startedAt: null,
+      result: null,
+      error: null,
+    });
     expectError(await controlJob(server(), admin(), orgId(), job.jobId, 'cancel'), 409, 'JOB_STATE_CONFLICT');
     expect(await backupsOf(table.databaseId)).toEqual([]);
     expect(existsSync(join(dir, orgId(), table.databaseId))).toBe(false);
-    expect(await eventsOf(table.databaseId, 'backups')).toEqual(['job.runDatabaseBackup.queued', 'job.runDatabaseBackup.cancelled']);
+    expect(await eventsOf(table.databaseId, 'backups')).toEqual([
+      'job.runDatabaseBackup.queued',
+      'job.runDatabaseBackup.cancelled',
+    ]);
 
     // Claims go in queue order, so a later backup of the same database that finishes proves the cancelled one was skipped.
     const later = await withWorker({}, () => runBackup(server(), admin(), orgId(), table.databaseId));
@@ -101,12 +138,17 @@ describe('cancelling a backup', () => {
 
   it('cancels a running one between tables and removes the files it had written', async () => {
     const first = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }]);
-    const second = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }], { databaseId: first.databaseId });
+    const second = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }], {
+      databaseId: first.databaseId,
+    });
     await rowOf(server(), admin(), first, { Name: 'Ada' });
     await rowOf(server(), admin(), second, { Name: 'Grace' });
     const databaseId = first.databaseId;
     // A backup copies tables in id order. Its COPY of the first waits on this lock, after it has written the catalog.
-    const [head, tail] = [first.tableId, second.tableId].sort().map((tableId) => rowsTableOf(databaseId, tableId)) as [string, string];
+    const [head, tail] = [first.tableId, second.tableId].sort().map((tableId) => rowsTableOf(databaseId, tableId)) as [
+      string,
+      string,
+    ];
     const holds = [await holdTables(server().database.url, [head]), await holdTables(server().database.url, [tail])];
     // A 2 s lease: heartbeats every 667 ms bring the cancel to the worker.
     const done = await withWorker({ JOB_LEASE_SECONDS: 2 }, async () => {
@@ -122,7 +164,11 @@ describe('cancelling a backup', () => {
           await holds[0]!.release();
           // The between-tables check stops the backup before the second table, which is still locked: a backup
           // that went on would wait for it, and this would see that instead of the job's end.
-          await waitFor(client, `SELECT (NOT EXISTS (SELECT 1 FROM public.jobs WHERE id = $1::bpchar AND state = 'running') OR ${lockWaitOn([tail])})::int AS n`, [job.jobId]);
+          await waitFor(
+            client,
+            `SELECT (NOT EXISTS (SELECT 1 FROM public.jobs WHERE id = $1::bpchar AND state = 'running') OR ${lockWaitOn([tail])})::int AS n`,
+            [job.jobId],
+          );
         });
         const status = await server().request('GET', job.statusUrl, { token: admin() });
         expect(status.status, status.text).toBe(200);
@@ -134,7 +180,10 @@ describe('cancelling a backup', () => {
     expect(done).toMatchObject({ kind: 'runDatabaseBackup', state: 'cancelled', result: null, error: null });
     expect(await backupsOf(databaseId)).toEqual([]);
     expect(existsSync(join(dir, orgId(), databaseId))).toBe(false);
-    expect(await eventsOf(databaseId, 'backups')).toEqual(['job.runDatabaseBackup.queued', 'job.runDatabaseBackup.cancelled']);
+    expect(await eventsOf(databaseId, 'backups')).toEqual([
+      'job.runDatabaseBackup.queued',
+      'job.runDatabaseBackup.cancelled',
+    ]);
   });
 });
 
@@ -154,13 +203,22 @@ describe('cancelling a replace restore', () => {
       // The restore's first checkpoint (which records the staging id) waits; the cancel queues behind it, then is
       // held itself with the job row locked. The restore builds its staging schema and waits at the swap.
       const url = server().database.url;
-      const started = await holdJobUpdate(url, `NEW.kind = 'restoreDatabaseBackup' AND NEW.journal->>'phase' = 'started' AND OLD.journal->>'phase' IS NULL`);
-      const cancelling = await holdJobUpdate(url, `NEW.kind = 'restoreDatabaseBackup' AND NEW.cancel_requested AND NOT OLD.cancel_requested`);
+      const started = await holdJobUpdate(
+        url,
+        `NEW.kind = 'restoreDatabaseBackup' AND NEW.journal->>'phase' = 'started' AND OLD.journal->>'phase' IS NULL`,
+      );
+      const cancelling = await holdJobUpdate(
+        url,
+        `NEW.kind = 'restoreDatabaseBackup' AND NEW.cancel_requested AND NOT OLD.cancel_requested`,
+      );
       let restore: { jobId: string; statusUrl: string } | undefined;
       let cancel: ReturnType<typeof controlJob> | undefined;
       let staging = '';
       try {
-        const accepted = await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace', expectedVersion: version });
+        const accepted = await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+          target: 'replace',
+          expectedVersion: version,
+        });
         expect(accepted.status, accepted.text).toBe(202);
         restore = accepted.body as { jobId: string; statusUrl: string };
         await started.reached();
@@ -168,7 +226,10 @@ describe('cancelling a replace restore', () => {
         await started.queuedBehind();
         await started.unlock();
         await cancelling.reached();
-        const { journal } = await server().prisma.job.findUniqueOrThrow({ where: { id: restore.jobId }, select: { journal: true } });
+        const { journal } = await server().prisma.job.findUniqueOrThrow({
+          where: { id: restore.jobId },
+          select: { journal: true },
+        });
         expect(journal).toMatchObject({ phase: 'started', newDatabaseId: null });
         staging = schemaOf((journal as { stagingId: string }).stagingId);
         await withDatabase(async (client) => {
@@ -192,6 +253,9 @@ describe('cancelling a replace restore', () => {
     const [left] = await server().prisma.$queryRawUnsafe<{ n: number }[]>(SCHEMA_EXISTS, staging);
     expect(left!.n).toBe(0);
     expect(await strayStagingSchemas(server())).toEqual([]);
-    expect(await eventsOf(databaseId, 'restores')).toEqual(['job.restoreDatabaseBackup.queued', 'job.restoreDatabaseBackup.cancelled']);
+    expect(await eventsOf(databaseId, 'restores')).toEqual([
+      'job.restoreDatabaseBackup.queued',
+      'job.restoreDatabaseBackup.cancelled',
+    ]);
   });
 });

@@ -20,14 +20,20 @@ import { createDatabase, createRow, createTable } from './helpers/workspace.ts';
 const dir = backupDir();
 const clockFile = join(dir, 'clock');
 const suite = useServerWithOrg({
-  RUN_WORKER: 'false', BACKUP_DIR: dir, BACKUP_SCHEDULER_CLOCK_FILE: clockFile, JOB_QUEUE_LIMIT_PER_ORG: '1', BACKUP_RETAIN_MAX_COUNT: '2',
+  RUN_WORKER: 'false',
+  BACKUP_DIR: dir,
+  BACKUP_SCHEDULER_CLOCK_FILE: clockFile,
+  JOB_QUEUE_LIMIT_PER_ORG: '1',
+  BACKUP_RETAIN_MAX_COUNT: '2',
 });
 const admin = () => suite.org.adminKey;
 const orgId = () => suite.org.orgId;
 
 function saveSchedule(databaseId: string, cron: string) {
   return suite.server.request('PUT', `${databasePath(orgId(), databaseId)}/backup-schedule`, {
-    token: admin(), idempotencyKey: idempotencyKey(), body: { cron, timezone: 'UTC' },
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+    body: { cron, timezone: 'UTC' },
   });
 }
 
@@ -41,7 +47,11 @@ async function withWorker<T>(work: () => Promise<T>): Promise<T> {
 }
 
 describe('the minimum schedule interval', () => {
-  it.each([['* * * * *', 1], ['*/30 * * * *', 30], ['0,59 3 * * *', 59]])('refuses %s (runs %i minutes apart): 422 at cron', async (cron, minutes) => {
+  it.each([
+    ['* * * * *', 1],
+    ['*/30 * * * *', 30],
+    ['0,59 3 * * *', 59],
+  ])('refuses %s (runs %i minutes apart): 422 at cron', async (cron, minutes) => {
     const databaseId = await createDatabase(suite.server, suite.org);
     const refused = await saveSchedule(databaseId, cron);
     expectError(refused, 422, 'VALIDATION_FAILED');
@@ -63,12 +73,28 @@ describe('scheduled runs and the org’s queue cap', () => {
     const start = new Date(Date.UTC(2026, 10, 25, 10, 0, 0));
     await suite.server.prisma.backupSettings.create({
       data: {
-        databaseId, orgId: orgId(), cron: '0 * * * *', timezone: 'UTC', nextRunAt: start,
-        actorId: suite.org.adminUserId, actorKind: 'user', actorKey: null, actorName: 'Ada Admin',
+        databaseId,
+        orgId: orgId(),
+        cron: '0 * * * *',
+        timezone: 'UTC',
+        nextRunAt: start,
+        actorId: suite.org.adminUserId,
+        actorKind: 'user',
+        actorKey: null,
+        actorName: 'Ada Admin',
       },
     });
     await suite.server.prisma.job.create({
-      data: { id: newId(), orgId: orgId(), kind: 'exportRows', state: 'queued', payload: {}, actorId: suite.org.adminUserId, actorKind: 'user', actorName: 'Ada' },
+      data: {
+        id: newId(),
+        orgId: orgId(),
+        kind: 'exportRows',
+        state: 'queued',
+        payload: {},
+        actorId: suite.org.adminUserId,
+        actorKind: 'user',
+        actorName: 'Ada',
+      },
     });
     const pool = new pg.Pool({ connectionString: suite.server.database.url, max: 2 });
     const scheduled = () => suite.server.prisma.job.count({ where: { databaseId, kind: 'runDatabaseBackup' } });
@@ -80,11 +106,17 @@ describe('scheduled runs and the org’s queue cap', () => {
       expect(settings.nextRunAt).toEqual(new Date(start.getTime() + 3_600_000));
 
       // Room again: the filler (and any job an earlier test left queued, with no worker here) ends.
-      await suite.server.prisma.job.updateMany({ where: { orgId: orgId(), state: 'queued' }, data: { state: 'cancelled', finishedAt: new Date() } });
+      await suite.server.prisma.job.updateMany({
+        where: { orgId: orgId(), state: 'queued' },
+        data: { state: 'cancelled', finishedAt: new Date() },
+      });
       writeFileSync(clockFile, new Date(start.getTime() + 3_660_000).toISOString());
       await schedulerTick(pool, suite.server.config);
       expect(await scheduled()).toBe(1);
-      await suite.server.prisma.job.updateMany({ where: { databaseId, kind: 'runDatabaseBackup' }, data: { state: 'cancelled', finishedAt: new Date() } });
+      await suite.server.prisma.job.updateMany({
+        where: { databaseId, kind: 'runDatabaseBackup' },
+        data: { state: 'cancelled', finishedAt: new Date() },
+      });
     } finally {
       await pool.end();
     }
@@ -104,7 +136,9 @@ describe('retention bounds', () => {
       }
       return done;
     });
-    const listed = await suite.server.request('GET', `${databasePath(orgId(), table.databaseId)}/backups`, { token: admin() });
+    const listed = await suite.server.request('GET', `${databasePath(orgId(), table.databaseId)}/backups`, {
+      token: admin(),
+    });
     expect(listed.status, listed.text).toBe(200);
     expect(listed.body.data.map((backup: { id: string }) => backup.id)).toEqual([ids[2], ids[1]]);
   });

@@ -4,7 +4,15 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { backupDir, databasePath, databaseVersion, finished, pictureOf, requestRestore, strayStagingSchemas } from './helpers/backups.ts';
+import {
+  backupDir,
+  databasePath,
+  databaseVersion,
+  finished,
+  pictureOf,
+  requestRestore,
+  strayStagingSchemas,
+} from './helpers/backups.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -24,7 +32,15 @@ function spawnWorker(): { child: ChildProcess; kill(): Promise<void> } {
   const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL: server().database.url, LOG_LEVEL: 'silent', NODE_ENV: 'test', JOB_POLL_MS: '50', JOB_LEASE_SECONDS: '2', BACKUP_DIR: dir },
+    env: {
+      ...process.env,
+      DATABASE_URL: server().database.url,
+      LOG_LEVEL: 'silent',
+      NODE_ENV: 'test',
+      JOB_POLL_MS: '50',
+      JOB_LEASE_SECONDS: '2',
+      BACKUP_DIR: dir,
+    },
   });
   const exited = once(child, 'exit');
   return {
@@ -54,19 +70,24 @@ async function fill(table: TestTable, count: number): Promise<void> {
   const column = columnOf(table.fields.Name!);
   await server().prisma.$executeRawUnsafe(
     `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${column})
-     SELECT lpad(n::text, 26, '0'), 1, now(), now(), repeat(md5(n::text), 4) FROM generate_series(1, ${count}) AS n`);
+     SELECT lpad(n::text, 26, '0'), 1, now(), now(), repeat(md5(n::text), 4) FROM generate_series(1, ${count}) AS n`,
+  );
   await server().prisma.dataTable.update({ where: { id: table.tableId }, data: { rowCount: count } });
 }
 
 const copying = (direction: 'TO' | 'FROM') => async () => {
-  const rows = await server().prisma.$queryRawUnsafe<unknown[]>(`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY %${direction} STDOUT%' OR (state = 'active' AND query LIKE 'COPY %${direction} STDIN%')`);
+  const rows = await server().prisma.$queryRawUnsafe<unknown[]>(
+    `SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY %${direction} STDOUT%' OR (state = 'active' AND query LIKE 'COPY %${direction} STDIN%')`,
+  );
   return rows.length > 0;
 };
 
 describe('a backup taken while writes go on', () => {
   it('holds exactly the rows of one instant, across tables', async () => {
     const first = await createTable(server(), suite.org, [{ name: 'Seq', type: 'integer' }]);
-    const second = await createTable(server(), suite.org, [{ name: 'Seq', type: 'integer' }], { databaseId: first.databaseId });
+    const second = await createTable(server(), suite.org, [{ name: 'Seq', type: 'integer' }], {
+      databaseId: first.databaseId,
+    });
     await withWorkers(async (workers) => {
       workers.push(spawnWorker());
       let stop = false;
@@ -80,15 +101,29 @@ describe('a backup taken while writes go on', () => {
         }
       })();
       await until(async () => written >= 5, 'the first writes');
-      const backup = await finished(server(), admin(), await server().request('POST', `${databasePath(orgId(), first.databaseId)}/backups`, { token: admin(), idempotencyKey: idempotencyKey() }));
+      const backup = await finished(
+        server(),
+        admin(),
+        await server().request('POST', `${databasePath(orgId(), first.databaseId)}/backups`, {
+          token: admin(),
+          idempotencyKey: idempotencyKey(),
+        }),
+      );
       const during = written;
       await until(async () => written >= during + 3, 'writes after the backup');
       stop = true;
       await writer;
       expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
-      const copy = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), first.databaseId, backup.jobId, { target: 'new-database' }));
+      const copy = await finished(
+        server(),
+        admin(),
+        await requestRestore(server(), admin(), orgId(), first.databaseId, backup.jobId, { target: 'new-database' }),
+      );
       expect(copy.state, JSON.stringify(copy)).toBe('succeeded');
-      const picture = await pictureOf(server(), copy.result.databaseId) as Record<string, { rows: { Seq: string }[]; history: unknown[]; table: { row_count: string } }>;
+      const picture = (await pictureOf(server(), copy.result.databaseId)) as Record<
+        string,
+        { rows: { Seq: string }[]; history: unknown[]; table: { row_count: string } }
+      >;
       const tables = Object.values(picture).sort((a, b) => b.rows.length - a.rows.length);
       const [a, b] = [tables[0]!, tables[1]!];
       const seqs = (table: typeof a) => table.rows.map((row) => Number(row.Seq)).sort((x, y) => x - y);
@@ -113,7 +148,10 @@ describe('a worker killed mid-backup and mid-restore', () => {
     await withWorkers(async (workers) => {
       const doomed = spawnWorker();
       workers.push(doomed);
-      const accepted = await server().request('POST', `${path}/backups`, { token: admin(), idempotencyKey: idempotencyKey() });
+      const accepted = await server().request('POST', `${path}/backups`, {
+        token: admin(),
+        idempotencyKey: idempotencyKey(),
+      });
       expect(accepted.status, accepted.text).toBe(202);
       await until(copying('TO'), 'the backup to copy rows');
       await doomed.kill();
@@ -128,19 +166,26 @@ describe('a worker killed mid-backup and mid-restore', () => {
 
       // Change the database, then restore over it and kill the restoring worker while it loads rows.
       const snapshot = await pictureOf(server(), table.databaseId);
-      await server().prisma.$executeRawUnsafe(`DELETE FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id > lpad('300000', 26, '0')`);
+      await server().prisma.$executeRawUnsafe(
+        `DELETE FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id > lpad('300000', 26, '0')`,
+      );
       await server().prisma.dataTable.update({ where: { id: table.tableId }, data: { rowCount: 300_000 } });
       const version = await databaseVersion(server(), admin(), orgId(), table.databaseId);
       const killer = spawnWorker();
       workers.push(killer);
-      const restore = await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, { target: 'replace', expectedVersion: version });
+      const restore = await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, {
+        target: 'replace',
+        expectedVersion: version,
+      });
       expect(restore.status, restore.text).toBe(202);
       const counts = new Set<number>();
       let done = false;
       // A reader the whole time: the table holds the old 300,000 rows or the restored 400,000, never anything else.
       const reader = (async () => {
         while (!done) {
-          const [row] = await server().prisma.$queryRawUnsafe<{ count: number }[]>(`SELECT count(*)::int AS count FROM ${rowsTableOf(table.databaseId, table.tableId)}`);
+          const [row] = await server().prisma.$queryRawUnsafe<{ count: number }[]>(
+            `SELECT count(*)::int AS count FROM ${rowsTableOf(table.databaseId, table.tableId)}`,
+          );
           counts.add(row!.count);
         }
       })();
@@ -152,7 +197,10 @@ describe('a worker killed mid-backup and mid-restore', () => {
       done = true;
       await reader;
       expect(restored.state, JSON.stringify(restored)).toBe('succeeded');
-      expect([...counts].every((count) => count === 300_000 || count === 400_000), JSON.stringify([...counts])).toBe(true);
+      expect(
+        [...counts].every((count) => count === 300_000 || count === 400_000),
+        JSON.stringify([...counts]),
+      ).toBe(true);
       expect(await pictureOf(server(), table.databaseId)).toEqual(snapshot);
       expect(await strayStagingSchemas(server())).toEqual([]);
 
@@ -160,7 +208,9 @@ describe('a worker killed mid-backup and mid-restore', () => {
       const databasesBefore = await server().prisma.database.count({ where: { orgId: orgId() } });
       const copier = spawnWorker();
       workers.push(copier);
-      const copy = await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, { target: 'new-database' });
+      const copy = await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, {
+        target: 'new-database',
+      });
       expect(copy.status, copy.text).toBe(202);
       await until(copying('FROM'), 'the copy to load rows');
       await copier.kill();
@@ -168,10 +218,13 @@ describe('a worker killed mid-backup and mid-restore', () => {
       workers.push(spawnWorker());
       const copied = await waitForJob(server(), admin(), copy.body.statusUrl, undefined, 60_000);
       expect(copied.state, JSON.stringify(copied)).toBe('succeeded');
-      const listed = await server().request('GET', `/v1/orgs/${orgId()}/databases/${copied.result.databaseId}`, { token: admin() });
+      const listed = await server().request('GET', `/v1/orgs/${orgId()}/databases/${copied.result.databaseId}`, {
+        token: admin(),
+      });
       expect(listed.status, listed.text).toBe(200);
       const [rows] = await server().prisma.$queryRawUnsafe<{ count: number }[]>(
-        `SELECT count(*)::int AS count FROM ${rowsTableOf(copied.result.databaseId, copied.result.tableIds[0].to)}`);
+        `SELECT count(*)::int AS count FROM ${rowsTableOf(copied.result.databaseId, copied.result.tableIds[0].to)}`,
+      );
       expect(rows!.count).toBe(400_000);
       expect(await strayStagingSchemas(server())).toEqual([]);
     });

@@ -26,7 +26,11 @@ beforeAll(async () => {
   hung.listen(0, '127.0.0.1');
   await once(hung, 'listening');
   const endpoint = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
-  server = await startTestServer({ BACKUP_S3_BUCKET: 'never', BACKUP_S3_ENDPOINT: endpoint, BACKUP_S3_TIMEOUT_MS: '300' });
+  server = await startTestServer({
+    BACKUP_S3_BUCKET: 'never',
+    BACKUP_S3_ENDPOINT: endpoint,
+    BACKUP_S3_TIMEOUT_MS: '300',
+  });
   org = await createOrg(server.prisma);
 });
 
@@ -38,10 +42,16 @@ afterAll(async () => {
 
 describe('a destination that never answers', () => {
   it('fails the destination test with DEPENDENCY_UNAVAILABLE once its requests time out', async () => {
-    const accepted = await server.request('POST', `/v1/orgs/${org.orgId}/backup-destination/test`, { token: org.adminKey, idempotencyKey: idempotencyKey() });
+    const accepted = await server.request('POST', `/v1/orgs/${org.orgId}/backup-destination/test`, {
+      token: org.adminKey,
+      idempotencyKey: idempotencyKey(),
+    });
     expect(accepted.status, accepted.text).toBe(202);
     const job = await waitForJob(server, org.adminKey, accepted.body.statusUrl, undefined, 60_000);
-    expect(job).toMatchObject({ state: 'failed', error: { code: 'DEPENDENCY_UNAVAILABLE', details: { destination: 's3' } } });
+    expect(job).toMatchObject({
+      state: 'failed',
+      error: { code: 'DEPENDENCY_UNAVAILABLE', details: { destination: 's3' } },
+    });
     expect(sockets.length).toBeGreaterThan(0);
   }, 90_000);
 });

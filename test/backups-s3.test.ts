@@ -4,7 +4,15 @@ import { BackupResponse } from '../src/http/rest/routes/backups.ts';
 import { Page } from '../src/contracts/pages.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import {
-  backupWorkspace, constraintCount, databasePath, databaseVersion, finished, pictureOf, requestPreview, requestRestore, runBackup,
+  backupWorkspace,
+  constraintCount,
+  databasePath,
+  databaseVersion,
+  finished,
+  pictureOf,
+  requestPreview,
+  requestRestore,
+  runBackup,
 } from './helpers/backups.ts';
 import { createOrg, idempotencyKey } from './helpers/factories.ts';
 import { startLocalS3, type LocalS3 } from './helpers/s3.ts';
@@ -21,7 +29,12 @@ const suite = {} as Suite;
 let s3: LocalS3;
 beforeAll(async () => {
   s3 = await startLocalS3();
-  suite.server = await startTestServer({ BACKUP_S3_BUCKET: s3.bucket, BACKUP_S3_ENDPOINT: s3.endpoint, BACKUP_S3_REGION: 'us-east-1', BACKUP_S3_PREFIX: `${PREFIX}/` });
+  suite.server = await startTestServer({
+    BACKUP_S3_BUCKET: s3.bucket,
+    BACKUP_S3_ENDPOINT: s3.endpoint,
+    BACKUP_S3_REGION: 'us-east-1',
+    BACKUP_S3_PREFIX: `${PREFIX}/`,
+  });
   suite.org = await createOrg(suite.server.prisma);
 });
 afterAll(async () => {
@@ -34,8 +47,10 @@ const orgId = () => suite.org.orgId;
 
 async function keysUnder(prefix: string): Promise<string[]> {
   const keys: string[] = [];
-  for (let token: string | undefined; ;) {
-    const page = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix, ContinuationToken: token }));
+  for (let token: string | undefined; ; ) {
+    const page = await s3.client.send(
+      new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix, ContinuationToken: token }),
+    );
     keys.push(...(page.Contents ?? []).map((object) => object.Key!));
     if (!page.IsTruncated) return keys.sort();
     token = page.NextContinuationToken;
@@ -49,7 +64,14 @@ async function objectBytes(key: string): Promise<Buffer> {
 
 describe('the S3 destination', () => {
   it('passes the destination test: writes, reads back and deletes a probe', async () => {
-    const job = await finished(server(), admin(), await server().request('POST', `/v1/orgs/${orgId()}/backup-destination/test`, { token: admin(), idempotencyKey: idempotencyKey() }));
+    const job = await finished(
+      server(),
+      admin(),
+      await server().request('POST', `/v1/orgs/${orgId()}/backup-destination/test`, {
+        token: admin(),
+        idempotencyKey: idempotencyKey(),
+      }),
+    );
     expect(job.state, JSON.stringify(job)).toBe('succeeded');
     expect(job.result).toEqual({ destination: 's3', probeBytes: 65536, wrote: true, readBack: true, deleted: true });
     expect(await keysUnder(`${PREFIX}/probes/`)).toEqual([]);
@@ -62,20 +84,41 @@ describe('the S3 destination', () => {
     expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
     const list = await server().request('GET', `${databasePath(orgId(), databaseId)}/backups`, { token: admin() });
     expect(list.status, list.text).toBe(200);
-    expect(Page(BackupResponse).parse(list.body).data).toEqual([expect.objectContaining({ id: backup.jobId, destination: 's3', tables: 2, rows: 3 })]);
+    expect(Page(BackupResponse).parse(list.body).data).toEqual([
+      expect.objectContaining({ id: backup.jobId, destination: 's3', tables: 2, rows: 3 }),
+    ]);
 
     const root = `${PREFIX}/${orgId()}/${databaseId}/${backup.jobId}/`;
     const keys = await keysUnder(root);
     const manifest = JSON.parse((await objectBytes(`${root}manifest.json`)).toString('utf8'));
     expect(manifest).toMatchObject({ format: 'wds-backup', formatVersion: 1, backupId: backup.jobId, databaseId });
     expect(manifest.files).toHaveLength(5);
-    expect(keys).toEqual([...manifest.files.map((file: { path: string }) => `${root}${file.path}`), `${root}manifest.json`].sort());
+    expect(keys).toEqual(
+      [...manifest.files.map((file: { path: string }) => `${root}${file.path}`), `${root}manifest.json`].sort(),
+    );
 
-    const preview = await finished(server(), admin(), await requestPreview(server(), admin(), orgId(), databaseId, backup.jobId));
+    const preview = await finished(
+      server(),
+      admin(),
+      await requestPreview(server(), admin(), orgId(), databaseId, backup.jobId),
+    );
     expect(preview.state, JSON.stringify(preview)).toBe('succeeded');
-    expect(preview.result).toMatchObject({ backupId: backup.jobId, verified: true, tablesAdded: [], tablesAltered: [], tablesRemoved: [] });
+    expect(preview.result).toMatchObject({
+      backupId: backup.jobId,
+      verified: true,
+      tablesAdded: [],
+      tablesAltered: [],
+      tablesRemoved: [],
+    });
 
-    const copy = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'new-database', name: `S3 copy ${databaseId}` }));
+    const copy = await finished(
+      server(),
+      admin(),
+      await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+        target: 'new-database',
+        name: `S3 copy ${databaseId}`,
+      }),
+    );
     expect(copy.state, JSON.stringify(copy)).toBe('succeeded');
     expect(await pictureOf(server(), copy.result.databaseId)).toEqual(before);
     expect(await constraintCount(server(), copy.result.databaseId)).toBe(2);
@@ -93,11 +136,19 @@ describe('the S3 destination', () => {
     const version = await databaseVersion(server(), admin(), orgId(), databaseId);
     const databases = await server().prisma.database.count();
 
-    const preview = await finished(server(), admin(), await requestPreview(server(), admin(), orgId(), databaseId, backup.jobId));
+    const preview = await finished(
+      server(),
+      admin(),
+      await requestPreview(server(), admin(), orgId(), databaseId, backup.jobId),
+    );
     expect(preview.state).toBe('failed');
     expect(preview.error.code).toBe('ARTIFACT_UNVERIFIED');
     for (const body of [{ target: 'replace', expectedVersion: version }, { target: 'new-database' }]) {
-      const restore = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, body));
+      const restore = await finished(
+        server(),
+        admin(),
+        await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, body),
+      );
       expect(restore.state).toBe('failed');
       expect(restore.error.code).toBe('ARTIFACT_UNVERIFIED');
     }
@@ -114,7 +165,8 @@ describe('the S3 destination', () => {
     await server().prisma.$executeRawUnsafe(
       `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)})
        SELECT lpad(n::text, 26, '0'), 1, now(), now(), md5(n::text) || md5((n * 7)::text) || md5((n * 13)::text) || md5((n * 31)::text)
-       FROM generate_series(1, ${count}) AS n`);
+       FROM generate_series(1, ${count}) AS n`,
+    );
     await server().prisma.dataTable.update({ where: { id: table.tableId }, data: { rowCount: count } });
     const backup = await runBackup(server(), admin(), orgId(), table.databaseId);
     expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
@@ -123,7 +175,11 @@ describe('the S3 destination', () => {
     const rows = manifest.files.find((file: { path: string }) => file.path === `tables/${table.tableId}/rows.copy.gz`);
     expect(rows.bytes).toBeGreaterThan(5 * 1024 * 1024);
     expect((await objectBytes(`${root}${rows.path}`)).length).toBe(rows.bytes);
-    const copy = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, { target: 'new-database' }));
+    const copy = await finished(
+      server(),
+      admin(),
+      await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, { target: 'new-database' }),
+    );
     expect(copy.state, JSON.stringify(copy)).toBe('succeeded');
     expect(await pictureOf(server(), copy.result.databaseId)).toEqual(await pictureOf(server(), table.databaseId));
   }, 120_000);

@@ -4,13 +4,30 @@ import { describe, expect, it } from 'vitest';
 import { BackupResponse } from '../src/http/rest/routes/backups.ts';
 import { Page } from '../src/contracts/pages.ts';
 import {
-  backupDir, backupWorkspace, constraintCount, databasePath, databaseVersion, finished, pictureOf, requestPreview, requestRestore, rowOf, runBackup,
+  backupDir,
+  backupWorkspace,
+  constraintCount,
+  databasePath,
+  databaseVersion,
+  finished,
+  pictureOf,
+  requestPreview,
+  requestRestore,
+  rowOf,
+  runBackup,
 } from './helpers/backups.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { appliedChange, schemaChangeApi, type ChangeBody } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { addUniqueRule, createDatabase, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
+import {
+  addUniqueRule,
+  createDatabase,
+  createRow,
+  createTable,
+  refreshSchemaVersion,
+  type TestTable,
+} from './helpers/workspace.ts';
 
 /** Issue 16: run-now backups, listing, restore previews and restores of both targets, over HTTP. */
 const dir = backupDir();
@@ -35,8 +52,18 @@ describe('run now and list', () => {
     expect(list.status, list.text).toBe(200);
     const page = Page(BackupResponse).parse(list.body);
     expect(page.data).toHaveLength(1);
-    expect(page.data[0]).toMatchObject({ id: job.jobId, databaseId, tables: 2, rows: 3, destination: 'local', scheduledFor: null, sha256: job.result.sha256 });
-    const files = readdirSync(join(dir, orgId(), databaseId, job.jobId), { recursive: true }).map(String).sort();
+    expect(page.data[0]).toMatchObject({
+      id: job.jobId,
+      databaseId,
+      tables: 2,
+      rows: 3,
+      destination: 'local',
+      scheduledFor: null,
+      sha256: job.result.sha256,
+    });
+    const files = readdirSync(join(dir, orgId(), databaseId, job.jobId), { recursive: true })
+      .map(String)
+      .sort();
     expect(files).toEqual(expect.arrayContaining(['catalog.json.gz', 'manifest.json']));
     const manifest = JSON.parse(readFileSync(join(dir, orgId(), databaseId, job.jobId, 'manifest.json'), 'utf8'));
     expect(manifest).toMatchObject({ format: 'wds-backup', formatVersion: 1, backupId: job.jobId, databaseId });
@@ -49,9 +76,15 @@ describe('run now and list', () => {
     const viewer = await addMember(server().prisma, orgId(), 'viewer');
     const byMember = await runBackup(server(), member.apiKey, orgId(), databaseId);
     expect(byMember.state).toBe('succeeded');
-    const byViewer = await server().request('POST', `${databasePath(orgId(), databaseId)}/backups`, { token: viewer.apiKey, idempotencyKey: idempotencyKey() });
+    const byViewer = await server().request('POST', `${databasePath(orgId(), databaseId)}/backups`, {
+      token: viewer.apiKey,
+      idempotencyKey: idempotencyKey(),
+    });
     expectError(byViewer, 403, 'FORBIDDEN');
-    const unknown = await server().request('POST', `${databasePath(orgId(), '01ARZ3NDEKTSV4RRFFQ69G5FAV')}/backups`, { token: admin(), idempotencyKey: idempotencyKey() });
+    const unknown = await server().request('POST', `${databasePath(orgId(), '01ARZ3NDEKTSV4RRFFQ69G5FAV')}/backups`, {
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+    });
     expectError(unknown, 404, 'RESOURCE_NOT_FOUND');
     const preview = await requestPreview(server(), member.apiKey, orgId(), databaseId, byMember.jobId);
     expectError(preview, 403, 'FORBIDDEN');
@@ -66,23 +99,45 @@ describe('restore', () => {
     expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
 
     // Change and delete things: a row deleted, one added, one changed, a table added.
-    const deleted = await server().request('DELETE', `${customers.path}/rows/${grace.id}`, { token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: grace.version } });
+    const deleted = await server().request('DELETE', `${customers.path}/rows/${grace.id}`, {
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: grace.version },
+    });
     expect(deleted.status, deleted.text).toBe(200);
     await row(customers, { Name: 'Linus', Age: 50 });
     await row(orders, { Customer: 'Linus', Total: 1 });
     await createTable(server(), suite.org, [{ name: 'Note', type: 'text' }], { databaseId, name: 'Extra' });
     expect(await pictureOf(server(), databaseId)).not.toEqual(before);
 
-    const preview = await finished(server(), admin(), await requestPreview(server(), admin(), orgId(), databaseId, backup.jobId));
+    const preview = await finished(
+      server(),
+      admin(),
+      await requestPreview(server(), admin(), orgId(), databaseId, backup.jobId),
+    );
     expect(preview.state, JSON.stringify(preview)).toBe('succeeded');
-    expect(preview.result).toMatchObject({ backupId: backup.jobId, verified: true, tablesAdded: [], tablesAltered: [] });
+    expect(preview.result).toMatchObject({
+      backupId: backup.jobId,
+      verified: true,
+      tablesAdded: [],
+      tablesAltered: [],
+    });
     expect(preview.result.tablesRemoved.map((table: { name: string }) => table.name)).toEqual(['Extra']);
-    expect(preview.result.rowCounts).toEqual(expect.arrayContaining([
-      { tableId: customers.tableId, name: 'Customers', before: 2, after: 2 },
-      { tableId: orders.tableId, name: 'Orders', before: 2, after: 1 },
-    ]));
+    expect(preview.result.rowCounts).toEqual(
+      expect.arrayContaining([
+        { tableId: customers.tableId, name: 'Customers', before: 2, after: 2 },
+        { tableId: orders.tableId, name: 'Orders', before: 2, after: 1 },
+      ]),
+    );
 
-    const copy = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'new-database', name: `Copy ${databaseId}` }));
+    const copy = await finished(
+      server(),
+      admin(),
+      await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+        target: 'new-database',
+        name: `Copy ${databaseId}`,
+      }),
+    );
     expect(copy.state, JSON.stringify(copy)).toBe('succeeded');
     const copyId = copy.result.databaseId;
     expect(copyId).not.toBe(databaseId);
@@ -90,7 +145,14 @@ describe('restore', () => {
     expect(await constraintsOf(copyId)).toBe(2);
 
     const version = await databaseVersion(server(), admin(), orgId(), databaseId);
-    const replaced = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace', expectedVersion: version }));
+    const replaced = await finished(
+      server(),
+      admin(),
+      await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+        target: 'replace',
+        expectedVersion: version,
+      }),
+    );
     expect(replaced.state, JSON.stringify(replaced)).toBe('succeeded');
     expect(await pictureOf(server(), databaseId)).toEqual(before);
     expect(await constraintsOf(databaseId)).toBe(2);
@@ -103,19 +165,33 @@ describe('restore', () => {
     // The view, checked against the snapshot's schema, moves with it (not reported as drifted).
     const views = await server().request('GET', `${customers.path}/views`, { token: admin() });
     expect(views.status, views.text).toBe(200);
-    expect(views.body.data.map((view: { schemaVersion: number }) => view.schemaVersion)).toEqual([restoredCustomers.schemaVersion]);
+    expect(views.body.data.map((view: { schemaVersion: number }) => view.schemaVersion)).toEqual([
+      restoredCustomers.schemaVersion,
+    ]);
     const next = await row(restoredCustomers, { Name: 'Barbara' });
     expect(Number(next.values[customers.fields.Number!])).toBe(3);
     expectError(await createRow(server(), admin(), restoredCustomers, { Name: 'Grace' }), 409, 'UNIQUE_CONFLICT');
-    expectError(await createRow(server(), admin(), restoredOrders, { Customer: 'Nobody' }), 409, 'FOREIGN_KEY_CONFLICT');
+    expectError(
+      await createRow(server(), admin(), restoredOrders, { Customer: 'Nobody' }),
+      409,
+      'FOREIGN_KEY_CONFLICT',
+    );
 
-    const events = await server().prisma.activityEvent.findMany({ where: { databaseId, category: 'restores' }, select: { event: true } });
-    expect(events.map((event) => event.event)).toEqual(expect.arrayContaining(['database.restore', 'job.previewDatabaseRestore.succeeded']));
+    const events = await server().prisma.activityEvent.findMany({
+      where: { databaseId, category: 'restores' },
+      select: { event: true },
+    });
+    expect(events.map((event) => event.event)).toEqual(
+      expect.arrayContaining(['database.restore', 'job.previewDatabaseRestore.succeeded']),
+    );
   });
 
   it('restores a hashed unique rule (a key too wide for a btree) to both targets, still refusing duplicates', async () => {
     const databaseId = await createDatabase(server(), suite.org);
-    const created = await createTable(server(), suite.org, [{ name: 'Text', type: 'text' }], { databaseId, name: 'Notes' });
+    const created = await createTable(server(), suite.org, [{ name: 'Text', type: 'text' }], {
+      databaseId,
+      name: 'Notes',
+    });
     const rule = await addUniqueRule(server(), admin(), created, { fieldIds: ['Text'] });
     expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const notes = rule.table;
@@ -124,28 +200,54 @@ describe('restore', () => {
     const backup = await runBackup(server(), admin(), orgId(), databaseId);
     expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
 
-    const copy = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'new-database', name: `Copy ${databaseId}` }));
+    const copy = await finished(
+      server(),
+      admin(),
+      await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+        target: 'new-database',
+        name: `Copy ${databaseId}`,
+      }),
+    );
     expect(copy.state, JSON.stringify(copy)).toBe('succeeded');
-    const copiedTable = await server().prisma.dataTable.findFirstOrThrow({ where: { databaseId: copy.result.databaseId }, include: { fields: true } });
+    const copiedTable = await server().prisma.dataTable.findFirstOrThrow({
+      where: { databaseId: copy.result.databaseId },
+      include: { fields: true },
+    });
     const copied: TestTable = {
-      ...notes, databaseId: copy.result.databaseId, tableId: copiedTable.id, schemaVersion: Number(copiedTable.schemaVersion),
-      fields: { Text: copiedTable.fields[0]!.id }, path: `${databasePath(orgId(), copy.result.databaseId)}/tables/${copiedTable.id}`,
+      ...notes,
+      databaseId: copy.result.databaseId,
+      tableId: copiedTable.id,
+      schemaVersion: Number(copiedTable.schemaVersion),
+      fields: { Text: copiedTable.fields[0]!.id },
+      path: `${databasePath(orgId(), copy.result.databaseId)}/tables/${copiedTable.id}`,
     };
     expectError(await createRow(server(), admin(), copied, { Text: wide }), 409, 'UNIQUE_CONFLICT');
     expect((await createRow(server(), admin(), copied, { Text: `${wide.slice(1)}e` })).status).toBe(201);
 
     const version = await databaseVersion(server(), admin(), orgId(), databaseId);
-    const replaced = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace', expectedVersion: version }));
+    const replaced = await finished(
+      server(),
+      admin(),
+      await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+        target: 'replace',
+        expectedVersion: version,
+      }),
+    );
     expect(replaced.state, JSON.stringify(replaced)).toBe('succeeded');
     const restored = await refreshSchemaVersion(server(), admin(), notes);
     expectError(await createRow(server(), admin(), restored, { Text: wide }), 409, 'UNIQUE_CONFLICT');
-    const parallel = await Promise.all(Array.from({ length: 4 }, () => createRow(server(), admin(), restored, { Text: 'contested' })));
+    const parallel = await Promise.all(
+      Array.from({ length: 4 }, () => createRow(server(), admin(), restored, { Text: 'contested' })),
+    );
     expect(parallel.map((response) => response.status).sort()).toEqual([201, 409, 409, 409]);
   });
 
   it('moves every restored table past any schema version it had, so no process trusts a cached schema of that number', async () => {
     const databaseId = await createDatabase(server(), suite.org);
-    const table = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }], { databaseId, name: 'People' });
+    const table = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }], {
+      databaseId,
+      name: 'People',
+    });
     const backup = await runBackup(server(), admin(), orgId(), databaseId);
     expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
     // After the backup: a field A, read once (this process now caches the schema with A at the next version).
@@ -154,19 +256,31 @@ describe('restore', () => {
     expect((await server().request('GET', `${table.path}/rows`, { token: admin() })).status).toBe(200);
 
     const version = await databaseVersion(server(), admin(), orgId(), databaseId);
-    const replaced = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace', expectedVersion: version }));
+    const replaced = await finished(
+      server(),
+      admin(),
+      await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+        target: 'replace',
+        expectedVersion: version,
+      }),
+    );
     expect(replaced.state, JSON.stringify(replaced)).toBe('succeeded');
     const restored = await schemaChangeApi(suite).schemaOf(table);
     expect(restored.schemaVersion).toBeGreaterThan(withA.schemaVersion);
     expect(restored.fields.map((field) => field.name)).toEqual(['Name']);
 
     // A different field B: the schema reaches a version number that was never A's.
-    const withB = await changed({ ...table, schemaVersion: restored.schemaVersion }, { kind: 'add_field', field: { name: 'B', type: 'text' } });
+    const withB = await changed(
+      { ...table, schemaVersion: restored.schemaVersion },
+      { kind: 'add_field', field: { name: 'B', type: 'text' } },
+    );
     expect(withB.schemaVersion).not.toBe(withA.schemaVersion);
     await row(withB, { Name: 'Grace', B: 'b' });
     const page = await server().request('GET', `${table.path}/rows`, { token: admin() });
     expect(page.status, page.text).toBe(200);
-    expect(page.body.data.map((entry: { values: Record<string, unknown> }) => entry.values)).toEqual([{ [withB.fields.Name!]: 'Grace', [withB.fields.B!]: 'b' }]);
+    expect(page.body.data.map((entry: { values: Record<string, unknown> }) => entry.values)).toEqual([
+      { [withB.fields.Name!]: 'Grace', [withB.fields.B!]: 'b' },
+    ]);
   });
 
   it('refuses a replace without the current version, before any job', async () => {
@@ -174,9 +288,14 @@ describe('restore', () => {
     const backup = await runBackup(server(), admin(), orgId(), databaseId);
     const missing = await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace' });
     expectError(missing, 422, 'VALIDATION_FAILED');
-    const stale = await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, { target: 'replace', expectedVersion: '999' });
+    const stale = await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+      target: 'replace',
+      expectedVersion: '999',
+    });
     expectError(stale, 409, 'ROW_VERSION_CONFLICT');
-    const unknown = await requestRestore(server(), admin(), orgId(), databaseId, '01ARZ3NDEKTSV4RRFFQ69G5FAV', { target: 'new-database' });
+    const unknown = await requestRestore(server(), admin(), orgId(), databaseId, '01ARZ3NDEKTSV4RRFFQ69G5FAV', {
+      target: 'new-database',
+    });
     expectError(unknown, 404, 'RESOURCE_NOT_FOUND');
   });
 
@@ -197,10 +316,21 @@ describe('restore', () => {
     const before = await picture();
 
     for (const backupId of [corrupted.jobId, truncated.jobId]) {
-      const preview = await finished(server(), admin(), await requestPreview(server(), admin(), orgId(), databaseId, backupId));
+      const preview = await finished(
+        server(),
+        admin(),
+        await requestPreview(server(), admin(), orgId(), databaseId, backupId),
+      );
       expect(preview.state).toBe('failed');
       expect(preview.error.code).toBe('ARTIFACT_UNVERIFIED');
-      const restore = await finished(server(), admin(), await requestRestore(server(), admin(), orgId(), databaseId, backupId, { target: 'replace', expectedVersion: version }));
+      const restore = await finished(
+        server(),
+        admin(),
+        await requestRestore(server(), admin(), orgId(), databaseId, backupId, {
+          target: 'replace',
+          expectedVersion: version,
+        }),
+      );
       expect(restore.state).toBe('failed');
       expect(restore.error.code).toBe('ARTIFACT_UNVERIFIED');
     }
@@ -208,8 +338,15 @@ describe('restore', () => {
     expect(await databaseVersion(server(), admin(), orgId(), databaseId)).toBe(version);
 
     const expired = await runBackup(server(), admin(), orgId(), databaseId);
-    await server().prisma.backup.update({ where: { id: expired.jobId }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    expectError(await requestRestore(server(), admin(), orgId(), databaseId, expired.jobId, { target: 'new-database' }), 410, 'ARTIFACT_EXPIRED');
+    await server().prisma.backup.update({
+      where: { id: expired.jobId },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
+    expectError(
+      await requestRestore(server(), admin(), orgId(), databaseId, expired.jobId, { target: 'new-database' }),
+      410,
+      'ARTIFACT_EXPIRED',
+    );
     expectError(await requestPreview(server(), admin(), orgId(), databaseId, expired.jobId), 410, 'ARTIFACT_EXPIRED');
     expect(await picture()).toEqual(before);
   });
@@ -218,11 +355,19 @@ describe('restore', () => {
 describe('destination test', () => {
   it('writes, reads back and deletes a probe; admin only', async () => {
     const path = `/v1/orgs/${orgId()}/backup-destination/test`;
-    const job = await finished(server(), admin(), await server().request('POST', path, { token: admin(), idempotencyKey: idempotencyKey() }));
+    const job = await finished(
+      server(),
+      admin(),
+      await server().request('POST', path, { token: admin(), idempotencyKey: idempotencyKey() }),
+    );
     expect(job.state, JSON.stringify(job)).toBe('succeeded');
     expect(job.result).toEqual({ destination: 'local', probeBytes: 65536, wrote: true, readBack: true, deleted: true });
     expect(readdirSync(dir).filter((entry) => entry === 'probes')).toEqual([]);
     const member = await addMember(server().prisma, orgId(), 'member');
-    expectError(await server().request('POST', path, { token: member.apiKey, idempotencyKey: idempotencyKey() }), 403, 'FORBIDDEN');
+    expectError(
+      await server().request('POST', path, { token: member.apiKey, idempotencyKey: idempotencyKey() }),
+      403,
+      'FORBIDDEN',
+    );
   });
 });

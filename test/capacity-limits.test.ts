@@ -25,7 +25,8 @@ function expectRateLimited(response: ApiResponse): void {
 
 /** Every upper/lower-case spelling of "Bearer": 2^6 = 64. */
 const BEARER_SPELLINGS = Array.from({ length: 64 }, (_item, mask) =>
-  [...'bearer'].map((letter, index) => ((mask >> index) & 1 ? letter.toUpperCase() : letter)).join(''));
+  [...'bearer'].map((letter, index) => ((mask >> index) & 1 ? letter.toUpperCase() : letter)).join(''),
+);
 
 describe('one credential flooding slow reads', () => {
   let server: TestServer;
@@ -36,8 +37,13 @@ describe('one credential flooding slow reads', () => {
   beforeAll(async () => {
     // CONCURRENCY_LIMIT 16 is the old default: on a pool of 10 it is held to 5 in flight.
     server = await startTestServer({
-      DATABASE_POOL_SIZE: '10', CONCURRENCY_LIMIT: '16', ORG_CONCURRENCY_LIMIT: '6', CONCURRENCY_QUEUE: '16',
-      CONCURRENCY_QUEUE_WAIT_MS: '60000', QUERY_TIMEOUT_MS: '120000', RUN_WORKER: 'false',
+      DATABASE_POOL_SIZE: '10',
+      CONCURRENCY_LIMIT: '16',
+      ORG_CONCURRENCY_LIMIT: '6',
+      CONCURRENCY_QUEUE: '16',
+      CONCURRENCY_QUEUE_WAIT_MS: '60000',
+      QUERY_TIMEOUT_MS: '120000',
+      RUN_WORKER: 'false',
     });
     orgA = await createOrg(server.prisma);
     orgB = await createOrg(server.prisma);
@@ -45,10 +51,13 @@ describe('one credential flooding slow reads', () => {
   }, 60_000);
   afterAll(() => server?.close());
 
-  it('cannot hold the pool: another org\'s simple read completes while every flooding read is still running', async () => {
+  it("cannot hold the pool: another org's simple read completes while every flooding read is still running", async () => {
     let settled = 0;
     const flood = Array.from({ length: 12 }, () =>
-      server.request('GET', slowRowsPath(table), { token: orgA.adminKey }).finally(() => { settled += 1; }));
+      server.request('GET', slowRowsPath(table), { token: orgA.adminKey }).finally(() => {
+        settled += 1;
+      }),
+    );
     const running = await waitForScans(server, table, (count) => count >= 5);
     expect(running).toBe(5);
     const other = await server.request('GET', `/v1/orgs/${orgB.orgId}/databases`, { token: orgB.adminKey });
@@ -67,8 +76,13 @@ describe('the in-flight queue and the org limit', () => {
 
   beforeAll(async () => {
     server = await startTestServer({
-      DATABASE_POOL_SIZE: '10', CONCURRENCY_LIMIT: '1', ORG_CONCURRENCY_LIMIT: '2', CONCURRENCY_QUEUE: '1',
-      CONCURRENCY_QUEUE_WAIT_MS: '60000', QUERY_TIMEOUT_MS: '120000', RUN_WORKER: 'false',
+      DATABASE_POOL_SIZE: '10',
+      CONCURRENCY_LIMIT: '1',
+      ORG_CONCURRENCY_LIMIT: '2',
+      CONCURRENCY_QUEUE: '1',
+      CONCURRENCY_QUEUE_WAIT_MS: '60000',
+      QUERY_TIMEOUT_MS: '120000',
+      RUN_WORKER: 'false',
     });
     org = await createOrg(server.prisma);
     table = await createSlowTable(server, org);
@@ -91,7 +105,7 @@ describe('the in-flight queue and the org limit', () => {
     expect((await holding).status).toBe(200);
   }, 120_000);
 
-  it('counts every credential of an org against the org limit, and no other org\'s', async () => {
+  it("counts every credential of an org against the org limit, and no other org's", async () => {
     const teamKey = await createTeamKey(server.prisma, org, 'read');
     const other = await createOrg(server.prisma);
     const first = server.request('GET', slowRowsPath(table), { token: org.adminKey });
@@ -125,8 +139,11 @@ describe('limits keyed on the resolved credential', () => {
 
   it('counts 64 spellings of "Bearer" with one key against that one credential', async () => {
     expect(new Set(BEARER_SPELLINGS).size).toBe(64);
-    const responses = await Promise.all(BEARER_SPELLINGS.map((scheme) =>
-      server.request('GET', '/v1/preferences/options', { headers: { authorization: `${scheme} ${org.adminKey}` } })));
+    const responses = await Promise.all(
+      BEARER_SPELLINGS.map((scheme) =>
+        server.request('GET', '/v1/preferences/options', { headers: { authorization: `${scheme} ${org.adminKey}` } }),
+      ),
+    );
     const statuses = responses.map((response) => response.status);
     expect(statuses.every((status) => status === 200 || status === 429)).toBe(true);
     // 5 a second: the 64 requests take a few seconds at most, nowhere near 64 allowances.
@@ -135,8 +152,11 @@ describe('limits keyed on the resolved credential', () => {
   });
 
   it('limits random well-formed keys by the client address: 429 once the address has spent its rate', async () => {
-    const responses = await Promise.all(Array.from({ length: 40 }, () =>
-      server.request('GET', '/v1/preferences/options', { token: issueApiKeySecret().token })));
+    const responses = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        server.request('GET', '/v1/preferences/options', { token: issueApiKeySecret().token }),
+      ),
+    );
     const statuses = responses.map((response) => response.status);
     expect(statuses.every((status) => status === 401 || status === 429)).toBe(true);
     expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(20);
@@ -156,9 +176,14 @@ describe('a client that leaves before its slot is taken', () => {
     const config = loadConfig({}, { CONCURRENCY_LIMIT: '1', ORG_CONCURRENCY_LIMIT: '1', DATABASE_POOL_SIZE: '10' });
     const limit = inFlightLimit({} as PrismaClient, config, createLogger('silent'), store);
     // The response of a client that hung up while its credential was read: already closed, 'close' already emitted.
-    const res = Object.assign(new EventEmitter(), { closed: true, locals: { limitKeys: { credential: 'api-key:K', org: 'org:O' } } });
+    const res = Object.assign(new EventEmitter(), {
+      closed: true,
+      locals: { limitKeys: { credential: 'api-key:K', org: 'org:O' } },
+    });
     let nextCalled = false;
-    await limit({} as Request, res as unknown as Response, () => { nextCalled = true; });
+    await limit({} as Request, res as unknown as Response, () => {
+      nextCalled = true;
+    });
     expect(nextCalled).toBe(false);
     expect(store.take('cred:api-key:K', 1)).not.toBeNull();
     expect(store.take('org:O', 1)).not.toBeNull();

@@ -31,16 +31,42 @@ const COLUMN_TYPES: Record<string, string[]> = {
 const snake = (name: string) => name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 
 const TABLE_OF_MODEL: Record<string, string> = {
-  User: 'users', Org: 'orgs', Member: 'members', ApiKey: 'api_keys', Session: 'sessions', Preference: 'preferences',
-  IdempotencyRecord: 'idempotency_records', ActivityEvent: 'activity_events', Database: 'databases', DataTable: 'data_tables',
-  Field: 'fields', UniqueRule: 'unique_rules', TableIndex: 'table_indexes', ForeignKey: 'foreign_keys', ServiceSecret: 'service_secrets', SavedView: 'saved_views',
-  Job: 'jobs', JobArtifact: 'job_artifacts', JobArtifactChunk: 'job_artifact_chunks',
-  Invitation: 'invitations', OAuthClient: 'oauth_clients', OAuthCode: 'oauth_codes', OAuthToken: 'oauth_tokens',
+  User: 'users',
+  Org: 'orgs',
+  Member: 'members',
+  ApiKey: 'api_keys',
+  Session: 'sessions',
+  Preference: 'preferences',
+  IdempotencyRecord: 'idempotency_records',
+  ActivityEvent: 'activity_events',
+  Database: 'databases',
+  DataTable: 'data_tables',
+  Field: 'fields',
+  UniqueRule: 'unique_rules',
+  TableIndex: 'table_indexes',
+  ForeignKey: 'foreign_keys',
+  ServiceSecret: 'service_secrets',
+  SavedView: 'saved_views',
+  Job: 'jobs',
+  JobArtifact: 'job_artifacts',
+  JobArtifactChunk: 'job_artifact_chunks',
+  Invitation: 'invitations',
+  OAuthClient: 'oauth_clients',
+  OAuthCode: 'oauth_codes',
+  OAuthToken: 'oauth_tokens',
   EmailVerification: 'email_verifications',
-  Backup: 'backups', BackupSettings: 'backup_settings', BackupRun: 'backup_runs',
+  Backup: 'backups',
+  BackupSettings: 'backup_settings',
+  BackupRun: 'backup_runs',
 };
 
-interface Column { table_name: string; column_name: string; data_type: string; udt_name: string; is_nullable: 'YES' | 'NO' }
+interface Column {
+  table_name: string;
+  column_name: string;
+  data_type: string;
+  udt_name: string;
+  is_nullable: 'YES' | 'NO';
+}
 
 describe('the migrated catalog matches prisma/schema.prisma', () => {
   it('has a column of the right type and nullability for every scalar field of every model', async () => {
@@ -70,40 +96,188 @@ describe('the migrated catalog matches prisma/schema.prisma', () => {
 
   it('round-trips every model through the Prisma client', async () => {
     const { prisma } = server;
-    const user = await prisma.user.create({ data: { id: newId(), email: `${newId()}@example.com`, name: 'Round Trip' } });
+    const user = await prisma.user.create({
+      data: { id: newId(), email: `${newId()}@example.com`, name: 'Round Trip' },
+    });
     const org = await prisma.org.create({ data: { id: newId(), name: 'Round Trip Org' } });
     await prisma.member.create({ data: { id: newId(), orgId: org.id, userId: user.id, role: 'viewer' } });
-    await prisma.apiKey.create({ data: { id: newId(), scope: 'personal', orgId: org.id, userId: user.id, createdByUserId: user.id, name: 'k',
-      prefix: newId().slice(0, 12).toLowerCase(), secretHash: 'a'.repeat(64), access: 'read' } });
-    await prisma.session.create({ data: { id: newId(), userId: user.id, tokenHash: 'b'.repeat(64), csrfTokenHash: 'c'.repeat(64), expiresAt: new Date(Date.now() + 60_000) } });
-    await prisma.invitation.create({ data: { id: newId(), orgId: org.id, email: 'invitee@example.com', role: 'member', tokenHash: 'e'.repeat(64), invitedByUserId: user.id, expiresAt: new Date(Date.now() + 60_000) } });
-    const client = await prisma.oAuthClient.create({ data: { id: newId(), name: 'Client', redirectUris: ['https://app.example/cb'] } });
-    await prisma.oAuthCode.create({ data: { id: newId(), codeHash: 'f'.repeat(64), clientId: client.id, userId: user.id, redirectUri: 'https://app.example/cb', scopes: ['rows:read'], codeChallenge: 'x'.repeat(43), familyId: newId(), expiresAt: new Date() } });
-    await prisma.oAuthToken.create({ data: { id: newId(), kind: 'access', tokenHash: '1'.repeat(64), familyId: newId(), clientId: client.id, userId: user.id, scopes: ['rows:read'], audience: 'a', expiresAt: new Date() } });
-    expect(await prisma.oAuthClient.findUniqueOrThrow({ where: { id: client.id }, include: { codes: true, tokens: true } })).toMatchObject({ redirectUris: ['https://app.example/cb'], codes: [{ scopes: ['rows:read'] }], tokens: [{ kind: 'access' }] });
-    await prisma.user.update({ where: { id: user.id }, data: { failedLogins: 1, lockedUntil: new Date(), totpSecret: 'JBSWY3DPEHPK3PXP', totpLastStep: 12345 } });
-    await prisma.preference.create({ data: { userId: user.id, timezone: 'UTC', locale: 'en-US', dateFormat: 'year-month-day', timeFormat: '24-hour', theme: 'dark' } });
-    await prisma.idempotencyRecord.create({ data: { actorKey: `user:${user.id}`, key: 'roundtrip', slot: 1n, operation: 'op', fingerprint: 'd'.repeat(64), outcome: { ok: true }, expiresAt: new Date() } });
-    await prisma.activityEvent.create({ data: { id: newId(), orgId: org.id, category: 'records', event: 'records.changed', summary: 's', actorId: user.id, actorKind: 'user', actorName: 'Round Trip', affectedRows: 1 } });
+    await prisma.apiKey.create({
+      data: {
+        id: newId(),
+        scope: 'personal',
+        orgId: org.id,
+        userId: user.id,
+        createdByUserId: user.id,
+        name: 'k',
+        prefix: newId().slice(0, 12).toLowerCase(),
+        secretHash: 'a'.repeat(64),
+        access: 'read',
+      },
+    });
+    await prisma.session.create({
+      data: {
+        id: newId(),
+        userId: user.id,
+        tokenHash: 'b'.repeat(64),
+        csrfTokenHash: 'c'.repeat(64),
+        expiresAt: new Date(Date.now() + 60_000),
+      },
+    });
+    await prisma.invitation.create({
+      data: {
+        id: newId(),
+        orgId: org.id,
+        email: 'invitee@example.com',
+        role: 'member',
+        tokenHash: 'e'.repeat(64),
+        invitedByUserId: user.id,
+        expiresAt: new Date(Date.now() + 60_000),
+      },
+    });
+    const client = await prisma.oAuthClient.create({
+      data: { id: newId(), name: 'Client', redirectUris: ['https://app.example/cb'] },
+    });
+    await prisma.oAuthCode.create({
+      data: {
+        id: newId(),
+        codeHash: 'f'.repeat(64),
+        clientId: client.id,
+        userId: user.id,
+        redirectUri: 'https://app.example/cb',
+        scopes: ['rows:read'],
+        codeChallenge: 'x'.repeat(43),
+        familyId: newId(),
+        expiresAt: new Date(),
+      },
+    });
+    await prisma.oAuthToken.create({
+      data: {
+        id: newId(),
+        kind: 'access',
+        tokenHash: '1'.repeat(64),
+        familyId: newId(),
+        clientId: client.id,
+        userId: user.id,
+        scopes: ['rows:read'],
+        audience: 'a',
+        expiresAt: new Date(),
+      },
+    });
+    expect(
+      await prisma.oAuthClient.findUniqueOrThrow({ where: { id: client.id }, include: { codes: true, tokens: true } }),
+    ).toMatchObject({
+      redirectUris: ['https://app.example/cb'],
+      codes: [{ scopes: ['rows:read'] }],
+      tokens: [{ kind: 'access' }],
+    });
+    await prisma.user.update({
+      where: { id: user.id },
+      data: { failedLogins: 1, lockedUntil: new Date(), totpSecret: 'JBSWY3DPEHPK3PXP', totpLastStep: 12345 },
+    });
+    await prisma.preference.create({
+      data: {
+        userId: user.id,
+        timezone: 'UTC',
+        locale: 'en-US',
+        dateFormat: 'year-month-day',
+        timeFormat: '24-hour',
+        theme: 'dark',
+      },
+    });
+    await prisma.idempotencyRecord.create({
+      data: {
+        actorKey: `user:${user.id}`,
+        key: 'roundtrip',
+        slot: 1n,
+        operation: 'op',
+        fingerprint: 'd'.repeat(64),
+        outcome: { ok: true },
+        expiresAt: new Date(),
+      },
+    });
+    await prisma.activityEvent.create({
+      data: {
+        id: newId(),
+        orgId: org.id,
+        category: 'records',
+        event: 'records.changed',
+        summary: 's',
+        actorId: user.id,
+        actorKind: 'user',
+        actorName: 'Round Trip',
+        affectedRows: 1,
+      },
+    });
     const database = await prisma.database.create({ data: { id: newId(), orgId: org.id, name: 'Round Trip DB' } });
-    const table = await prisma.dataTable.create({ data: { id: newId(), orgId: org.id, databaseId: database.id, name: 'T' } });
-    const field = await prisma.field.create({ data: { id: newId(), tableId: table.id, name: 'F', type: 'text', options: { maxLength: 5 }, position: 0 } });
+    const table = await prisma.dataTable.create({
+      data: { id: newId(), orgId: org.id, databaseId: database.id, name: 'T' },
+    });
+    const field = await prisma.field.create({
+      data: { id: newId(), tableId: table.id, name: 'F', type: 'text', options: { maxLength: 5 }, position: 0 },
+    });
     const rule = await prisma.uniqueRule.create({ data: { id: newId(), tableId: table.id, fieldIds: [field.id] } });
-    await prisma.foreignKey.create({ data: { id: newId(), tableId: table.id, fieldIds: [field.id], referencedTableId: table.id, referencedRuleId: rule.id } });
-    await prisma.tableIndex.create({ data: { id: newId(), tableId: table.id, keys: [{ fieldId: field.id, direction: 'asc' }], signature: `${field.id}:asc`, origin: 'explicit' } });
-    const loadedTable = await prisma.dataTable.findUniqueOrThrow({ where: { id: table.id }, include: { fields: true, uniqueRules: true, foreignKeys: true, indexes: true } });
+    await prisma.foreignKey.create({
+      data: {
+        id: newId(),
+        tableId: table.id,
+        fieldIds: [field.id],
+        referencedTableId: table.id,
+        referencedRuleId: rule.id,
+      },
+    });
+    await prisma.tableIndex.create({
+      data: {
+        id: newId(),
+        tableId: table.id,
+        keys: [{ fieldId: field.id, direction: 'asc' }],
+        signature: `${field.id}:asc`,
+        origin: 'explicit',
+      },
+    });
+    const loadedTable = await prisma.dataTable.findUniqueOrThrow({
+      where: { id: table.id },
+      include: { fields: true, uniqueRules: true, foreignKeys: true, indexes: true },
+    });
     expect([loadedTable.indexes[0]!.state, loadedTable.indexVersion]).toEqual(['building', 0]);
     expect(loadedTable.fields[0]!.options).toEqual({ maxLength: 5 });
     expect(loadedTable.uniqueRules[0]!.fieldIds).toEqual([field.id]);
     expect(loadedTable.foreignKeys[0]!.referencedRuleId).toBe(rule.id);
     expect([loadedTable.schemaVersion, loadedTable.rowCount]).toEqual([1, 0n]);
-    const job = await prisma.job.create({ data: { id: newId(), orgId: org.id, kind: 'previewImportRows', payload: { a: 1 }, actorId: user.id, actorKind: 'user', actorName: 'Round Trip' } });
-    await prisma.jobArtifact.create({ data: { jobId: job.id, name: 'errors.jsonl', contentType: 'application/x-ndjson', content: Buffer.from('{}\n'), sizeBytes: 3n, sha256: 'e'.repeat(64), expiresAt: new Date() } });
+    const job = await prisma.job.create({
+      data: {
+        id: newId(),
+        orgId: org.id,
+        kind: 'previewImportRows',
+        payload: { a: 1 },
+        actorId: user.id,
+        actorKind: 'user',
+        actorName: 'Round Trip',
+      },
+    });
+    await prisma.jobArtifact.create({
+      data: {
+        jobId: job.id,
+        name: 'errors.jsonl',
+        contentType: 'application/x-ndjson',
+        content: Buffer.from('{}\n'),
+        sizeBytes: 3n,
+        sha256: 'e'.repeat(64),
+        expiresAt: new Date(),
+      },
+    });
     const loadedJob = await prisma.job.findUniqueOrThrow({ where: { id: job.id }, include: { artifacts: true } });
-    expect([loadedJob.state, loadedJob.journal, Buffer.from(loadedJob.artifacts[0]!.content).toString()]).toEqual(['queued', {}, '{}\n']);
+    expect([loadedJob.state, loadedJob.journal, Buffer.from(loadedJob.artifacts[0]!.content).toString()]).toEqual([
+      'queued',
+      {},
+      '{}\n',
+    ]);
     const loaded = await prisma.user.findUniqueOrThrow({
       where: { id: user.id },
-      include: { memberships: { include: { org: { include: { activity: true, apiKeys: true } } } }, sessions: true, preference: true },
+      include: {
+        memberships: { include: { org: { include: { activity: true, apiKeys: true } } } },
+        sessions: true,
+        preference: true,
+      },
     });
     expect(loaded.memberships[0]!.org.activity).toHaveLength(1);
     expect(loaded.memberships[0]!.org.apiKeys).toHaveLength(1);

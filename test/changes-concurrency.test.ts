@@ -16,7 +16,12 @@ import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
  * raw connection holds transactions open (its changes get their `seq` early and commit late, which a read by insert
  * order would skip) and updates rows only after it has its transaction id (so xid order is not version order).
  */
-const suite = useServerWithOrg({ RATE_LIMIT_RPS: '0', RATE_LIMIT_BURST: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0' });
+const suite = useServerWithOrg({
+  RATE_LIMIT_RPS: '0',
+  RATE_LIMIT_BURST: '0',
+  CONCURRENCY_LIMIT: '0',
+  ORG_CONCURRENCY_LIMIT: '0',
+});
 const WRITERS = 8;
 const ROUNDS = 30;
 let pool: pg.Pool;
@@ -26,10 +31,14 @@ const keys: string[] = [];
 
 beforeAll(async () => {
   pool = new pg.Pool({ connectionString: suite.server.database.url, max: 6 });
-  table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', required: true }, { name: 'Qty', type: 'integer' }]);
+  table = await createTable(suite.server, suite.org, [
+    { name: 'Code', type: 'text', required: true },
+    { name: 'Qty', type: 'integer' },
+  ]);
   const schema = await suite.server.request('GET', `${table.path}/schema`, { token: suite.org.adminKey });
   physical = { databaseId: table.databaseId, tableId: table.tableId, fields: schema.body.fields as FieldDefinition[] };
-  for (let index = 0; index < WRITERS; index += 1) keys.push((await addMember(suite.server.prisma, suite.org.orgId, 'member')).apiKey);
+  for (let index = 0; index < WRITERS; index += 1)
+    keys.push((await addMember(suite.server.prisma, suite.org.orgId, 'member')).apiKey);
 });
 afterAll(() => pool.end());
 
@@ -44,7 +53,9 @@ async function httpWriter(token: string, seed: number): Promise<void> {
       shared.push({ id: response.body.row.id, version: '1' });
     } else {
       const response = await suite.server.request('PATCH', `${table.path}/rows/${pick.id}`, {
-        token, idempotencyKey: idempotencyKey(), body: { expectedVersion: pick.version, values: { Qty: seed * 1000 + round } },
+        token,
+        idempotencyKey: idempotencyKey(),
+        body: { expectedVersion: pick.version, values: { Qty: seed * 1000 + round } },
       });
       if (response.status === 200) pick.version = response.body.row.version;
       else if (response.status === 409) pick.version = response.body.error.details.currentVersion;
@@ -63,12 +74,23 @@ async function slowWriter(rounds: number): Promise<void> {
       await client.query('SELECT pg_sleep(0.03)');
       const target = shared[(round * 5) % Math.max(shared.length, 1)];
       if (target) {
-        const [current] = (await client.query(`SELECT version::text AS version FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id = $1 FOR UPDATE`, [target.id])).rows;
+        const [current] = (
+          await client.query(
+            `SELECT version::text AS version FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id = $1 FOR UPDATE`,
+            [target.id],
+          )
+        ).rows;
         const statement = updateRow(physical, {
-          rowId: target.id, expectedVersion: BigInt(current.version), schemaVersion: table.schemaVersion,
+          rowId: target.id,
+          expectedVersion: BigInt(current.version),
+          schemaVersion: table.schemaVersion,
           values: new Map([[physical.fields[1]!.id, 100_000 + round]]),
           event: {
-            orgId: suite.org.orgId, mutationId: newId(), activityId: newId(), summary: 'slow', at: new Date().toISOString(),
+            orgId: suite.org.orgId,
+            mutationId: newId(),
+            activityId: newId(),
+            summary: 'slow',
+            at: new Date().toISOString(),
             actor: { id: suite.org.adminUserId, kind: 'user', name: 'Slow', key: null },
           },
         });
@@ -83,7 +105,11 @@ async function slowWriter(rounds: number): Promise<void> {
 }
 
 async function page(after: string | null) {
-  const response = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${table.databaseId}/changes?limit=7${after ? `&after=${after}` : ''}`, { token: suite.org.adminKey });
+  const response = await suite.server.request(
+    'GET',
+    `/v1/orgs/${suite.org.orgId}/databases/${table.databaseId}/changes?limit=7${after ? `&after=${after}` : ''}`,
+    { token: suite.org.adminKey },
+  );
   expect(response.status, response.text).toBe(200);
   return ChangePageResponse.parse(response.body);
 }
@@ -113,8 +139,10 @@ describe('the change feed under concurrent writers', () => {
     const rowChanges = seen.filter((change) => change.kind.startsWith('row.'));
     const history = await pool.query<{ row_id: string; version: string; operation: string }>(
       `SELECT row_id, version::text AS version, min(operation) AS operation FROM ${historyTableOf(table.databaseId, table.tableId)}
-        GROUP BY row_id, version ORDER BY row_id, version`);
-    const key = (change: { rowId?: string | null; row_id?: string; version?: string | null }) => `${change.rowId ?? change.row_id}@${change.version}`;
+        GROUP BY row_id, version ORDER BY row_id, version`,
+    );
+    const key = (change: { rowId?: string | null; row_id?: string; version?: string | null }) =>
+      `${change.rowId ?? change.row_id}@${change.version}`;
     const feedKeys = rowChanges.map(key);
     expect(new Set(feedKeys).size, 'no change twice').toBe(feedKeys.length);
     expect([...feedKeys].sort()).toEqual(history.rows.map(key).sort());
@@ -130,7 +158,9 @@ describe('the change feed under concurrent writers', () => {
     // The feed's values are the history's: each update's Qty is what the history recorded for that version.
     const qty = physical.fields[1]!.id;
     const cells = await pool.query<{ key: string; value: unknown }>(
-      `SELECT row_id || '@' || version AS key, value FROM ${historyTableOf(table.databaseId, table.tableId)} WHERE field_id = $1`, [qty]);
+      `SELECT row_id || '@' || version AS key, value FROM ${historyTableOf(table.databaseId, table.tableId)} WHERE field_id = $1`,
+      [qty],
+    );
     for (const cell of cells.rows) expect(byKey.get(cell.key)!.values![qty]).toEqual(cell.value);
     expect(rowChanges.length).toBeGreaterThan(WRITERS * ROUNDS * 0.9);
   });

@@ -12,7 +12,13 @@ import { importPreviewed, preview } from './helpers/jobs.ts';
 import { appliedChange } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import {
-  addForeignKey, addUniqueRule, createDatabase, createRow, createTable, refreshSchemaVersion, type TestTable,
+  addForeignKey,
+  addUniqueRule,
+  createDatabase,
+  createRow,
+  createTable,
+  refreshSchemaVersion,
+  type TestTable,
 } from './helpers/workspace.ts';
 
 /** Issue 27: the change feed — every write path records its change, and the feed's API over REST and GraphQL. */
@@ -59,9 +65,15 @@ async function changesAfter(databaseId: string, cursor: string) {
 }
 
 async function codedTable(databaseId?: string) {
-  return createTable(suite.server, suite.org, [
-    { name: 'Code', type: 'text', required: true, options: { maxLength: 100 } }, { name: 'Qty', type: 'integer' },
-  ], databaseId ? { databaseId } : {});
+  return createTable(
+    suite.server,
+    suite.org,
+    [
+      { name: 'Code', type: 'text', required: true, options: { maxLength: 100 } },
+      { name: 'Qty', type: 'integer' },
+    ],
+    databaseId ? { databaseId } : {},
+  );
 }
 
 async function created(table: TestTable, values: Record<string, unknown>) {
@@ -77,11 +89,15 @@ describe('row changes, by every write path', () => {
     const start = await head(table.databaseId);
     const row = await created(table, { Code: 'a', Qty: 1 });
     const patched = await suite.server.request('PATCH', `${table.path}/rows/${row.row.id}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', values: { Qty: 2 } },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', values: { Qty: 2 } },
     });
     expect(patched.status, patched.text).toBe(200);
     const deleted = await suite.server.request('DELETE', `${table.path}/rows/${row.row.id}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '2' },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '2' },
     });
     expect(deleted.status, deleted.text).toBe(200);
 
@@ -92,10 +108,18 @@ describe('row changes, by every write path', () => {
       { kind: 'row.deleted', rowId: row.row.id, version: '3' },
     ]);
     expect(changes[0]).toMatchObject({
-      tableId: table.tableId, mutationId: row.mutationId, actor: { id: actorId, kind: 'user' },
-      values: { [Code]: 'a', [Qty]: 1 }, previous: null, schemaVersion: null,
+      tableId: table.tableId,
+      mutationId: row.mutationId,
+      actor: { id: actorId, kind: 'user' },
+      values: { [Code]: 'a', [Qty]: 1 },
+      previous: null,
+      schemaVersion: null,
     });
-    expect(changes[1]).toMatchObject({ values: { [Code]: 'a', [Qty]: 2 }, previous: { [Qty]: 1 }, mutationId: patched.body.mutationId });
+    expect(changes[1]).toMatchObject({
+      values: { [Code]: 'a', [Qty]: 2 },
+      previous: { [Qty]: 1 },
+      mutationId: patched.body.mutationId,
+    });
     expect(changes[2]).toMatchObject({ values: null, previous: { [Code]: 'a', [Qty]: 2 } });
     expect(new Set(changes.map((change) => change.cursor)).size).toBe(3);
   });
@@ -111,8 +135,11 @@ describe('row changes, by every write path', () => {
     const c = await created(table, { Code: 'c', Qty: 3 });
     const start = await head(table.databaseId);
     const response = await suite.server.request('POST', `${table.path}/rows/batch`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: {
-        expectedSchemaVersion: table.schemaVersion, operations: [
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: {
+        expectedSchemaVersion: table.schemaVersion,
+        operations: [
           { op: 'create', values: { Code: 'new', Qty: 10 } },
           { op: 'update', rowId: a.row.id, expectedVersion: '1', values: { Qty: 11 } },
           { op: 'delete', rowId: b.row.id, expectedVersion: '1' },
@@ -124,14 +151,19 @@ describe('row changes, by every write path', () => {
     expect(response.status, response.text).toBe(200);
     const changes = await changesAfter(table.databaseId, start);
     const ids = response.body.results.map((result: { row: { id: string } }) => result.row.id);
-    expect(changes.map(({ kind, rowId, version }) => ({ kind, rowId, version })).sort((x, y) => `${x.rowId}${x.version}`.localeCompare(`${y.rowId}${y.version}`)))
-      .toEqual([
+    expect(
+      changes
+        .map(({ kind, rowId, version }) => ({ kind, rowId, version }))
+        .sort((x, y) => `${x.rowId}${x.version}`.localeCompare(`${y.rowId}${y.version}`)),
+    ).toEqual(
+      [
         { kind: 'row.created', rowId: ids[0], version: '1' },
         { kind: 'row.updated', rowId: a.row.id, version: '2' },
         { kind: 'row.updated', rowId: c.row.id, version: '2' },
         { kind: 'row.deleted', rowId: b.row.id, version: '2' },
         { kind: 'row.created', rowId: ids[4], version: '1' },
-      ].sort((x, y) => `${x.rowId}${x.version}`.localeCompare(`${y.rowId}${y.version}`)));
+      ].sort((x, y) => `${x.rowId}${x.version}`.localeCompare(`${y.rowId}${y.version}`)),
+    );
     expect(new Set(changes.map((change) => change.mutationId))).toEqual(new Set([response.body.mutationId]));
   });
 
@@ -139,18 +171,24 @@ describe('row changes, by every write path', () => {
     const table = await codedTable();
     const row = await created(table, { Code: 'a', Qty: 1 });
     const deleted = await suite.server.request('DELETE', `${table.path}/rows/${row.row.id}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1' },
     });
     expect(deleted.status, deleted.text).toBe(200);
     const start = await head(table.databaseId);
     const restored = await suite.server.request('POST', `${table.path}/rows/${row.row.id}/restore`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '2' },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '2' },
     });
     expect(restored.status, restored.text).toBe(200);
     const changes = await changesAfter(table.databaseId, start);
     expect(changes).toHaveLength(1);
     expect(changes[0]).toMatchObject({
-      kind: 'row.restored', rowId: row.row.id, version: restored.body.row.version,
+      kind: 'row.restored',
+      rowId: row.row.id,
+      version: restored.body.row.version,
       values: { [table.fields.Code!]: 'a', [table.fields.Qty!]: 1 },
     });
   });
@@ -159,8 +197,12 @@ describe('row changes, by every write path', () => {
     const table = await codedTable();
     const start = await head(table.databaseId);
     const previewed = await preview(suite.server, admin(), table, {
-      content: 'code,qty\nx,1\ny,2\nz,3\n', header: true,
-      mapping: [{ source: 'code', fieldId: table.fields.Code! }, { source: 'qty', fieldId: table.fields.Qty! }],
+      content: 'code,qty\nx,1\ny,2\nz,3\n',
+      header: true,
+      mapping: [
+        { source: 'code', fieldId: table.fields.Code! },
+        { source: 'qty', fieldId: table.fields.Qty! },
+      ],
     });
     expect(previewed.state, JSON.stringify(previewed)).toBe('succeeded');
     const job = await importPreviewed(suite.server, admin(), table, previewed.jobId, 'valid-rows-only');
@@ -179,15 +221,20 @@ describe('table and schema changes', () => {
     const table = await codedTable(databaseId);
     const current = await suite.server.request('GET', table.path, { token: admin() });
     const renamed = await suite.server.request('PATCH', table.path, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: current.body.version, name: 'Renamed' },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: current.body.version, name: 'Renamed' },
     });
     expect(renamed.status, renamed.text).toBe(200);
     const trashed = await suite.server.request('DELETE', table.path, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: renamed.body.version },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: renamed.body.version },
     });
     expect(trashed.status, trashed.text).toBe(200);
     const restored = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/trash/${table.tableId}/restore`, {
-      token: admin(), idempotencyKey: idempotencyKey(),
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
     });
     expect(restored.status, restored.text).toBe(200);
     const changes = await changesAfter(databaseId, start);
@@ -206,22 +253,38 @@ describe('table and schema changes', () => {
     const start = await head(table0.databaseId);
     let table = await appliedChange(suite, table0, { kind: 'add_field', field: { name: 'Note', type: 'text' } });
     table = await appliedChange(suite, table, { kind: 'rename_field', fieldId: table.fields.Note, name: 'Remark' });
-    table = await appliedChange(suite, table, { kind: 'reorder_fields', fieldIds: [table.fields.Remark, table.fields.Code, table.fields.Qty] });
+    table = await appliedChange(suite, table, {
+      kind: 'reorder_fields',
+      fieldIds: [table.fields.Remark, table.fields.Code, table.fields.Qty],
+    });
     table = await appliedChange(suite, table, { kind: 'delete_field', fieldId: table.fields.Remark });
     const rule = await addUniqueRule(suite.server, admin(), table, { fieldIds: ['Code'] });
     expect(rule.job.state).toBe('succeeded');
     table = rule.table;
-    const child = await createTable(suite.server, suite.org, [{ name: 'Ref', type: 'text', options: { maxLength: 100 } }], { databaseId: table.databaseId });
-    const key = await addForeignKey(suite.server, admin(), child, { fieldIds: ['Ref'], referencedTableId: table.tableId, referencedRuleId: rule.ruleId });
+    const child = await createTable(
+      suite.server,
+      suite.org,
+      [{ name: 'Ref', type: 'text', options: { maxLength: 100 } }],
+      { databaseId: table.databaseId },
+    );
+    const key = await addForeignKey(suite.server, admin(), child, {
+      fieldIds: ['Ref'],
+      referencedTableId: table.tableId,
+      referencedRuleId: rule.ruleId,
+    });
     expect(key.job.state, JSON.stringify(key.job)).toBe('succeeded');
     const droppedKey = await suite.server.request('DELETE', `${child.path}/foreign-keys/${key.foreignKeyId}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: key.table.schemaVersion },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedSchemaVersion: key.table.schemaVersion },
     });
     expect([200, 202]).toContain(droppedKey.status);
     if (droppedKey.status === 202) await importWait(droppedKey.body.statusUrl);
     table = await refreshSchemaVersion(suite.server, admin(), table);
     const droppedRule = await suite.server.request('DELETE', `${table.path}/unique-rules/${rule.ruleId}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedSchemaVersion: table.schemaVersion },
     });
     expect([200, 202]).toContain(droppedRule.status);
     if (droppedRule.status === 202) await importWait(droppedRule.body.statusUrl);
@@ -261,11 +324,16 @@ describe('what is not committed is not recorded', () => {
       await client.query('BEGIN');
       await client.query(`INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, created_at, updated_at, f_${table.fields.Code!.toLowerCase()})
         VALUES ('01ARZ3NDEKTSV4RRFFQ69G5FAV', now(), now(), 'x')`);
-      await client.query(`INSERT INTO ${rowsTableOf(table.databaseId, table.tableId).replace('"t_', '"h_')}
+      await client.query(
+        `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId).replace('"t_', '"h_')}
         (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
         VALUES ('01ARZ3NDEKTSV4RRFFQ69G5FAV', 1, $1, 'create', '"x"', '01ARZ3NDEKTSV4RRFFQ69G5FAV', $2, 'user', 'A', now())`,
-      [table.fields.Code, actorId]);
-      const inside = await client.query('SELECT count(*)::int AS n FROM changes WHERE database_id = $1 AND txid = pg_current_xact_id()', [table.databaseId]);
+        [table.fields.Code, actorId],
+      );
+      const inside = await client.query(
+        'SELECT count(*)::int AS n FROM changes WHERE database_id = $1 AND txid = pg_current_xact_id()',
+        [table.databaseId],
+      );
       expect(inside.rows[0].n).toBe(1);
       await client.query('ROLLBACK');
     } finally {
@@ -283,9 +351,16 @@ describe('GET …/changes: pages, cursors and retention', () => {
     for (const value of ['a', 'b', 'c']) await created(first, { Code: value });
     for (const value of ['d', 'e']) await created(second, { Code: value });
     const changes = await allChanges(databaseId);
-    expect(changes.map((change) => change.kind)).toEqual(['table.created', 'table.created', ...Array(5).fill('row.created')]);
-    expect(changes.slice(2).map((change) => change.values?.[change.tableId === first.tableId ? first.fields.Code! : second.fields.Code!]))
-      .toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(changes.map((change) => change.kind)).toEqual([
+      'table.created',
+      'table.created',
+      ...Array(5).fill('row.created'),
+    ]);
+    expect(
+      changes
+        .slice(2)
+        .map((change) => change.values?.[change.tableId === first.tableId ? first.fields.Code! : second.fields.Code!]),
+    ).toEqual(['a', 'b', 'c', 'd', 'e']);
     const filtered = await feed(databaseId, `?tableId=${second.tableId}`);
     expect(filtered.data.map((change) => change.kind)).toEqual(['table.created', 'row.created', 'row.created']);
     expect(filtered.hasMore).toBe(false);
@@ -302,7 +377,11 @@ describe('GET …/changes: pages, cursors and retention', () => {
       expectError(response, 400, 'CURSOR_INVALID');
     }
     for (const limit of ['0', '1001', 'x']) {
-      expectError(await suite.server.request('GET', `${feedPath(databaseId)}?limit=${limit}`, { token: admin() }), 422, 'VALIDATION_FAILED');
+      expectError(
+        await suite.server.request('GET', `${feedPath(databaseId)}?limit=${limit}`, { token: admin() }),
+        422,
+        'VALIDATION_FAILED',
+      );
     }
   });
 
@@ -328,7 +407,9 @@ describe('waiting for changes', () => {
   it('wait holds an empty page until a change commits, and answers it', async () => {
     const table = await codedTable();
     const cursor = await head(table.databaseId);
-    const polled = suite.server.request('GET', `${feedPath(table.databaseId)}?wait=20&after=${cursor}`, { token: admin() });
+    const polled = suite.server.request('GET', `${feedPath(table.databaseId)}?wait=20&after=${cursor}`, {
+      token: admin(),
+    });
     await new Promise((resolve) => setTimeout(resolve, 300));
     const row = await created(table, { Code: 'late' });
     const response = await polled;
@@ -339,14 +420,20 @@ describe('waiting for changes', () => {
   it('wait answers an empty page with the same cursor when nothing commits in time', async () => {
     const table = await codedTable();
     const cursor = await head(table.databaseId);
-    expect(await feed(table.databaseId, `?wait=1&after=${cursor}`)).toEqual({ data: [], nextCursor: cursor, hasMore: false });
+    expect(await feed(table.databaseId, `?wait=1&after=${cursor}`)).toEqual({
+      data: [],
+      nextCursor: cursor,
+      hasMore: false,
+    });
   });
 
   it('streams server-sent events with id = cursor, and resumes after Last-Event-ID', async () => {
     const table = await codedTable();
     const cursor = await head(table.databaseId);
     const headers = { authorization: `Bearer ${admin()}`, accept: 'text/event-stream' };
-    const stream = await openEventStream(`${suite.server.url}${feedPath(table.databaseId)}?after=${cursor}`, { headers });
+    const stream = await openEventStream(`${suite.server.url}${feedPath(table.databaseId)}?after=${cursor}`, {
+      headers,
+    });
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const rows = [];
@@ -358,7 +445,9 @@ describe('waiting for changes', () => {
     expect(first!.id).toBe(first!.data.cursor);
     expect(second!.data.rowId).toBe(rows[1]!.row.id);
 
-    const resumed = await openEventStream(`${suite.server.url}${feedPath(table.databaseId)}`, { headers: { ...headers, 'last-event-id': second!.id! } });
+    const resumed = await openEventStream(`${suite.server.url}${feedPath(table.databaseId)}`, {
+      headers: { ...headers, 'last-event-id': second!.id! },
+    });
     const third = await resumed.next();
     resumed.close();
     expect(third).toMatchObject({ id: third!.data.cursor, data: { kind: 'row.created', rowId: rows[2]!.row.id } });
@@ -367,10 +456,14 @@ describe('waiting for changes', () => {
   it('refuses a stream from a stale cursor with the 410 before any event', async () => {
     const table = await codedTable();
     const stale = encodeChangeCursor(table.databaseId, { position: 0n, seq: 0n });
-    await pool.query(`INSERT INTO change_feeds (database_id, pruned_position, pruned_seq) VALUES ($1, 1, 1)
-      ON CONFLICT (database_id) DO UPDATE SET pruned_position = 1, pruned_seq = 1`, [table.databaseId]);
+    await pool.query(
+      `INSERT INTO change_feeds (database_id, pruned_position, pruned_seq) VALUES ($1, 1, 1)
+      ON CONFLICT (database_id) DO UPDATE SET pruned_position = 1, pruned_seq = 1`,
+      [table.databaseId],
+    );
     const response = await suite.server.request('GET', feedPath(table.databaseId), {
-      token: admin(), headers: { accept: 'text/event-stream', 'last-event-id': stale },
+      token: admin(),
+      headers: { accept: 'text/event-stream', 'last-event-id': stale },
     });
     expectError(response, 410, 'CURSOR_INVALID');
   });
@@ -383,7 +476,8 @@ describe('waiting for changes', () => {
       method: 'POST',
       headers: { authorization: `Bearer ${admin()}`, accept: 'text/event-stream', 'content-type': 'application/json' },
       body: JSON.stringify({
-        query: 'subscription ($orgId: ID!, $databaseId: ID!, $tableId: ID) { rowChanges(orgId: $orgId, databaseId: $databaseId, tableId: $tableId) { kind tableId rowId values } }',
+        query:
+          'subscription ($orgId: ID!, $databaseId: ID!, $tableId: ID) { rowChanges(orgId: $orgId, databaseId: $databaseId, tableId: $tableId) { kind tableId rowId values } }',
         variables: { orgId: suite.org.orgId, databaseId, tableId: watched.tableId },
       }),
     });
@@ -395,7 +489,16 @@ describe('waiting for changes', () => {
     events.close();
     expect(event).toEqual({
       event: 'next',
-      data: { data: { rowChanges: { kind: 'row.created', tableId: watched.tableId, rowId: row.row.id, values: { [watched.fields.Code!]: 'seen', [watched.fields.Qty!]: null } } } },
+      data: {
+        data: {
+          rowChanges: {
+            kind: 'row.created',
+            tableId: watched.tableId,
+            rowId: row.row.id,
+            values: { [watched.fields.Code!]: 'seen', [watched.fields.Qty!]: null },
+          },
+        },
+      },
     });
   });
 });
@@ -416,15 +519,23 @@ describe('authority', () => {
     const table = await codedTable();
     for (const path of [feedPath(table.databaseId), `${feedPath(table.databaseId)}/head`]) {
       expectError(await suite.server.request('GET', path, { token: outsider.adminKey }), 404, 'RESOURCE_NOT_FOUND');
-      expectError(await suite.server.request('GET', path.replace(suite.org.orgId, outsider.orgId), { token: outsider.adminKey }), 404, 'RESOURCE_NOT_FOUND');
+      expectError(
+        await suite.server.request('GET', path.replace(suite.org.orgId, outsider.orgId), { token: outsider.adminKey }),
+        404,
+        'RESOURCE_NOT_FOUND',
+      );
       expect((await suite.server.request('GET', path)).status).toBe(401);
     }
     const unknown = await createDatabase(suite.server, outsider);
     expectError(await suite.server.request('GET', feedPath(unknown), { token: admin() }), 404, 'RESOURCE_NOT_FOUND');
     const databaseId = await createDatabase(suite.server, suite.org);
-    const database = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${databaseId}`, { token: admin() });
+    const database = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${databaseId}`, {
+      token: admin(),
+    });
     const trashed = await suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/databases/${databaseId}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: database.body.version },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: database.body.version },
     });
     expect(trashed.status, trashed.text).toBe(200);
     expectError(await suite.server.request('GET', feedPath(databaseId), { token: admin() }), 404, 'RESOURCE_NOT_FOUND');

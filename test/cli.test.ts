@@ -37,22 +37,48 @@ describe('npm run cli', () => {
     const org = await server.request('GET', `/v1/orgs/${created.orgId}`, { token: created.apiKey });
     expect(org.body.name).toBe('Acme');
     const renamed = await server.request('PATCH', `/v1/orgs/${created.orgId}`, {
-      token: created.apiKey, idempotencyKey: 'cli-test-rename', body: { expectedVersion: org.body.version, name: 'Acme Ltd' },
+      token: created.apiKey,
+      idempotencyKey: 'cli-test-rename',
+      body: { expectedVersion: org.body.version, name: 'Acme Ltd' },
     });
     expect(renamed.status).toBe(200);
-    expect((await server.prisma.user.findUniqueOrThrow({ where: { id: created.userId } })).email).toBe('ada@example.com');
+    expect((await server.prisma.user.findUniqueOrThrow({ where: { id: created.userId } })).email).toBe(
+      'ada@example.com',
+    );
 
-    const added = await cli(['add-user', '--org', created.orgId, '--email', 'bob@example.com', '--name', 'Bob', '--role', 'viewer']);
+    const added = await cli([
+      'add-user',
+      '--org',
+      created.orgId,
+      '--email',
+      'bob@example.com',
+      '--name',
+      'Bob',
+      '--role',
+      'viewer',
+    ]);
     expect(added.code).toBe(0);
     const member = JSON.parse(added.stdout.trim());
     expect(Object.keys(member).sort()).toEqual(['apiKey', 'memberId', 'userId']);
     expect((await server.request('GET', `/v1/orgs/${created.orgId}`, { token: member.apiKey })).status).toBe(200);
     const refused = await server.request('PATCH', `/v1/orgs/${created.orgId}`, {
-      token: member.apiKey, idempotencyKey: 'cli-test-viewer', body: { expectedVersion: renamed.body.version, name: 'No' },
+      token: member.apiKey,
+      idempotencyKey: 'cli-test-viewer',
+      body: { expectedVersion: renamed.body.version, name: 'No' },
     });
     expect(refused.status).toBe(403);
 
-    const duplicate = await cli(['add-user', '--org', created.orgId, '--email', 'bob@example.com', '--name', 'Bob', '--role', 'viewer']);
+    const duplicate = await cli([
+      'add-user',
+      '--org',
+      created.orgId,
+      '--email',
+      'bob@example.com',
+      '--name',
+      'Bob',
+      '--role',
+      'viewer',
+    ]);
     expect(duplicate.code).not.toBe(0);
     expect(duplicate.stderr).toMatch(/already a member/);
   });
@@ -61,7 +87,10 @@ describe('npm run cli', () => {
     [['bootstrap', '--org-name', 'Acme', '--email', 'not-an-email', '--name', 'Ada'], /--email/],
     [['bootstrap', '--org-name', 'Acme'], /--email/],
     [['add-user', '--org', 'nope', '--email', 'a@example.com', '--name', 'A', '--role', 'admin'], /--org/],
-    [['add-user', '--org', '01J00000000000000000000000', '--email', 'a@example.com', '--name', 'A', '--role', 'owner'], /--role/],
+    [
+      ['add-user', '--org', '01J00000000000000000000000', '--email', 'a@example.com', '--name', 'A', '--role', 'owner'],
+      /--role/,
+    ],
     [['frobnicate'], /Unknown command/],
     [['bootstrap', '--unknown-flag', 'x'], /unknown/i],
   ])('fails clearly with a non-zero exit for %j', async (args, message) => {
@@ -72,17 +101,31 @@ describe('npm run cli', () => {
   });
 
   it('add-user into an org that does not exist fails clearly', async () => {
-    const result = await cli(['add-user', '--org', '01J00000000000000000000000', '--email', 'a@example.com', '--name', 'A', '--role', 'admin']);
+    const result = await cli([
+      'add-user',
+      '--org',
+      '01J00000000000000000000000',
+      '--email',
+      'a@example.com',
+      '--name',
+      'A',
+      '--role',
+      'admin',
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/No organisation/);
   });
 
   it('set-password reads the password from stdin; the user can then sign in', async () => {
-    const created = JSON.parse((await cli(['bootstrap', '--org-name', 'Pw', '--email', 'pw@example.com', '--name', 'Pat'])).stdout.trim());
+    const created = JSON.parse(
+      (await cli(['bootstrap', '--org-name', 'Pw', '--email', 'pw@example.com', '--name', 'Pat'])).stdout.trim(),
+    );
     const result = await cli(['set-password', '--email', 'PW@example.com'], 'a password from stdin\n');
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout.trim())).toEqual({ userId: created.userId });
-    const login = await server.request('POST', '/v1/auth/login', { body: { email: 'pw@example.com', password: 'a password from stdin' } });
+    const login = await server.request('POST', '/v1/auth/login', {
+      body: { email: 'pw@example.com', password: 'a password from stdin' },
+    });
     expect(login.status).toBe(201);
     const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
     expect((await server.request('GET', '/v1/me/sessions', { headers: { cookie } })).status).toBe(200);
@@ -98,11 +141,30 @@ describe('npm run cli', () => {
   }, 120_000); // five CLI processes: each one is a second of CPU, several on a loaded machine
 
   it('register-oauth-client prints the client id (and a secret once for confidential clients); bad redirect URIs fail', async () => {
-    const publicClient = await cli(['register-oauth-client', '--name', 'CLI app', '--redirect-uri', 'http://127.0.0.1:8765/cb']);
+    const publicClient = await cli([
+      'register-oauth-client',
+      '--name',
+      'CLI app',
+      '--redirect-uri',
+      'http://127.0.0.1:8765/cb',
+    ]);
     expect(publicClient.code, publicClient.stderr).toBe(0);
     const { clientId } = JSON.parse(publicClient.stdout.trim());
-    expect(await server.prisma.oAuthClient.findUniqueOrThrow({ where: { id: clientId } })).toMatchObject({ name: 'CLI app', redirectUris: ['http://127.0.0.1:8765/cb'], secretHash: null });
-    const confidential = await cli(['register-oauth-client', '--name', 'Server', '--redirect-uri', 'https://a.example/cb', '--redirect-uri', 'https://b.example/cb', '--confidential']);
+    expect(await server.prisma.oAuthClient.findUniqueOrThrow({ where: { id: clientId } })).toMatchObject({
+      name: 'CLI app',
+      redirectUris: ['http://127.0.0.1:8765/cb'],
+      secretHash: null,
+    });
+    const confidential = await cli([
+      'register-oauth-client',
+      '--name',
+      'Server',
+      '--redirect-uri',
+      'https://a.example/cb',
+      '--redirect-uri',
+      'https://b.example/cb',
+      '--confidential',
+    ]);
     const created = JSON.parse(confidential.stdout.trim());
     expect(Object.keys(created).sort()).toEqual(['clientId', 'clientSecret']);
     const stored = await server.prisma.oAuthClient.findUniqueOrThrow({ where: { id: created.clientId } });

@@ -41,7 +41,14 @@ async function dataPlaneSchemaCount(): Promise<number> {
   return row!.count;
 }
 
-interface ColumnInfo { name: string; dataType: string; nullable: string; precision: number | null; scale: number | null; defaultValue: string | null }
+interface ColumnInfo {
+  name: string;
+  dataType: string;
+  nullable: string;
+  precision: number | null;
+  scale: number | null;
+  defaultValue: string | null;
+}
 
 async function columnsOf(schema: string, table: string): Promise<Map<string, ColumnInfo>> {
   const rows = await suite.server.prisma.$queryRaw<ColumnInfo[]>`
@@ -88,7 +95,9 @@ describe('POST /v1/orgs/{orgId}/databases', () => {
       expectError(await postDatabase({ name: again }), 409, 'UNIQUE_CONFLICT');
     }
     expect(await dataPlaneSchemaCount()).toBe(schemasBefore);
-    const count = await suite.server.prisma.database.count({ where: { orgId: suite.org.orgId, name: { equals: name, mode: 'insensitive' } } });
+    const count = await suite.server.prisma.database.count({
+      where: { orgId: suite.org.orgId, name: { equals: name, mode: 'insensitive' } },
+    });
     expect(count).toBe(1);
   });
 
@@ -122,7 +131,11 @@ describe('POST /v1/orgs/{orgId}/databases', () => {
 
   it('answers 404 in an org the caller does not belong to', async () => {
     const other = await createOrg(suite.server.prisma);
-    expectError(await postDatabase({ name: freshName('Intruder') }, suite.org.adminKey, other.orgId), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await postDatabase({ name: freshName('Intruder') }, suite.org.adminKey, other.orgId),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
     expect(await suite.server.prisma.database.count({ where: { orgId: other.orgId } })).toBe(0);
   });
 });
@@ -131,7 +144,8 @@ describe('GET /v1/orgs/{orgId}/databases', () => {
   it('pages oldest first: limit=1 walks every database exactly once', async () => {
     const org: TestOrg = await createOrg(suite.server.prisma);
     const created: string[] = [];
-    for (let index = 0; index < 3; index += 1) created.push(await createDatabase(suite.server, org, freshName('Paged')));
+    for (let index = 0; index < 3; index += 1)
+      created.push(await createDatabase(suite.server, org, freshName('Paged')));
     const full = await get(databasesPath(org.orgId), org.adminKey);
     expect(full.status).toBe(200);
     expect(full.body).toEqual({ data: expect.any(Array), nextCursor: null, hasMore: false });
@@ -168,16 +182,32 @@ const EVERY_TYPE: { spec: FieldSpec; options: Record<string, unknown>; dataType:
   { spec: { name: 'Name', type: 'text', required: true }, options: { maxLength: 1000 }, dataType: 'text' },
   { spec: { name: 'Notes', type: 'longText' }, options: { maxLength: 100_000 }, dataType: 'text' },
   { spec: { name: 'Count', type: 'integer' }, options: {}, dataType: 'bigint' },
-  { spec: { name: 'Price', type: 'number', required: true, options: { precision: 10, scale: 3 } }, options: { precision: 10, scale: 3 }, dataType: 'numeric' },
+  {
+    spec: { name: 'Price', type: 'number', required: true, options: { precision: 10, scale: 3 } },
+    options: { precision: 10, scale: 3 },
+    dataType: 'numeric',
+  },
   { spec: { name: 'Active', type: 'boolean' }, options: {}, dataType: 'boolean' },
   { spec: { name: 'Born', type: 'date' }, options: {}, dataType: 'date' },
   { spec: { name: 'Seen', type: 'datetime' }, options: {}, dataType: 'timestamp with time zone' },
   { spec: { name: 'Email', type: 'email' }, options: {}, dataType: 'text' },
   { spec: { name: 'Site', type: 'url' }, options: {}, dataType: 'text' },
-  { spec: { name: 'Size', type: 'select', options: { choices: ['S', 'M'] } }, options: { choices: ['S', 'M'] }, dataType: 'text' },
-  { spec: { name: 'Tags', type: 'multiSelect', options: { choices: ['a', 'b'] } }, options: { choices: ['a', 'b'] }, dataType: 'ARRAY' },
+  {
+    spec: { name: 'Size', type: 'select', options: { choices: ['S', 'M'] } },
+    options: { choices: ['S', 'M'] },
+    dataType: 'text',
+  },
+  {
+    spec: { name: 'Tags', type: 'multiSelect', options: { choices: ['a', 'b'] } },
+    options: { choices: ['a', 'b'] },
+    dataType: 'ARRAY',
+  },
   { spec: { name: 'Data', type: 'json' }, options: { maxDepth: 16, maxBytes: 65_536 }, dataType: 'jsonb' },
-  { spec: { name: 'Number', type: 'autoNumber' }, options: { start: 1, max: Number.MAX_SAFE_INTEGER }, dataType: 'bigint' },
+  {
+    spec: { name: 'Number', type: 'autoNumber' },
+    options: { start: 1, max: Number.MAX_SAFE_INTEGER },
+    dataType: 'bigint',
+  },
 ];
 
 describe('POST …/databases/{databaseId}/tables', () => {
@@ -187,15 +217,43 @@ describe('POST …/databases/{databaseId}/tables', () => {
     const response = await postTable(databaseId, { name, fields: EVERY_TYPE.map((field) => field.spec) });
     expect(response.status, response.text).toBe(201);
     const table = TableResponse.parse(response.body);
-    expect(table).toMatchObject({ orgId: suite.org.orgId, databaseId, name, state: 'active', version: '1', schemaVersion: 1 });
-    expect(table.fields.map(({ name: fieldName, type, required, options, position }) => ({ name: fieldName, type, required, options, position })))
-      .toEqual(EVERY_TYPE.map(({ spec, options }, position) => ({ name: spec.name, type: spec.type, required: spec.required ?? false, options, position })));
+    expect(table).toMatchObject({
+      orgId: suite.org.orgId,
+      databaseId,
+      name,
+      state: 'active',
+      version: '1',
+      schemaVersion: 1,
+    });
+    expect(
+      table.fields.map(({ name: fieldName, type, required, options, position }) => ({
+        name: fieldName,
+        type,
+        required,
+        options,
+        position,
+      })),
+    ).toEqual(
+      EVERY_TYPE.map(({ spec, options }, position) => ({
+        name: spec.name,
+        type: spec.type,
+        required: spec.required ?? false,
+        options,
+        position,
+      })),
+    );
     expect(new Set(table.fields.map((field) => field.id)).size).toBe(EVERY_TYPE.length);
-    expect((await activityEvents('table.create', { databaseId, tableId: table.id })).map((event) => event.category)).toEqual(['schema']);
+    expect(
+      (await activityEvents('table.create', { databaseId, tableId: table.id })).map((event) => event.category),
+    ).toEqual(['schema']);
   });
 
   it('stores each field as a typed column of t_<id>, beside the history table h_<id>', async () => {
-    const table = await createTable(suite.server, suite.org, EVERY_TYPE.map((field) => field.spec));
+    const table = await createTable(
+      suite.server,
+      suite.org,
+      EVERY_TYPE.map((field) => field.spec),
+    );
     const schema = `d_${table.databaseId.toLowerCase()}`;
     const tables = await suite.server.prisma.$queryRaw<{ name: string }[]>`
       SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = ${schema} ORDER BY table_name`;
@@ -213,8 +271,18 @@ describe('POST …/databases/{databaseId}/tables', () => {
     const price = columns.get(`f_${table.fields.Price!.toLowerCase()}`)!;
     expect([price.precision, price.scale]).toEqual([10, 3]);
     expect(columns.get(`f_${table.fields.Number!.toLowerCase()}`)!.defaultValue).toMatch(/^nextval\(/);
-    expect([...(await columnsOf(schema, `h_${suffix}`)).keys()].sort())
-      .toEqual(['actor_id', 'actor_kind', 'actor_name', 'changed_at', 'field_id', 'mutation_id', 'operation', 'row_id', 'value', 'version']);
+    expect([...(await columnsOf(schema, `h_${suffix}`)).keys()].sort()).toEqual([
+      'actor_id',
+      'actor_kind',
+      'actor_name',
+      'changed_at',
+      'field_id',
+      'mutation_id',
+      'operation',
+      'row_id',
+      'value',
+      'version',
+    ]);
   });
 
   it('keeps table names unique per database (ignoring case) but not across databases', async () => {
@@ -237,7 +305,11 @@ describe('POST …/databases/{databaseId}/tables', () => {
   it('is refused to a viewer with 403 FORBIDDEN', async () => {
     const databaseId = await createDatabase(suite.server, suite.org);
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-    expectError(await postTable(databaseId, { name: freshName('No'), fields: [{ name: 'Code', type: 'text' }] }, viewer.apiKey), 403, 'FORBIDDEN');
+    expectError(
+      await postTable(databaseId, { name: freshName('No'), fields: [{ name: 'Code', type: 'text' }] }, viewer.apiKey),
+      403,
+      'FORBIDDEN',
+    );
     expect(await suite.server.prisma.dataTable.count({ where: { databaseId } })).toBe(0);
   });
 
@@ -257,17 +329,35 @@ describe('POST …/databases/{databaseId}/tables', () => {
   it('never lets user text reach DDL: quotes and SQL in names are just names', async () => {
     const databaseId = await createDatabase(suite.server, suite.org, 'db"; DROP SCHEMA public CASCADE; --');
     const name = 'x"; DROP TABLE users; --';
-    const response = await postTable(databaseId, { name, fields: [{ name: 'a"b', type: 'text' }, { name: "it's", type: 'integer' }] });
+    const response = await postTable(databaseId, {
+      name,
+      fields: [
+        { name: 'a"b', type: 'text' },
+        { name: "it's", type: 'integer' },
+      ],
+    });
     expect(response.status, response.text).toBe(201);
     expect(response.body.name).toBe(name);
     expect(response.body.fields.map((field: { name: string }) => field.name)).toEqual(['a"b', "it's"]);
 
-    const [users] = await suite.server.prisma.$queryRaw<{ present: boolean }[]>`SELECT to_regclass('public.users') IS NOT NULL AS present`;
+    const [users] = await suite.server.prisma.$queryRaw<
+      { present: boolean }[]
+    >`SELECT to_regclass('public.users') IS NOT NULL AS present`;
     expect(users!.present).toBe(true);
     expect((await get(`/v1/orgs/${suite.org.orgId}`)).status).toBe(200);
 
-    const table = { orgId: suite.org.orgId, databaseId, tableId: response.body.id, schemaVersion: 1, fields: {}, path: `${tablesPath(databaseId)}/${response.body.id}` };
-    const row = await createRow(suite.server, suite.org.adminKey, table, { 'a"b': "'; DELETE FROM users; --", "it's": 1 });
+    const table = {
+      orgId: suite.org.orgId,
+      databaseId,
+      tableId: response.body.id,
+      schemaVersion: 1,
+      fields: {},
+      path: `${tablesPath(databaseId)}/${response.body.id}`,
+    };
+    const row = await createRow(suite.server, suite.org.adminKey, table, {
+      'a"b': "'; DELETE FROM users; --",
+      "it's": 1,
+    });
     expect(row.status, row.text).toBe(201);
     const [quoted, apostrophe] = response.body.fields.map((field: { id: string }) => field.id);
     expect(row.body.row.values).toEqual({ [quoted]: "'; DELETE FROM users; --", [apostrophe]: 1 });
@@ -277,7 +367,15 @@ describe('POST …/databases/{databaseId}/tables', () => {
 describe('reading tables and their schema', () => {
   it('lists tables (paged), reads one, and serves the schema endpoint with no rules or keys yet', async () => {
     const databaseId = await createDatabase(suite.server, suite.org);
-    const a = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', required: true }, { name: 'Qty', type: 'integer' }], { databaseId });
+    const a = await createTable(
+      suite.server,
+      suite.org,
+      [
+        { name: 'Code', type: 'text', required: true },
+        { name: 'Qty', type: 'integer' },
+      ],
+      { databaseId },
+    );
     const b = await createTable(suite.server, suite.org, [{ name: 'Label', type: 'text' }], { databaseId });
 
     const list = await get(tablesPath(databaseId));
@@ -293,7 +391,12 @@ describe('reading tables and their schema', () => {
     const schema = await get(`${a.path}/schema`);
     expect(schema.status).toBe(200);
     expect(TableSchemaResponse.parse(schema.body)).toEqual({
-      tableId: a.tableId, schemaVersion: 1, fields: one.body.fields, uniqueRules: [], foreignKeys: [], indexes: [],
+      tableId: a.tableId,
+      schemaVersion: 1,
+      fields: one.body.fields,
+      uniqueRules: [],
+      foreignKeys: [],
+      indexes: [],
     });
   });
 

@@ -28,13 +28,17 @@ describe('connections PostgreSQL ends', () => {
     const token = suite.org.adminKey;
     const read = () => suite.server.request('GET', '/v1/me/preferences', { token });
     // Parallel requests leave several idle connections in the request pool.
-    expect((await Promise.all(Array.from({ length: 4 }, read))).map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    expect((await Promise.all(Array.from({ length: 4 }, read))).map((response) => response.status)).toEqual([
+      200, 200, 200, 200,
+    ]);
     const pool = sqlPoolOf(suite.server.prisma);
     expect(pool.idleCount).toBeGreaterThan(0);
     expect(await terminateIdleConnections(suite.server.database.url)).toBeGreaterThan(0);
     // The pool drops each connection as its termination arrives; the process must still be here to serve.
     await vi.waitFor(() => expect(pool.idleCount).toBe(0), { timeout: 10_000, interval: 20 });
-    expect((await Promise.all(Array.from({ length: 4 }, read))).map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    expect((await Promise.all(Array.from({ length: 4 }, read))).map((response) => response.status)).toEqual([
+      200, 200, 200, 200,
+    ]);
   });
 
   it('survives it before the first Prisma query too, when only the hot paths have used the pool', async () => {

@@ -65,7 +65,11 @@ const address = () => `mailbox-${Date.now()}-${(counter += 1)}@example.com`;
 const PASSWORD = 'correct horse battery staple';
 
 function invite(server: TestServer, target: TestOrg, email: string, key = idempotencyKey()) {
-  return server.request('POST', `/v1/orgs/${target.orgId}/invitations`, { token: target.adminKey, idempotencyKey: key, body: { email, role: 'member' } });
+  return server.request('POST', `/v1/orgs/${target.orgId}/invitations`, {
+    token: target.adminKey,
+    idempotencyKey: key,
+    body: { email, role: 'member' },
+  });
 }
 
 function requestVerification(headers: Record<string, string>, key = idempotencyKey()) {
@@ -83,7 +87,10 @@ async function invitedAccount() {
   const created = await invite(hooked, org, email);
   expect(created.status, created.text).toBe(201);
   const { token } = hook.messages.at(-1)!;
-  const joined = await hooked.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { token, name: 'Invited Person', password: PASSWORD } });
+  const joined = await hooked.request('POST', '/v1/invitations/accept', {
+    idempotencyKey: idempotencyKey(),
+    body: { token, name: 'Invited Person', password: PASSWORD },
+  });
   expect(joined.status, joined.text).toBe(200);
   expect(joined.body.verified).toBe(false);
   return { email, userId: joined.body.userId as string, session: await signIn(hooked, email, PASSWORD) };
@@ -100,32 +107,48 @@ describe('the delivery hook carries invitation tokens', () => {
     expect(created.body.token).toBeNull();
     expect(created.headers.get('cache-control')).toBe('no-store');
     const { invitation } = created.body;
-    expect(hook.messages.slice(before)).toEqual([{
-      contentType: 'application/json', method: 'POST', kind: 'invitation', email, token: expect.stringMatching(/^wdsi_[A-Za-z0-9_-]{43}$/),
-      expiresAt: invitation.expiresAt, invitationId: invitation.id, orgId: org.orgId, orgName: expect.any(String), role: 'member',
-      invitedByUserId: org.adminUserId,
-    }]);
+    expect(hook.messages.slice(before)).toEqual([
+      {
+        contentType: 'application/json',
+        method: 'POST',
+        kind: 'invitation',
+        email,
+        token: expect.stringMatching(/^wdsi_[A-Za-z0-9_-]{43}$/),
+        expiresAt: invitation.expiresAt,
+        invitationId: invitation.id,
+        orgId: org.orgId,
+        orgName: expect.any(String),
+        role: 'member',
+        invitedByUserId: org.adminUserId,
+      },
+    ]);
     const replay = await invite(hooked, org, email, key);
     expect({ status: replay.status, body: replay.body }).toEqual({ status: 201, body: { invitation, token: null } });
     expect(hook.messages.length).toBe(before + 1);
 
-    const joined = await hooked.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { token: hook.messages.at(-1)!.token, name: 'Invitee', password: PASSWORD } });
+    const joined = await hooked.request('POST', '/v1/invitations/accept', {
+      idempotencyKey: idempotencyKey(),
+      body: { token: hook.messages.at(-1)!.token, name: 'Invitee', password: PASSWORD },
+    });
     expect(joined.status, joined.text).toBe(200);
     expect(joined.body).toMatchObject({ orgId: org.orgId, email, role: 'member', verified: false });
   });
 
-  it.each(['refuse', 'hang'] as const)('a hook that %ss: 502 DEPENDENCY_UNAVAILABLE and no invitation; the same key succeeds later', async (mode) => {
-    const email = address();
-    const key = idempotencyKey();
-    hook.mode = mode;
-    expectError(await invite(hooked, org, email, key), 502, 'DEPENDENCY_UNAVAILABLE');
-    expect(await hooked.prisma.invitation.count({ where: { email } })).toBe(0);
-    hook.mode = 'accept';
-    const retried = await invite(hooked, org, email, key);
-    expect(retried.status, retried.text).toBe(201);
-    expect(retried.body.token).toBeNull();
-    expect(await hooked.prisma.invitation.count({ where: { email } })).toBe(1);
-  });
+  it.each(['refuse', 'hang'] as const)(
+    'a hook that %ss: 502 DEPENDENCY_UNAVAILABLE and no invitation; the same key succeeds later',
+    async (mode) => {
+      const email = address();
+      const key = idempotencyKey();
+      hook.mode = mode;
+      expectError(await invite(hooked, org, email, key), 502, 'DEPENDENCY_UNAVAILABLE');
+      expect(await hooked.prisma.invitation.count({ where: { email } })).toBe(0);
+      hook.mode = 'accept';
+      const retried = await invite(hooked, org, email, key);
+      expect(retried.status, retried.text).toBe(201);
+      expect(retried.body.token).toBeNull();
+      expect(await hooked.prisma.invitation.count({ where: { email } })).toBe(1);
+    },
+  );
 
   it('without a hook, the token is in the creating answer once (unchanged)', async () => {
     const other = await createOrg(plain.prisma);
@@ -136,7 +159,9 @@ describe('the delivery hook carries invitation tokens', () => {
   });
 
   it('DELIVERY_WEBHOOK_URL must be an http(s) URL', () => {
-    expect(() => loadConfig({}, { DELIVERY_WEBHOOK_URL: 'ftp://mail.example/hook' })).toThrow(/DELIVERY_WEBHOOK_URL: must be an http\(s\) URL/);
+    expect(() => loadConfig({}, { DELIVERY_WEBHOOK_URL: 'ftp://mail.example/hook' })).toThrow(
+      /DELIVERY_WEBHOOK_URL: must be an http\(s\) URL/,
+    );
     expect(loadConfig({}, {}).DELIVERY_WEBHOOK_URL).toBeUndefined();
   });
 });
@@ -150,10 +175,17 @@ describe('proving a mailbox', () => {
     expect(requested.status, requested.text).toBe(202);
     expect(requested.body).toEqual({ email: account.email, verified: false, expiresAt: expect.any(String) });
     const sent = hook.messages.slice(before);
-    expect(sent).toEqual([{
-      contentType: 'application/json', method: 'POST', kind: 'email-verification', email: account.email,
-      token: expect.stringMatching(/^wdsv_[A-Za-z0-9_-]{43}$/), expiresAt: requested.body.expiresAt, userId: account.userId,
-    }]);
+    expect(sent).toEqual([
+      {
+        contentType: 'application/json',
+        method: 'POST',
+        kind: 'email-verification',
+        email: account.email,
+        token: expect.stringMatching(/^wdsv_[A-Za-z0-9_-]{43}$/),
+        expiresAt: requested.body.expiresAt,
+        userId: account.userId,
+      },
+    ]);
     expect(requested.text).not.toContain(sent[0]!.token);
     const stored = await hooked.prisma.emailVerification.findFirstOrThrow({ where: { userId: account.userId } });
     expect(stored.tokenHash).not.toContain(sent[0]!.token);
@@ -165,13 +197,21 @@ describe('proving a mailbox', () => {
     expect(hook.messages.length).toBe(before + 1);
 
     const verified = await verify(hooked, sent[0]!.token);
-    expect({ status: verified.status, body: verified.body }).toEqual({ status: 200, body: { email: account.email, verified: true } });
+    expect({ status: verified.status, body: verified.body }).toEqual({
+      status: 200,
+      body: { email: account.email, verified: true },
+    });
     const members = await hooked.request('GET', `/v1/orgs/${org.orgId}/members?limit=100`, { token: org.adminKey });
-    expect(members.body.data.find((member: { userId: string }) => member.userId === account.userId)).toMatchObject({ verified: true });
+    expect(members.body.data.find((member: { userId: string }) => member.userId === account.userId)).toMatchObject({
+      verified: true,
+    });
     expectError(await verify(hooked, sent[0]!.token), 404, 'RESOURCE_NOT_FOUND');
 
     const again = await requestVerification(browser(account.session));
-    expect({ status: again.status, body: again.body }).toEqual({ status: 202, body: { email: account.email, verified: true, expiresAt: null } });
+    expect({ status: again.status, body: again.body }).toEqual({
+      status: 202,
+      body: { email: account.email, verified: true, expiresAt: null },
+    });
     expect(hook.messages.length).toBe(before + 1);
   });
 
@@ -179,7 +219,11 @@ describe('proving a mailbox', () => {
     const account = await invitedAccount();
     expectError(await verify(hooked, `wdsv_${'A'.repeat(43)}`), 404, 'RESOURCE_NOT_FOUND');
     expectError(await verify(hooked, 'wdsi_not-a-verification-token'), 422, 'VALIDATION_FAILED');
-    expectError(await hooked.request('POST', '/v1/auth/verify-email', { body: { token: `wdsv_${'A'.repeat(43)}`, extra: 1 } }), 422, 'VALIDATION_FAILED');
+    expectError(
+      await hooked.request('POST', '/v1/auth/verify-email', { body: { token: `wdsv_${'A'.repeat(43)}`, extra: 1 } }),
+      422,
+      'VALIDATION_FAILED',
+    );
 
     expect((await requestVerification(browser(account.session))).status).toBe(202);
     const first = hook.messages.at(-1)!.token;
@@ -187,11 +231,16 @@ describe('proving a mailbox', () => {
     const second = hook.messages.at(-1)!.token;
     expectError(await verify(hooked, first), 404, 'RESOURCE_NOT_FOUND');
 
-    await hooked.prisma.emailVerification.updateMany({ where: { userId: account.userId }, data: { expiresAt: new Date(Date.now() - 1) } });
+    await hooked.prisma.emailVerification.updateMany({
+      where: { userId: account.userId },
+      data: { expiresAt: new Date(Date.now() - 1) },
+    });
     expectError(await verify(hooked, second), 404, 'RESOURCE_NOT_FOUND');
     const user = await hooked.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
     expect(user.verified).toBe(false);
-    expect(await hooked.prisma.emailVerification.count({ where: { userId: account.userId, usedAt: { not: null } } })).toBe(0);
+    expect(
+      await hooked.prisma.emailVerification.count({ where: { userId: account.userId, usedAt: { not: null } } }),
+    ).toBe(0);
   });
 
   it('a token proves the address it was sent to, not the account', async () => {
@@ -212,10 +261,25 @@ describe('proving a mailbox', () => {
   });
 
   it('needs a personal identity; without a hook it is 503 CONFIGURATION_INVALID', async () => {
-    expectError(await hooked.request('POST', '/v1/me/email-verification', { idempotencyKey: idempotencyKey() }), 401, 'UNAUTHENTICATED');
-    expectError(await requestVerification({ authorization: `Bearer ${await createTeamKey(hooked.prisma, org)}` }), 403, 'PERSONAL_IDENTITY_REQUIRED');
+    expectError(
+      await hooked.request('POST', '/v1/me/email-verification', { idempotencyKey: idempotencyKey() }),
+      401,
+      'UNAUTHENTICATED',
+    );
+    expectError(
+      await requestVerification({ authorization: `Bearer ${await createTeamKey(hooked.prisma, org)}` }),
+      403,
+      'PERSONAL_IDENTITY_REQUIRED',
+    );
     const other = await createOrg(plain.prisma);
-    expectError(await plain.request('POST', '/v1/me/email-verification', { token: other.adminKey, idempotencyKey: idempotencyKey() }), 503, 'CONFIGURATION_INVALID');
+    expectError(
+      await plain.request('POST', '/v1/me/email-verification', {
+        token: other.adminKey,
+        idempotencyKey: idempotencyKey(),
+      }),
+      503,
+      'CONFIGURATION_INVALID',
+    );
   });
 });
 
@@ -223,7 +287,9 @@ describe('cli issue-email-verification', () => {
   const run = promisify(execFile);
   async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-      const { stdout, stderr } = await run('npm', ['run', '-s', 'cli', '--', ...args], { env: { ...process.env, DATABASE_URL: plain.database.url, LOG_LEVEL: 'warn' } });
+      const { stdout, stderr } = await run('npm', ['run', '-s', 'cli', '--', ...args], {
+        env: { ...process.env, DATABASE_URL: plain.database.url, LOG_LEVEL: 'warn' },
+      });
       return { code: 0, stdout, stderr };
     } catch (error) {
       const failed = error as { code: number; stdout: string; stderr: string };
@@ -236,7 +302,14 @@ describe('cli issue-email-verification', () => {
     const target = await createOrg(plain.prisma);
     const email = address();
     const { token: invitation } = (await invite(plain, inviting, email)).body;
-    expect((await plain.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { token: invitation, name: 'Chosen By Someone', password: PASSWORD } })).status).toBe(200);
+    expect(
+      (
+        await plain.request('POST', '/v1/invitations/accept', {
+          idempotencyKey: idempotencyKey(),
+          body: { token: invitation, name: 'Chosen By Someone', password: PASSWORD },
+        })
+      ).status,
+    ).toBe(200);
     const addUser = ['add-user', '--org', target.orgId, '--email', email, '--name', 'Owner', '--role', 'member'];
     const refused = await cli(addUser);
     expect(refused.code).toBe(1);
@@ -245,7 +318,12 @@ describe('cli issue-email-verification', () => {
     const issued = await cli(['issue-email-verification', '--email', email.toUpperCase()]);
     expect(issued.code, issued.stderr).toBe(0);
     const printed = JSON.parse(issued.stdout.trim());
-    expect(printed).toEqual({ userId: expect.any(String), email, token: expect.stringMatching(/^wdsv_[A-Za-z0-9_-]{43}$/), expiresAt: expect.any(String) });
+    expect(printed).toEqual({
+      userId: expect.any(String),
+      email,
+      token: expect.stringMatching(/^wdsv_[A-Za-z0-9_-]{43}$/),
+      expiresAt: expect.any(String),
+    });
     const verified = await verify(plain, printed.token);
     expect({ status: verified.status, body: verified.body }).toEqual({ status: 200, body: { email, verified: true } });
 
@@ -253,7 +331,10 @@ describe('cli issue-email-verification', () => {
     expect(added.code, added.stderr).toBe(0);
     expect(JSON.parse(added.stdout.trim())).toMatchObject({ userId: printed.userId });
     const again = await cli(['issue-email-verification', '--email', email]);
-    expect({ code: again.code, stderr: again.stderr.trim() }).toEqual({ code: 1, stderr: `${email} is already verified.` });
+    expect({ code: again.code, stderr: again.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: `${email} is already verified.`,
+    });
     const unknown = await cli(['issue-email-verification', '--email', address()]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^No user with e-mail /);

@@ -27,11 +27,20 @@ async function freePort(): Promise<number> {
 
 async function waitForReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
   // Ready, or exited (which fails at once rather than at the deadline).
-  const exited = await vi.waitFor(async () => {
-    if (child.exitCode !== null) return true;
-    if (await checkedFetch(`${url}/readyz`).then((response) => response.ok, () => false)) return false;
-    throw new Error(`npm start was not ready within 90 s:\n${output()}`);
-  }, { timeout: 90_000, interval: 250 });
+  const exited = await vi.waitFor(
+    async () => {
+      if (child.exitCode !== null) return true;
+      if (
+        await checkedFetch(`${url}/readyz`).then(
+          (response) => response.ok,
+          () => false,
+        )
+      )
+        return false;
+      throw new Error(`npm start was not ready within 90 s:\n${output()}`);
+    },
+    { timeout: 90_000, interval: 250 },
+  );
   if (exited) throw new Error(`npm start exited early (${child.exitCode}):\n${output()}`);
 }
 
@@ -45,18 +54,40 @@ describe('npm start with no DATABASE_URL', () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     // Its own process group, so that SIGTERM reaches the service as it would from a process manager.
-    child = spawn('npm', ['start'], { env: bareEnv({ PORT: String(port), DATA_DIR, LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    child = spawn('npm', ['start'], {
+      env: bareEnv({ PORT: String(port), DATA_DIR, LOG_LEVEL: 'info' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let output = '';
     child.stdout!.on('data', (chunk) => (output += chunk));
     child.stderr!.on('data', (chunk) => (output += chunk));
     await waitForReady(url, child, () => output);
 
     // The CLI finds the running embedded server (same data dir) instead of starting a second one.
-    const { stdout } = await run('npm', ['run', '-s', 'cli', '--', 'bootstrap', '--org-name', 'E2E', '--email', `e2e-${port}@example.com`, '--name', 'E2E'], {
-      env: bareEnv({ DATA_DIR }),
-    });
+    const { stdout } = await run(
+      'npm',
+      [
+        'run',
+        '-s',
+        'cli',
+        '--',
+        'bootstrap',
+        '--org-name',
+        'E2E',
+        '--email',
+        `e2e-${port}@example.com`,
+        '--name',
+        'E2E',
+      ],
+      {
+        env: bareEnv({ DATA_DIR }),
+      },
+    );
     const { apiKey } = JSON.parse(stdout.trim());
-    const preferences = await checkedFetch(`${url}/v1/me/preferences`, { headers: { authorization: `Bearer ${apiKey}` } });
+    const preferences = await checkedFetch(`${url}/v1/me/preferences`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
     expect(preferences.status).toBe(200);
     expect(await preferences.json()).toMatchObject({ timezone: 'UTC' });
 

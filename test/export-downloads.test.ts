@@ -45,14 +45,24 @@ interface RawDownload {
 /** A download read with node:http, which reports a body cut short instead of throwing. */
 function rawDownload(path: string, token: string): Promise<RawDownload> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${suite.server.url}${path}`, { headers: { authorization: `Bearer ${token}` } }, (response) => {
-      const parts: Buffer[] = [];
-      response.on('data', (part: Buffer) => parts.push(part));
-      response.on('close', () => {
-        const bytes = Buffer.concat(parts);
-        resolve({ status: response.statusCode!, headers: response.headers, received: bytes.length, complete: response.complete, body: bytes.toString('utf8') });
-      });
-    });
+    const request = http.get(
+      `${suite.server.url}${path}`,
+      { headers: { authorization: `Bearer ${token}` } },
+      (response) => {
+        const parts: Buffer[] = [];
+        response.on('data', (part: Buffer) => parts.push(part));
+        response.on('close', () => {
+          const bytes = Buffer.concat(parts);
+          resolve({
+            status: response.statusCode!,
+            headers: response.headers,
+            received: bytes.length,
+            complete: response.complete,
+            body: bytes.toString('utf8'),
+          });
+        });
+      },
+    );
     request.on('error', reject);
   });
 }
@@ -64,7 +74,10 @@ async function chunkOf(jobId: string, seq: number): Promise<Buffer> {
 }
 
 async function setChunk(jobId: string, seq: number, data: Buffer): Promise<void> {
-  expect(await suite.server.prisma.$executeRaw`UPDATE public.job_artifact_chunks SET data = ${data} WHERE job_id = ${jobId}::bpchar AND seq = ${seq}`).toBe(1);
+  expect(
+    await suite.server.prisma
+      .$executeRaw`UPDATE public.job_artifact_chunks SET data = ${data} WHERE job_id = ${jobId}::bpchar AND seq = ${seq}`,
+  ).toBe(1);
 }
 
 function flipped(data: Buffer): Buffer {
@@ -78,9 +91,18 @@ describe('GET …/jobs/{jobId}/artifacts/{name} of a multi-chunk export', () => 
     const table = await largeTable();
     const job = await exported(suite.server, admin(), table, { format: 'csv', fileName: 'large.csv' });
     const [artifact] = job.artifacts;
-    const chunks = await suite.server.prisma.jobArtifactChunk.findMany({ where: { jobId: job.jobId }, select: { seq: true, sha256: true }, orderBy: { seq: 'asc' } });
+    const chunks = await suite.server.prisma.jobArtifactChunk.findMany({
+      where: { jobId: job.jobId },
+      select: { seq: true, sha256: true },
+      orderBy: { seq: 'asc' },
+    });
     expect(chunks.map((chunk) => chunk.seq)).toEqual([0, 1, 2]);
-    for (const chunk of chunks) expect(chunk.sha256).toBe(createHash('sha256').update(await chunkOf(job.jobId, chunk.seq)).digest('hex'));
+    for (const chunk of chunks)
+      expect(chunk.sha256).toBe(
+        createHash('sha256')
+          .update(await chunkOf(job.jobId, chunk.seq))
+          .digest('hex'),
+      );
     expect(artifact.size).toBeGreaterThan(GRAPHQL_CONTENT_LIMIT);
 
     const file = await download(suite.server, admin(), job);
@@ -93,18 +115,39 @@ describe('GET …/jobs/{jobId}/artifacts/{name} of a multi-chunk export', () => 
     expect(lines).toHaveLength(2352);
     expect([lines[0], lines[1], lines[2350], lines[2351]]).toEqual(['Body', 'B'.repeat(4000), 'K'.repeat(4000), '']);
 
-    const head = await fetch(`${suite.server.url}${artifact.url}`, { method: 'HEAD', headers: { authorization: `Bearer ${admin()}` } });
-    expect([head.status, head.headers.get('content-length'), head.headers.get('content-digest'), (await head.arrayBuffer()).byteLength])
-      .toEqual([200, String(artifact.size), file.headers.get('content-digest'), 0]);
+    const head = await fetch(`${suite.server.url}${artifact.url}`, {
+      method: 'HEAD',
+      headers: { authorization: `Bearer ${admin()}` },
+    });
+    expect([
+      head.status,
+      head.headers.get('content-length'),
+      head.headers.get('content-digest'),
+      (await head.arrayBuffer()).byteLength,
+    ]).toEqual([200, String(artifact.size), file.headers.get('content-digest'), 0]);
 
     const variables = { orgId: table.orgId, jobId: job.jobId, name: 'large.csv' };
     const metadata = await suite.server.graphql(METADATA_QUERY, variables, { token: admin() });
-    expect(metadata.body).toEqual({ data: { jobArtifact: { jobId: job.jobId, name: 'large.csv', size: artifact.size, sha256: artifact.sha256, chunks: 3, encoding: 'utf8' } } });
+    expect(metadata.body).toEqual({
+      data: {
+        jobArtifact: {
+          jobId: job.jobId,
+          name: 'large.csv',
+          size: artifact.size,
+          sha256: artifact.sha256,
+          chunks: 3,
+          encoding: 'utf8',
+        },
+      },
+    });
     const content = await suite.server.graphql(ARTIFACT_QUERY, variables, { token: admin() });
     expect(content.body.data).toBeNull();
     expect(content.body.errors[0]).toMatchObject({
       path: ['jobArtifact', 'content'],
-      extensions: { code: 'PAYLOAD_TOO_LARGE', details: { size: artifact.size, limit: GRAPHQL_CONTENT_LIMIT, url: artifact.url } },
+      extensions: {
+        code: 'PAYLOAD_TOO_LARGE',
+        details: { size: artifact.size, limit: GRAPHQL_CONTENT_LIMIT, url: artifact.url },
+      },
     });
   });
 
@@ -131,7 +174,10 @@ describe('GET …/jobs/{jobId}/artifacts/{name} of a multi-chunk export', () => 
     const wrongFile = await rawDownload(artifact.url, admin());
     expect(wrongFile).toMatchObject({ status: 200, complete: false });
     expect(wrongFile.received).toBeLessThan(artifact.size);
-    await suite.server.prisma.jobArtifact.updateMany({ where: { jobId: job.jobId }, data: { sha256: artifact.sha256 } });
+    await suite.server.prisma.jobArtifact.updateMany({
+      where: { jobId: job.jobId },
+      data: { sha256: artifact.sha256 },
+    });
 
     await suite.server.prisma.jobArtifactChunk.deleteMany({ where: { jobId: job.jobId, seq: 2 } });
     expectError(await suite.server.request('GET', artifact.url, { token: admin() }), 409, 'ARTIFACT_UNVERIFIED');
@@ -145,7 +191,11 @@ describe('Query.jobArtifact content', () => {
     for (const format of ['csv', 'xlsx'] as const) {
       const job = await exported(suite.server, admin(), table, { format });
       const file = await download(suite.server, admin(), job);
-      const answer = await suite.server.graphql(ARTIFACT_QUERY, { orgId: table.orgId, jobId: job.jobId, name: job.artifacts[0].name }, { token: admin() });
+      const answer = await suite.server.graphql(
+        ARTIFACT_QUERY,
+        { orgId: table.orgId, jobId: job.jobId, name: job.artifacts[0].name },
+        { token: admin() },
+      );
       expect(answer.body.errors, answer.text).toBeUndefined();
       const { encoding, content, chunks } = answer.body.data.jobArtifact;
       expect({ encoding, chunks }).toEqual({ encoding: format === 'csv' ? 'utf8' : 'base64', chunks: 1 });

@@ -26,10 +26,16 @@ const withDatabase = <T>(work: (client: pg.Client) => Promise<T>) => withClient(
 
 /** A two-field table of ROWS rows (JSONL ≈ 22 MB: several 4 MiB chunks), seeded in one statement. */
 async function bigTable(): Promise<TestTable> {
-  const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'Score', type: 'integer' }]);
+  const table = await createTable(suite.server, suite.org, [
+    { name: 'Name', type: 'text' },
+    { name: 'Score', type: 'integer' },
+  ]);
   await withDatabase(async (client) => {
-    await client.query(`INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)}, ${columnOf(table.fields.Score!)})
-      SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), md5(g::text) || ' customer ' || g, g FROM generate_series(1, $1::int) AS g`, [ROWS]);
+    await client.query(
+      `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)}, ${columnOf(table.fields.Score!)})
+      SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), md5(g::text) || ' customer ' || g, g FROM generate_series(1, $1::int) AS g`,
+      [ROWS],
+    );
     await client.query('UPDATE public.data_tables SET row_count = $2 WHERE id = $1', [table.tableId, ROWS]);
   });
   return table;
@@ -40,12 +46,22 @@ async function bigTable(): Promise<TestTable> {
  * so writes, cancels and kills land mid-export on any machine.
  */
 function holdExport(progress: number): Promise<JobUpdateHold> {
-  return holdJobUpdate(suite.server.database.url,
-    `NEW.kind LIKE 'export%' AND NEW.journal->>'phase' = 'export' AND OLD.progress_done < ${progress} AND NEW.progress_done >= ${progress}`);
+  return holdJobUpdate(
+    suite.server.database.url,
+    `NEW.kind LIKE 'export%' AND NEW.journal->>'phase' = 'export' AND OLD.progress_done < ${progress} AND NEW.progress_done >= ${progress}`,
+  );
 }
 
 async function chunksOf(jobId: string): Promise<number> {
-  return withDatabase(async (client) => (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM public.job_artifact_chunks WHERE job_id = $1', [jobId])).rows[0]!.n);
+  return withDatabase(
+    async (client) =>
+      (
+        await client.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM public.job_artifact_chunks WHERE job_id = $1',
+          [jobId],
+        )
+      ).rows[0]!.n,
+  );
 }
 
 /** The exported JSONL lines, parsed. */
@@ -65,7 +81,10 @@ function expectSeeded(lines: { id: string }[]): void {
   });
 }
 
-async function accepted(table: TestTable, body: Record<string, unknown>): Promise<{ jobId: string; statusUrl: string }> {
+async function accepted(
+  table: TestTable,
+  body: Record<string, unknown>,
+): Promise<{ jobId: string; statusUrl: string }> {
   const response = await requestExport(suite.server, admin(), table, body);
   expect(response.status, response.text).toBe(202);
   return response.body;
@@ -86,17 +105,28 @@ describe('an export under concurrent work', () => {
         }
         await withDatabase(async (client) => {
           const target = rowsTableOf(table.databaseId, table.tableId);
-          await client.query(`UPDATE ${target} SET ${columnOf(table.fields.Name!)} = 'changed', version = version + 1 WHERE id = $1`, [idOf(1)]);
+          await client.query(
+            `UPDATE ${target} SET ${columnOf(table.fields.Name!)} = 'changed', version = version + 1 WHERE id = $1`,
+            [idOf(1)],
+          );
           await client.query(`DELETE FROM ${target} WHERE id = $1`, [idOf(ROWS)]);
         });
       } finally {
         await hold.release();
       }
       const done = await waitForJob(suite.server, admin(), job.statusUrl, undefined, 60_000);
-      expect(done).toMatchObject({ state: 'succeeded', progress: { done: ROWS, total: ROWS }, result: { rowsDone: ROWS, rowsTotal: ROWS } });
+      expect(done).toMatchObject({
+        state: 'succeeded',
+        progress: { done: ROWS, total: ROWS },
+        result: { rowsDone: ROWS, rowsTotal: ROWS },
+      });
       const lines = await linesOf(done);
       expectSeeded(lines);
-      expect(lines[0]).toEqual({ id: idOf(1), version: '1', values: { [table.fields.Name!]: 'c4ca4238a0b923820dcc509a6f75849b customer 1', [table.fields.Score!]: 1 } });
+      expect(lines[0]).toEqual({
+        id: idOf(1),
+        version: '1',
+        values: { [table.fields.Name!]: 'c4ca4238a0b923820dcc509a6f75849b customer 1', [table.fields.Score!]: 1 },
+      });
     } finally {
       await worker.stop();
     }
@@ -122,7 +152,9 @@ describe('an export under concurrent work', () => {
       expect(done.state).toBe('cancelled');
       expect(done.artifacts).toEqual([]);
       expect(await chunksOf(job.jobId)).toBe(0);
-      const events = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.category === 'exports').map((entry) => entry.event);
+      const events = (await tableActivity(suite.server, admin(), table))
+        .filter((entry) => entry.category === 'exports')
+        .map((entry) => entry.event);
       expect(events).toEqual(['job.exportRows.queued', 'job.exportRows.cancelled']);
     } finally {
       await worker.stop();
@@ -139,7 +171,14 @@ function spawnWorker(): WorkerProcess {
   const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: '2', LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },
+    env: {
+      ...process.env,
+      DATABASE_URL: suite.server.database.url,
+      JOB_LEASE_SECONDS: '2',
+      LOG_LEVEL: 'silent',
+      JOB_POLL_MS: '50',
+      NODE_ENV: 'test',
+    },
   });
   const exited = once(child, 'exit');
   return {
@@ -173,10 +212,16 @@ describe('a worker SIGKILLed mid-export', () => {
       workers.push(spawnWorker());
       const done = await waitForJob(suite.server, admin(), job.statusUrl, undefined, 60_000);
       expect(done).toMatchObject({ state: 'succeeded', result: { rowsDone: ROWS, rowsTotal: ROWS } });
-      const attempts = await suite.server.prisma.job.findUniqueOrThrow({ where: { id: job.jobId }, select: { attempts: true } });
+      const attempts = await suite.server.prisma.job.findUniqueOrThrow({
+        where: { id: job.jobId },
+        select: { attempts: true },
+      });
       expect(attempts.attempts).toBe(2);
       expectSeeded(await linesOf(done));
-      const artifact = await suite.server.prisma.jobArtifact.findFirstOrThrow({ where: { jobId: job.jobId }, select: { chunks: true } });
+      const artifact = await suite.server.prisma.jobArtifact.findFirstOrThrow({
+        where: { jobId: job.jobId },
+        select: { chunks: true },
+      });
       expect(await chunksOf(job.jobId)).toBe(artifact.chunks);
     } finally {
       await Promise.all(workers.map((worker) => worker.kill()));

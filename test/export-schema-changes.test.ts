@@ -23,9 +23,14 @@ const EXPORT_KINDS = new Set(['exportRows', 'exportView', 'exportDatabase']);
 async function withSchemaRunner<T>(work: () => Promise<T>): Promise<T> {
   const { config } = suite.server;
   const runner = startJobRunner({
-    pool: sqlPoolOf(suite.server.prisma), prisma: suite.server.prisma, config, log: createLogger('silent'),
+    pool: sqlPoolOf(suite.server.prisma),
+    prisma: suite.server.prisma,
+    config,
+    log: createLogger('silent'),
     handlers: JOB_HANDLERS.filter((handler) => !EXPORT_KINDS.has(handler.kind)),
-    concurrency: 1, leaseSeconds: config.JOB_LEASE_SECONDS, pollMs: config.JOB_POLL_MS,
+    concurrency: 1,
+    leaseSeconds: config.JOB_LEASE_SECONDS,
+    pollMs: config.JOB_POLL_MS,
   });
   try {
     return await work();
@@ -45,9 +50,19 @@ async function runQueued(statusUrl: string): Promise<any> {
 
 async function people(): Promise<TestTable> {
   const table = await createTable(suite.server, suite.org, [
-    { name: 'Name', type: 'text' }, { name: 'Code', type: 'text', options: { maxLength: 20 } }, { name: 'Other', type: 'integer' },
+    { name: 'Name', type: 'text' },
+    { name: 'Code', type: 'text', options: { maxLength: 20 } },
+    { name: 'Other', type: 'integer' },
   ]);
-  expect((await createRow(suite.server, admin(), table, { [table.fields.Name!]: 'Ada', [table.fields.Code!]: 'A1', [table.fields.Other!]: 1 })).status).toBe(201);
+  expect(
+    (
+      await createRow(suite.server, admin(), table, {
+        [table.fields.Name!]: 'Ada',
+        [table.fields.Code!]: 'A1',
+        [table.fields.Other!]: 1,
+      })
+    ).status,
+  ).toBe(201);
   return table;
 }
 
@@ -61,11 +76,16 @@ describe('an export queued before a schema change', () => {
   it('succeeds when a unique rule over an exported field is added, and when it is deleted', async () => {
     const table = await people();
     const beforeAdd = await queuedExport(table, { format: 'csv' });
-    const rule = await withSchemaRunner(() => addUniqueRule(suite.server, admin(), table, { fieldIds: [table.fields.Code!] }));
+    const rule = await withSchemaRunner(() =>
+      addUniqueRule(suite.server, admin(), table, { fieldIds: [table.fields.Code!] }),
+    );
     expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const beforeDelete = await queuedExport(rule.table, { format: 'csv' });
     await withSchemaRunner(async () => {
-      const accepted = await suite.server.request('DELETE', `${table.path}/unique-rules/${rule.ruleId}`, { token: admin(), idempotencyKey: idempotencyKey() });
+      const accepted = await suite.server.request('DELETE', `${table.path}/unique-rules/${rule.ruleId}`, {
+        token: admin(),
+        idempotencyKey: idempotencyKey(),
+      });
       expect(accepted.status, accepted.text).toBe(202);
       expect((await waitForJob(suite.server, admin(), accepted.body.statusUrl)).state).toBe('succeeded');
     });
@@ -87,17 +107,30 @@ describe('an export queued before a schema change', () => {
       state: 'failed',
       error: {
         code: 'SCHEMA_VERSION_CONFLICT',
-        details: { expectedSchemaVersion: table.schemaVersion, currentSchemaVersion: table.schemaVersion + 1, fieldIds: [table.fields.Other] },
+        details: {
+          expectedSchemaVersion: table.schemaVersion,
+          currentSchemaVersion: table.schemaVersion + 1,
+          fieldIds: [table.fields.Other],
+        },
       },
     });
   });
 
   it('fails when a field its filter names is renamed, not when an exported column is', async () => {
     const table = await people();
-    const filtered = await queuedExport(table, { format: 'csv', fieldIds: ['Name'], where: { field: 'Code', op: 'eq', value: 'A1' } });
+    const filtered = await queuedExport(table, {
+      format: 'csv',
+      fieldIds: ['Name'],
+      where: { field: 'Code', op: 'eq', value: 'A1' },
+    });
     const plain = await queuedExport(table, { format: 'csv', fieldIds: ['Name', 'Code'] });
-    await withSchemaRunner(() => appliedChange(suite, table, { kind: 'rename_field', fieldId: table.fields.Code!, name: 'Key' }));
-    expect((await runQueued(filtered)).error).toMatchObject({ code: 'SCHEMA_VERSION_CONFLICT', details: { fieldIds: [table.fields.Code] } });
+    await withSchemaRunner(() =>
+      appliedChange(suite, table, { kind: 'rename_field', fieldId: table.fields.Code!, name: 'Key' }),
+    );
+    expect((await runQueued(filtered)).error).toMatchObject({
+      code: 'SCHEMA_VERSION_CONFLICT',
+      details: { fieldIds: [table.fields.Code] },
+    });
     const renamed = await runQueued(plain);
     expect(renamed.state, JSON.stringify(renamed.error)).toBe('succeeded');
   });

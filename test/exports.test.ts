@@ -43,16 +43,61 @@ const IMPORTABLE = FIELDS.filter((field) => field.type !== 'autoNumber').map((fi
 /** Values by field name: quotes, newlines, separators, leading zeros, unicode, empty vs null. */
 const ROWS: Record<string, unknown>[] = [
   {
-    Text: 'He said "hi", then\nleft', Long: 'line 1\r\nline 2, with a comma; and a tab\t', Int: 42, Num: 1.5, Bool: true,
-    Day: '2024-02-29', At: '2024-02-29T13:45:06.789Z', Mail: 'ada@example.com', Link: 'https://example.com/a?b=c,d',
-    Pick: 'Beta, Inc', Picks: ['Alpha', 'Beta, Inc'], Doc: { b: [1, 2.5, { c: 'x y' }], a: 'q"uote\n' },
+    Text: 'He said "hi", then\nleft',
+    Long: 'line 1\r\nline 2, with a comma; and a tab\t',
+    Int: 42,
+    Num: 1.5,
+    Bool: true,
+    Day: '2024-02-29',
+    At: '2024-02-29T13:45:06.789Z',
+    Mail: 'ada@example.com',
+    Link: 'https://example.com/a?b=c,d',
+    Pick: 'Beta, Inc',
+    Picks: ['Alpha', 'Beta, Inc'],
+    Doc: { b: [1, 2.5, { c: 'x y' }], a: 'q"uote\n' },
   },
   {
-    Text: '007', Long: 'Zoë 🚀 日本語', Int: -9007199254740991, Num: -0.25, Bool: false, Day: '0999-12-31',
-    At: '1999-12-31T23:59:59.000Z', Mail: null, Link: null, Pick: null, Picks: ['Alpha'], Doc: '',
+    Text: '007',
+    Long: 'Zoë 🚀 日本語',
+    Int: -9007199254740991,
+    Num: -0.25,
+    Bool: false,
+    Day: '0999-12-31',
+    At: '1999-12-31T23:59:59.000Z',
+    Mail: null,
+    Link: null,
+    Pick: null,
+    Picks: ['Alpha'],
+    Doc: '',
   },
-  { Text: null, Long: null, Int: 0, Num: 0, Bool: null, Day: null, At: null, Mail: null, Link: null, Pick: ' padded', Picks: [' padded', '[x]'], Doc: [] },
-  { Text: ',', Long: '"', Int: null, Num: null, Bool: null, Day: null, At: null, Mail: null, Link: null, Pick: null, Picks: null, Doc: null },
+  {
+    Text: null,
+    Long: null,
+    Int: 0,
+    Num: 0,
+    Bool: null,
+    Day: null,
+    At: null,
+    Mail: null,
+    Link: null,
+    Pick: ' padded',
+    Picks: [' padded', '[x]'],
+    Doc: [],
+  },
+  {
+    Text: ',',
+    Long: '"',
+    Int: null,
+    Num: null,
+    Bool: null,
+    Day: null,
+    At: null,
+    Mail: null,
+    Link: null,
+    Pick: null,
+    Picks: null,
+    Doc: null,
+  },
 ];
 
 function byId(table: TestTable, values: Record<string, unknown>): Record<string, unknown> {
@@ -82,7 +127,11 @@ async function valuesOf(table: TestTable): Promise<Record<string, unknown>[]> {
   });
 }
 
-async function reimport(content: string, format: 'csv' | 'jsonl', sources: (table: TestTable, name: string) => string): Promise<TestTable> {
+async function reimport(
+  content: string,
+  format: 'csv' | 'jsonl',
+  sources: (table: TestTable, name: string) => string,
+): Promise<TestTable> {
   const target = await createTable(suite.server, suite.org, FIELDS);
   const mapping = IMPORTABLE.map((name) => ({ source: sources(target, name), fieldId: target.fields[name]! }));
   const job = await preview(suite.server, admin(), target, { format, content, mapping, fileName: `again.${format}` });
@@ -109,7 +158,11 @@ describe('POST …/tables/{tableId}/exports', () => {
     expect(file.headers.get('content-disposition')).toBe('attachment; filename="people.csv"');
     const digest = createHash('sha256').update(file.bytes).digest();
     expect(file.headers.get('content-digest')).toBe(`sha-256=:${digest.toString('base64')}:`);
-    expect(job.artifacts[0]).toMatchObject({ name: 'people.csv', size: file.bytes.length, sha256: digest.toString('hex') });
+    expect(job.artifacts[0]).toMatchObject({
+      name: 'people.csv',
+      size: file.bytes.length,
+      sha256: digest.toString('hex'),
+    });
   });
 
   it('expires like any artifact: 410 after its expiry, and the sweep frees its chunks', async () => {
@@ -117,7 +170,10 @@ describe('POST …/tables/{tableId}/exports', () => {
     const job = await exported(suite.server, admin(), table, { format: 'csv', fileName: 'old.csv' });
     const stored = await suite.server.prisma.jobArtifactChunk.count({ where: { jobId: job.jobId } });
     expect(stored).toBe(1);
-    await suite.server.prisma.jobArtifact.updateMany({ where: { jobId: job.jobId }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await suite.server.prisma.jobArtifact.updateMany({
+      where: { jobId: job.jobId },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     const expired = await suite.server.request('GET', job.artifacts[0].url, { token: admin() });
     expectError(expired, 410, 'ARTIFACT_EXPIRED');
     await sweepExpiredArtifacts(suite.server.prisma);
@@ -128,14 +184,18 @@ describe('POST …/tables/{tableId}/exports', () => {
   it('writes CSV values per field type: header of names, dates, datetimes, booleans, multiSelect, compact json', async () => {
     const table = await seededTable();
     const text = await exportedText(suite.server, admin(), table, { format: 'csv' });
-    expect(text).toBe([
-      'Text,Long,Int,Num,Bool,Day,At,Mail,Link,Pick,Picks,Doc,Seq',
-      '"He said ""hi"", then\nleft","line 1\r\nline 2, with a comma; and a tab\t",42,1.500,true,2024-02-29,2024-02-29T13:45:06.789Z,ada@example.com,"https://example.com/a?b=c,d","Beta, Inc","[""Alpha"",""Beta, Inc""]","{""a"":""q\\""uote\\n"",""b"":[1,2.5,{""c"":""x y""}]}",1',
-      '007,Zoë 🚀 日本語,-9007199254740991,-0.250,false,0999-12-31,1999-12-31T23:59:59.000Z,,,,Alpha,"""""",2',
-      ',,0,0.000,,,,,,  padded,"["" padded"",""[x]""]",[],3',
-      '",","""",,,,,,,,,,,4',
-      '',
-    ].join('\n').replace('  padded', ' padded'));
+    expect(text).toBe(
+      [
+        'Text,Long,Int,Num,Bool,Day,At,Mail,Link,Pick,Picks,Doc,Seq',
+        '"He said ""hi"", then\nleft","line 1\r\nline 2, with a comma; and a tab\t",42,1.500,true,2024-02-29,2024-02-29T13:45:06.789Z,ada@example.com,"https://example.com/a?b=c,d","Beta, Inc","[""Alpha"",""Beta, Inc""]","{""a"":""q\\""uote\\n"",""b"":[1,2.5,{""c"":""x y""}]}",1',
+        '007,Zoë 🚀 日本語,-9007199254740991,-0.250,false,0999-12-31,1999-12-31T23:59:59.000Z,,,,Alpha,"""""",2',
+        ',,0,0.000,,,,,,  padded,"["" padded"",""[x]""]",[],3',
+        '",","""",,,,,,,,,,,4',
+        '',
+      ]
+        .join('\n')
+        .replace('  padded', ' padded'),
+    );
   });
 
   it('round-trips CSV through preview and import into an empty table of the same schema', async () => {
@@ -151,14 +211,24 @@ describe('POST …/tables/{tableId}/exports', () => {
     const lines = text.split('\n');
     expect(lines.pop()).toBe('');
     const source = await allRows(suite.server, admin(), table);
-    expect(lines.map((line) => JSON.parse(line))).toEqual(source.map((row) => ({ id: row.id, version: row.version, values: row.values })));
+    expect(lines.map((line) => JSON.parse(line))).toEqual(
+      source.map((row) => ({ id: row.id, version: row.version, values: row.values })),
+    );
     expect(lines[0]).not.toMatch(/": |, "/);
     const target = await reimport(text, 'jsonl', (_target, name) => table.fields[name]!);
     expect(await valuesOf(target)).toEqual(await valuesOf(table));
 
-    const named = await exportedText(suite.server, admin(), table, { format: 'jsonl', fieldNames: true, fieldIds: ['Int', 'Text'] });
+    const named = await exportedText(suite.server, admin(), table, {
+      format: 'jsonl',
+      fieldNames: true,
+      fieldIds: ['Int', 'Text'],
+    });
     expect(JSON.parse(named.split('\n')[0]!).values).toEqual({ Int: 42, Text: 'He said "hi", then\nleft' });
-    const again = await reimport(await exportedText(suite.server, admin(), table, { format: 'jsonl', fieldNames: true }), 'jsonl', (_target, name) => name);
+    const again = await reimport(
+      await exportedText(suite.server, admin(), table, { format: 'jsonl', fieldNames: true }),
+      'jsonl',
+      (_target, name) => name,
+    );
     expect(await valuesOf(again)).toEqual(await valuesOf(table));
   });
 
@@ -190,18 +260,27 @@ describe('POST …/tables/{tableId}/exports', () => {
   // PostgreSQL functions take at most 100 arguments: a row built with json_build_object failed past 50 fields.
   it('exports a 120-field table as JSONL (by id and by name) and XLSX', async () => {
     const fields: FieldSpec[] = Array.from({ length: 120 }, (_unused, index) =>
-      (index % 2 === 0 ? { name: `Text "${index}"`, type: 'text' } : { name: `Int ${index}`, type: 'integer' }));
+      index % 2 === 0 ? { name: `Text "${index}"`, type: 'text' } : { name: `Int ${index}`, type: 'integer' },
+    );
     const table = await createTable(suite.server, suite.org, fields);
-    const values = Object.fromEntries(fields.map((field, index) => [field.name, field.type === 'text' ? `v\\${index} "q"` : index]));
+    const values = Object.fromEntries(
+      fields.map((field, index) => [field.name, field.type === 'text' ? `v\\${index} "q"` : index]),
+    );
     const created = await createRow(suite.server, admin(), table, byId(table, values));
     expect(created.status, created.text).toBe(201);
 
     const byFieldId = JSON.parse((await exportedText(suite.server, admin(), table, { format: 'jsonl' })).trimEnd());
     expect(byFieldId).toEqual({ id: created.body.row.id, version: '1', values: byId(table, values) });
-    const byName = JSON.parse((await exportedText(suite.server, admin(), table, { format: 'jsonl', fieldNames: true })).trimEnd());
+    const byName = JSON.parse(
+      (await exportedText(suite.server, admin(), table, { format: 'jsonl', fieldNames: true })).trimEnd(),
+    );
     expect(Object.entries(byName.values)).toEqual(Object.entries(values));
 
-    const file = await download(suite.server, admin(), await exported(suite.server, admin(), table, { format: 'xlsx' }));
+    const file = await download(
+      suite.server,
+      admin(),
+      await exported(suite.server, admin(), table, { format: 'xlsx' }),
+    );
     const workbook = new ExcelJS.Workbook();
     await workbook.xlsx.load(file.bytes as never);
     expect((workbook.worksheets[0]!.getRow(2).values as unknown[]).slice(1)).toEqual(Object.values(values));
@@ -210,7 +289,10 @@ describe('POST …/tables/{tableId}/exports', () => {
   it('applies where, orderBy and fieldIds (ids or names, in the given order)', async () => {
     const table = await seededTable();
     const text = await exportedText(suite.server, admin(), table, {
-      format: 'csv', where: { field: 'Int', op: 'gte', value: 0 }, orderBy: [{ field: 'Int', direction: 'desc' }], fieldIds: ['Int', table.fields.Text!],
+      format: 'csv',
+      where: { field: 'Int', op: 'gte', value: 0 },
+      orderBy: [{ field: 'Int', direction: 'desc' }],
+      fieldIds: ['Int', table.fields.Text!],
     });
     expect(text).toBe('Int,Text\n42,"He said ""hi"", then\nleft"\n0,\n');
   });
@@ -219,30 +301,69 @@ describe('POST …/tables/{tableId}/exports', () => {
     const table = await seededTable();
     const definition = definitionOf(
       { where: { field: 'Int', op: 'gte', value: 0 }, orderBy: [{ field: 'Int', direction: 'asc' }] },
-      { columnOrder: [table.fields.Int, table.fields.Text], hiddenColumns: FIELDS.slice(2).filter((field) => field.name !== 'Int').map((field) => table.fields[field.name]) },
+      {
+        columnOrder: [table.fields.Int, table.fields.Text],
+        hiddenColumns: FIELDS.slice(2)
+          .filter((field) => field.name !== 'Int')
+          .map((field) => table.fields[field.name]),
+      },
     );
     const view = await views.postView(table, { definition, visibility: 'shared' });
     expect(view.status, view.text).toBe(201);
     const job = await exported(suite.server, admin(), table, { format: 'csv', viewId: view.body.id });
     expect(job.kind).toBe('exportView');
-    expect((await download(suite.server, admin(), job)).text).toBe('Int,Text,Long\n0,,\n42,"He said ""hi"", then\nleft","line 1\r\nline 2, with a comma; and a tab\t"\n');
+    expect((await download(suite.server, admin(), job)).text).toBe(
+      'Int,Text,Long\n0,,\n42,"He said ""hi"", then\nleft","line 1\r\nline 2, with a comma; and a tab\t"\n',
+    );
   });
 
   it('refuses bad requests with 422 and unknown tables, views and other orgs’ views with 404', async () => {
     const table = await seededTable([]);
     const refused = await requestExport(suite.server, admin(), table, { format: 'pdf' });
     expectError(refused, 422, 'VALIDATION_FAILED');
-    expectError(await requestExport(suite.server, admin(), table, { format: 'csv', fieldIds: ['Nope'] }), 422, 'VALIDATION_FAILED');
-    expectError(await requestExport(suite.server, admin(), table, { format: 'csv', where: { field: 'Nope', op: 'eq', value: 1 } }), 422, 'VALIDATION_FAILED');
-    expectError(await requestExport(suite.server, admin(), table, { format: 'csv', fileName: 'a/b.csv' }), 422, 'VALIDATION_FAILED');
-    expectError(await requestExport(suite.server, admin(), { ...table, path: table.path.replace(table.tableId, '01ARZ3NDEKTSV4RRFFQ69G5FAV') }, { format: 'csv' }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await requestExport(suite.server, admin(), table, { format: 'csv', viewId: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await requestExport(suite.server, admin(), table, { format: 'csv', fieldIds: ['Nope'] }),
+      422,
+      'VALIDATION_FAILED',
+    );
+    expectError(
+      await requestExport(suite.server, admin(), table, {
+        format: 'csv',
+        where: { field: 'Nope', op: 'eq', value: 1 },
+      }),
+      422,
+      'VALIDATION_FAILED',
+    );
+    expectError(
+      await requestExport(suite.server, admin(), table, { format: 'csv', fileName: 'a/b.csv' }),
+      422,
+      'VALIDATION_FAILED',
+    );
+    expectError(
+      await requestExport(
+        suite.server,
+        admin(),
+        { ...table, path: table.path.replace(table.tableId, '01ARZ3NDEKTSV4RRFFQ69G5FAV') },
+        { format: 'csv' },
+      ),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectError(
+      await requestExport(suite.server, admin(), table, { format: 'csv', viewId: '01ARZ3NDEKTSV4RRFFQ69G5FAV' }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
 
     const other = await createOrg(suite.server.prisma);
     const otherTable = await createTable(suite.server, other, [{ name: 'Name', type: 'text' }]);
     const otherView = await views.postView(otherTable, { visibility: 'shared' }, other.adminKey);
     expect(otherView.status, otherView.text).toBe(201);
-    expectError(await requestExport(suite.server, admin(), table, { format: 'csv', viewId: otherView.body.id }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await requestExport(suite.server, admin(), table, { format: 'csv', viewId: otherView.body.id }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
     expectError(await requestExport(suite.server, admin(), otherTable, { format: 'csv' }), 404, 'RESOURCE_NOT_FOUND');
   });
 
@@ -253,16 +374,29 @@ describe('POST …/tables/{tableId}/exports', () => {
     expect(job.state).toBe('succeeded');
     const personal = await views.postView(table, { visibility: 'personal' });
     expect(personal.status, personal.text).toBe(201);
-    expectError(await requestExport(suite.server, viewer.apiKey, table, { format: 'csv', viewId: personal.body.id }), 404, 'RESOURCE_NOT_FOUND');
-    expect((await exported(suite.server, admin(), table, { format: 'csv', viewId: personal.body.id })).state).toBe('succeeded');
+    expectError(
+      await requestExport(suite.server, viewer.apiKey, table, { format: 'csv', viewId: personal.body.id }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expect((await exported(suite.server, admin(), table, { format: 'csv', viewId: personal.body.id })).state).toBe(
+      'succeeded',
+    );
     expectError(await requestExport(suite.server, 'wds_not_a_key', table, { format: 'csv' }), 401, 'UNAUTHENTICATED');
-    const missingKey = await suite.server.request('POST', `${table.path}/exports`, { token: admin(), body: { format: 'csv' } });
+    const missingKey = await suite.server.request('POST', `${table.path}/exports`, {
+      token: admin(),
+      body: { format: 'csv' },
+    });
     expect(missingKey.status, missingKey.text).toBe(400);
   });
 
   it('records queued and succeeded events under `exports` with fileName and affectedRows', async () => {
     const table = await seededTable();
-    await exported(suite.server, admin(), table, { format: 'csv', fileName: 'feed.csv', where: { field: 'Int', op: 'gte', value: 0 } });
+    await exported(suite.server, admin(), table, {
+      format: 'csv',
+      fileName: 'feed.csv',
+      where: { field: 'Int', op: 'gte', value: 0 },
+    });
     const entries = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.category === 'exports');
     expect(entries.map((entry) => entry.event)).toEqual(['job.exportRows.queued', 'job.exportRows.succeeded']);
     expect(entries[0]).toMatchObject({ fileName: 'feed.csv' });
@@ -278,7 +412,10 @@ describe('POST …/tables/{tableId}/exports', () => {
     await client.end();
     const job = await exported(suite.server, admin(), table, { format: 'xlsx' });
     expect(job.state).toBe('failed');
-    expect(job.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { format: 'xlsx', limit: 1048575, rows: 1048576 } });
+    expect(job.error).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: { format: 'xlsx', limit: 1048575, rows: 1048576 },
+    });
     expect(job.artifacts).toEqual([]);
   });
 });
@@ -308,16 +445,25 @@ function unzip(bytes: Buffer): Promise<Map<string, string>> {
 describe('POST …/databases/{databaseId}/exports', () => {
   it('archives schema.json and one file per table, read in one snapshot', async () => {
     const table = await seededTable();
-    const second = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }], { databaseId: table.databaseId, name: 'Second' });
+    const second = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }], {
+      databaseId: table.databaseId,
+      name: 'Second',
+    });
     expect((await createRow(suite.server, admin(), second, { [second.fields.Name!]: 'Only' })).status).toBe(201);
     const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
     const shared = await views.postView(second, { name: 'Shared', visibility: 'shared' });
     const mine = await views.postView(table, { name: 'Mine', visibility: 'personal' });
     const theirs = await views.postView(table, { name: 'Theirs', visibility: 'personal' }, member.apiKey);
     for (const view of [shared, mine, theirs]) expect(view.status, view.text).toBe(201);
-    const accepted = await suite.server.request('POST', `/v1/orgs/${table.orgId}/databases/${table.databaseId}/exports`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { format: 'csv', fileName: 'everything.zip' },
-    });
+    const accepted = await suite.server.request(
+      'POST',
+      `/v1/orgs/${table.orgId}/databases/${table.databaseId}/exports`,
+      {
+        token: admin(),
+        idempotencyKey: idempotencyKey(),
+        body: { format: 'csv', fileName: 'everything.zip' },
+      },
+    );
     expect(accepted.status, accepted.text).toBe(202);
     const job = await waitForJob(suite.server, admin(), accepted.body.statusUrl);
     expect(job).toMatchObject({ kind: 'exportDatabase', state: 'succeeded', result: { tables: 2, rowsDone: 5 } });
@@ -326,23 +472,55 @@ describe('POST …/databases/{databaseId}/exports', () => {
     const files = await unzip(file.bytes);
     expect([...files.keys()]).toEqual(['schema.json', `tables/${table.tableId}.csv`, `tables/${second.tableId}.csv`]);
     const schema = JSON.parse(files.get('schema.json')!);
-    expect(schema).toMatchObject({ formatVersion: 1, format: 'csv', multiSelectSeparator: ', ', database: { id: table.databaseId } });
+    expect(schema).toMatchObject({
+      formatVersion: 1,
+      format: 'csv',
+      multiSelectSeparator: ', ',
+      database: { id: table.databaseId },
+    });
     expect(schema.tables.map((entry: any) => [entry.id, entry.name, entry.rows, entry.file])).toEqual([
-      [table.tableId, expect.any(String), 4, `tables/${table.tableId}.csv`], [second.tableId, 'Second', 1, `tables/${second.tableId}.csv`],
+      [table.tableId, expect.any(String), 4, `tables/${table.tableId}.csv`],
+      [second.tableId, 'Second', 1, `tables/${second.tableId}.csv`],
     ]);
-    expect(schema.tables[0].fields[3]).toEqual({ id: table.fields.Num, name: 'Num', type: 'number', required: false, options: { precision: 15, scale: 3 } });
+    expect(schema.tables[0].fields[3]).toEqual({
+      id: table.fields.Num,
+      name: 'Num',
+      type: 'number',
+      required: false,
+      options: { precision: 15, scale: 3 },
+    });
     expect(files.get(`tables/${second.tableId}.csv`)).toBe('Name\nOnly\n');
     // Shared views and the caller's own personal ones, in table order; another user's personal view stays theirs.
-    const stored = await suite.server.prisma.savedView.findMany({ where: { id: { in: [mine.body.id, shared.body.id] } } });
-    const expected = [mine.body.id, shared.body.id].map((id) => stored.find((view) => view.id === id)!);
-    expect(schema.views).toEqual(expected.map((view) => ({
-      id: view.id, name: view.name, tableId: view.tableId, kind: view.visibility, schemaVersion: view.schemaVersion, definition: view.definition,
-    })));
-    expect(expected.map((view) => [view.name, view.tableId])).toEqual([['Mine', table.tableId], ['Shared', second.tableId]]);
-    expect(files.get(`tables/${table.tableId}.csv`)).toBe(await exportedText(suite.server, admin(), table, { format: 'csv' }));
-    const missing = await suite.server.request('POST', `/v1/orgs/${table.orgId}/databases/01ARZ3NDEKTSV4RRFFQ69G5FAV/exports`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { format: 'csv' },
+    const stored = await suite.server.prisma.savedView.findMany({
+      where: { id: { in: [mine.body.id, shared.body.id] } },
     });
+    const expected = [mine.body.id, shared.body.id].map((id) => stored.find((view) => view.id === id)!);
+    expect(schema.views).toEqual(
+      expected.map((view) => ({
+        id: view.id,
+        name: view.name,
+        tableId: view.tableId,
+        kind: view.visibility,
+        schemaVersion: view.schemaVersion,
+        definition: view.definition,
+      })),
+    );
+    expect(expected.map((view) => [view.name, view.tableId])).toEqual([
+      ['Mine', table.tableId],
+      ['Shared', second.tableId],
+    ]);
+    expect(files.get(`tables/${table.tableId}.csv`)).toBe(
+      await exportedText(suite.server, admin(), table, { format: 'csv' }),
+    );
+    const missing = await suite.server.request(
+      'POST',
+      `/v1/orgs/${table.orgId}/databases/01ARZ3NDEKTSV4RRFFQ69G5FAV/exports`,
+      {
+        token: admin(),
+        idempotencyKey: idempotencyKey(),
+        body: { format: 'csv' },
+      },
+    );
     expectError(missing, 404, 'RESOURCE_NOT_FOUND');
   });
 });

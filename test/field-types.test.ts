@@ -47,9 +47,16 @@ async function getRow(table: TestTable, rowId: string) {
   return RowResponse.parse(response.body);
 }
 
-function patchRow(table: TestTable, row: { id: string; version: string }, values: Record<string, unknown>, key = idempotencyKey()) {
+function patchRow(
+  table: TestTable,
+  row: { id: string; version: string },
+  values: Record<string, unknown>,
+  key = idempotencyKey(),
+) {
   return suite.server.request('PATCH', `${table.path}/rows/${row.id}`, {
-    token: token(), idempotencyKey: key, body: { expectedVersion: row.version, values },
+    token: token(),
+    idempotencyKey: key,
+    body: { expectedVersion: row.version, values },
   });
 }
 
@@ -70,12 +77,19 @@ function allCells(table: TestTable, cells: Record<string, unknown>): Record<stri
  */
 function expectCellProblems(response: ApiResponse, table: TestTable, failing: Record<string, string>): void {
   expectError(response, 422, 'VALIDATION_FAILED');
-  const problems = response.body.error.details.problems as { path: (string | number)[]; fieldId?: string; message: string }[];
+  const problems = response.body.error.details.problems as {
+    path: (string | number)[];
+    fieldId?: string;
+    message: string;
+  }[];
   expect(new Set(problems.map((problem) => problem.path[1]))).toEqual(new Set(Object.keys(failing)));
   for (const problem of problems) {
     // A problem inside an array cell (an unknown multiSelect choice) may add the element's index.
     expect(problem.path.slice(0, 2)).toEqual(['values', problem.path[1]]);
-    expect(problem.path.length === 2 || (problem.path.length === 3 && typeof problem.path[2] === 'number'), JSON.stringify(problem)).toBe(true);
+    expect(
+      problem.path.length === 2 || (problem.path.length === 3 && typeof problem.path[2] === 'number'),
+      JSON.stringify(problem),
+    ).toBe(true);
     expect(problem.fieldId, JSON.stringify(problem)).toBe(table.fields[failing[String(problem.path[1])]!]);
     expect(problem.message.length).toBeGreaterThan(0);
   }
@@ -120,7 +134,9 @@ describe('good cell values round-trip in their canonical form', () => {
   it('refuses a json number that JSON.parse can only read as Infinity (1e400) with 422, instead of storing null', async () => {
     const table = await typedTable();
     const response = await suite.server.request('POST', `${table.path}/rows`, {
-      token: token(), idempotencyKey: idempotencyKey(), rawBody: `{"expectedSchemaVersion":${table.schemaVersion},"values":{"Data":{"big":1e400}}}`,
+      token: token(),
+      idempotencyKey: idempotencyKey(),
+      rawBody: `{"expectedSchemaVersion":${table.schemaVersion},"values":{"Data":{"big":1e400}}}`,
     });
     expectError(response, 422, 'VALIDATION_FAILED');
     expectProblemPaths(response, [['values', 'Data']]);
@@ -129,11 +145,15 @@ describe('good cell values round-trip in their canonical form', () => {
   it('refuses unpaired surrogates (valid JSON escapes PostgreSQL cannot store) in text and json keys with 422', async () => {
     const table = await typedTable();
     const response = await suite.server.request('POST', `${table.path}/rows`, {
-      token: token(), idempotencyKey: idempotencyKey(),
+      token: token(),
+      idempotencyKey: idempotencyKey(),
       rawBody: `{"expectedSchemaVersion":${table.schemaVersion},"values":{"Title":"a\\ud800","Data":{"\\udc00":1}}}`,
     });
     expectError(response, 422, 'VALIDATION_FAILED');
-    expectProblemPaths(response, [['values', 'Title'], ['values', 'Data']]);
+    expectProblemPaths(response, [
+      ['values', 'Title'],
+      ['values', 'Data'],
+    ]);
   });
 
   it('keeps "" and [] in a json cell as the JSON values they are (only null empties a json cell)', async () => {
@@ -156,7 +176,13 @@ describe('good cell values round-trip in their canonical form', () => {
   it('changes cells with PATCH and reads them back; null clears an optional cell', async () => {
     const table = await typedTable();
     const row = await createdRow(table, { Title: 'old', Price: 1, Tags: ['red'] });
-    const changes = { Title: null, Price: 1234567890123.45, Tags: ['blue', 'green'], Data: [[['x']]], At: '2099-12-31T23:59:59.999Z' };
+    const changes = {
+      Title: null,
+      Price: 1234567890123.45,
+      Tags: ['blue', 'green'],
+      Data: [[['x']]],
+      At: '2099-12-31T23:59:59.999Z',
+    };
     const response = await patchRow(table, row, changes);
     expect(response.status, response.text).toBe(200);
     const updated = RowMutationResponse.parse(response.body).row;
@@ -189,7 +215,10 @@ const BAD_VALUES: Record<string, unknown[]> = {
 const ROUNDS = Math.max(...Object.values(BAD_VALUES).map((values) => values.length));
 
 /** Round i's body: every field with an i-th bad value; even rounds address fields by id, odd rounds by name. */
-function badRound(table: TestTable, round: number): { values: Record<string, unknown>; failing: Record<string, string> } {
+function badRound(
+  table: TestTable,
+  round: number,
+): { values: Record<string, unknown>; failing: Record<string, string> } {
   const values: Record<string, unknown> = {};
   const failing: Record<string, string> = {};
   for (const [name, candidates] of Object.entries(BAD_VALUES)) {
@@ -224,7 +253,10 @@ describe('bad cell values are refused with every failing field listed', () => {
     const table = await typedTable();
     const response = await createRow(suite.server, token(), table, { Tags: ['red', 'purple', 'blue', 'pink'] });
     expectCellProblems(response, table, { Tags: 'Tags' });
-    expectProblemPaths(response, [['values', 'Tags', 1], ['values', 'Tags', 3]]);
+    expectProblemPaths(response, [
+      ['values', 'Tags', 1],
+      ['values', 'Tags', 3],
+    ]);
   });
 
   it('replays the same 422 for the same Idempotency-Key and body, still without writing', async () => {
@@ -258,16 +290,22 @@ describe('field names in requests', () => {
     const table = await typedTable();
     const before = (await listRows(table)).length;
     const response = await createRow(suite.server, token(), table, {
-      Title: 'ok', [table.fields.Title!]: 'twice', title: 'wrong case', Nope: 1, Count: 'bad',
+      Title: 'ok',
+      [table.fields.Title!]: 'twice',
+      title: 'wrong case',
+      Nope: 1,
+      Count: 'bad',
     });
     expectError(response, 422, 'VALIDATION_FAILED');
     const problems = response.body.error.details.problems as { path: string[]; fieldId?: string }[];
-    expect(problems.map(({ path, fieldId }) => ({ path, fieldId }))).toEqual(expect.arrayContaining([
-      { path: ['values', table.fields.Title!], fieldId: table.fields.Title! },
-      { path: ['values', 'title'], fieldId: undefined },
-      { path: ['values', 'Nope'], fieldId: undefined },
-      { path: ['values', 'Count'], fieldId: table.fields.Count! },
-    ]));
+    expect(problems.map(({ path, fieldId }) => ({ path, fieldId }))).toEqual(
+      expect.arrayContaining([
+        { path: ['values', table.fields.Title!], fieldId: table.fields.Title! },
+        { path: ['values', 'title'], fieldId: undefined },
+        { path: ['values', 'Nope'], fieldId: undefined },
+        { path: ['values', 'Count'], fieldId: table.fields.Count! },
+      ]),
+    );
     expect(problems).toHaveLength(4);
     expect(await listRows(table)).toHaveLength(before);
   });
@@ -282,19 +320,24 @@ describe('field names in requests', () => {
 
 describe('required fields', () => {
   let required: Promise<TestTable> | undefined;
-  const requiredTable = () => (required ??= createTable(suite.server, suite.org, [
-    { name: 'Name', type: 'text', required: true },
-    { name: 'Tags', type: 'multiSelect', required: true, options: { choices: ['a', 'b'] } },
-    { name: 'Size', type: 'integer', required: true },
-    { name: 'Note', type: 'text' },
-  ]));
+  const requiredTable = () =>
+    (required ??= createTable(suite.server, suite.org, [
+      { name: 'Name', type: 'text', required: true },
+      { name: 'Tags', type: 'multiSelect', required: true, options: { choices: ['a', 'b'] } },
+      { name: 'Size', type: 'integer', required: true },
+      { name: 'Note', type: 'text' },
+    ]));
 
   it('refuses missing, null, empty-string and empty-array values of required fields, all in one 422', async () => {
     const table = await requiredTable();
     const { Name: name, Tags: tags, Size: size } = table.fields as Record<string, string>;
     const missing = await createRow(suite.server, token(), table, { Note: 'only optional' });
     expectCellProblems(missing, table, { [name!]: 'Name', [tags!]: 'Tags', [size!]: 'Size' });
-    expectProblemPaths(missing, [['values', name!], ['values', tags!], ['values', size!]]);
+    expectProblemPaths(missing, [
+      ['values', name!],
+      ['values', tags!],
+      ['values', size!],
+    ]);
 
     const empty = await createRow(suite.server, token(), table, { Name: '', Tags: [], Size: null });
     expectCellProblems(empty, table, { Name: 'Name', Tags: 'Tags', Size: 'Size' });
@@ -314,12 +357,18 @@ describe('required fields', () => {
 
 describe('autoNumber', () => {
   it('numbers rows 1, 2, 3 by default and from options.start when given', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'No', type: 'autoNumber' }]);
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'Name', type: 'text' },
+      { name: 'No', type: 'autoNumber' },
+    ]);
     const numbers: unknown[] = [];
-    for (const name of ['a', 'b', 'c']) numbers.push((await createdRow(table, { Name: name })).values[table.fields.No!]);
+    for (const name of ['a', 'b', 'c'])
+      numbers.push((await createdRow(table, { Name: name })).values[table.fields.No!]);
     expect(numbers).toEqual([1, 2, 3]);
 
-    const offset = await createTable(suite.server, suite.org, [{ name: 'No', type: 'autoNumber', options: { start: 1000 } }]);
+    const offset = await createTable(suite.server, suite.org, [
+      { name: 'No', type: 'autoNumber', options: { start: 1000 } },
+    ]);
     const first = await createdRow(offset, {});
     const second = await createdRow(offset, {});
     expect([first.values[offset.fields.No!], second.values[offset.fields.No!]]).toEqual([1000, 1001]);
@@ -327,7 +376,10 @@ describe('autoNumber', () => {
   });
 
   it('answers 409 AUTO_INCREMENT_EXHAUSTED once the range {start: 1, max: 2} is used up, and writes nothing', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'No', type: 'autoNumber', options: { start: 1, max: 2 } }]);
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'Name', type: 'text' },
+      { name: 'No', type: 'autoNumber', options: { start: 1, max: 2 } },
+    ]);
     await createdRow(table, { Name: 'one' });
     await createdRow(table, { Name: 'two' });
     const third = await createRow(suite.server, token(), table, { Name: 'three' });
@@ -342,16 +394,36 @@ describe('field definitions at table creation', () => {
   const text = (name: string) => ({ name, type: 'text' });
   const BAD_DEFINITIONS: [string, unknown[], (string | number)[]][] = [
     ['an unknown type', [text('A'), { name: 'B', type: 'money' }], ['body', 'fields', 1, 'type']],
-    ['an unknown option key', [{ name: 'A', type: 'text', options: { maxLength: 5, colour: 'red' } }], ['body', 'fields', 0, 'options']],
+    [
+      'an unknown option key',
+      [{ name: 'A', type: 'text', options: { maxLength: 5, colour: 'red' } }],
+      ['body', 'fields', 0, 'options'],
+    ],
     ['a select without options', [{ name: 'A', type: 'select' }], ['body', 'fields', 0, 'options']],
-    ['a multiSelect with no choices', [{ name: 'A', type: 'multiSelect', options: { choices: [] } }], ['body', 'fields', 0, 'options', 'choices']],
-    ['duplicate choices', [{ name: 'A', type: 'select', options: { choices: ['x', 'y', 'x'] } }], ['body', 'fields', 0, 'options', 'choices']],
+    [
+      'a multiSelect with no choices',
+      [{ name: 'A', type: 'multiSelect', options: { choices: [] } }],
+      ['body', 'fields', 0, 'options', 'choices'],
+    ],
+    [
+      'duplicate choices',
+      [{ name: 'A', type: 'select', options: { choices: ['x', 'y', 'x'] } }],
+      ['body', 'fields', 0, 'options', 'choices'],
+    ],
     ['names differing only in case', [text('Code'), text('code')], ['body', 'fields', 1, 'name']],
     ['a name that looks like a ULID', [text('01HZY8Z8Z8Z8Z8Z8Z8Z8Z8Z8Z8')], ['body', 'fields', 0, 'name']],
     ['a name with a leading space', [text(' Name')], ['body', 'fields', 0, 'name']],
     ['an empty name', [text('')], ['body', 'fields', 0, 'name']],
-    ['number scale equal to precision', [{ name: 'A', type: 'number', options: { precision: 4, scale: 4 } }], ['body', 'fields', 0, 'options']],
-    ['integer min above max', [{ name: 'A', type: 'integer', options: { min: 5, max: 4 } }], ['body', 'fields', 0, 'options']],
+    [
+      'number scale equal to precision',
+      [{ name: 'A', type: 'number', options: { precision: 4, scale: 4 } }],
+      ['body', 'fields', 0, 'options'],
+    ],
+    [
+      'integer min above max',
+      [{ name: 'A', type: 'integer', options: { min: 5, max: 4 } }],
+      ['body', 'fields', 0, 'options'],
+    ],
     ['a required autoNumber', [{ name: 'A', type: 'autoNumber', required: true }], ['body', 'fields', 0, 'required']],
     ['more than 500 fields', Array.from({ length: 501 }, (_, index) => text(`F${index}`)), ['body', 'fields']],
     ['zero fields', [], ['body', 'fields']],
@@ -361,7 +433,9 @@ describe('field definitions at table creation', () => {
   const badTablesDatabase = () => (database ??= createDatabase(suite.server, suite.org));
   const postTable = async (fields: unknown[]) =>
     suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases/${await badTablesDatabase()}/tables`, {
-      token: token(), idempotencyKey: idempotencyKey(), body: { name: 'Bad table', fields },
+      token: token(),
+      idempotencyKey: idempotencyKey(),
+      body: { name: 'Bad table', fields },
     });
 
   it.each(BAD_DEFINITIONS)('refuses %s with 422 at the field’s path', async (_case, fields, path) => {
@@ -372,7 +446,11 @@ describe('field definitions at table creation', () => {
   });
 
   it('created no table for any refused definition', async () => {
-    const response = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${await badTablesDatabase()}/tables`, { token: token() });
+    const response = await suite.server.request(
+      'GET',
+      `/v1/orgs/${suite.org.orgId}/databases/${await badTablesDatabase()}/tables`,
+      { token: token() },
+    );
     expect(response.status, response.text).toBe(200);
     expect(Page(TableResponse).parse(response.body).data).toEqual([]);
   });
@@ -385,35 +463,51 @@ describe('field definitions at table creation', () => {
 
   it('reports every option with its default in the table and in the schema endpoint', async () => {
     const fields: FieldSpec[] = [
-      { name: 'text', type: 'text' }, { name: 'longText', type: 'longText' }, { name: 'integer', type: 'integer' },
-      { name: 'number', type: 'number' }, { name: 'boolean', type: 'boolean' }, { name: 'date', type: 'date' },
-      { name: 'datetime', type: 'datetime' }, { name: 'email', type: 'email' }, { name: 'url', type: 'url' },
+      { name: 'text', type: 'text' },
+      { name: 'longText', type: 'longText' },
+      { name: 'integer', type: 'integer' },
+      { name: 'number', type: 'number' },
+      { name: 'boolean', type: 'boolean' },
+      { name: 'date', type: 'date' },
+      { name: 'datetime', type: 'datetime' },
+      { name: 'email', type: 'email' },
+      { name: 'url', type: 'url' },
       { name: 'select', type: 'select', options: { choices: ['a'] } },
       { name: 'multiSelect', type: 'multiSelect', options: { choices: ['a', 'b'] } },
-      { name: 'json', type: 'json' }, { name: 'autoNumber', type: 'autoNumber' },
+      { name: 'json', type: 'json' },
+      { name: 'autoNumber', type: 'autoNumber' },
       { name: 'partial', type: 'number', options: { scale: 4 } },
     ];
     const table = await createTable(suite.server, suite.org, fields);
     const response = await suite.server.request('GET', `${table.path}/schema`, { token: token() });
     expect(response.status, response.text).toBe(200);
     const schema = TableSchemaResponse.parse(response.body);
-    expect(schema).toMatchObject({ tableId: table.tableId, schemaVersion: table.schemaVersion, uniqueRules: [], foreignKeys: [] });
-    expect(schema.fields.map(({ name, type, required, options, position }) => ({ name, type, required, options, position }))).toEqual([
-      { name: 'text', type: 'text', options: { maxLength: 1000 } },
-      { name: 'longText', type: 'longText', options: { maxLength: 100_000 } },
-      { name: 'integer', type: 'integer', options: {} },
-      { name: 'number', type: 'number', options: { precision: 15, scale: 2 } },
-      { name: 'boolean', type: 'boolean', options: {} },
-      { name: 'date', type: 'date', options: {} },
-      { name: 'datetime', type: 'datetime', options: {} },
-      { name: 'email', type: 'email', options: {} },
-      { name: 'url', type: 'url', options: {} },
-      { name: 'select', type: 'select', options: { choices: ['a'] } },
-      { name: 'multiSelect', type: 'multiSelect', options: { choices: ['a', 'b'] } },
-      { name: 'json', type: 'json', options: { maxDepth: 16, maxBytes: 65_536 } },
-      { name: 'autoNumber', type: 'autoNumber', options: { start: 1, max: MAX_SAFE } },
-      { name: 'partial', type: 'number', options: { precision: 15, scale: 4 } },
-    ].map((field, position) => ({ ...field, required: false, position })));
+    expect(schema).toMatchObject({
+      tableId: table.tableId,
+      schemaVersion: table.schemaVersion,
+      uniqueRules: [],
+      foreignKeys: [],
+    });
+    expect(
+      schema.fields.map(({ name, type, required, options, position }) => ({ name, type, required, options, position })),
+    ).toEqual(
+      [
+        { name: 'text', type: 'text', options: { maxLength: 1000 } },
+        { name: 'longText', type: 'longText', options: { maxLength: 100_000 } },
+        { name: 'integer', type: 'integer', options: {} },
+        { name: 'number', type: 'number', options: { precision: 15, scale: 2 } },
+        { name: 'boolean', type: 'boolean', options: {} },
+        { name: 'date', type: 'date', options: {} },
+        { name: 'datetime', type: 'datetime', options: {} },
+        { name: 'email', type: 'email', options: {} },
+        { name: 'url', type: 'url', options: {} },
+        { name: 'select', type: 'select', options: { choices: ['a'] } },
+        { name: 'multiSelect', type: 'multiSelect', options: { choices: ['a', 'b'] } },
+        { name: 'json', type: 'json', options: { maxDepth: 16, maxBytes: 65_536 } },
+        { name: 'autoNumber', type: 'autoNumber', options: { start: 1, max: MAX_SAFE } },
+        { name: 'partial', type: 'number', options: { precision: 15, scale: 4 } },
+      ].map((field, position) => ({ ...field, required: false, position })),
+    );
     expect(schema.fields.map((field) => field.id)).toEqual(Object.values(table.fields));
   });
 });

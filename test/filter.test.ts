@@ -1,9 +1,24 @@
 import pg from 'pg';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolvedOptions, toParam, typeSpecOf, UNSTORABLE_TEXT, type CellValue, type FieldDefinition, type FieldType } from '../src/data/field-types.ts';
 import {
-  checkFilter, checkOrderBy, compileFilter, FilterExpression, isIndexable, OrderBy, resolveField, type Bind,
+  resolvedOptions,
+  toParam,
+  typeSpecOf,
+  UNSTORABLE_TEXT,
+  type CellValue,
+  type FieldDefinition,
+  type FieldType,
+} from '../src/data/field-types.ts';
+import {
+  checkFilter,
+  checkOrderBy,
+  compileFilter,
+  FilterExpression,
+  isIndexable,
+  OrderBy,
+  resolveField,
+  type Bind,
 } from '../src/data/filter.ts';
 import { columnOf } from '../src/data/identifiers.ts';
 import { Params } from '../src/data/statement.ts';
@@ -43,7 +58,10 @@ describe('FilterExpression (spec 2.4 structure)', () => {
 
   it.each([
     ['a leaf', ok],
-    ['a leaf with any JSON value and a path', leaf('Doc', 'pathEq', { path: ['a', 0, ''], value: { b: [1, null, true, 'x'] } })],
+    [
+      'a leaf with any JSON value and a path',
+      leaf('Doc', 'pathEq', { path: ['a', 0, ''], value: { b: [1, null, true, 'x'] } }),
+    ],
     ['nested and/or', { and: [ok, { or: [ok, leaf('Count', 'isNull')] }] }],
     ['and with 100 items', { and: repeat(100, ok) }],
     ['a 64-character field', leaf('f'.repeat(64), 'isNull')],
@@ -89,17 +107,27 @@ describe('FilterExpression (spec 2.4 structure)', () => {
 
   it('reports every structural problem with its path, in document order', () => {
     const input = { and: [{ ...ok, extra: 1 }, { or: [] }, leaf('Doc', 'nope', { path: [-1, 'ok', true] })] };
-    expect(issuePaths(FilterExpression, input)).toEqual([['and', 0], ['and', 1, 'or'], ['and', 2, 'op'], ['and', 2, 'path', 0], ['and', 2, 'path', 2]]);
+    expect(issuePaths(FilterExpression, input)).toEqual([
+      ['and', 0],
+      ['and', 1, 'or'],
+      ['and', 2, 'op'],
+      ['and', 2, 'path', 0],
+      ['and', 2, 'path', 2],
+    ]);
   });
 
   it('reports a hostile nesting depth as a problem instead of exhausting the stack', () => {
     const result = FilterExpression.safeParse(nested(100_000, ok));
-    expect(result.error?.issues.map((issue) => issue.message)).toEqual(['and/or groups may nest at most 16 levels deep']);
+    expect(result.error?.issues.map((issue) => issue.message)).toEqual([
+      'and/or groups may nest at most 16 levels deep',
+    ]);
   });
 
   it('describes the recursive shape in JSON Schema for the OpenAPI document', () => {
     for (const io of ['input', 'output'] as const) {
-      expect(JSON.stringify(z.toJSONSchema(FilterExpression, { io, unrepresentable: 'any' }))).toContain('"jsonContains"');
+      expect(JSON.stringify(z.toJSONSchema(FilterExpression, { io, unrepresentable: 'any' }))).toContain(
+        '"jsonContains"',
+      );
     }
   });
 });
@@ -141,48 +169,193 @@ describe('checkFilter', () => {
   const NUL = '\u0000';
 
   it.each([
-    ['an unknown field', leaf('Nope', 'isNull'), [{ path: ['field'], message: 'must be the id or name of a field of this table; "Nope" is neither' }]],
-    ['an order comparison on a boolean', leaf('Active', 'lt', { value: true }), [{ path: ['op'], message: 'lt does not apply to a boolean field; use one of eq, ne, in, isNull, isNotNull' }]],
-    ['prefix on a number', leaf('Amount', 'prefix', { value: '1' }), [{ path: ['op'], message: 'prefix does not apply to a number field; use one of eq, ne, lt, lte, gt, gte, between, in, isNull, isNotNull' }]],
-    ['eq on a multiSelect', leaf('Tags', 'eq', { value: 'red' }), [{ path: ['op'], message: 'eq does not apply to a multiSelect field; use one of contains, in, isNull, isNotNull' }]],
-    ['a json operator on text', leaf('Name', 'pathExists', { path: ['a'] }), [{ path: ['op'], message: 'pathExists does not apply to a text field; use one of eq, ne, lt, lte, gt, gte, between, in, isNull, isNotNull, prefix, contains, iContains' }]],
-    ['eq on json', leaf('Doc', 'eq', { value: 1 }), [{ path: ['op'], message: 'eq does not apply to a json field; use one of isNull, isNotNull, pathExists, pathEq, jsonContains' }]],
+    [
+      'an unknown field',
+      leaf('Nope', 'isNull'),
+      [{ path: ['field'], message: 'must be the id or name of a field of this table; "Nope" is neither' }],
+    ],
+    [
+      'an order comparison on a boolean',
+      leaf('Active', 'lt', { value: true }),
+      [{ path: ['op'], message: 'lt does not apply to a boolean field; use one of eq, ne, in, isNull, isNotNull' }],
+    ],
+    [
+      'prefix on a number',
+      leaf('Amount', 'prefix', { value: '1' }),
+      [
+        {
+          path: ['op'],
+          message:
+            'prefix does not apply to a number field; use one of eq, ne, lt, lte, gt, gte, between, in, isNull, isNotNull',
+        },
+      ],
+    ],
+    [
+      'eq on a multiSelect',
+      leaf('Tags', 'eq', { value: 'red' }),
+      [
+        {
+          path: ['op'],
+          message: 'eq does not apply to a multiSelect field; use one of contains, in, isNull, isNotNull',
+        },
+      ],
+    ],
+    [
+      'a json operator on text',
+      leaf('Name', 'pathExists', { path: ['a'] }),
+      [
+        {
+          path: ['op'],
+          message:
+            'pathExists does not apply to a text field; use one of eq, ne, lt, lte, gt, gte, between, in, isNull, isNotNull, prefix, contains, iContains',
+        },
+      ],
+    ],
+    [
+      'eq on json',
+      leaf('Doc', 'eq', { value: 1 }),
+      [
+        {
+          path: ['op'],
+          message: 'eq does not apply to a json field; use one of isNull, isNotNull, pathExists, pathEq, jsonContains',
+        },
+      ],
+    ],
     ['a missing value', leaf('Amount', 'gt'), [{ path: ['value'], message: 'is required for gt' }]],
-    ['a missing pathEq value', leaf('Doc', 'pathEq', { path: ['a'] }), [{ path: ['value'], message: 'is required for pathEq' }]],
-    ['a value on isNull', leaf('Name', 'isNull', { value: null }), [{ path: ['value'], message: 'must be absent: isNull takes no value' }]],
-    ['a value on pathExists', leaf('Doc', 'pathExists', { path: ['a'], value: 1 }), [{ path: ['value'], message: 'must be absent: pathExists takes no value' }]],
-    ['eq null', leaf('Name', 'eq', { value: null }), [{ path: ['value'], message: 'must not be null (use isNull or isNotNull)' }]],
-    ['a string for a number', leaf('Amount', 'eq', { value: '1.5' }), [{ path: ['value'], message: 'must be a finite number' }]],
+    [
+      'a missing pathEq value',
+      leaf('Doc', 'pathEq', { path: ['a'] }),
+      [{ path: ['value'], message: 'is required for pathEq' }],
+    ],
+    [
+      'a value on isNull',
+      leaf('Name', 'isNull', { value: null }),
+      [{ path: ['value'], message: 'must be absent: isNull takes no value' }],
+    ],
+    [
+      'a value on pathExists',
+      leaf('Doc', 'pathExists', { path: ['a'], value: 1 }),
+      [{ path: ['value'], message: 'must be absent: pathExists takes no value' }],
+    ],
+    [
+      'eq null',
+      leaf('Name', 'eq', { value: null }),
+      [{ path: ['value'], message: 'must not be null (use isNull or isNotNull)' }],
+    ],
+    [
+      'a string for a number',
+      leaf('Amount', 'eq', { value: '1.5' }),
+      [{ path: ['value'], message: 'must be a finite number' }],
+    ],
     ['a number for text', leaf('Name', 'eq', { value: 1 }), [{ path: ['value'], message: 'must be a string' }]],
-    ['a string for a boolean', leaf('Active', 'eq', { value: 'true' }), [{ path: ['value'], message: 'must be true or false' }]],
+    [
+      'a string for a boolean',
+      leaf('Active', 'eq', { value: 'true' }),
+      [{ path: ['value'], message: 'must be true or false' }],
+    ],
     ['a non-date', leaf('Due', 'gt', { value: 20240101 }), [{ path: ['value'], message: 'must be a date YYYY-MM-DD' }]],
-    ['an impossible date', leaf('Due', 'eq', { value: '2023-02-29' }), [{ path: ['value'], message: 'must be a calendar date YYYY-MM-DD' }]],
-    ['a timestamp with an offset', leaf('At', 'lt', { value: '2024-01-01T00:00:00.000+01:00' }), [{ path: ['value'], message: 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SS.mmmZ' }]],
-    ['between with one value', leaf('Amount', 'between', { value: [1] }), [{ path: ['value'], message: 'must be an array of two values [low, high]' }]],
-    ['between with a wrong bound', leaf('Due', 'between', { value: ['2024-01-01', null] }), [{ path: ['value', 1], message: 'must not be null (use isNull or isNotNull)' }]],
-    ['in with no values', leaf('Count', 'in', { value: [] }), [{ path: ['value'], message: 'must be an array of 1 to 1000 values' }]],
-    ['in with 1001 values', leaf('Count', 'in', { value: repeat(1001, 1) }), [{ path: ['value'], message: 'must be an array of 1 to 1000 values' }]],
-    ['in with a scalar', leaf('Count', 'in', { value: 1 }), [{ path: ['value'], message: 'must be an array of 1 to 1000 values' }]],
-    ['in with wrong items', leaf('Count', 'in', { value: [1, 'two', 3, null] }), [
-      { path: ['value', 1], message: 'must be a finite number' },
-      { path: ['value', 3], message: 'must not be null (use isNull or isNotNull)' },
-    ]],
-    ['a select value that is not a choice', leaf('Status', 'eq', { value: 'open' }), [{ path: ['value'], message: 'must be one of the declared choices' }]],
-    ['a select list with a stranger', leaf('Status', 'in', { value: ['Open', 'Closed'] }), [{ path: ['value', 1], message: 'must be one of the declared choices' }]],
-    ['a multiSelect value that is not a choice', leaf('Tags', 'contains', { value: 'purple' }), [{ path: ['value'], message: 'must be one of the declared choices' }]],
-    ['NUL in a text value', leaf('Name', 'contains', { value: `a${NUL}b` }), [{ path: ['value'], message: UNSTORABLE_TEXT }]],
-    ['NUL in a JSON key', leaf('Doc', 'jsonContains', { value: { [`k${NUL}`]: 1 } }), [{ path: ['value'], message: UNSTORABLE_TEXT }]],
-    ['NUL in a path key', leaf('Doc', 'pathExists', { path: ['a', `b${NUL}`] }), [{ path: ['path', 1], message: UNSTORABLE_TEXT }]],
-    ['an unpaired surrogate in a text value', leaf('Name', 'eq', { value: 'a\ud800' }), [{ path: ['value'], message: UNSTORABLE_TEXT }]],
-    ['a path on a non-json operator', leaf('Doc', 'isNull', { path: ['a'] }), [{ path: ['path'], message: 'must be absent: only pathExists, pathEq, jsonContains take a path' }]],
+    [
+      'an impossible date',
+      leaf('Due', 'eq', { value: '2023-02-29' }),
+      [{ path: ['value'], message: 'must be a calendar date YYYY-MM-DD' }],
+    ],
+    [
+      'a timestamp with an offset',
+      leaf('At', 'lt', { value: '2024-01-01T00:00:00.000+01:00' }),
+      [{ path: ['value'], message: 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SS.mmmZ' }],
+    ],
+    [
+      'between with one value',
+      leaf('Amount', 'between', { value: [1] }),
+      [{ path: ['value'], message: 'must be an array of two values [low, high]' }],
+    ],
+    [
+      'between with a wrong bound',
+      leaf('Due', 'between', { value: ['2024-01-01', null] }),
+      [{ path: ['value', 1], message: 'must not be null (use isNull or isNotNull)' }],
+    ],
+    [
+      'in with no values',
+      leaf('Count', 'in', { value: [] }),
+      [{ path: ['value'], message: 'must be an array of 1 to 1000 values' }],
+    ],
+    [
+      'in with 1001 values',
+      leaf('Count', 'in', { value: repeat(1001, 1) }),
+      [{ path: ['value'], message: 'must be an array of 1 to 1000 values' }],
+    ],
+    [
+      'in with a scalar',
+      leaf('Count', 'in', { value: 1 }),
+      [{ path: ['value'], message: 'must be an array of 1 to 1000 values' }],
+    ],
+    [
+      'in with wrong items',
+      leaf('Count', 'in', { value: [1, 'two', 3, null] }),
+      [
+        { path: ['value', 1], message: 'must be a finite number' },
+        { path: ['value', 3], message: 'must not be null (use isNull or isNotNull)' },
+      ],
+    ],
+    [
+      'a select value that is not a choice',
+      leaf('Status', 'eq', { value: 'open' }),
+      [{ path: ['value'], message: 'must be one of the declared choices' }],
+    ],
+    [
+      'a select list with a stranger',
+      leaf('Status', 'in', { value: ['Open', 'Closed'] }),
+      [{ path: ['value', 1], message: 'must be one of the declared choices' }],
+    ],
+    [
+      'a multiSelect value that is not a choice',
+      leaf('Tags', 'contains', { value: 'purple' }),
+      [{ path: ['value'], message: 'must be one of the declared choices' }],
+    ],
+    [
+      'NUL in a text value',
+      leaf('Name', 'contains', { value: `a${NUL}b` }),
+      [{ path: ['value'], message: UNSTORABLE_TEXT }],
+    ],
+    [
+      'NUL in a JSON key',
+      leaf('Doc', 'jsonContains', { value: { [`k${NUL}`]: 1 } }),
+      [{ path: ['value'], message: UNSTORABLE_TEXT }],
+    ],
+    [
+      'NUL in a path key',
+      leaf('Doc', 'pathExists', { path: ['a', `b${NUL}`] }),
+      [{ path: ['path', 1], message: UNSTORABLE_TEXT }],
+    ],
+    [
+      'an unpaired surrogate in a text value',
+      leaf('Name', 'eq', { value: 'a\ud800' }),
+      [{ path: ['value'], message: UNSTORABLE_TEXT }],
+    ],
+    [
+      'a path on a non-json operator',
+      leaf('Doc', 'isNull', { path: ['a'] }),
+      [{ path: ['path'], message: 'must be absent: only pathExists, pathEq, jsonContains take a path' }],
+    ],
     ['a missing path', leaf('Doc', 'pathEq', { value: 1 }), [{ path: ['path'], message: 'is required for pathEq' }]],
-    ['an empty path', leaf('Doc', 'pathExists', { path: [] }), [{ path: ['path'], message: 'must have at least one item for pathExists' }]],
+    [
+      'an empty path',
+      leaf('Doc', 'pathExists', { path: [] }),
+      [{ path: ['path'], message: 'must have at least one item for pathExists' }],
+    ],
   ])('reports %s', (_label, expression, problems) => {
     expect(checkFilter(expression as FilterExpression, FIELDS)).toEqual(problems);
   });
 
   it('accepts prefix and substring on a select without requiring a choice', () => {
-    expect(checkFilter({ and: [leaf('Status', 'prefix', { value: 'Op' }), leaf('Status', 'iContains', { value: 'x' })] } as FilterExpression, FIELDS)).toEqual([]);
+    expect(
+      checkFilter(
+        {
+          and: [leaf('Status', 'prefix', { value: 'Op' }), leaf('Status', 'iContains', { value: 'x' })],
+        } as FilterExpression,
+        FIELDS,
+      ),
+    ).toEqual([]);
   });
 
   it('returns every problem, each at its path inside the expression', () => {
@@ -195,7 +368,10 @@ describe('checkFilter', () => {
     } as FilterExpression;
     expect(checkFilter(expression, FIELDS)).toEqual([
       { path: ['and', 1, 'or', 0, 'value'], message: 'must be a finite number' },
-      { path: ['and', 1, 'or', 1, 'field'], message: 'must be the id or name of a field of this table; "Ghost" is neither' },
+      {
+        path: ['and', 1, 'or', 1, 'field'],
+        message: 'must be the id or name of a field of this table; "Ghost" is neither',
+      },
       { path: ['and', 2, 'path'], message: 'must be absent: only pathExists, pathEq, jsonContains take a path' },
       { path: ['and', 2, 'value'], message: 'must be a string' },
     ]);
@@ -204,7 +380,10 @@ describe('checkFilter', () => {
 
 describe('checkOrderBy', () => {
   it('accepts every type except json and multiSelect, by id or name', () => {
-    const orderBy = [name, status, amount, count, active, due, at].map((field, index) => ({ field: index % 2 ? field.id : field.name, direction: 'asc' as const }));
+    const orderBy = [name, status, amount, count, active, due, at].map((field, index) => ({
+      field: index % 2 ? field.id : field.name,
+      direction: 'asc' as const,
+    }));
     expect(checkOrderBy(orderBy, FIELDS)).toEqual([]);
   });
 
@@ -226,34 +405,51 @@ describe('checkOrderBy', () => {
 });
 
 describe('compileFilter', () => {
-  const collect = (bound: unknown[]): Bind => (value, cast) => {
-    bound.push(value);
-    return `$${bound.length}::${cast}`;
-  };
+  const collect =
+    (bound: unknown[]): Bind =>
+    (value, cast) => {
+      bound.push(value);
+      return `$${bound.length}::${cast}`;
+    };
 
   it('parenthesises every group and reaches columns only through their ids', () => {
     const sneaky = { ...fieldOf('x"; DROP TABLE t; --', 'text') };
-    const expression = { or: [{ and: [leaf(sneaky.name, 'eq', { value: 'a' }), leaf('Active', 'eq', { value: true })] }, leaf('Count', 'isNull')] } as FilterExpression;
+    const expression = {
+      or: [
+        { and: [leaf(sneaky.name, 'eq', { value: 'a' }), leaf('Active', 'eq', { value: true })] },
+        leaf('Count', 'isNull'),
+      ],
+    } as FilterExpression;
     const sql = compileFilter(expression, [...FIELDS, sneaky], collect([]), 'r');
-    expect(sql).toBe(`((r.${columnOf(sneaky.id)} = $1::text AND r.${columnOf(active.id)} = $2::boolean) OR r.${columnOf(count.id)} IS NULL)`);
+    expect(sql).toBe(
+      `((r.${columnOf(sneaky.id)} = $1::text AND r.${columnOf(active.id)} = $2::boolean) OR r.${columnOf(count.id)} IS NULL)`,
+    );
   });
 
   it('binds only scalars: lists element by element, JSON as text', () => {
     const bound: unknown[] = [];
-    compileFilter({
-      and: [
-        leaf('Count', 'in', { value: [1, 2] }),
-        leaf('Tags', 'in', { value: ['red', 'blue'] }),
-        leaf('Doc', 'pathEq', { path: ['a', 0], value: { b: [1] } }),
-        leaf('Amount', 'between', { value: [1.25, 2] }),
-      ],
-    } as FilterExpression, FIELDS, collect(bound));
+    compileFilter(
+      {
+        and: [
+          leaf('Count', 'in', { value: [1, 2] }),
+          leaf('Tags', 'in', { value: ['red', 'blue'] }),
+          leaf('Doc', 'pathEq', { path: ['a', 0], value: { b: [1] } }),
+          leaf('Amount', 'between', { value: [1.25, 2] }),
+        ],
+      } as FilterExpression,
+      FIELDS,
+      collect(bound),
+    );
     expect(bound).toEqual(['1', '2', 'red', 'blue', 'a', '0', '{"b":[1]}', '1.25', '2']);
   });
 
   it('refuses an unchecked filter and an alias that is not a plain identifier', () => {
-    expect(() => compileFilter(leaf('Ghost', 'isNull') as FilterExpression, FIELDS, collect([]))).toThrow(/checked filter/);
-    expect(() => compileFilter(leaf('Name', 'isNull') as FilterExpression, FIELDS, collect([]), 'r; DROP')).toThrow(/alias/);
+    expect(() => compileFilter(leaf('Ghost', 'isNull') as FilterExpression, FIELDS, collect([]))).toThrow(
+      /checked filter/,
+    );
+    expect(() => compileFilter(leaf('Name', 'isNull') as FilterExpression, FIELDS, collect([]), 'r; DROP')).toThrow(
+      /alias/,
+    );
   });
 });
 
@@ -262,7 +458,10 @@ describe('isIndexable', () => {
     [leaf('Name', 'eq', { value: 'a' }), true],
     [leaf('Name', 'prefix', { value: 'a' }), true],
     [leaf('Name', 'contains', { value: 'a' }), true],
-    [{ or: [leaf('Amount', 'gt', { value: 1 }), leaf('Due', 'between', { value: ['2024-01-01', '2024-12-31'] })] }, true],
+    [
+      { or: [leaf('Amount', 'gt', { value: 1 }), leaf('Due', 'between', { value: ['2024-01-01', '2024-12-31'] })] },
+      true,
+    ],
     [leaf('Tags', 'contains', { value: 'red' }), true],
     [leaf('Doc', 'jsonContains', { value: { a: 1 } }), true],
     [leaf('Name', 'lt', { value: 'm' }), false],
@@ -275,31 +474,66 @@ describe('isIndexable', () => {
 });
 
 describe('compiled filters on PostgreSQL', () => {
-  const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres' });
+  const client = new pg.Client({
+    connectionString: process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres',
+  });
   const schema = pg.escapeIdentifier(`filter_test_${newId().toLowerCase()}`);
   const table = `${schema}.rows`;
 
   const ROWS: Record<string, Partial<Record<string, CellValue>>> = {
     r1: {
-      Name: 'Alpha', Status: 'Open', Amount: 1.5, Count: 1, Active: true, Due: '2024-01-31', At: '2024-01-01T00:00:00.000Z',
-      Tags: ['red', 'green'], Doc: { a: { b: [10, 20] }, k: 'v' },
+      Name: 'Alpha',
+      Status: 'Open',
+      Amount: 1.5,
+      Count: 1,
+      Active: true,
+      Due: '2024-01-31',
+      At: '2024-01-01T00:00:00.000Z',
+      Tags: ['red', 'green'],
+      Doc: { a: { b: [10, 20] }, k: 'v' },
     },
     r2: {
-      Name: 'Bêta Éclair', Status: 'Done', Amount: 2.25, Count: 2, Active: false, Due: '2024-02-29', At: '2024-01-01T00:00:00.001Z',
-      Tags: ['blue'], Doc: { a: { b: [30] } },
+      Name: 'Bêta Éclair',
+      Status: 'Done',
+      Amount: 2.25,
+      Count: 2,
+      Active: false,
+      Due: '2024-02-29',
+      At: '2024-01-01T00:00:00.001Z',
+      Tags: ['blue'],
+      Doc: { a: { b: [30] } },
     },
-    r3: { Name: 'ALPHABET', Amount: -3, Count: 3, At: '2023-12-31T23:59:59.999Z', Tags: [], Doc: { list: [{ x: 1 }, { x: 2 }] } },
+    r3: {
+      Name: 'ALPHABET',
+      Amount: -3,
+      Count: 3,
+      At: '2023-12-31T23:59:59.999Z',
+      Tags: [],
+      Doc: { list: [{ x: 1 }, { x: 2 }] },
+    },
     r4: {},
     r5: {
-      Name: 'gamma 100%_done', Status: 'Open', Amount: 1000.1, Count: Number.MAX_SAFE_INTEGER, Active: false, Due: '2024-03-01',
-      At: '2030-06-15T12:30:00.000Z', Tags: ['green'], Doc: { a: null },
+      Name: 'gamma 100%_done',
+      Status: 'Open',
+      Amount: 1000.1,
+      Count: Number.MAX_SAFE_INTEGER,
+      Active: false,
+      Due: '2024-03-01',
+      At: '2030-06-15T12:30:00.000Z',
+      Tags: ['green'],
+      Doc: { a: null },
     },
   };
 
   async function insertRow(id: string, cells: Partial<Record<string, CellValue>>): Promise<void> {
     const params = new Params();
-    const values = FIELDS.map((field) => params.add(toParam(field, cells[field.name] ?? null), typeSpecOf(field.type).cast));
-    await client.query(`INSERT INTO ${table} (id, ${FIELDS.map((field) => columnOf(field.id)).join(', ')}) VALUES (${params.add(id)}, ${values.join(', ')})`, params.values);
+    const values = FIELDS.map((field) =>
+      params.add(toParam(field, cells[field.name] ?? null), typeSpecOf(field.type).cast),
+    );
+    await client.query(
+      `INSERT INTO ${table} (id, ${FIELDS.map((field) => columnOf(field.id)).join(', ')}) VALUES (${params.add(id)}, ${values.join(', ')})`,
+      params.values,
+    );
   }
 
   beforeAll(async () => {
@@ -320,12 +554,16 @@ describe('compiled filters on PostgreSQL', () => {
   async function idsWhere(expression: FilterExpression): Promise<string[]> {
     const params = new Params();
     const sql = compileFilter(expression, FIELDS, (value, cast) => params.add(value, cast), 'r');
-    const result = await client.query<{ id: string }>(`SELECT r.id FROM ${table} r WHERE ${sql} ORDER BY r.id`, params.values);
+    const result = await client.query<{ id: string }>(
+      `SELECT r.id FROM ${table} r WHERE ${sql} ORDER BY r.id`,
+      params.values,
+    );
     return result.rows.map((row) => row.id);
   }
 
   /** Index predicates take no parameters, so DDL gets literals, escaped by the driver. */
-  const inlineLiteral: Bind = (value, cast) => (value === null ? `NULL::${cast}` : `${pg.escapeLiteral(String(value))}::${cast}`);
+  const inlineLiteral: Bind = (value, cast) =>
+    value === null ? `NULL::${cast}` : `${pg.escapeLiteral(String(value))}::${cast}`;
 
   const CASES: [string, Record<string, unknown>, string[]][] = [
     ['text eq', leaf('Name', 'eq', { value: 'Alpha' }), ['r1']],
@@ -375,13 +613,31 @@ describe('compiled filters on PostgreSQL', () => {
     ['and', { and: [leaf('Active', 'eq', { value: false }), leaf('Amount', 'lt', { value: 100 })] }, ['r2']],
     ['or', { or: [leaf('Active', 'eq', { value: true }), leaf('Name', 'isNull')] }, ['r1', 'r4']],
     // Without parentheses `A OR B AND C` would read as `A OR (B AND C)` and add r1.
-    ['or inside and', { and: [{ or: [leaf('Count', 'eq', { value: 1 }), leaf('Count', 'eq', { value: 2 })] }, leaf('Active', 'eq', { value: false })] }, ['r2']],
-    ['and inside or, nested three deep', {
-      or: [
-        { and: [leaf('Tags', 'contains', { value: 'green' }), { or: [leaf('Due', 'lt', { value: '2024-02-01' }), leaf('Amount', 'gt', { value: 999 })] }] },
-        leaf('Doc', 'pathEq', { path: ['a', 'b', 0], value: 30 }),
-      ],
-    }, ['r1', 'r2', 'r5']],
+    [
+      'or inside and',
+      {
+        and: [
+          { or: [leaf('Count', 'eq', { value: 1 }), leaf('Count', 'eq', { value: 2 })] },
+          leaf('Active', 'eq', { value: false }),
+        ],
+      },
+      ['r2'],
+    ],
+    [
+      'and inside or, nested three deep',
+      {
+        or: [
+          {
+            and: [
+              leaf('Tags', 'contains', { value: 'green' }),
+              { or: [leaf('Due', 'lt', { value: '2024-02-01' }), leaf('Amount', 'gt', { value: 999 })] },
+            ],
+          },
+          leaf('Doc', 'pathEq', { path: ['a', 'b', 0], value: 30 }),
+        ],
+      },
+      ['r1', 'r2', 'r5'],
+    ],
   ];
 
   it.each(CASES)('%s', async (_label, expression, expected) => {
@@ -400,7 +656,10 @@ describe('compiled filters on PostgreSQL', () => {
       await client.query(`CREATE UNIQUE INDEX filter_probe ON ${table} (id) WHERE ${predicate}`);
       await client.query(`DROP INDEX ${schema}.filter_probe`);
       const result = await client.query<{ id: string }>(`SELECT id FROM ${table} WHERE ${predicate} ORDER BY id`);
-      expect(result.rows.map((row) => row.id), label).toEqual(expected);
+      expect(
+        result.rows.map((row) => row.id),
+        label,
+      ).toEqual(expected);
     }
   });
 });

@@ -5,7 +5,16 @@ import { FilterExpression, OrderBy } from '../src/data/filter.ts';
 import { httpStatusOf, isErrorCode } from '../src/kernel/errors.ts';
 import { routes } from '../src/http/rest/routes.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { bodyText, encodeLoosely, knownClasses, rarely, schemaArbitrary, HOSTILE_VALUES, type Hints, type JsonSchema } from './helpers/fuzz/values.ts';
+import {
+  bodyText,
+  encodeLoosely,
+  knownClasses,
+  rarely,
+  schemaArbitrary,
+  HOSTILE_VALUES,
+  type Hints,
+  type JsonSchema,
+} from './helpers/fuzz/values.ts';
 import { buildFuzzWorkspace, startDeliveryHook, StateDigest, type FuzzWorkspace } from './helpers/fuzz/workspace.ts';
 import { checkedFetch, describesRequest } from './helpers/contract.ts';
 
@@ -54,7 +63,11 @@ let hook: Awaited<ReturnType<typeof startDeliveryHook>>;
 beforeAll(async () => {
   hook = await startDeliveryHook();
   server = await startTestServer({
-    RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0', DATABASE_POOL_SIZE: '10', DELIVERY_WEBHOOK_URL: hook.url,
+    RATE_LIMIT_RPS: '0',
+    CONCURRENCY_LIMIT: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
+    DATABASE_POOL_SIZE: '10',
+    DELIVERY_WEBHOOK_URL: hook.url,
   });
   workspace = await buildFuzzWorkspace(server);
   digest = new StateDigest(server.database.url);
@@ -71,7 +84,8 @@ beforeAll(async () => {
         body: content['application/json']?.schema ?? form,
         bodyType: form && !content['application/json'] ? 'form' : 'json',
       } satisfies Operation;
-    }));
+    }),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -85,7 +99,17 @@ let keyCounter = 0;
 
 const FILTERS = [
   { field: 'Name', op: 'eq', value: 'Row 1' },
-  { and: [{ field: 'Count', op: 'gte', value: 3 }, { or: [{ field: 'Status', op: 'eq', value: 'open' }, { field: 'Flag', op: 'eq', value: true }] }] },
+  {
+    and: [
+      { field: 'Count', op: 'gte', value: 3 },
+      {
+        or: [
+          { field: 'Status', op: 'eq', value: 'open' },
+          { field: 'Flag', op: 'eq', value: true },
+        ],
+      },
+    ],
+  },
   { field: 'Tags', op: 'hasAny', value: ['red'] },
   { field: 'Day', op: 'lt', value: '2026-01-05' },
   { field: 'Name', op: 'iContains', value: 'ow' },
@@ -112,16 +136,30 @@ function hintsFor(): Hints {
     role: ['admin', 'member', 'viewer'],
     cursor: workspace.cursors,
     values: [
-      { Name: 'Fuzz row', Count: 3 }, { Price: 1.5, Flag: true }, { Status: 'open', Tags: ['red', 'blue'] }, { Name: 'Row 1' },
-      { Day: '2026-03-01', At: '2026-03-01T10:00:00.000Z' }, { Data: { a: [1] } }, { Email: 'a@example.com', Site: 'https://example.com' },
-      { [fieldIds[0]!]: 'By id', [fieldIds[2]!]: -1000 }, { Count: 1001 }, { Seq: 5 }, { Status: 'missing' },
+      { Name: 'Fuzz row', Count: 3 },
+      { Price: 1.5, Flag: true },
+      { Status: 'open', Tags: ['red', 'blue'] },
+      { Name: 'Row 1' },
+      { Day: '2026-03-01', At: '2026-03-01T10:00:00.000Z' },
+      { Data: { a: [1] } },
+      { Email: 'a@example.com', Site: 'https://example.com' },
+      { [fieldIds[0]!]: 'By id', [fieldIds[2]!]: -1000 },
+      { Count: 1001 },
+      { Seq: 5 },
+      { Status: 'missing' },
     ],
     where: FILTERS,
     filter: FILTERS,
     orderBy: [[{ field: 'Count', direction: 'desc' }], [{ field: fieldIds[0], direction: 'asc' }]],
     definition: [
       { columnOrder: [], columnWidths: {}, frozenColumns: 0, hiddenColumns: [], query: {} },
-      { columnOrder: fieldIds.slice(0, 3), columnWidths: { [fieldIds[0]!]: 200 }, frozenColumns: 1, hiddenColumns: [fieldIds[1]], query: { where: FILTERS[1], orderBy: [{ field: 'Name', direction: 'asc' }] } },
+      {
+        columnOrder: fieldIds.slice(0, 3),
+        columnWidths: { [fieldIds[0]!]: 200 },
+        frozenColumns: 1,
+        hiddenColumns: [fieldIds[1]],
+        query: { where: FILTERS[1], orderBy: [{ field: 'Name', direction: 'asc' }] },
+      },
     ],
   };
   return (name) => byName[name] ?? (name.endsWith('Id') ? allIds : undefined);
@@ -131,8 +169,24 @@ function hintsFor(): Hints {
 function pathValue(name: string, hints: Hints, hostileMode: boolean): fc.Arbitrary<string> {
   const real = (hints(name) ?? Object.values(workspace.ids).flat()) as string[];
   const nearMiss = real.flatMap((id) => [id.toLowerCase(), `${id.slice(0, -1)}Z`, id.slice(0, -1), `${id}0`]);
-  const hostile = ['%00', '..', '%2e%2e', '%2F', '%ZZ', '%ED%A0%80', '%C3%28', 'null', '0', '-1', '%20', 'ü', "'%20OR%201=1", 'x'.repeat(300),
-    'x'.repeat(17_000), workspace.otherOrgId];
+  const hostile = [
+    '%00',
+    '..',
+    '%2e%2e',
+    '%2F',
+    '%ZZ',
+    '%ED%A0%80',
+    '%C3%28',
+    'null',
+    '0',
+    '-1',
+    '%20',
+    'ü',
+    "'%20OR%201=1",
+    'x'.repeat(300),
+    'x'.repeat(17_000),
+    workspace.otherOrgId,
+  ];
   if (!hostileMode) return fc.constantFrom(...real);
   return fc.oneof(
     { weight: 12, arbitrary: fc.constantFrom(...real).map(encodeLoosely) },
@@ -145,14 +199,37 @@ function pathValue(name: string, hints: Hints, hostileMode: boolean): fc.Arbitra
 const FILTER_SCHEMA = z.toJSONSchema(FilterExpression, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
 const ORDER_SCHEMA = z.toJSONSchema(OrderBy, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
 
-function queryValue(parameter: Operation['parameters'][number], hints: Hints, hostileMode: boolean): fc.Arbitrary<string> {
-  const hostile = fc.constantFrom('', '%00', '%ZZ', '%ED%A0%80', 'x'.repeat(2_000), 'x'.repeat(17_000), '-1', '1e309', 'NaN', '[]', '{}', 'null');
-  const json = (schema: JsonSchema) => schemaArbitrary(schema, hints, { hostile: hostileMode, name: parameter.name }).map((value) => encodeLoosely(bodyText(value)));
-  const valid = parameter.name === 'where'
-    ? json(FILTER_SCHEMA)
-    : parameter.name === 'orderBy'
-      ? json(ORDER_SCHEMA)
-      : schemaArbitrary(parameter.schema, hints, { hostile: hostileMode, name: parameter.name, document }).map((value) => encodeLoosely(typeof value === 'string' ? value : bodyText(value)));
+function queryValue(
+  parameter: Operation['parameters'][number],
+  hints: Hints,
+  hostileMode: boolean,
+): fc.Arbitrary<string> {
+  const hostile = fc.constantFrom(
+    '',
+    '%00',
+    '%ZZ',
+    '%ED%A0%80',
+    'x'.repeat(2_000),
+    'x'.repeat(17_000),
+    '-1',
+    '1e309',
+    'NaN',
+    '[]',
+    '{}',
+    'null',
+  );
+  const json = (schema: JsonSchema) =>
+    schemaArbitrary(schema, hints, { hostile: hostileMode, name: parameter.name }).map((value) =>
+      encodeLoosely(bodyText(value)),
+    );
+  const valid =
+    parameter.name === 'where'
+      ? json(FILTER_SCHEMA)
+      : parameter.name === 'orderBy'
+        ? json(ORDER_SCHEMA)
+        : schemaArbitrary(parameter.schema, hints, { hostile: hostileMode, name: parameter.name, document }).map(
+            (value) => encodeLoosely(typeof value === 'string' ? value : bodyText(value)),
+          );
   if (!hostileMode) return valid;
   return fc.oneof({ weight: 6, arbitrary: valid }, { weight: 1, arbitrary: hostile });
 }
@@ -160,8 +237,14 @@ function queryValue(parameter: Operation['parameters'][number], hints: Hints, ho
 function queryString(operation: Operation, hints: Hints, hostileMode: boolean): fc.Arbitrary<string> {
   const parameters = operation.parameters.filter((parameter) => parameter.in === 'query');
   const members = parameters.map((parameter) =>
-    fc.option(queryValue(parameter, hints, hostileMode).map((value) => `${parameter.name}=${value}`), { freq: 2 }));
-  const oddities = !hostileMode ? fc.constant(null) : rarely(fc.constantFrom('unknown=1', 'limit=1&limit=2', 'where[field]=Name', '%ZZ=1', 'a=%00', '&&&', '=x'), 8);
+    fc.option(
+      queryValue(parameter, hints, hostileMode).map((value) => `${parameter.name}=${value}`),
+      { freq: 2 },
+    ),
+  );
+  const oddities = !hostileMode
+    ? fc.constant(null)
+    : rarely(fc.constantFrom('unknown=1', 'limit=1&limit=2', 'where[field]=Name', '%ZZ=1', 'a=%00', '&&&', '=x'), 8);
   return fc.tuple(fc.tuple(...members), oddities).map(([present, odd]) => {
     const parts = [...present.filter((part): part is string => part !== null), ...(odd ? [odd] : [])];
     return parts.length === 0 ? '' : `?${parts.join('&')}`;
@@ -170,10 +253,34 @@ function queryString(operation: Operation, hints: Hints, hostileMode: boolean): 
 
 function authorization(hostileMode: boolean): fc.Arbitrary<readonly string[]> {
   const { admin, member, viewer, team, otherAdmin } = workspace.keys;
-  if (!hostileMode) return fc.constantFrom([`Bearer ${admin}`], [`Bearer ${admin}`], [`Bearer ${member}`], [`Bearer ${viewer}`], [`Bearer ${team}`]);
-  const spellings = [`bearer ${admin}`, `BEARER ${admin}`, `Bearer  ${admin}`, `Bearer\t${admin}`, admin, `Basic ${Buffer.from(`x:${admin}`).toString('base64')}`,
-    'Bearer', 'Bearer ', '', `Bearer ${admin}, Bearer ${viewer}`, `Bearer ${admin.slice(0, -1)}x`, `Bearer ${admin}x`, `Bearer wds_${'x'.repeat(40)}`,
-    `Bearer ${'é'.repeat(10)}`, `Bearer ${'a'.repeat(9_000)}`, `Bearer ${'a'.repeat(17_000)}`, 'Bearer null', 'Bearer undefined'];
+  if (!hostileMode)
+    return fc.constantFrom(
+      [`Bearer ${admin}`],
+      [`Bearer ${admin}`],
+      [`Bearer ${member}`],
+      [`Bearer ${viewer}`],
+      [`Bearer ${team}`],
+    );
+  const spellings = [
+    `bearer ${admin}`,
+    `BEARER ${admin}`,
+    `Bearer  ${admin}`,
+    `Bearer\t${admin}`,
+    admin,
+    `Basic ${Buffer.from(`x:${admin}`).toString('base64')}`,
+    'Bearer',
+    'Bearer ',
+    '',
+    `Bearer ${admin}, Bearer ${viewer}`,
+    `Bearer ${admin.slice(0, -1)}x`,
+    `Bearer ${admin}x`,
+    `Bearer wds_${'x'.repeat(40)}`,
+    `Bearer ${'é'.repeat(10)}`,
+    `Bearer ${'a'.repeat(9_000)}`,
+    `Bearer ${'a'.repeat(17_000)}`,
+    'Bearer null',
+    'Bearer undefined',
+  ];
   return fc.oneof(
     { weight: 6, arbitrary: fc.constant([`Bearer ${admin}`]) },
     { weight: 2, arbitrary: fc.constant([`Bearer ${member}`]) },
@@ -191,39 +298,98 @@ function idempotencyKeys(hostileMode: boolean): fc.Arbitrary<readonly string[]> 
   return fc.oneof(
     { weight: 10, arbitrary: fc.constant([FRESH_KEY]) },
     { weight: 1, arbitrary: fc.constant([]) },
-    { weight: 2, arbitrary: fc.constantFrom(['abcdefg'], ['k'.repeat(256)], [''], ['  spaced key  '], ['clé-é-é-é-é'], ['fuzz-reused-key-0001'], ['x'.repeat(17_000)]) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        ['abcdefg'],
+        ['k'.repeat(256)],
+        [''],
+        ['  spaced key  '],
+        ['clé-é-é-é-é'],
+        ['fuzz-reused-key-0001'],
+        ['x'.repeat(17_000)],
+      ),
+    },
     { weight: 1, arbitrary: fc.constant([FRESH_KEY, FRESH_KEY]) },
     { weight: 1, arbitrary: fc.constant([`${FRESH_KEY}${'k'.repeat(240)}`]) },
   );
 }
 
-const CONTENT_TYPES = ['text/plain', 'application/json; charset=latin1', 'application/json; charset=utf-16', 'application/x-www-form-urlencoded',
-  'application/json; charset=UTF-8', 'multipart/form-data; boundary=x', 'application/merge-patch+json', 'application/json, text/plain', 'json', ''];
+const CONTENT_TYPES = [
+  'text/plain',
+  'application/json; charset=latin1',
+  'application/json; charset=utf-16',
+  'application/x-www-form-urlencoded',
+  'application/json; charset=UTF-8',
+  'multipart/form-data; boundary=x',
+  'application/merge-patch+json',
+  'application/json, text/plain',
+  'json',
+  '',
+];
 
 function otherHeaders(): fc.Arbitrary<[string, string][]> {
-  return fc.array(fc.constantFrom<[string, string]>(
-    ['x-request-id', 'x'.repeat(300)], ['x-request-id', 'a b\tc'], ['x-request-id', ''], ['cookie', 'wds_session=abc; wds_csrf=x'],
-    ['x-csrf-token', 'x'], ['accept', 'application/xml'], ['content-encoding', 'gzip'], ['x-http-method-override', 'DELETE'],
-    ['accept-charset', 'latin1'], ['x-forwarded-for', '1.2.3.4, ::1, garbage'], ['origin', 'https://evil.example'],
-  ), { maxLength: 2 });
+  return fc.array(
+    fc.constantFrom<[string, string]>(
+      ['x-request-id', 'x'.repeat(300)],
+      ['x-request-id', 'a b\tc'],
+      ['x-request-id', ''],
+      ['cookie', 'wds_session=abc; wds_csrf=x'],
+      ['x-csrf-token', 'x'],
+      ['accept', 'application/xml'],
+      ['content-encoding', 'gzip'],
+      ['x-http-method-override', 'DELETE'],
+      ['accept-charset', 'latin1'],
+      ['x-forwarded-for', '1.2.3.4, ::1, garbage'],
+      ['origin', 'https://evil.example'],
+    ),
+    { maxLength: 2 },
+  );
 }
 
-const RAW_BODIES: (string | Uint8Array<ArrayBuffer>)[] = ['', '{', 'null', '[]', '"x"', '\ufeff{}', '{"a":1,"a":2}', '1e400', '{"name":"a"}{"name":"b"}',
-  new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), 'x'.repeat(2_000_000)];
+const RAW_BODIES: (string | Uint8Array<ArrayBuffer>)[] = [
+  '',
+  '{',
+  'null',
+  '[]',
+  '"x"',
+  '\ufeff{}',
+  '{"a":1,"a":2}',
+  '1e400',
+  '{"name":"a"}{"name":"b"}',
+  new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+  'x'.repeat(2_000_000),
+];
 
-function bodyArbitrary(operation: Operation, hints: Hints, hostileMode: boolean): fc.Arbitrary<{ value?: unknown; text?: string | Uint8Array<ArrayBuffer> }> {
+function bodyArbitrary(
+  operation: Operation,
+  hints: Hints,
+  hostileMode: boolean,
+): fc.Arbitrary<{ value?: unknown; text?: string | Uint8Array<ArrayBuffer> }> {
   const raw = fc.constantFrom(...RAW_BODIES).map((text) => ({ text }));
   // fetch cannot send a body with GET; the other methods without a declared body sometimes get one anyway.
   if (operation.method === 'GET') return fc.constant({});
   if (!operation.body && !hostileMode) return fc.constant({});
   if (!operation.body) {
-    return rarely(fc.oneof(raw, fc.constantFrom(...HOSTILE_VALUES).map((value) => ({ value, text: bodyText(value) }))), 10)
-      .map((body) => body ?? {});
+    return rarely(
+      fc.oneof(
+        raw,
+        fc.constantFrom(...HOSTILE_VALUES).map((value) => ({ value, text: bodyText(value) })),
+      ),
+      10,
+    ).map((body) => body ?? {});
   }
   const encode = (value: unknown) => (operation.bodyType === 'form' ? formText(value) : bodyText(value));
-  const generated = schemaArbitrary(operation.body, hints, { hostile: hostileMode, document }).map((value) => ({ value, text: encode(value) }));
+  const generated = schemaArbitrary(operation.body, hints, { hostile: hostileMode, document }).map((value) => ({
+    value,
+    text: encode(value),
+  }));
   if (!hostileMode) return generated;
-  return fc.oneof({ weight: 12, arbitrary: generated }, { weight: 1, arbitrary: raw }, { weight: 1, arbitrary: fc.constant({}) });
+  return fc.oneof(
+    { weight: 12, arbitrary: generated },
+    { weight: 1, arbitrary: raw },
+    { weight: 1, arbitrary: fc.constant({}) },
+  );
 }
 
 /**
@@ -236,51 +402,75 @@ type Mode = 'clean' | 'values' | 'envelope';
 function requestArbitrary(): fc.Arbitrary<FuzzRequest> {
   const hints = hintsFor();
   const modes: Mode[] = ['clean', 'values', 'envelope'];
-  return fc.oneof(...operations.flatMap((operation) => modes.map((mode) => operationArbitrary(operation, hints, mode))));
+  return fc.oneof(
+    ...operations.flatMap((operation) => modes.map((mode) => operationArbitrary(operation, hints, mode))),
+  );
 }
 
 function operationArbitrary(operation: Operation, hints: Hints, mode: Mode): fc.Arbitrary<FuzzRequest> {
   const pathParameters = operation.parameters.filter((parameter) => parameter.in === 'path');
   const values = mode === 'values';
   const envelope = mode === 'envelope';
-  return fc.record({
-    // A method the path may not declare (405 with Allow), or another route on the same path.
-    method: envelope ? rarely(fc.constantFrom('PUT', 'OPTIONS', 'PATCH', 'POST', 'DELETE'), 10) : fc.constant(null),
-    path: fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.name, hints, envelope))),
-    query: queryString(operation, hints, values),
-    body: bodyArbitrary(operation, hints, values),
-    authorization: authorization(envelope),
-    keys: idempotencyKeys(envelope),
-    contentType: envelope
-      ? fc.oneof({ weight: 4, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) })
-      : fc.constant('application/json'),
-    others: envelope ? otherHeaders() : fc.constant([]),
-  }).map(({ method: otherMethod, path, query, body, authorization: credentials, keys, contentType, others }) => {
-    const method = otherMethod ?? operation.method;
-    let index = 0;
-    const url = operation.path.replace(/\{\w+\}/g, () => path[index++]!) + query;
-    const headers: [string, string][] = [
-      ...credentials.map((value): [string, string] => ['authorization', value]),
-      ...keys.map((value): [string, string] => ['idempotency-key', value]),
-      ...(body.text === undefined || contentType === '' ? [] : [['content-type', operation.bodyType === 'form' && contentType === 'application/json' ? 'application/x-www-form-urlencoded' : contentType] as [string, string]]),
-      ...others,
-    ];
-    const texts = [url, ...headers.map(([, value]) => value), ...(typeof body.text === 'string' ? [body.text] : [])];
-    return withDescription({
-      method,
-      route: `${method} ${operation.path}`,
-      url,
-      headers,
-      ...(body.text === undefined ? {} : { body: body.text }),
-      known: knownClasses({ values: body.value === undefined ? [] : [body.value], texts: [...texts, decodeSafely(url)] }),
+  return fc
+    .record({
+      // A method the path may not declare (405 with Allow), or another route on the same path.
+      method: envelope ? rarely(fc.constantFrom('PUT', 'OPTIONS', 'PATCH', 'POST', 'DELETE'), 10) : fc.constant(null),
+      path: fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.name, hints, envelope))),
+      query: queryString(operation, hints, values),
+      body: bodyArbitrary(operation, hints, values),
+      authorization: authorization(envelope),
+      keys: idempotencyKeys(envelope),
+      contentType: envelope
+        ? fc.oneof(
+            { weight: 4, arbitrary: fc.constant('application/json') },
+            { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) },
+          )
+        : fc.constant('application/json'),
+      others: envelope ? otherHeaders() : fc.constant([]),
+    })
+    .map(({ method: otherMethod, path, query, body, authorization: credentials, keys, contentType, others }) => {
+      const method = otherMethod ?? operation.method;
+      let index = 0;
+      const url = operation.path.replace(/\{\w+\}/g, () => path[index++]!) + query;
+      const headers: [string, string][] = [
+        ...credentials.map((value): [string, string] => ['authorization', value]),
+        ...keys.map((value): [string, string] => ['idempotency-key', value]),
+        ...(body.text === undefined || contentType === ''
+          ? []
+          : [
+              [
+                'content-type',
+                operation.bodyType === 'form' && contentType === 'application/json'
+                  ? 'application/x-www-form-urlencoded'
+                  : contentType,
+              ] as [string, string],
+            ]),
+        ...others,
+      ];
+      const texts = [url, ...headers.map(([, value]) => value), ...(typeof body.text === 'string' ? [body.text] : [])];
+      return withDescription({
+        method,
+        route: `${method} ${operation.path}`,
+        url,
+        headers,
+        ...(body.text === undefined ? {} : { body: body.text }),
+        known: knownClasses({
+          values: body.value === undefined ? [] : [body.value],
+          texts: [...texts, decodeSafely(url)],
+        }),
+      });
     });
-  });
 }
 
 /** A form body (RFC 6749 endpoints): top-level members as fields, anything else as its JSON text. */
 function formText(value: unknown): string {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return bodyText(value);
-  return Object.entries(value).map(([name, member]) => `${encodeLoosely(name)}=${encodeLoosely(typeof member === 'string' ? member : bodyText(member))}`).join('&');
+  return Object.entries(value)
+    .map(
+      ([name, member]) =>
+        `${encodeLoosely(name)}=${encodeLoosely(typeof member === 'string' ? member : bodyText(member))}`,
+    )
+    .join('&');
 }
 
 function decodeSafely(text: string): string {
@@ -300,21 +490,34 @@ interface Answer {
 async function send(request: FuzzRequest): Promise<Answer> {
   const headers = new Headers();
   for (const [name, value] of request.headers) {
-    headers.append(name, value.startsWith(FRESH_KEY) ? `fuzz-${(keyCounter += 1).toString().padStart(8, '0')}${value.slice(FRESH_KEY.length)}` : value);
+    headers.append(
+      name,
+      value.startsWith(FRESH_KEY)
+        ? `fuzz-${(keyCounter += 1).toString().padStart(8, '0')}${value.slice(FRESH_KEY.length)}`
+        : value,
+    );
   }
   // Requests for a method or path the document does not declare (405, 404) are outside it on purpose; every other
   // answer must keep the document.
-  const response = await (describesRequest(request.method, request.url) ? checkedFetch : fetch)(`${server.url}${request.url}`, {
-    method: request.method,
-    headers,
-    redirect: 'manual',
-    ...(request.body === undefined ? {} : { body: request.body }),
-  });
+  const response = await (describesRequest(request.method, request.url) ? checkedFetch : fetch)(
+    `${server.url}${request.url}`,
+    {
+      method: request.method,
+      headers,
+      redirect: 'manual',
+      ...(request.body === undefined ? {} : { body: request.body }),
+    },
+  );
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
 const Envelope = z.strictObject({
-  error: z.strictObject({ code: z.string(), message: z.string(), requestId: z.string().min(1), details: z.unknown().optional() }),
+  error: z.strictObject({
+    code: z.string(),
+    message: z.string(),
+    requestId: z.string().min(1),
+    details: z.unknown().optional(),
+  }),
 });
 
 const routeByName = new Map(routes.map((route) => [`${route.method} ${route.path}`, route]));
@@ -337,16 +540,24 @@ function problemWith(request: FuzzRequest, answer: Answer): string | null {
     if (!envelope.success) return `answered ${answer.status} without the §7 envelope: ${answer.text.slice(0, 300)}`;
     const { code, requestId } = envelope.data.error;
     if (!isErrorCode(code)) return `answered the unknown code ${code}`;
-    if (httpStatusOf(code) !== answer.status) return `answered ${answer.status} with ${code}, which maps to ${httpStatusOf(code)}`;
-    if (answer.headers.get('x-request-id') !== requestId) return `answered requestId ${requestId} but X-Request-Id ${answer.headers.get('x-request-id')}`;
+    if (httpStatusOf(code) !== answer.status)
+      return `answered ${answer.status} with ${code}, which maps to ${httpStatusOf(code)}`;
+    if (answer.headers.get('x-request-id') !== requestId)
+      return `answered requestId ${requestId} but X-Request-Id ${answer.headers.get('x-request-id')}`;
     return null;
   }
   if (answer.status >= 300) return null;
   const route = routeByName.get(request.route);
-  if (!route || route.file || answer.status !== route.successStatus) return route && answer.status !== route.successStatus ? `answered ${answer.status}, not ${route.successStatus}` : null;
+  if (!route || route.file || answer.status !== route.successStatus)
+    return route && answer.status !== route.successStatus
+      ? `answered ${answer.status}, not ${route.successStatus}`
+      : null;
   // An event stream (the fuzz workspace's jobs have ended, so it closes) is checked event by event.
   const bodies = route.stream
-    ? answer.text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice('data: '.length))
+    ? answer.text
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => line.slice('data: '.length))
     : [answer.text];
   for (const body of bodies) {
     const parsed = route.response.safeParse(JSON.parse(body));
@@ -357,11 +568,19 @@ function problemWith(request: FuzzRequest, answer: Answer): string | null {
 
 /** A counterexample prints as the request, shortened: generated values can be megabytes long. */
 function withDescription(request: FuzzRequest): FuzzRequest {
-  return Object.defineProperty(request, fc.toStringMethod, { value: () => describeRequest(request), enumerable: false });
+  return Object.defineProperty(request, fc.toStringMethod, {
+    value: () => describeRequest(request),
+    enumerable: false,
+  });
 }
 
 function describeRequest(request: FuzzRequest): string {
-  const body = request.body === undefined ? '' : typeof request.body === 'string' ? request.body.slice(0, 300) : `<${request.body.length} bytes>`;
+  const body =
+    request.body === undefined
+      ? ''
+      : typeof request.body === 'string'
+        ? request.body.slice(0, 300)
+        : `<${request.body.length} bytes>`;
   return `${request.method} ${request.url.slice(0, 300)} known=${request.known.join(',') || '-'} headers=${JSON.stringify(request.headers.map(([name, value]) => [name, value.slice(0, 80)]))} body=${body}`;
 }
 
@@ -382,7 +601,9 @@ async function check(request: FuzzRequest): Promise<void> {
   if (!mutation) return;
   if (answer.status >= 400) {
     const after = await digest.take();
-    expect(after, `${describeRequest(request)}\n  was refused with ${answer.status} but changed the state`).toEqual(state);
+    expect(after, `${describeRequest(request)}\n  was refused with ${answer.status} but changed the state`).toEqual(
+      state,
+    );
   } else {
     // A success may enqueue a job; the next digest waits until the workers are done with it.
     await digest.settle();
@@ -396,12 +617,16 @@ describe('fuzzing every route of the OpenAPI document (issue 18)', () => {
     const table = `/v1/orgs/${workspace.orgId}/databases/${workspace.ids.databaseId![0]}/tables/${workspace.ids.tableId![0]}`;
     const initial = await digest.take();
     const refused = await server.request('POST', `${table}/rows`, {
-      token: workspace.keys.viewer, idempotencyKey: `fuzz-self-check-${Date.now()}`, body: { expectedSchemaVersion: workspace.schemaVersions[0], values: { Name: 'Self check' } },
+      token: workspace.keys.viewer,
+      idempotencyKey: `fuzz-self-check-${Date.now()}`,
+      body: { expectedSchemaVersion: workspace.schemaVersions[0], values: { Name: 'Self check' } },
     });
     expect(refused.status, refused.text).toBe(403);
     expect(await digest.take()).toEqual(initial);
     const accepted = await server.request('POST', `${table}/rows`, {
-      token: workspace.keys.admin, idempotencyKey: `fuzz-self-check-${Date.now()}`, body: { expectedSchemaVersion: workspace.schemaVersions[0], values: { Name: 'Self check' } },
+      token: workspace.keys.admin,
+      idempotencyKey: `fuzz-self-check-${Date.now()}`,
+      body: { expectedSchemaVersion: workspace.schemaVersions[0], values: { Name: 'Self check' } },
     });
     expect(accepted.status, accepted.text).toBe(201);
     expect(await digest.take()).not.toEqual(initial);

@@ -9,7 +9,8 @@ import { useServerWithOrg } from './helpers/suite.ts';
  */
 const CHROMIUM = '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
-if (!available) console.warn(`test/graphiql-browser.test.ts skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+if (!available)
+  console.warn(`test/graphiql-browser.test.ts skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
 
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
 let browser: Browser;
@@ -19,8 +20,16 @@ beforeAll(async () => {
   // Playwright gives the browser a fresh, temporary profile of its own.
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -50,8 +59,16 @@ describe.skipIf(!available)('GraphiQL in a browser', () => {
       expect(response?.headers()['content-type']).toMatch(/^text\/html/);
       await page.locator('.graphiql-execute-button').waitFor();
       await page.getByRole('button', { name: 'Headers' }).click();
-      await replaceEditorText(page, '.graphiql-editor-tool .graphiql-editor:not(.hidden)', JSON.stringify({ Authorization: `Bearer ${suite.org.adminKey}` }));
-      await replaceEditorText(page, '.graphiql-query-editor .graphiql-editor', `query { org(orgId: "${suite.org.orgId}") { id name } }`);
+      await replaceEditorText(
+        page,
+        '.graphiql-editor-tool .graphiql-editor:not(.hidden)',
+        JSON.stringify({ Authorization: `Bearer ${suite.org.adminKey}` }),
+      );
+      await replaceEditorText(
+        page,
+        '.graphiql-query-editor .graphiql-editor',
+        `query { org(orgId: "${suite.org.orgId}") { id name } }`,
+      );
       await page.locator('.graphiql-execute-button').click();
       const result = page.locator('.graphiql-response');
       await expect.poll(async () => (await result.textContent()) ?? '', { timeout: 15_000 }).toContain(suite.org.orgId);

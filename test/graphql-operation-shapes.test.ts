@@ -35,7 +35,11 @@ const ids = () => ({ orgId: suite.org.orgId, databaseId: table.databaseId, table
 async function answer(shape: Shape): Promise<any> {
   const response = await suite.server.request('POST', '/graphql', {
     token: suite.org.adminKey,
-    body: { query: shape.query, variables: shape.variables ?? {}, ...(shape.operationName ? { operationName: shape.operationName } : {}) },
+    body: {
+      query: shape.query,
+      variables: shape.variables ?? {},
+      ...(shape.operationName ? { operationName: shape.operationName } : {}),
+    },
   });
   expect(response.body?.errors, `${shape.name}: ${response.text}`).toBeUndefined();
   expect(response.status, shape.name).toBe(200);
@@ -43,11 +47,17 @@ async function answer(shape: Shape): Promise<any> {
 }
 
 beforeAll(async () => {
-  table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'Age', type: 'integer' }]);
+  table = await createTable(suite.server, suite.org, [
+    { name: 'Name', type: 'text' },
+    { name: 'Age', type: 'integer' },
+  ]);
   const ada = await createRow(suite.server, suite.org.adminKey, table, { Name: 'Ada', Age: 36 });
   expect(ada.status, ada.text).toBe(201);
   adaId = ada.body.row.id;
-  for (const [name, age] of [['Grace', 85], ['Alan', 41]] as const) {
+  for (const [name, age] of [
+    ['Grace', 85],
+    ['Alan', 41],
+  ] as const) {
     expect((await createRow(suite.server, suite.org.adminKey, table, { Name: name, Age: age })).status).toBe(201);
   }
 });
@@ -58,7 +68,11 @@ describe('queries', () => {
     const inline = `orgId: "${orgId}", databaseId: "${databaseId}", tableId: "${tableId}"`;
     const page = (data: any) => data.rows.data.map((row: { id: string }) => row.id);
     return [
-      { name: 'inline literals', query: `{ rows(${inline}, where: {field: "Name", op: "eq", value: "Ada"}) { data { id } } }`, pick: page },
+      {
+        name: 'inline literals',
+        query: `{ rows(${inline}, where: {field: "Name", op: "eq", value: "Ada"}) { data { id } } }`,
+        pick: page,
+      },
       {
         name: 'variables named as the arguments',
         query: `query ($orgId: ID!, $databaseId: ID!, $tableId: ID!, $where: JSON) {
@@ -122,9 +136,14 @@ describe('queries', () => {
   it('rows: a variable nested inside an input object orders as the literal does', async () => {
     const { orgId, databaseId, tableId } = ids();
     const inline = `orgId: "${orgId}", databaseId: "${databaseId}", tableId: "${tableId}"`;
-    const names = (data: any) => data.rows.data.map((row: { values: Record<string, unknown> }) => row.values[table.fields.Name!]);
+    const names = (data: any) =>
+      data.rows.data.map((row: { values: Record<string, unknown> }) => row.values[table.fields.Name!]);
     const shapes: Shape[] = [
-      { name: 'literal', query: `{ rows(${inline}, orderBy: [{field: "Age", direction: "desc"}]) { data { values } } }`, pick: names },
+      {
+        name: 'literal',
+        query: `{ rows(${inline}, orderBy: [{field: "Age", direction: "desc"}]) { data { values } } }`,
+        pick: names,
+      },
       {
         name: 'variables inside the input object',
         query: `query ($by: String!, $way: String!) { rows(${inline}, orderBy: [{field: $by, direction: $way}]) { data { values } } }`,
@@ -153,9 +172,13 @@ describe('queries', () => {
     const warnings = vi.spyOn(console, 'warn');
     try {
       const { orgId, databaseId, tableId } = ids();
-      const response = await suite.server.graphql(`query ($name: JSON) {
+      const response = await suite.server.graphql(
+        `query ($name: JSON) {
         rows(orgId: "${orgId}", databaseId: "${databaseId}", tableId: "${tableId}", where: {field: "Name", op: "eq", value: $name}) {
-          data { id } } }`, { name: 'Grace' }, { token: suite.org.adminKey });
+          data { id } } }`,
+        { name: 'Grace' },
+        { token: suite.org.adminKey },
+      );
       expect(errors.mock.calls).toEqual([]);
       expect(warnings.mock.calls).toEqual([]);
       expect(response.body.data?.rows.data, response.text).toHaveLength(1);
@@ -184,7 +207,13 @@ describe('mutations', () => {
         name: 'variables of other names',
         query: `mutation M($a: ID!, $b: ID!, $c: ID!, $key: String!, $in: CreateRowInput!) {
           made: createRow(orgId: $a, databaseId: $b, tableId: $c, idempotencyKey: $key, input: $in) { row { values } } }`,
-        variables: { a: orgId, b: databaseId, c: tableId, key: idempotencyKey(), in: { expectedSchemaVersion: version, values: { Name: 'Lin' } } },
+        variables: {
+          a: orgId,
+          b: databaseId,
+          c: tableId,
+          key: idempotencyKey(),
+          in: { expectedSchemaVersion: version, values: { Name: 'Lin' } },
+        },
         pick: created,
       },
       {
@@ -220,29 +249,41 @@ describe('subscription jobUpdated', () => {
   let jobId: string;
 
   beforeAll(async () => {
-    const accepted = await requestPreview(suite.server, suite.org.adminKey, table, { content: 'Name\nAda\n', mapping: [{ source: 'Name', fieldId: 'Name' }] });
+    const accepted = await requestPreview(suite.server, suite.org.adminKey, table, {
+      content: 'Name\nAda\n',
+      mapping: [{ source: 'Name', fieldId: 'Name' }],
+    });
     expect(accepted.status, accepted.text).toBe(202);
     jobId = accepted.body.jobId;
     db = new pg.Client({ connectionString: suite.server.database.url });
     await db.connect();
     // An ended job: each subscription answers it once and completes.
-    await db.query(`UPDATE jobs SET state = 'succeeded', finished_at = now(), progress_done = 1, progress_total = 1 WHERE id = $1`, [jobId]);
+    await db.query(
+      `UPDATE jobs SET state = 'succeeded', finished_at = now(), progress_done = 1, progress_total = 1 WHERE id = $1`,
+      [jobId],
+    );
   });
   afterAll(() => db.end());
 
   async function events(shape: Shape): Promise<any[]> {
     const stream = await openEventStream(`${suite.server.url}/graphql`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${suite.org.adminKey}`, accept: 'text/event-stream', 'content-type': 'application/json' },
+      headers: {
+        authorization: `Bearer ${suite.org.adminKey}`,
+        accept: 'text/event-stream',
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({ query: shape.query, variables: shape.variables ?? {} }),
     });
     expect(stream.status, shape.name).toBe(200);
     const all = await stream.rest();
     expect(all.at(-1)?.event, shape.name).toBe('complete');
-    return all.filter((event) => event.event === 'next').map((event) => {
-      expect(event.data.errors, `${shape.name}: ${JSON.stringify(event.data)}`).toBeUndefined();
-      return shape.pick(event.data.data);
-    });
+    return all
+      .filter((event) => event.event === 'next')
+      .map((event) => {
+        expect(event.data.errors, `${shape.name}: ${JSON.stringify(event.data)}`).toBeUndefined();
+        return shape.pick(event.data.data);
+      });
   }
 
   it('every shape of the same arguments streams the job', async () => {
@@ -255,7 +296,11 @@ describe('subscription jobUpdated', () => {
         variables: { orgId, jobId },
         pick: state,
       },
-      { name: 'inline literals', query: `subscription { jobUpdated(orgId: "${orgId}", jobId: "${jobId}") { jobId state } }`, pick: state },
+      {
+        name: 'inline literals',
+        query: `subscription { jobUpdated(orgId: "${orgId}", jobId: "${jobId}") { jobId state } }`,
+        pick: state,
+      },
       {
         name: 'variables of other names',
         query: 'subscription Watch($org: ID!, $job: ID!) { jobUpdated(orgId: $org, jobId: $job) { jobId state } }',
@@ -289,9 +334,16 @@ describe('subscription jobUpdated', () => {
 describe('the compiled executor', () => {
   it('runs every REST operation (all arguments passed as variables), and none of the shapes it gets wrong', () => {
     const dir = new URL('../src/http/rest/operations/', import.meta.url);
-    const documents = readdirSync(dir).filter((file) => file.endsWith('.graphql')).map((file) => parse(readFileSync(new URL(file, dir), 'utf8')));
-    const names = documents.flatMap((document) => document.definitions.flatMap((definition) =>
-      definition.kind === Kind.OPERATION_DEFINITION && definition.operation !== 'subscription' ? [[document, definition.name!.value] as const] : []));
+    const documents = readdirSync(dir)
+      .filter((file) => file.endsWith('.graphql'))
+      .map((file) => parse(readFileSync(new URL(file, dir), 'utf8')));
+    const names = documents.flatMap((document) =>
+      document.definitions.flatMap((definition) =>
+        definition.kind === Kind.OPERATION_DEFINITION && definition.operation !== 'subscription'
+          ? [[document, definition.name!.value] as const]
+          : [],
+      ),
+    );
     expect(names.length).toBeGreaterThan(50);
     for (const [document, name] of names) expect(compilesExactly(schema, document, name), name).toBe(true);
     const wrong = [

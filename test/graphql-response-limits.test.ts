@@ -37,10 +37,12 @@ describe('artifact content in the query cost', () => {
       const response = await suite.server.graphql(contentAliases(count), variables, { token: admin() });
       expect(response.status, response.text).toBe(400);
       expect(response.body.data).toBeUndefined();
-      expect(response.body.errors).toEqual([{
-        message: expect.stringMatching(/^Query Cost limit of 200000 exceeded, found \d+\.$/),
-        extensions: { code: 'QUERY_TOO_COMPLEX', details: { limit: 'maxCost', max: 200_000 } },
-      }]);
+      expect(response.body.errors).toEqual([
+        {
+          message: expect.stringMatching(/^Query Cost limit of 200000 exceeded, found \d+\.$/),
+          extensions: { code: 'QUERY_TOO_COMPLEX', details: { limit: 'maxCost', max: 200_000 } },
+        },
+      ]);
     }
   });
 });
@@ -49,7 +51,9 @@ describe('the output budget', () => {
   it('answers 413 PAYLOAD_TOO_LARGE, with no data, for a GraphQL answer over RESPONSE_LIMIT_BYTES', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'longText' }]);
     for (let index = 0; index < 3; index += 1) {
-      expect((await createRow(suite.server, admin(), table, { [table.fields.Name!]: 'x'.repeat(1500) })).status).toBe(201);
+      expect((await createRow(suite.server, admin(), table, { [table.fields.Name!]: 'x'.repeat(1500) })).status).toBe(
+        201,
+      );
     }
     const query = `query($orgId: ID!, $databaseId: ID!, $tableId: ID!, $limit: Int) {
       rows(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, limit: $limit) { data { id values } }
@@ -61,16 +65,20 @@ describe('the output budget', () => {
     const big = await suite.server.graphql(query, { ...address, limit: 3 }, { token: admin() });
     expect(big.status, big.text).toBe(413);
     expect(big.body.data).toBeUndefined();
-    expect(big.body.errors).toEqual([{
-      message: expect.stringContaining(`${LIMIT}-byte output budget`),
-      extensions: { code: 'PAYLOAD_TOO_LARGE', details: { limit: LIMIT } },
-    }]);
+    expect(big.body.errors).toEqual([
+      {
+        message: expect.stringContaining(`${LIMIT}-byte output budget`),
+        extensions: { code: 'PAYLOAD_TOO_LARGE', details: { limit: LIMIT } },
+      },
+    ]);
   });
 
   it('answers the same over REST: 413 PAYLOAD_TOO_LARGE in the error envelope', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'longText' }]);
     for (let index = 0; index < 3; index += 1) {
-      expect((await createRow(suite.server, admin(), table, { [table.fields.Name!]: 'y'.repeat(1500) })).status).toBe(201);
+      expect((await createRow(suite.server, admin(), table, { [table.fields.Name!]: 'y'.repeat(1500) })).status).toBe(
+        201,
+      );
     }
     expect((await suite.server.request('GET', `${table.path}/rows?limit=1`, { token: admin() })).status).toBe(200);
     const big = await suite.server.request('GET', `${table.path}/rows?limit=3`, { token: admin() });

@@ -30,13 +30,21 @@ describe('/graphql', () => {
   });
 
   it('returns the same codes as REST in extensions, with requestId', async () => {
-    const response = await suite.server.graphql('query($id: ID!) { org(orgId: $id) { name } }', { id: '01J00000000000000000000000' }, { token: suite.org.adminKey });
+    const response = await suite.server.graphql(
+      'query($id: ID!) { org(orgId: $id) { name } }',
+      { id: '01J00000000000000000000000' },
+      { token: suite.org.adminKey },
+    );
     expect(response.body.errors[0].extensions.code).toBe('RESOURCE_NOT_FOUND');
   });
 
   it('rejects documents deeper than the limit', async () => {
     const nest = (levels: number): string => (levels === 0 ? 'name' : `ofType { ${nest(levels - 1)} }`);
-    const response = await suite.server.graphql(`{ __type(name: "Org") { fields { type { ${nest(12)} } } } }`, {}, { token: suite.org.adminKey });
+    const response = await suite.server.graphql(
+      `{ __type(name: "Org") { fields { type { ${nest(12)} } } } }`,
+      {},
+      { token: suite.org.adminKey },
+    );
     expect(response.body.data).toBeUndefined();
     expect(response.body.errors[0].message).toMatch(/depth limit of 12 exceeded/);
   });
@@ -50,13 +58,18 @@ describe('/graphql', () => {
 
   it('rejects documents with too many tokens', async () => {
     const fields = Array.from({ length: 2500 }, () => 'themes').join(' ');
-    const response = await suite.server.graphql(`{ preferenceOptions { ${fields} } }`, {}, { token: suite.org.adminKey });
+    const response = await suite.server.graphql(
+      `{ preferenceOptions { ${fields} } }`,
+      {},
+      { token: suite.org.adminKey },
+    );
     expect(response.body.errors[0].message).toMatch(/token/i);
   });
 
   it('does not accept batched requests', async () => {
     const response = await suite.server.request('POST', '/graphql', {
-      token: suite.org.adminKey, body: [{ query: '{ preferenceOptions { themes } }' }, { query: '{ preferenceOptions { themes } }' }],
+      token: suite.org.adminKey,
+      body: [{ query: '{ preferenceOptions { themes } }' }, { query: '{ preferenceOptions { themes } }' }],
     });
     expect(response.status).toBeGreaterThanOrEqual(400);
     expect(response.status).toBeLessThan(500);
@@ -67,8 +80,15 @@ describe('/graphql', () => {
     try {
       const brokenOrg = await createOrg(broken.prisma);
       await broken.prisma.$executeRawUnsafe('ALTER TABLE orgs RENAME COLUMN name TO name_gone');
-      const response = await broken.graphql('query($id: ID!) { org(orgId: $id) { name } }', { id: brokenOrg.orgId }, { token: brokenOrg.adminKey });
-      expect(response.body.errors[0]).toMatchObject({ message: 'Internal error.', extensions: { code: 'INTERNAL_ERROR' } });
+      const response = await broken.graphql(
+        'query($id: ID!) { org(orgId: $id) { name } }',
+        { id: brokenOrg.orgId },
+        { token: brokenOrg.adminKey },
+      );
+      expect(response.body.errors[0]).toMatchObject({
+        message: 'Internal error.',
+        extensions: { code: 'INTERNAL_ERROR' },
+      });
       expect(JSON.stringify(response.body)).not.toMatch(/name_gone|prisma|column/i);
     } finally {
       await broken.close();

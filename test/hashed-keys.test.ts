@@ -24,9 +24,14 @@ async function ruleOn(table: TestTable, body: Record<string, unknown>) {
 
 describe('unique rules on ordinary text', () => {
   it('accepts a rule on a default text field (maxLength 1000) and enforces it exactly, long values included', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'Note', type: 'text' }]);
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'Name', type: 'text' },
+      { name: 'Note', type: 'text' },
+    ]);
     const { ruleId, table: current } = await ruleOn(table, { fieldIds: ['Name'] });
-    expect(await constraintsOf(table)).toEqual([{ name: `u_${ruleId.toLowerCase()}`, type: 'x', definition: expect.stringContaining('EXCLUDE USING hash') }]);
+    expect(await constraintsOf(table)).toEqual([
+      { name: `u_${ruleId.toLowerCase()}`, type: 'x', definition: expect.stringContaining('EXCLUDE USING hash') },
+    ]);
     const long = 'é'.repeat(1000);
     expect((await createRow(suite.server, admin(), current, { Name: long })).status).toBe(201);
     expect((await createRow(suite.server, admin(), current, { Name: `${long.slice(1)}e` })).status).toBe(201);
@@ -55,18 +60,30 @@ describe('unique rules on ordinary text', () => {
   it('lets exactly one of 8 parallel creates with the same wide value win; the others get 409', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const { table: current } = await ruleOn(table, { fieldIds: ['Name'] });
-    const responses = await Promise.all(Array.from({ length: 8 }, () => createRow(suite.server, admin(), current, { Name: 'contested' })));
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => createRow(suite.server, admin(), current, { Name: 'contested' })),
+    );
     const statuses = responses.map((response) => response.status).sort();
-    expect(statuses, responses.map((response) => response.text).join('\n')).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
-    for (const response of responses.filter((candidate) => candidate.status === 409)) expectError(response, 409, 'UNIQUE_CONFLICT');
+    expect(statuses, responses.map((response) => response.text).join('\n')).toEqual([
+      201, 409, 409, 409, 409, 409, 409, 409,
+    ]);
+    for (const response of responses.filter((candidate) => candidate.status === 409))
+      expectError(response, 409, 'UNIQUE_CONFLICT');
   });
 
   it('hashes a multi-field key as one composite value and honours a conditional rule', async () => {
     const table = await createTable(suite.server, suite.org, [
-      { name: 'Name', type: 'text' }, { name: 'Year', type: 'integer' }, { name: 'Status', type: 'select', options: { choices: ['live', 'draft'] } },
+      { name: 'Name', type: 'text' },
+      { name: 'Year', type: 'integer' },
+      { name: 'Status', type: 'select', options: { choices: ['live', 'draft'] } },
     ]);
-    const { table: current } = await ruleOn(table, { fieldIds: ['Name', 'Year'], where: { field: 'Status', op: 'eq', value: 'live' } });
-    expect((await constraintsOf(table))[0]!.definition).toMatch(/EXCLUDE USING hash \(\(ROW\(.*\)::d_\w+\.r_\w+\) WITH =\) WHERE/);
+    const { table: current } = await ruleOn(table, {
+      fieldIds: ['Name', 'Year'],
+      where: { field: 'Status', op: 'eq', value: 'live' },
+    });
+    expect((await constraintsOf(table))[0]!.definition).toMatch(
+      /EXCLUDE USING hash \(\(ROW\(.*\)::d_\w+\.r_\w+\) WITH =\) WHERE/,
+    );
     const row = (values: Record<string, unknown>) => createRow(suite.server, admin(), current, values);
     expect((await row({ Name: 'x', Year: 2020, Status: 'live' })).status).toBe(201);
     expect((await row({ Name: 'x', Year: 2021, Status: 'live' })).status).toBe(201);
@@ -77,10 +94,14 @@ describe('unique rules on ordinary text', () => {
   it('fails the job with the duplicate groups when existing rows already share a wide value', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const ids = [];
-    for (let i = 0; i < 2; i += 1) ids.push((await createRow(suite.server, admin(), table, { Name: 'same' })).body.row.id);
+    for (let i = 0; i < 2; i += 1)
+      ids.push((await createRow(suite.server, admin(), table, { Name: 'same' })).body.row.id);
     const added = await addUniqueRule(suite.server, admin(), table, { fieldIds: ['Name'] });
     expect(added.job.state).toBe('failed');
-    expect(added.job.error).toMatchObject({ code: 'UNIQUE_CONFLICT', details: { duplicates: [{ rowIds: ids.sort(), values: { [table.fields.Name!]: 'same' } }], truncated: false } });
+    expect(added.job.error).toMatchObject({
+      code: 'UNIQUE_CONFLICT',
+      details: { duplicates: [{ rowIds: ids.sort(), values: { [table.fields.Name!]: 'same' } }], truncated: false },
+    });
     expect(await constraintsOf(table)).toEqual([]);
   });
 
@@ -88,37 +109,76 @@ describe('unique rules on ordinary text', () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const { ruleId, table: current } = await ruleOn(table, { fieldIds: ['Name'] });
     expect((await createRow(suite.server, admin(), current, { Name: 'same' })).status).toBe(201);
-    const accepted = await suite.server.request('DELETE', `${table.path}/unique-rules/${ruleId}`, { token: admin(), idempotencyKey: idempotencyKey() });
+    const accepted = await suite.server.request('DELETE', `${table.path}/unique-rules/${ruleId}`, {
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+    });
     expect(accepted.status, accepted.text).toBe(202);
     const job = await waitForJob(suite.server, admin(), accepted.body.statusUrl);
-    expect(job, JSON.stringify(job)).toMatchObject({ kind: 'deleteUniqueRule', state: 'succeeded', result: { ruleId, deleted: true } });
+    expect(job, JSON.stringify(job)).toMatchObject({
+      kind: 'deleteUniqueRule',
+      state: 'succeeded',
+      result: { ruleId, deleted: true },
+    });
     expect(await constraintsOf(table)).toEqual([]);
-    const [left] = await suite.server.prisma.$queryRawUnsafe<{ types: number; functions: number; triggers: number }[]>(`
+    const [left] = await suite.server.prisma.$queryRawUnsafe<{ types: number; functions: number; triggers: number }[]>(
+      `
       SELECT (SELECT count(*)::int FROM pg_type WHERE typname = $1) AS types, (SELECT count(*)::int FROM pg_proc WHERE proname = $2) AS functions,
              (SELECT count(*)::int FROM pg_trigger WHERE tgname = $3) AS triggers`,
-      `r_${ruleId.toLowerCase()}`, `l_${ruleId.toLowerCase()}`, `u_${ruleId.toLowerCase()}`);
+      `r_${ruleId.toLowerCase()}`,
+      `l_${ruleId.toLowerCase()}`,
+      `u_${ruleId.toLowerCase()}`,
+    );
     expect(left).toEqual({ types: 0, functions: 0, triggers: 0 });
-    expect((await createRow(suite.server, admin(), { ...current, schemaVersion: job.result.schemaVersion }, { Name: 'same' })).status).toBe(201);
+    expect(
+      (
+        await createRow(
+          suite.server,
+          admin(),
+          { ...current, schemaVersion: job.result.schemaVersion },
+          { Name: 'same' },
+        )
+      ).status,
+    ).toBe(201);
   });
 
   it('keeps a plain btree index for keys that fit, and refuses a foreign key to a hashed rule with 422 saying why', async () => {
-    const parent = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }, { name: 'Name', type: 'text' }]);
+    const parent = await createTable(suite.server, suite.org, [
+      { name: 'Code', type: 'text', options: { maxLength: 20 } },
+      { name: 'Name', type: 'text' },
+    ]);
     const narrow = await ruleOn(parent, { fieldIds: ['Code'] });
     const wide = await ruleOn(narrow.table, { fieldIds: ['Name'] });
     expect((await constraintsOf(parent)).map((c) => c.type).sort()).toEqual(['x']);
     const schema = await suite.server.request('GET', `${parent.path}/schema`, { token: admin() });
-    expect(schema.body.uniqueRules.map((rule: { id: string; referenceable: boolean }) => [rule.id, rule.referenceable]).sort())
-      .toEqual([[narrow.ruleId, true], [wide.ruleId, false]].sort());
-    const child = await createTable(suite.server, suite.org, [{ name: 'Ref', type: 'text' }], { databaseId: parent.databaseId });
+    expect(
+      schema.body.uniqueRules
+        .map((rule: { id: string; referenceable: boolean }) => [rule.id, rule.referenceable])
+        .sort(),
+    ).toEqual(
+      [
+        [narrow.ruleId, true],
+        [wide.ruleId, false],
+      ].sort(),
+    );
+    const child = await createTable(suite.server, suite.org, [{ name: 'Ref', type: 'text' }], {
+      databaseId: parent.databaseId,
+    });
     const refused = await suite.server.request('POST', `${child.path}/foreign-keys`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { fieldIds: ['Ref'], referencedTableId: parent.tableId, referencedRuleId: wide.ruleId },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { fieldIds: ['Ref'], referencedTableId: parent.tableId, referencedRuleId: wide.ruleId },
     });
     expectError(refused, 422, 'VALIDATION_FAILED');
     expectProblemPaths(refused, [['referencedRuleId']]);
-    const problem = refused.body.error.details.problems.find((p: { path: string[] }) => p.path[0] === 'referencedRuleId');
+    const problem = refused.body.error.details.problems.find(
+      (p: { path: string[] }) => p.path[0] === 'referencedRuleId',
+    );
     expect(problem.message).toMatch(/4000 bytes.*hash.*btree/);
     const accepted = await suite.server.request('POST', `${child.path}/foreign-keys`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { fieldIds: ['Ref'], referencedTableId: parent.tableId, referencedRuleId: narrow.ruleId },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { fieldIds: ['Ref'], referencedTableId: parent.tableId, referencedRuleId: narrow.ruleId },
     });
     expect(accepted.status, accepted.text).toBe(202);
   });

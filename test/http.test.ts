@@ -21,12 +21,19 @@ function rawExchange(port: number, payload: string, waitMs: number): Promise<str
 
 describe('the HTTP envelope', () => {
   it('answers an unknown route with 404 and the envelope', async () => {
-    expectError(await suite.server.request('GET', '/v1/nothing-here', { token: suite.org.adminKey, outsideContract: true }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await suite.server.request('GET', '/v1/nothing-here', { token: suite.org.adminKey, outsideContract: true }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
     expectError(await suite.server.request('GET', '/nowhere'), 404, 'RESOURCE_NOT_FOUND');
   });
 
   it('answers a known path with the wrong method with 405 and Allow', async () => {
-    const response = await suite.server.request('DELETE', '/v1/me/preferences', { token: suite.org.adminKey, outsideContract: true });
+    const response = await suite.server.request('DELETE', '/v1/me/preferences', {
+      token: suite.org.adminKey,
+      outsideContract: true,
+    });
     expectError(response, 405, 'METHOD_NOT_ALLOWED');
     expect(response.headers.get('allow')).toBe('GET, PATCH');
   });
@@ -34,33 +41,51 @@ describe('the HTTP envelope', () => {
   it('puts X-Request-Id on every response and echoes a well-formed client id', async () => {
     const ok = await suite.server.request('GET', '/healthz');
     expect(ok.headers.get('x-request-id')).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
-    const traced = await suite.server.request('GET', '/v1/me/preferences', { token: suite.org.adminKey, headers: { 'x-request-id': 'trace-1234.abc' } });
+    const traced = await suite.server.request('GET', '/v1/me/preferences', {
+      token: suite.org.adminKey,
+      headers: { 'x-request-id': 'trace-1234.abc' },
+    });
     expect(traced.headers.get('x-request-id')).toBe('trace-1234.abc');
-    const bogus = await suite.server.request('GET', '/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' }, outsideContract: true });
+    const bogus = await suite.server.request('GET', '/v1/nope', {
+      headers: { 'x-request-id': 'bad id with spaces' },
+      outsideContract: true,
+    });
     expect(bogus.headers.get('x-request-id')).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
     expect(bogus.body.error.requestId).toBe(bogus.headers.get('x-request-id'));
   });
 
   it('answers malformed JSON with 400 BAD_REQUEST', async () => {
-    const response = await suite.server.request('PATCH', '/v1/me/preferences', { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), rawBody: '{"theme": ' });
+    const response = await suite.server.request('PATCH', '/v1/me/preferences', {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      rawBody: '{"theme": ',
+    });
     expectError(response, 400, 'BAD_REQUEST');
   });
 
   it('answers a non-JSON content type with 415', async () => {
     const response = await suite.server.request('PATCH', '/v1/me/preferences', {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), rawBody: 'theme=dark', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      rawBody: 'theme=dark',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     expectError(response, 415, 'UNSUPPORTED_MEDIA_TYPE');
   });
 
   it('answers a missing body with 422', async () => {
-    const response = await suite.server.request('PATCH', '/v1/me/preferences', { token: suite.org.adminKey, idempotencyKey: idempotencyKey() });
+    const response = await suite.server.request('PATCH', '/v1/me/preferences', {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+    });
     expectError(response, 422, 'VALIDATION_FAILED');
   });
 
   it('answers a body over the limit with 413 PAYLOAD_TOO_LARGE, before authenticating it', async () => {
     const response = await suite.server.request('PATCH', '/v1/me/preferences', {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { theme: 'x'.repeat(4096) },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { theme: 'x'.repeat(4096) },
     });
     expectError(response, 413, 'PAYLOAD_TOO_LARGE');
   });
@@ -72,17 +97,27 @@ describe('the HTTP envelope', () => {
   });
 
   it('answers a path parameter that is not valid percent-encoding with 400, not 500', async () => {
-    const response = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/01J00000000000000000000000/artifacts/%E0%A4%A`, {
-      token: suite.org.adminKey,
-    });
+    const response = await suite.server.request(
+      'GET',
+      `/v1/orgs/${suite.org.orgId}/jobs/01J00000000000000000000000/artifacts/%E0%A4%A`,
+      {
+        token: suite.org.adminKey,
+      },
+    );
     expectError(response, 400, 'BAD_REQUEST');
   });
 
   it('answers a body that stalls past the read deadline with 408 REQUEST_TIMEOUT', async () => {
     const port = Number(new URL(suite.server.url).port);
     const head = [
-      'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${suite.org.adminKey}`,
-      `Idempotency-Key: ${idempotencyKey()}`, 'Content-Type: application/json', 'Content-Length: 100', '', '{"theme":',
+      'PATCH /v1/me/preferences HTTP/1.1',
+      'Host: localhost',
+      `Authorization: Bearer ${suite.org.adminKey}`,
+      `Idempotency-Key: ${idempotencyKey()}`,
+      'Content-Type: application/json',
+      'Content-Length: 100',
+      '',
+      '{"theme":',
     ].join('\r\n');
     const answer = await rawExchange(port, head, 5_000);
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
@@ -110,7 +145,10 @@ describe('the HTTP envelope', () => {
 describe('health', () => {
   it('reports liveness and database readiness', async () => {
     expect((await suite.server.request('GET', '/healthz')).body).toEqual({ status: 'ok' });
-    expect((await suite.server.request('GET', '/readyz')).body).toEqual({ status: 'ready', checks: { database: 'ok' } });
+    expect((await suite.server.request('GET', '/readyz')).body).toEqual({
+      status: 'ready',
+      checks: { database: 'ok' },
+    });
   });
 });
 
@@ -119,7 +157,9 @@ describe('per-credential limits', () => {
     const limited = await startTestServer({ RATE_LIMIT_RPS: '2', RATE_LIMIT_BURST: '0' });
     try {
       const token = (await createOrg(limited.prisma)).adminKey;
-      const responses = await Promise.all(Array.from({ length: 4 }, () => limited.request('GET', '/v1/preferences/options', { token })));
+      const responses = await Promise.all(
+        Array.from({ length: 4 }, () => limited.request('GET', '/v1/preferences/options', { token })),
+      );
       const refused = responses.filter((response) => response.status === 429);
       expect(refused.length).toBeGreaterThanOrEqual(2);
       expectError(refused[0]!, 429, 'RATE_LIMITED');
@@ -133,7 +173,11 @@ describe('per-credential limits', () => {
   });
 
   it('answers 429 when one credential has too many requests in flight', async () => {
-    const limited = await startTestServer({ CONCURRENCY_LIMIT: '1', CONCURRENCY_QUEUE: '0', BODY_READ_TIMEOUT_MS: '2000' });
+    const limited = await startTestServer({
+      CONCURRENCY_LIMIT: '1',
+      CONCURRENCY_QUEUE: '0',
+      BODY_READ_TIMEOUT_MS: '2000',
+    });
     try {
       const token = (await createOrg(limited.prisma)).adminKey;
       const port = Number(new URL(limited.url).port);
@@ -145,17 +189,30 @@ describe('per-credential limits', () => {
       let refused: Awaited<ReturnType<typeof limited.request>> | undefined;
       for (let attempt = 1; !refused; attempt += 1) {
         let answered = false;
-        stalled = rawExchange(port, [
-          'PATCH /v1/me/preferences HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${token}`, `Idempotency-Key: stalled-${attempt}-0001`,
-          'Content-Type: application/json', 'Content-Length: 50', '', '{',
-        ].join('\r\n'), 3_000).finally(() => (answered = true));
+        stalled = rawExchange(
+          port,
+          [
+            'PATCH /v1/me/preferences HTTP/1.1',
+            'Host: localhost',
+            `Authorization: Bearer ${token}`,
+            `Idempotency-Key: stalled-${attempt}-0001`,
+            'Content-Type: application/json',
+            'Content-Length: 50',
+            '',
+            '{',
+          ].join('\r\n'),
+          3_000,
+        ).finally(() => (answered = true));
         // Until the stalled request is answered (its 3 s exchange) or a poll is refused because it holds the slot.
-        await vi.waitFor(async () => {
-          if (answered) return;
-          const poll = await limited.request('GET', '/v1/me/preferences', { token });
-          if (poll.status !== 200) refused = poll;
-          else throw new Error('the stalled request does not hold the slot yet');
-        }, { timeout: 10_000, interval: 1 });
+        await vi.waitFor(
+          async () => {
+            if (answered) return;
+            const poll = await limited.request('GET', '/v1/me/preferences', { token });
+            if (poll.status !== 200) refused = poll;
+            else throw new Error('the stalled request does not hold the slot yet');
+          },
+          { timeout: 10_000, interval: 1 },
+        );
         if (!refused) expect(await stalled, 'the stalled request lost the slot to a poll').toMatch(/^HTTP\/1\.1 429/);
       }
       expectError(refused, 429, 'RATE_LIMITED');

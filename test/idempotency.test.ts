@@ -11,7 +11,11 @@ async function newUser() {
 }
 
 const patch = (token: string, key: string | undefined, body: unknown) =>
-  suite.server.request('PATCH', '/v1/me/preferences', { token, body, ...(key === undefined ? {} : { idempotencyKey: key }) });
+  suite.server.request('PATCH', '/v1/me/preferences', {
+    token,
+    body,
+    ...(key === undefined ? {} : { idempotencyKey: key }),
+  });
 
 describe('Idempotency-Key (DESIGN §4)', () => {
   it('replays the stored status and body for the same key and payload, without a second effect', async () => {
@@ -32,10 +36,14 @@ describe('Idempotency-Key (DESIGN §4)', () => {
     const user = await newUser();
     const key = idempotencyKey();
     const first = await suite.server.request('PATCH', '/v1/me/preferences', {
-      token: user.apiKey, idempotencyKey: key, rawBody: '{"theme":"dark","locale":"de-DE"}',
+      token: user.apiKey,
+      idempotencyKey: key,
+      rawBody: '{"theme":"dark","locale":"de-DE"}',
     });
     const replay = await suite.server.request('PATCH', '/v1/me/preferences', {
-      token: user.apiKey, idempotencyKey: key, rawBody: '{ "locale": "de-DE",\n "theme": "dark" }',
+      token: user.apiKey,
+      idempotencyKey: key,
+      rawBody: '{ "locale": "de-DE",\n "theme": "dark" }',
     });
     expect(replay.status).toBe(200);
     expect(replay.text).toBe(first.text);
@@ -52,9 +60,12 @@ describe('Idempotency-Key (DESIGN §4)', () => {
 
   it('binds the key to the operation and target as well as the body', async () => {
     const key = idempotencyKey();
-    const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey })).body.version;
+    const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }))
+      .body.version;
     const renamed = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
-      token: suite.org.adminKey, idempotencyKey: key, body: { expectedVersion: version, name: 'Same key' },
+      token: suite.org.adminKey,
+      idempotencyKey: key,
+      body: { expectedVersion: version, name: 'Same key' },
     });
     expect(renamed.status).toBe(200);
     expectError(await patch(suite.org.adminKey, key, { theme: 'dark' }), 409, 'IDEMPOTENCY_CONFLICT');
@@ -72,7 +83,9 @@ describe('Idempotency-Key (DESIGN §4)', () => {
   it('lets concurrent duplicates produce exactly one effect; the rest replay or are told to retry', async () => {
     const user = await newUser();
     const key = idempotencyKey();
-    const responses = await Promise.all(Array.from({ length: 12 }, () => patch(user.apiKey, key, { timezone: 'Asia/Tokyo' })));
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, () => patch(user.apiKey, key, { timezone: 'Asia/Tokyo' })),
+    );
     for (const response of responses) {
       if (response.status === 200) {
         expect(response.body.timezone).toBe('Asia/Tokyo');
@@ -90,9 +103,17 @@ describe('Idempotency-Key (DESIGN §4)', () => {
   it('records an expected failure and replays it identically', async () => {
     const key = idempotencyKey();
     const body = { expectedVersion: '424242', name: 'Stale' };
-    const first = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey, idempotencyKey: key, body });
+    const first = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
+      token: suite.org.adminKey,
+      idempotencyKey: key,
+      body,
+    });
     expectError(first, 409, 'ROW_VERSION_CONFLICT');
-    const replay = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey, idempotencyKey: key, body });
+    const replay = await suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
+      token: suite.org.adminKey,
+      idempotencyKey: key,
+      body,
+    });
     expect(replay.status).toBe(409);
     expect(replay.body.error).toEqual({ ...first.body.error, requestId: replay.headers.get('x-request-id') });
   });
@@ -129,12 +150,14 @@ describe('Idempotency-Key (DESIGN §4)', () => {
     await patch(user.apiKey, idempotencyKey(), { theme: 'light' });
     const graph = await suite.server.graphql(
       'mutation($key: String!) { updateMyPreferences(idempotencyKey: $key, input: { theme: "dark" }) { theme timezone } }',
-      { key }, { token: user.apiKey },
+      { key },
+      { token: user.apiKey },
     );
     expect(graph.body.data.updateMyPreferences).toEqual({ theme: rest.body.theme, timezone: rest.body.timezone });
     const conflict = await suite.server.graphql(
       'mutation($key: String!) { updateMyPreferences(idempotencyKey: $key, input: { theme: "system" }) { theme } }',
-      { key }, { token: user.apiKey },
+      { key },
+      { token: user.apiKey },
     );
     expect(conflict.body.errors[0].extensions.code).toBe('IDEMPOTENCY_CONFLICT');
   });
@@ -150,6 +173,8 @@ describe('Idempotency-Key (DESIGN §4)', () => {
 
 describe('canonicalJson', () => {
   it('sorts keys at every depth and drops undefined members', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: undefined } })).toBe('{"a":{"d":[1,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: undefined } })).toBe(
+      '{"a":{"d":[1,{"y":2,"z":1}]},"b":1}',
+    );
   });
 });

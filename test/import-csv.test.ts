@@ -9,13 +9,27 @@ const suite = useServerWithOrg();
 const admin = () => suite.org.adminKey;
 
 /** A fresh table per test: Name (text), Age (integer), Note (longText). */
-const peopleTable = () => createTable(suite.server, suite.org, [
-  { name: 'Name', type: 'text' }, { name: 'Age', type: 'integer' }, { name: 'Note', type: 'longText' },
-]);
+const peopleTable = () =>
+  createTable(suite.server, suite.org, [
+    { name: 'Name', type: 'text' },
+    { name: 'Age', type: 'integer' },
+    { name: 'Note', type: 'longText' },
+  ]);
 
-async function previewed(table: TestTable, content: string, options: { names?: string[]; header?: boolean; format?: 'csv' | 'jsonl'; mapping?: { source: string | number; fieldId: string }[] } = {}) {
+async function previewed(
+  table: TestTable,
+  content: string,
+  options: {
+    names?: string[];
+    header?: boolean;
+    format?: 'csv' | 'jsonl';
+    mapping?: { source: string | number; fieldId: string }[];
+  } = {},
+) {
   const job = await preview(suite.server, admin(), table, {
-    content, format: options.format ?? 'csv', mapping: options.mapping ?? mappingOf(table, options.names ?? ['Name', 'Age', 'Note']),
+    content,
+    format: options.format ?? 'csv',
+    mapping: options.mapping ?? mappingOf(table, options.names ?? ['Name', 'Age', 'Note']),
     ...(options.header === undefined ? {} : { header: options.header }),
   });
   return { job, report: await reportOf(suite.server, admin(), job) };
@@ -25,7 +39,8 @@ async function previewed(table: TestTable, content: string, options: { names?: s
 function rowsOf(table: TestTable, job: any) {
   const names = Object.fromEntries(Object.entries(table.fields).map(([name, id]) => [id, name]));
   return job.result.preview.map((row: any) => ({
-    line: row.line, valid: row.valid,
+    line: row.line,
+    valid: row.valid,
     values: Object.fromEntries(Object.entries(row.values).map(([id, value]) => [names[id], value])),
   }));
 }
@@ -33,7 +48,10 @@ function rowsOf(table: TestTable, job: any) {
 describe('CSV', () => {
   it('reads quoted fields holding commas and doubled quotes', async () => {
     const table = await peopleTable();
-    const { job, report } = await previewed(table, 'Name,Age,Note\n"Smith, Jane",41,"She said ""hi"", then left"\n"""Quoted""",,""\n');
+    const { job, report } = await previewed(
+      table,
+      'Name,Age,Note\n"Smith, Jane",41,"She said ""hi"", then left"\n"""Quoted""",,""\n',
+    );
     expect(job.state).toBe('succeeded');
     expect(report).toEqual([]);
     expect(rowsOf(table, job)).toEqual([
@@ -73,8 +91,15 @@ describe('CSV', () => {
 
   it('reads mixed line endings in one file, and a last record without a line break', async () => {
     const table = await peopleTable();
-    const { job, report } = await previewed(table, 'Name,Age\r\nAda,1\nBob,2\r\nCy,z\rDee,4', { names: ['Name', 'Age'] });
-    expect(rowsOf(table, job).map((row: any) => [row.line, row.values.Name])).toEqual([[2, 'Ada'], [3, 'Bob'], [4, 'Cy'], [5, 'Dee']]);
+    const { job, report } = await previewed(table, 'Name,Age\r\nAda,1\nBob,2\r\nCy,z\rDee,4', {
+      names: ['Name', 'Age'],
+    });
+    expect(rowsOf(table, job).map((row: any) => [row.line, row.values.Name])).toEqual([
+      [2, 'Ada'],
+      [3, 'Bob'],
+      [4, 'Cy'],
+      [5, 'Dee'],
+    ]);
     expect(report.map((problem) => problem.line)).toEqual([4]);
   });
 
@@ -87,7 +112,9 @@ describe('CSV', () => {
 
   it('skips empty lines without counting them, and keeps the physical line numbers of the records after them', async () => {
     const table = await peopleTable();
-    const { job, report } = await previewed(table, '\nName,Age\n\nAda,1\r\n\r\n\nBob,x\n\n', { names: ['Name', 'Age'] });
+    const { job, report } = await previewed(table, '\nName,Age\n\nAda,1\r\n\r\n\nBob,x\n\n', {
+      names: ['Name', 'Age'],
+    });
     expect(job.result).toMatchObject({ totalRows: 2, validRows: 1, invalidRows: 1 });
     expect(rowsOf(table, job).map((row: any) => row.line)).toEqual([4, 7]);
     expect(report.map((problem) => problem.line)).toEqual([7]);
@@ -106,9 +133,15 @@ describe('CSV', () => {
 
   it('fails the preview with VALIDATION_FAILED and a CSV_MALFORMED report line at an unclosed quote', async () => {
     const table = await peopleTable();
-    const { job, report } = await previewed(table, 'Name,Age\nAda,1\nBob,x\n"Cy,3\nDee,4\n', { names: ['Name', 'Age'] });
+    const { job, report } = await previewed(table, 'Name,Age\nAda,1\nBob,x\n"Cy,3\nDee,4\n', {
+      names: ['Name', 'Age'],
+    });
     expect(job.state).toBe('failed');
-    expect(job.error).toEqual({ code: 'VALIDATION_FAILED', message: expect.stringContaining('line 4'), details: { line: 4 } });
+    expect(job.error).toEqual({
+      code: 'VALIDATION_FAILED',
+      message: expect.stringContaining('line 4'),
+      details: { line: 4 },
+    });
     // The malformed record counts as an invalid row: the counts add up to the lines the report names.
     expect(job.result).toMatchObject({ totalRows: 3, validRows: 1, invalidRows: 2 });
     expect(report).toEqual([
@@ -122,24 +155,34 @@ describe('CSV', () => {
     const table = await peopleTable();
     const { job, report } = await previewed(table, '"Name,Age\nAda,1\n', { names: ['Name', 'Age'] });
     expect(job).toMatchObject({ state: 'failed', error: { code: 'VALIDATION_FAILED', details: { line: 1 } } });
-    expect(report).toEqual([{ line: 1, column: null, fieldId: null, code: 'CSV_MALFORMED', message: expect.any(String) }]);
+    expect(report).toEqual([
+      { line: 1, column: null, fieldId: null, code: 'CSV_MALFORMED', message: expect.any(String) },
+    ]);
   });
 
   it('maps by header name and by 0-based column index in one mapping', async () => {
     const table = await peopleTable();
-    const mapping = [{ source: 'Name', fieldId: table.fields.Name! }, { source: 2, fieldId: table.fields.Age! }];
+    const mapping = [
+      { source: 'Name', fieldId: table.fields.Name! },
+      { source: 2, fieldId: table.fields.Age! },
+    ];
     const { job, report } = await previewed(table, 'Name,Skip,Years\nAda,?,36\nBob,?,old\n', { mapping });
     expect(rowsOf(table, job)).toEqual([
       { line: 2, valid: true, values: { Name: 'Ada', Age: 36 } },
       { line: 3, valid: false, values: { Name: 'Bob', Age: null } },
     ]);
     // A column mapped by index is named by its index in the report.
-    expect(report).toEqual([{ line: 3, column: '2', fieldId: table.fields.Age, code: 'TYPE_MISMATCH', message: expect.any(String) }]);
+    expect(report).toEqual([
+      { line: 3, column: '2', fieldId: table.fields.Age, code: 'TYPE_MISMATCH', message: expect.any(String) },
+    ]);
   });
 
   it('with header:false reads the first line as data, maps by index, and reports MISSING_CELL for a short record', async () => {
     const table = await peopleTable();
-    const mapping = [{ source: 1, fieldId: table.fields.Name! }, { source: 0, fieldId: table.fields.Age! }];
+    const mapping = [
+      { source: 1, fieldId: table.fields.Name! },
+      { source: 0, fieldId: table.fields.Age! },
+    ];
     const { job, report } = await previewed(table, '36,Ada\n41,Bob\n7\n', { mapping, header: false });
     expect(job.result).toMatchObject({ totalRows: 3, validRows: 2, invalidRows: 1 });
     expect(rowsOf(table, job)).toEqual([
@@ -147,12 +190,18 @@ describe('CSV', () => {
       { line: 2, valid: true, values: { Name: 'Bob', Age: 41 } },
       { line: 3, valid: false, values: { Name: null, Age: 7 } },
     ]);
-    expect(report).toEqual([{ line: 3, column: '1', fieldId: table.fields.Name, code: 'MISSING_CELL', message: expect.any(String) }]);
+    expect(report).toEqual([
+      { line: 3, column: '1', fieldId: table.fields.Name, code: 'MISSING_CELL', message: expect.any(String) },
+    ]);
   });
 
   it('with header:false refuses a header-name source with 422 before any job exists', async () => {
     const table = await peopleTable();
-    const response = await requestPreview(suite.server, admin(), table, { content: 'Ada,36\n', header: false, mapping: mappingOf(table, ['Name']) });
+    const response = await requestPreview(suite.server, admin(), table, {
+      content: 'Ada,36\n',
+      header: false,
+      mapping: mappingOf(table, ['Name']),
+    });
     expectError(response, 422, 'VALIDATION_FAILED');
     expectProblemPaths(response, [['mapping', 0, 'source']]);
   });
@@ -200,7 +249,10 @@ describe('JSONL', () => {
 
   it('reads CRLF lines and a byte order mark', async () => {
     const table = await peopleTable();
-    const { job } = await previewed(table, '\uFEFF{"Name":"Ada"}\r\n{"Name":"Bob"}\r\n', { format: 'jsonl', names: ['Name'] });
+    const { job } = await previewed(table, '\uFEFF{"Name":"Ada"}\r\n{"Name":"Bob"}\r\n', {
+      format: 'jsonl',
+      names: ['Name'],
+    });
     expect(rowsOf(table, job)).toEqual([
       { line: 1, valid: true, values: { Name: 'Ada' } },
       { line: 2, valid: true, values: { Name: 'Bob' } },

@@ -24,7 +24,14 @@ function spawnWorker(leaseSeconds: number): { kill(): Promise<void> } {
   const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: String(leaseSeconds), LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },
+    env: {
+      ...process.env,
+      DATABASE_URL: suite.server.database.url,
+      JOB_LEASE_SECONDS: String(leaseSeconds),
+      LOG_LEVEL: 'silent',
+      JOB_POLL_MS: '50',
+      NODE_ENV: 'test',
+    },
   });
   const exited = once(child, 'exit');
   const worker = {
@@ -62,9 +69,13 @@ it('a build killed mid-CREATE INDEX CONCURRENTLY resumes: the INVALID leftover i
 
   const handle = accepted(await apply(table, { kind: 'add_index', fields: [{ field: 'N', direction: 'desc' }] }));
   const first = spawnWorker(1);
-  await waitUntil(async () => (await buildBackends()).some((backend) => backend.waiting), 'the build waiting for the writer');
+  await waitUntil(
+    async () => (await buildBackends()).some((backend) => backend.waiting),
+    'the build waiting for the writer',
+  );
   await first.kill();
-  await suite.server.prisma.$queryRaw`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE INDEX CONCURRENTLY%'`;
+  await suite.server.prisma
+    .$queryRaw`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE INDEX CONCURRENTLY%'`;
   await waitUntil(async () => (await buildBackends()).length === 0, 'the build’s session gone');
   expect(await indexes()).toEqual([{ valid: false }]);
   expect((await schemaOf(table)).indexes).toEqual([expect.objectContaining({ state: 'building', origin: 'explicit' })]);
@@ -75,5 +86,7 @@ it('a build killed mid-CREATE INDEX CONCURRENTLY resumes: the INVALID leftover i
   expect(job.state, JSON.stringify(job)).toBe('succeeded');
   expect(job.result).toEqual({ indexId: expect.any(String), schemaVersion: table.schemaVersion + 1 });
   expect(await indexes()).toEqual([{ valid: true }]);
-  expect((await schemaOf(table)).indexes).toEqual([expect.objectContaining({ id: (job.result as { indexId: string }).indexId, state: 'ready' })]);
+  expect((await schemaOf(table)).indexes).toEqual([
+    expect.objectContaining({ id: (job.result as { indexId: string }).indexId, state: 'ready' }),
+  ]);
 });

@@ -29,7 +29,10 @@ async function numbersTable(): Promise<TestTable> {
   ]);
   const values = [3, null, 1, 3, 2, null, 1, 3, 5, null, 2, 4, 3];
   for (const [index, n] of values.entries()) {
-    const response = await createRow(suite.server, suite.org.adminKey, table, { N: n, T: index % 3 === 0 ? null : `t${index % 4}` });
+    const response = await createRow(suite.server, suite.org.adminKey, table, {
+      N: n,
+      T: index % 3 === 0 ? null : `t${index % 4}`,
+    });
     expect(response.status, response.text).toBe(201);
   }
   return table;
@@ -65,8 +68,13 @@ async function physicalIndexes(table: TestTable): Promise<string[]> {
 
 async function readyIndexes(table: TestTable) {
   let indexes: Awaited<ReturnType<typeof api.schemaOf>>['indexes'] = [];
-  await expect.poll(async () => (indexes = (await api.schemaOf(table)).indexes).every((index) => index.state === 'ready'),
-    { timeout: 30_000, interval: 50, message: 'every index ready' }).toBe(true);
+  await expect
+    .poll(async () => (indexes = (await api.schemaOf(table)).indexes).every((index) => index.state === 'ready'), {
+      timeout: 30_000,
+      interval: 50,
+      message: 'every index ready',
+    })
+    .toBe(true);
   return indexes;
 }
 
@@ -76,8 +84,14 @@ describe('add_index and drop_index', () => {
     const orders = [
       [{ field: 'N', direction: 'asc' }],
       [{ field: 'N', direction: 'desc' }],
-      [{ field: 'N', direction: 'asc' }, { field: 'T', direction: 'desc' }],
-      [{ field: 'T', direction: 'desc' }, { field: 'N', direction: 'asc' }],
+      [
+        { field: 'N', direction: 'asc' },
+        { field: 'T', direction: 'desc' },
+      ],
+      [
+        { field: 'T', direction: 'desc' },
+        { field: 'N', direction: 'asc' },
+      ],
     ];
     const before = await Promise.all(orders.map((order) => pagedIds(table, order)));
     for (const order of orders) {
@@ -88,7 +102,12 @@ describe('add_index and drop_index', () => {
     const indexes = await api.schemaOf(table);
     expect(indexes.indexes).toHaveLength(4);
     expect(indexes.indexes[0]).toEqual({
-      id: expect.any(String), keys: [{ fieldId: table.fields.N, direction: 'asc' }], origin: 'explicit', state: 'ready', method: 'btree', createdAt: expect.any(String),
+      id: expect.any(String),
+      keys: [{ fieldId: table.fields.N, direction: 'asc' }],
+      origin: 'explicit',
+      state: 'ready',
+      method: 'btree',
+      createdAt: expect.any(String),
     });
     const definitions = await physicalIndexes(table);
     expect(definitions).toHaveLength(4);
@@ -96,22 +115,49 @@ describe('add_index and drop_index', () => {
     expect(await Promise.all(orders.map((order) => pagedIds(table, order)))).toEqual(before);
 
     const dropped = await succeed(table, { kind: 'drop_index', indexId: indexes.indexes[0]!.id });
-    expect(dropped.job.result).toEqual({ indexId: indexes.indexes[0]!.id, dropped: true, keptForViews: false, schemaVersion: table.schemaVersion + 1 });
+    expect(dropped.job.result).toEqual({
+      indexId: indexes.indexes[0]!.id,
+      dropped: true,
+      keptForViews: false,
+      schemaVersion: table.schemaVersion + 1,
+    });
     expect((await api.schemaOf(dropped.table)).indexes).toHaveLength(3);
     expect(await physicalIndexes(table)).toHaveLength(3);
   });
 
   it('refuses what cannot be indexed before any job: 422 with the path', async () => {
     const table = await numbersTable();
-    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'Nope', direction: 'asc' }] }), [['change', 'fields', 0, 'field']]);
-    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'J', direction: 'asc' }] }), [['change', 'fields', 0, 'field']]);
-    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'N', direction: 'asc' }, { field: 'N', direction: 'desc' }] }), [['change', 'fields', 1, 'field']]);
-    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'N', direction: 'up' }] }), [['body', 'change', 'fields', 0, 'direction']]);
+    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'Nope', direction: 'asc' }] }), [
+      ['change', 'fields', 0, 'field'],
+    ]);
+    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'J', direction: 'asc' }] }), [
+      ['change', 'fields', 0, 'field'],
+    ]);
+    expectProblems(
+      await api.apply(table, {
+        kind: 'add_index',
+        fields: [
+          { field: 'N', direction: 'asc' },
+          { field: 'N', direction: 'desc' },
+        ],
+      }),
+      [['change', 'fields', 1, 'field']],
+    );
+    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'N', direction: 'up' }] }), [
+      ['body', 'change', 'fields', 0, 'direction'],
+    ]);
     expectProblems(await api.apply(table, { kind: 'add_index', fields: [] }), [['body', 'change', 'fields']]);
-    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'Long', direction: 'asc' }] }), [['change', 'fields']]);
-    expectProblems(await api.apply(table, { kind: 'drop_index', indexId: '01HZZZZZZZZZZZZZZZZZZZZZZZ' }), [['change', 'indexId']]);
+    expectProblems(await api.apply(table, { kind: 'add_index', fields: [{ field: 'Long', direction: 'asc' }] }), [
+      ['change', 'fields'],
+    ]);
+    expectProblems(await api.apply(table, { kind: 'drop_index', indexId: '01HZZZZZZZZZZZZZZZZZZZZZZZ' }), [
+      ['change', 'indexId'],
+    ]);
     const { table: indexed } = await succeed(table, { kind: 'add_index', fields: [{ field: 'N', direction: 'asc' }] });
-    expectProblems(await api.apply(indexed, { kind: 'add_index', fields: [{ field: table.fields.N, direction: 'asc' }] }), [['change', 'fields']]);
+    expectProblems(
+      await api.apply(indexed, { kind: 'add_index', fields: [{ field: table.fields.N, direction: 'asc' }] }),
+      [['change', 'fields']],
+    );
   });
 
   // A wider maxLength would let in a value no index entry can hold: the row's write would then fail with a 500.
@@ -124,33 +170,62 @@ describe('add_index and drop_index', () => {
     const rule = await addUniqueRule(suite.server, suite.org.adminKey, table, { fieldIds: ['K'] });
     expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     table = await refreshSchemaVersion(suite.server, suite.org.adminKey, table);
-    const widen = (field: string, maxLength: number) => api.apply(table, { kind: 'update_field', fieldId: table.fields[field], options: { maxLength } });
+    const widen = (field: string, maxLength: number) =>
+      api.apply(table, { kind: 'update_field', fieldId: table.fields[field], options: { maxLength } });
 
     const overIndex = await widen('T', 1_000);
     expectProblems(overIndex, [['change', 'options', 'maxLength']]);
-    expect(overIndex.body.error.details.problems[0].message).toMatch(/^sort index \w+ could no longer hold every value \(4000 bytes, at most 2550\); drop it first$/);
+    expect(overIndex.body.error.details.problems[0].message).toMatch(
+      /^sort index \w+ could no longer hold every value \(4000 bytes, at most 2550\); drop it first$/,
+    );
     const overRule = await widen('K', 700);
     expectProblems(overRule, [['change', 'options', 'maxLength']]);
-    expect(overRule.body.error.details.problems[0].message).toMatch(/^unique rule \w+ could no longer hold every key \(2800 bytes, at most 2600\)/);
+    expect(overRule.body.error.details.problems[0].message).toMatch(
+      /^unique rule \w+ could no longer hold every key \(2800 bytes, at most 2600\)/,
+    );
 
-    table = (await succeed(table, { kind: 'update_field', fieldId: table.fields.T, options: { maxLength: 600 } })).table;
-    const longest = await createRow(suite.server, suite.org.adminKey, table, { T: '😀'.repeat(600), K: '😀'.repeat(100) });
+    table = (await succeed(table, { kind: 'update_field', fieldId: table.fields.T, options: { maxLength: 600 } }))
+      .table;
+    const longest = await createRow(suite.server, suite.org.adminKey, table, {
+      T: '😀'.repeat(600),
+      K: '😀'.repeat(100),
+    });
     expect(longest.status, longest.text).toBe(201);
   });
 
   it('fails a maxLength raise whose field gained an automatic index while it waited in the queue', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'T', type: 'text', options: { maxLength: 100 } }]);
-    const claim = await holdJobUpdate(suite.server.database.url, `NEW.kind = 'updateField' AND OLD.state = 'queued' AND NEW.state <> 'queued'`);
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'T', type: 'text', options: { maxLength: 100 } },
+    ]);
+    const claim = await holdJobUpdate(
+      suite.server.database.url,
+      `NEW.kind = 'updateField' AND OLD.state = 'queued' AND NEW.state <> 'queued'`,
+    );
     try {
-      const accepted = api.accepted(await api.apply(table, { kind: 'update_field', fieldId: table.fields.T, options: { maxLength: 1_000 } }));
+      const accepted = api.accepted(
+        await api.apply(table, { kind: 'update_field', fieldId: table.fields.T, options: { maxLength: 1_000 } }),
+      );
       await claim.reached();
-      savedView(await views.postView(table, { visibility: 'shared', definition: definitionOf({ orderBy: [{ field: 'T', direction: 'asc' }] }) }));
+      savedView(
+        await views.postView(table, {
+          visibility: 'shared',
+          definition: definitionOf({ orderBy: [{ field: 'T', direction: 'asc' }] }),
+        }),
+      );
       await claim.unlock();
       const job = await api.finished(accepted.statusUrl);
       expect(job.state).toBe('failed');
       expect(job.error).toMatchObject({
         code: 'VALIDATION_FAILED',
-        details: { problems: [{ path: ['change', 'options', 'maxLength'], fieldId: table.fields.T, message: expect.stringMatching(/; sort no shared view by this field first$/) }] },
+        details: {
+          problems: [
+            {
+              path: ['change', 'options', 'maxLength'],
+              fieldId: table.fields.T,
+              message: expect.stringMatching(/; sort no shared view by this field first$/),
+            },
+          ],
+        },
       });
     } finally {
       await claim.release();
@@ -158,8 +233,13 @@ describe('add_index and drop_index', () => {
   });
 
   it('allows at most 8 indexes per table: the ninth is 409 CAPACITY_LIMIT', async () => {
-    let table = await createTable(suite.server, suite.org, Array.from({ length: 9 }, (_, index) => ({ name: `F${index}`, type: 'integer' })));
-    for (let index = 0; index < 8; index += 1) table = (await succeed(table, { kind: 'add_index', fields: [{ field: `F${index}`, direction: 'asc' }] })).table;
+    let table = await createTable(
+      suite.server,
+      suite.org,
+      Array.from({ length: 9 }, (_, index) => ({ name: `F${index}`, type: 'integer' })),
+    );
+    for (let index = 0; index < 8; index += 1)
+      table = (await succeed(table, { kind: 'add_index', fields: [{ field: `F${index}`, direction: 'asc' }] })).table;
     const refused = await api.apply(table, { kind: 'add_index', fields: [{ field: 'F8', direction: 'asc' }] });
     expectError(refused, 409, 'CAPACITY_LIMIT');
     expect(refused.body.error.details).toEqual({ limit: 8, scope: 'table indexes', indexIds: expect.any(Array) });
@@ -167,7 +247,13 @@ describe('add_index and drop_index', () => {
 
   it('deleting a field drops the indexes that use it', async () => {
     const table = await numbersTable();
-    const { table: indexed } = await succeed(table, { kind: 'add_index', fields: [{ field: 'T', direction: 'asc' }, { field: 'N', direction: 'desc' }] });
+    const { table: indexed } = await succeed(table, {
+      kind: 'add_index',
+      fields: [
+        { field: 'T', direction: 'asc' },
+        { field: 'N', direction: 'desc' },
+      ],
+    });
     const { table: after } = await succeed(indexed, { kind: 'delete_field', fieldId: table.fields.N });
     expect((await api.schemaOf(after)).indexes).toEqual([]);
     expect(await physicalIndexes(after)).toEqual([]);
@@ -177,8 +263,15 @@ describe('add_index and drop_index', () => {
     const table = await numbersTable();
     const { table: indexed } = await succeed(table, { kind: 'add_index', fields: [{ field: 'N', direction: 'desc' }] });
     const before = await pagedIds(indexed, [{ field: 'N', direction: 'desc' }]);
-    const { table: converted } = await succeed(indexed, { kind: 'convert_field', fieldId: table.fields.N, type: 'integer', onUnconvertible: 'fail' });
-    expect(await readyIndexes(converted)).toEqual([expect.objectContaining({ keys: [{ fieldId: table.fields.N, direction: 'desc' }], state: 'ready' })]);
+    const { table: converted } = await succeed(indexed, {
+      kind: 'convert_field',
+      fieldId: table.fields.N,
+      type: 'integer',
+      onUnconvertible: 'fail',
+    });
+    expect(await readyIndexes(converted)).toEqual([
+      expect.objectContaining({ keys: [{ fieldId: table.fields.N, direction: 'desc' }], state: 'ready' }),
+    ]);
     expect(await physicalIndexes(converted)).toHaveLength(1);
     expect(await pagedIds(converted, [{ field: 'N', direction: 'desc' }])).toEqual(before);
   });
@@ -196,7 +289,9 @@ describe('automatic indexes for shared views', () => {
     const first = await shareSorted(table, [{ field: 'N', direction: 'desc' }]);
     const second = await shareSorted(table, [{ field: table.fields.N, direction: 'desc' }]);
     const listed = (await api.schemaOf(table)).indexes;
-    expect(listed).toEqual([expect.objectContaining({ keys: [{ fieldId: table.fields.N, direction: 'desc' }], origin: 'automatic' })]);
+    expect(listed).toEqual([
+      expect.objectContaining({ keys: [{ fieldId: table.fields.N, direction: 'desc' }], origin: 'automatic' }),
+    ]);
     expect(['building', 'ready']).toContain(listed[0]!.state);
     expect(await views.rowIdsThrough(table, first)).toHaveLength(13);
     expect(await readyIndexes(table)).toEqual([expect.objectContaining({ state: 'ready' })]);
@@ -217,25 +312,41 @@ describe('automatic indexes for shared views', () => {
 
   it('drop_index of an index a shared view needs keeps it as automatic; an automatic one cannot be dropped', async () => {
     const table = await numbersTable();
-    const { job, table: indexed } = await succeed(table, { kind: 'add_index', fields: [{ field: 'N', direction: 'asc' }] });
+    const { job, table: indexed } = await succeed(table, {
+      kind: 'add_index',
+      fields: [{ field: 'N', direction: 'asc' }],
+    });
     const indexId = (job.result as { indexId: string }).indexId;
     await shareSorted(indexed, [{ field: 'N', direction: 'asc' }]);
-    expect((await api.schemaOf(indexed)).indexes).toEqual([expect.objectContaining({ id: indexId, origin: 'explicit' })]);
+    expect((await api.schemaOf(indexed)).indexes).toEqual([
+      expect.objectContaining({ id: indexId, origin: 'explicit' }),
+    ]);
     const { job: dropped, table: after } = await succeed(indexed, { kind: 'drop_index', indexId });
-    expect(dropped.result).toEqual({ indexId, dropped: false, keptForViews: true, schemaVersion: indexed.schemaVersion + 1 });
-    expect((await api.schemaOf(after)).indexes).toEqual([expect.objectContaining({ id: indexId, origin: 'automatic', state: 'ready' })]);
+    expect(dropped.result).toEqual({
+      indexId,
+      dropped: false,
+      keptForViews: true,
+      schemaVersion: indexed.schemaVersion + 1,
+    });
+    expect((await api.schemaOf(after)).indexes).toEqual([
+      expect.objectContaining({ id: indexId, origin: 'automatic', state: 'ready' }),
+    ]);
     expectProblems(await api.apply(after, { kind: 'drop_index', indexId }), [['change', 'indexId']]);
   });
 
   it('the save answers at once and enqueues an updateTable job that succeeds', async () => {
     const table = await numbersTable();
     await shareSorted(table, [{ field: 'N', direction: 'asc' }]);
-    const response = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs?kind=updateTable`, { token: suite.org.adminKey });
+    const response = await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs?kind=updateTable`, {
+      token: suite.org.adminKey,
+    });
     expect(response.status, response.text).toBe(200);
     const jobs = JobList.parse(response.body).data;
     expect(jobs.length).toBeGreaterThan(0);
     for (const job of jobs) {
-      const finished = JobResponse.parse(await waitForJob(suite.server, suite.org.adminKey, `/v1/orgs/${suite.org.orgId}/jobs/${job.jobId}`));
+      const finished = JobResponse.parse(
+        await waitForJob(suite.server, suite.org.adminKey, `/v1/orgs/${suite.org.orgId}/jobs/${job.jobId}`),
+      );
       expect(finished.state, JSON.stringify(finished)).toBe('succeeded');
     }
   });

@@ -23,7 +23,10 @@ beforeAll(async () => {
 afterAll(() => db.end());
 
 async function queuedJob(): Promise<string> {
-  const accepted = await requestPreview(suite.server, suite.org.adminKey, table, { content: 'Name\nAda\n', mapping: [{ source: 'Name', fieldId: 'Name' }] });
+  const accepted = await requestPreview(suite.server, suite.org.adminKey, table, {
+    content: 'Name\nAda\n',
+    mapping: [{ source: 'Name', fieldId: 'Name' }],
+  });
   expect(accepted.status, accepted.text).toBe(202);
   return accepted.body.jobId;
 }
@@ -33,9 +36,12 @@ const stream = (jobId: string, token = suite.org.adminKey) =>
   openEventStream(`${suite.server.url}${eventsPath(jobId)}`, { headers: { authorization: `Bearer ${token}` } });
 
 /** One UPDATE of the job row, committed on the test's own connection. */
-const move = (jobId: string, set: string) => db.query(`UPDATE jobs SET ${set}, updated_at = now() WHERE id = $1`, [jobId]);
+const move = (jobId: string, set: string) =>
+  db.query(`UPDATE jobs SET ${set}, updated_at = now() WHERE id = $1`, [jobId]);
 
-async function nextJob(events: EventStream): Promise<{ state: string; progress: { done: number; total: number | null } }> {
+async function nextJob(
+  events: EventStream,
+): Promise<{ state: string; progress: { done: number; total: number | null } }> {
   const event = await events.next();
   expect(event?.event).toBe('message');
   const parsed = JobResponse.safeParse(event!.data);
@@ -52,7 +58,13 @@ async function listeningConnections(): Promise<number[]> {
 
 async function waitForListeners(holds: (pids: number[]) => boolean): Promise<number[]> {
   let pids: number[] = [];
-  await expect.poll(async () => holds(pids = await listeningConnections()), { timeout: 20_000, interval: 25, message: 'listening connections as expected' }).toBe(true);
+  await expect
+    .poll(async () => holds((pids = await listeningConnections())), {
+      timeout: 20_000,
+      interval: 25,
+      message: 'listening connections as expected',
+    })
+    .toBe(true);
   return pids;
 }
 
@@ -74,7 +86,12 @@ describe('GET /v1/orgs/{orgId}/jobs/{jobId}/events', () => {
     expect(await nextJob(events)).toEqual({ state: 'running', progress: { done: 2, total: 3 } });
     await move(jobId, `progress_done = 3, state = 'succeeded', finished_at = now(), result = '{"rows": 3}'::jsonb`);
     const last = await events.next();
-    expect(last?.data).toMatchObject({ jobId, state: 'succeeded', progress: { done: 3, total: 3 }, result: { rows: 3 } });
+    expect(last?.data).toMatchObject({
+      jobId,
+      state: 'succeeded',
+      progress: { done: 3, total: 3 },
+      result: { rows: 3 },
+    });
     expect(await events.rest()).toEqual([]);
   });
 
@@ -108,8 +125,15 @@ describe('GET /v1/orgs/{orgId}/jobs/{jobId}/events', () => {
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
     const session = await signIn(suite.server, await withPassword(suite.server, viewer.userId));
     const narrow = await oauthTokens(suite.server, session, 'org:read');
-    expectError(await suite.server.request('GET', eventsPath(jobId), { token: narrow.access_token }), 403, 'INSUFFICIENT_SCOPE');
-    await move(jobId, `state = 'failed', finished_at = now(), error = '{"code": "INTERNAL_ERROR", "message": "x"}'::jsonb`);
+    expectError(
+      await suite.server.request('GET', eventsPath(jobId), { token: narrow.access_token }),
+      403,
+      'INSUFFICIENT_SCOPE',
+    );
+    await move(
+      jobId,
+      `state = 'failed', finished_at = now(), error = '{"code": "INTERNAL_ERROR", "message": "x"}'::jsonb`,
+    );
     const scoped = await oauthTokens(suite.server, session, 'jobs:read');
     for (const token of [scoped.access_token, viewer.apiKey]) {
       const events = await stream(jobId, token);
@@ -121,10 +145,26 @@ describe('GET /v1/orgs/{orgId}/jobs/{jobId}/events', () => {
   it('another org’s job is 404, under its org and under the caller’s own', async () => {
     const jobId = await queuedJob();
     const other = await createOrg(suite.server.prisma);
-    expectError(await suite.server.request('GET', eventsPath(jobId), { token: other.adminKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await suite.server.request('GET', eventsPath(jobId, other.orgId), { token: other.adminKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await suite.server.request('GET', eventsPath('01J00000000000000000000000'), { token: suite.org.adminKey }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await suite.server.request('GET', eventsPath('not-an-id'), { token: suite.org.adminKey }), 400, 'BAD_REQUEST');
+    expectError(
+      await suite.server.request('GET', eventsPath(jobId), { token: other.adminKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectError(
+      await suite.server.request('GET', eventsPath(jobId, other.orgId), { token: other.adminKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectError(
+      await suite.server.request('GET', eventsPath('01J00000000000000000000000'), { token: suite.org.adminKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectError(
+      await suite.server.request('GET', eventsPath('not-an-id'), { token: suite.org.adminKey }),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   it('streams share one LISTEN connection; a client that leaves frees its subscription (the last one closes it)', async () => {
@@ -160,15 +200,23 @@ describe('subscription jobUpdated over /graphql (server-sent events)', () => {
     await move(jobId, `state = 'succeeded', finished_at = now(), progress_done = 1, progress_total = 1`);
     const events = await openEventStream(`${suite.server.url}/graphql`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${suite.org.adminKey}`, accept: 'text/event-stream', 'content-type': 'application/json' },
+      headers: {
+        authorization: `Bearer ${suite.org.adminKey}`,
+        accept: 'text/event-stream',
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({
-        query: 'subscription ($orgId: ID!, $jobId: ID!) { jobUpdated(orgId: $orgId, jobId: $jobId) { jobId state progress { done total } } }',
+        query:
+          'subscription ($orgId: ID!, $jobId: ID!) { jobUpdated(orgId: $orgId, jobId: $jobId) { jobId state progress { done total } } }',
         variables: { orgId: suite.org.orgId, jobId },
       }),
     });
     expect(events.status).toBe(200);
     const all = await events.rest();
-    expect(all[0]).toEqual({ event: 'next', data: { data: { jobUpdated: { jobId, state: 'succeeded', progress: { done: 1, total: 1 } } } } });
+    expect(all[0]).toEqual({
+      event: 'next',
+      data: { data: { jobUpdated: { jobId, state: 'succeeded', progress: { done: 1, total: 1 } } } },
+    });
     expect(all.at(-1)?.event).toBe('complete');
   });
 });

@@ -22,14 +22,20 @@ function preview(server: TestServer, org: TestOrg, table: TestTable, key = idemp
   return requestPreview(server, org.adminKey, table, { content: CSV, mapping: mappingOf(table, ['Name']) }, key);
 }
 
-async function enqueue(server: TestServer, org: TestOrg, table: TestTable): Promise<{ jobId: string; statusUrl: string }> {
+async function enqueue(
+  server: TestServer,
+  org: TestOrg,
+  table: TestTable,
+): Promise<{ jobId: string; statusUrl: string }> {
   const response = await preview(server, org, table);
   expect(response.status, response.text).toBe(202);
   return response.body;
 }
 
 async function queuedJobIds(server: TestServer, org: TestOrg): Promise<string[]> {
-  const response = await server.request('GET', `/v1/orgs/${org.orgId}/jobs?state=queued&limit=100`, { token: org.adminKey });
+  const response = await server.request('GET', `/v1/orgs/${org.orgId}/jobs?state=queued&limit=100`, {
+    token: org.adminKey,
+  });
   expect(response.status, response.text).toBe(200);
   return response.body.data.map((job: { jobId: string }) => job.jobId);
 }
@@ -50,9 +56,16 @@ describe('claiming across organisations', () => {
     const worker = startWorker(server.prisma, { ...server.config, JOB_CONCURRENCY: 1 }, createLogger('silent'));
     try {
       const finished = [];
-      for (const handle of [...backlog, lone]) finished.push(JobResponse.parse(await waitForJob(server, handle === lone ? orgB.adminKey : orgA.adminKey, handle.statusUrl)));
+      for (const handle of [...backlog, lone])
+        finished.push(
+          JobResponse.parse(
+            await waitForJob(server, handle === lone ? orgB.adminKey : orgA.adminKey, handle.statusUrl),
+          ),
+        );
       expect(finished.map((job) => job.state)).toEqual(Array(6).fill('succeeded'));
-      const claimOrder = [...finished].sort((left, right) => left.startedAt!.localeCompare(right.startedAt!)).map((job) => job.jobId);
+      const claimOrder = [...finished]
+        .sort((left, right) => left.startedAt!.localeCompare(right.startedAt!))
+        .map((job) => job.jobId);
       // First come, first served would run B's job last, after all five of A's.
       expect(claimOrder).toEqual([backlog[0]!.jobId, lone.jobId, ...backlog.slice(1).map((handle) => handle.jobId)]);
     } finally {
@@ -69,7 +82,9 @@ describe('the per-org queue cap', () => {
     const table = await nameTable(server, org);
     for (let index = 0; index < QUEUE_LIMIT; index += 1) await enqueue(server, org, table);
     const before = await queuedJobIds(server, org);
-    const activityBefore = await server.request('GET', `/v1/orgs/${org.orgId}/activity?limit=100`, { token: org.adminKey });
+    const activityBefore = await server.request('GET', `/v1/orgs/${org.orgId}/activity?limit=100`, {
+      token: org.adminKey,
+    });
 
     const key = idempotencyKey();
     const refused = await preview(server, org, table, key);
@@ -77,7 +92,9 @@ describe('the per-org queue cap', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(refused.body.error.details).toEqual({ limit: QUEUE_LIMIT, queued: QUEUE_LIMIT });
     expect((await queuedJobIds(server, org)).sort()).toEqual([...before].sort());
-    const activityAfter = await server.request('GET', `/v1/orgs/${org.orgId}/activity?limit=100`, { token: org.adminKey });
+    const activityAfter = await server.request('GET', `/v1/orgs/${org.orgId}/activity?limit=100`, {
+      token: org.adminKey,
+    });
     expect(activityAfter.body.data).toEqual(activityBefore.body.data);
 
     // The cap is per organisation: another org still enqueues.
@@ -93,7 +110,10 @@ describe('the per-org queue cap', () => {
     // Retrying a job puts it back in the queue, so the cap applies to it too.
     const retried = await controlJob(server, org.adminKey, org.orgId, before[0]!, 'retry');
     expectError(retried, 429, 'CAPACITY_LIMIT');
-    expect(JobResponse.parse((await server.request('GET', `/v1/orgs/${org.orgId}/jobs/${before[0]}`, { token: org.adminKey })).body).state).toBe('cancelled');
+    expect(
+      JobResponse.parse(
+        (await server.request('GET', `/v1/orgs/${org.orgId}/jobs/${before[0]}`, { token: org.adminKey })).body,
+      ).state,
+    ).toBe('cancelled');
   });
-
 });

@@ -29,7 +29,14 @@ function spawnWorker(): WorkerProcess {
   const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: '2', LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },
+    env: {
+      ...process.env,
+      DATABASE_URL: suite.server.database.url,
+      JOB_LEASE_SECONDS: '2',
+      LOG_LEVEL: 'silent',
+      JOB_POLL_MS: '50',
+      NODE_ENV: 'test',
+    },
   });
   const exited = once(child, 'exit');
   const signal = async (name: NodeJS.Signals) => {
@@ -66,7 +73,9 @@ function csvOf(rows: number): string {
   return `${lines.join('\r\n')}\r\n`;
 }
 
-async function accepted(response: Promise<{ status: number; text: string; body: any }>): Promise<{ jobId: string; statusUrl: string }> {
+async function accepted(
+  response: Promise<{ status: number; text: string; body: any }>,
+): Promise<{ jobId: string; statusUrl: string }> {
   const result = await response;
   expect(result.status, result.text).toBe(202);
   return result.body;
@@ -103,9 +112,17 @@ async function holdCheckpoint(kind: string, phase: string, progress: number): Pr
     EXECUTE FUNCTION test_hold_checkpoint()`);
   return {
     reached: async () => {
-      await expect.poll(async () => (await client.query<{ waiting: number }>(
-        `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = ${HOLD_LOCK} AND NOT granted`,
-      )).rows[0]!.waiting, { timeout: 60_000, interval: 25, message: `no ${kind} job reached the held checkpoint in time` }).toBeGreaterThan(0);
+      await expect
+        .poll(
+          async () =>
+            (
+              await client.query<{ waiting: number }>(
+                `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = ${HOLD_LOCK} AND NOT granted`,
+              )
+            ).rows[0]!.waiting,
+          { timeout: 60_000, interval: 25, message: `no ${kind} job reached the held checkpoint in time` },
+        )
+        .toBeGreaterThan(0);
     },
     release: async () => {
       // Unlock before dropping: DROP TRIGGER waits for the held step's transaction, which waits for this lock.
@@ -147,7 +164,9 @@ describe('a worker killed mid-job', () => {
       } finally {
         await hold.release();
       }
-      const atKill = JobResponse.parse((await suite.server.request('GET', interrupted.statusUrl, { token: admin() })).body);
+      const atKill = JobResponse.parse(
+        (await suite.server.request('GET', interrupted.statusUrl, { token: admin() })).body,
+      );
       expect(atKill.state, 'the killed worker still holds the job until its lease runs out').toBe('running');
       expect(atKill.progress).toEqual({ done: 20_000, total: 60_000 });
 
@@ -156,7 +175,13 @@ describe('a worker killed mid-job', () => {
       expect(await attemptsOf(resumed.jobId)).toBe(2);
 
       // The reference: the same file on the same table (a preview inserts nothing), run once without interruption.
-      const clean = await waitForJob(suite.server, admin(), (await accepted(requestPreview(suite.server, admin(), table, request))).statusUrl, undefined, 40_000);
+      const clean = await waitForJob(
+        suite.server,
+        admin(),
+        (await accepted(requestPreview(suite.server, admin(), table, request))).statusUrl,
+        undefined,
+        40_000,
+      );
       expect(await attemptsOf(clean.jobId)).toBe(1);
 
       expect(resumed.state).toBe('succeeded');
@@ -170,18 +195,30 @@ describe('a worker killed mid-job', () => {
       expect(resumed.artifacts[0].sha256).toBe(clean.artifacts[0].sha256);
     });
     // No staging table outlives either job.
-    const staging = await suite.server.prisma.$queryRaw<{ count: number }[]>`SELECT count(*)::int AS count FROM pg_tables WHERE schemaname = 'wds_jobs'`;
+    const staging = await suite.server.prisma.$queryRaw<
+      { count: number }[]
+    >`SELECT count(*)::int AS count FROM pg_tables WHERE schemaname = 'wds_jobs'`;
     expect(staging).toEqual([{ count: 0 }]);
   }, 90_000);
 
   it('a row import resumes on a second worker and inserts every valid row exactly once', async () => {
     const table = await createTable(suite.server, suite.org, FIELDS);
-    const request = { content: csvOf(30_000), fileName: 'rows.csv', mapping: mappingOf(table, ['Name', 'Code', 'Age']) };
+    const request = {
+      content: csvOf(30_000),
+      fileName: 'rows.csv',
+      mapping: mappingOf(table, ['Name', 'Code', 'Age']),
+    };
     let valid = 0;
 
     await withWorkers(async (workers) => {
       workers.push(spawnWorker());
-      const previewed = await waitForJob(suite.server, admin(), (await accepted(requestPreview(suite.server, admin(), table, request))).statusUrl, undefined, 40_000);
+      const previewed = await waitForJob(
+        suite.server,
+        admin(),
+        (await accepted(requestPreview(suite.server, admin(), table, request))).statusUrl,
+        undefined,
+        40_000,
+      );
       expect(previewed.state).toBe('succeeded');
       valid = previewed.result.validRows;
 
@@ -197,7 +234,9 @@ describe('a worker killed mid-job', () => {
       } finally {
         await hold.release();
       }
-      const [{ count: atKill }] = await suite.server.prisma.$queryRawUnsafe<{ count: number }[]>(`SELECT count(*)::int AS count FROM ${rowsTable}`) as [{ count: number }];
+      const [{ count: atKill }] = (await suite.server.prisma.$queryRawUnsafe<{ count: number }[]>(
+        `SELECT count(*)::int AS count FROM ${rowsTable}`,
+      )) as [{ count: number }];
       expect(atKill).toBeGreaterThan(0);
       expect(atKill, 'the worker was killed before the last batch').toBeLessThan(valid);
       expect(atKill % 1_000, 'inserts commit in whole batches of 1,000').toBe(0);
@@ -205,7 +244,10 @@ describe('a worker killed mid-job', () => {
       workers.push(spawnWorker());
       const job = await waitForJob(suite.server, admin(), handle.statusUrl, undefined, 40_000);
       expect(await attemptsOf(job.jobId)).toBe(2);
-      expect(job).toMatchObject({ state: 'partially_completed', result: { totalRows: 30_000, validRows: valid, insertedRows: valid, skippedRows: 30_000 - valid } });
+      expect(job).toMatchObject({
+        state: 'partially_completed',
+        result: { totalRows: 30_000, validRows: valid, insertedRows: valid, skippedRows: 30_000 - valid },
+      });
     });
 
     const rows = await allRows(suite.server, admin(), table);
@@ -214,13 +256,24 @@ describe('a worker killed mid-job', () => {
     const names = rows.map((row) => row.values[table.fields.Name!]);
     expect(new Set(names).size, 'no row was inserted twice').toBe(names.length);
     const name = columnOf(table.fields.Name!);
-    const [physical] = await suite.server.prisma.$queryRawUnsafe<{ rows: number; names: number; history: number; counted: number }[]>(`
+    const [physical] = (await suite.server.prisma.$queryRawUnsafe<
+      { rows: number; names: number; history: number; counted: number }[]
+    >(`
       SELECT (SELECT count(*)::int FROM ${rowsTableOf(table.databaseId, table.tableId)}) AS rows,
              (SELECT count(DISTINCT ${name})::int FROM ${rowsTableOf(table.databaseId, table.tableId)}) AS names,
              (SELECT count(*)::int FROM ${historyTableOf(table.databaseId, table.tableId)}) AS history,
-             (SELECT row_count::int FROM public.data_tables WHERE id = '${table.tableId}') AS counted`) as [{ rows: number; names: number; history: number; counted: number }];
-    expect(physical).toEqual({ rows: rows.length, names: rows.length, history: rows.length * FIELDS.length, counted: rows.length });
-    const events = await suite.server.prisma.activityEvent.findMany({ where: { tableId: table.tableId, event: 'records.changed' } });
+             (SELECT row_count::int FROM public.data_tables WHERE id = '${table.tableId}') AS counted`)) as [
+      { rows: number; names: number; history: number; counted: number },
+    ];
+    expect(physical).toEqual({
+      rows: rows.length,
+      names: rows.length,
+      history: rows.length * FIELDS.length,
+      counted: rows.length,
+    });
+    const events = await suite.server.prisma.activityEvent.findMany({
+      where: { tableId: table.tableId, event: 'records.changed' },
+    });
     expect(events.map((event) => event.affectedRows)).toEqual([rows.length]);
   }, 90_000);
 });

@@ -19,8 +19,17 @@ async function failedJob(kind: string, userId: string): Promise<string> {
   const id = newId();
   await suite.server.prisma.job.create({
     data: {
-      id, orgId: orgId(), kind, state: 'failed', payload: {}, actorId: userId, actorKind: 'user', actorKey: null, actorName: 'Creator',
-      error: { code: 'INTERNAL_ERROR', message: 'failed for the test' }, finishedAt: new Date(),
+      id,
+      orgId: orgId(),
+      kind,
+      state: 'failed',
+      payload: {},
+      actorId: userId,
+      actorKind: 'user',
+      actorKey: null,
+      actorName: 'Creator',
+      error: { code: 'INTERNAL_ERROR', message: 'failed for the test' },
+      finishedAt: new Date(),
     },
   });
   return id;
@@ -31,7 +40,9 @@ const setRole = (userId: string, role: 'admin' | 'member' | 'viewer') =>
 
 async function personalKey(token: string, access: 'read' | 'write', includeAdmin: boolean): Promise<string> {
   const created = await suite.server.request('POST', '/v1/me/keys', {
-    token, idempotencyKey: idempotencyKey(), body: { orgId: orgId(), name: 'Narrow key', access, includeAdmin },
+    token,
+    idempotencyKey: idempotencyKey(),
+    body: { orgId: orgId(), name: 'Narrow key', access, includeAdmin },
   });
   expect(created.status, created.text).toBe(201);
   return created.body.secret;
@@ -54,7 +65,12 @@ describe('POST …/jobs/{jobId}/retry passes the checks of starting its kind', (
 
   it('the creator’s own key without includeAdmin cannot retry a restore preview, a schedule save or a destination test', async () => {
     const narrow = await personalKey(suite.org.adminKey, 'write', false);
-    for (const kind of ['previewDatabaseRestore', 'saveBackupSchedule', 'testBackupDestination', 'restoreDatabaseBackup']) {
+    for (const kind of [
+      'previewDatabaseRestore',
+      'saveBackupSchedule',
+      'testBackupDestination',
+      'restoreDatabaseBackup',
+    ]) {
       const job = await failedJob(kind, suite.org.adminUserId);
       const refused = await controlJob(suite.server, narrow, orgId(), job, 'retry');
       expectError(refused, 403, 'FORBIDDEN');
@@ -64,13 +80,25 @@ describe('POST …/jobs/{jobId}/retry passes the checks of starting its kind', (
 
   it('the creator’s read-only key cannot retry their import or schema change, but may retry their export', async () => {
     const readOnly = await personalKey(suite.org.adminKey, 'read', true);
-    for (const [kind, capability] of [['importRows', 'write'], ['applySchemaChange', 'manage'], ['runDatabaseBackup', 'write']] as const) {
-      const refused = await controlJob(suite.server, readOnly, orgId(), await failedJob(kind, suite.org.adminUserId), 'retry');
+    for (const [kind, capability] of [
+      ['importRows', 'write'],
+      ['applySchemaChange', 'manage'],
+      ['runDatabaseBackup', 'write'],
+    ] as const) {
+      const refused = await controlJob(
+        suite.server,
+        readOnly,
+        orgId(),
+        await failedJob(kind, suite.org.adminUserId),
+        'retry',
+      );
       expectError(refused, 403, 'FORBIDDEN');
       expect(refused.body.error.details).toEqual({ requiredCapability: capability });
     }
     const exportJob = await failedJob('exportRows', suite.org.adminUserId);
-    expect((await controlJob(suite.server, readOnly, orgId(), exportJob, 'retry')).body).toMatchObject({ state: 'queued' });
+    expect((await controlJob(suite.server, readOnly, orgId(), exportJob, 'retry')).body).toMatchObject({
+      state: 'queued',
+    });
   });
 
   it('an OAuth token holding only jobs:retry is refused 403 INSUFFICIENT_SCOPE naming the start’s scope', async () => {
@@ -78,8 +106,11 @@ describe('POST …/jobs/{jobId}/retry passes the checks of starting its kind', (
     const session = await signIn(suite.server, email);
     const retryOnly = await oauthTokens(suite.server, session, 'jobs:retry');
     const expectations = [
-      ['restoreDatabaseBackup', 'backups:manage'], ['runDatabaseBackup', 'backups:manage'], ['importRows', 'rows:write'],
-      ['createUniqueRule', 'schema:manage'], ['exportDatabase', 'exports:read'],
+      ['restoreDatabaseBackup', 'backups:manage'],
+      ['runDatabaseBackup', 'backups:manage'],
+      ['importRows', 'rows:write'],
+      ['createUniqueRule', 'schema:manage'],
+      ['exportDatabase', 'exports:read'],
     ] as const;
     for (const [kind, scope] of expectations) {
       const job = await failedJob(kind, suite.org.adminUserId);
@@ -89,13 +120,17 @@ describe('POST …/jobs/{jobId}/retry passes the checks of starting its kind', (
     }
     const both = await oauthTokens(suite.server, session, 'jobs:retry backups:manage');
     const restore = await failedJob('restoreDatabaseBackup', suite.org.adminUserId);
-    expect((await controlJob(suite.server, both.access_token, orgId(), restore, 'retry')).body).toMatchObject({ state: 'queued' });
+    expect((await controlJob(suite.server, both.access_token, orgId(), restore, 'retry')).body).toMatchObject({
+      state: 'queued',
+    });
   });
 
   it('a member may retry their own backup run (write) but not once demoted to viewer', async () => {
     const member = await addMember(suite.server.prisma, orgId(), 'member');
     const first = await failedJob('runDatabaseBackup', member.userId);
-    expect((await controlJob(suite.server, member.apiKey, orgId(), first, 'retry')).body).toMatchObject({ state: 'queued' });
+    expect((await controlJob(suite.server, member.apiKey, orgId(), first, 'retry')).body).toMatchObject({
+      state: 'queued',
+    });
     const second = await failedJob('runDatabaseBackup', member.userId);
     await setRole(member.userId, 'viewer');
     const refused = await controlJob(suite.server, member.apiKey, orgId(), second, 'retry');

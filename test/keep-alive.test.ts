@@ -28,9 +28,12 @@ async function get(socket: Socket, path: string): Promise<{ status: number; head
   }
   const [head, body] = text.split('\r\n\r\n') as [string, string];
   const [statusLine, ...lines] = head.split('\r\n');
-  const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+  );
   let received = Buffer.byteLength(body);
-  while (received < Number(headers['content-length'])) received += Buffer.byteLength(String((await once(socket, 'data'))[0]));
+  while (received < Number(headers['content-length']))
+    received += Buffer.byteLength(String((await once(socket, 'data'))[0]));
   return { status: Number(statusLine!.split(' ')[1]), headers };
 }
 
@@ -49,5 +52,4 @@ describe('kept-alive connections', () => {
       socket.destroy();
     }
   }, 30_000);
-
 });

@@ -24,7 +24,10 @@ async function stockTable() {
   expect(pair.job.state).toBe('succeeded');
   const code = await addUniqueRule(suite.server, admin(), pair.table, { fieldIds: ['Code'] });
   expect(code.job.state).toBe('succeeded');
-  const conditional = await addUniqueRule(suite.server, admin(), code.table, { fieldIds: ['Qty'], where: { field: 'Qty', op: 'gt', value: 100 } });
+  const conditional = await addUniqueRule(suite.server, admin(), code.table, {
+    fieldIds: ['Qty'],
+    where: { field: 'Qty', op: 'gt', value: 100 },
+  });
   expect(conditional.job.state).toBe('succeeded');
   const rows: Row[] = [];
   for (const values of [
@@ -36,7 +39,13 @@ async function stockTable() {
     expect(created.status, created.text).toBe(201);
     rows.push(created.body.row);
   }
-  return { table: conditional.table, pairRule: pair.ruleId, codeRule: code.ruleId, conditionalRule: conditional.ruleId, rows };
+  return {
+    table: conditional.table,
+    pairRule: pair.ruleId,
+    codeRule: code.ruleId,
+    conditionalRule: conditional.ruleId,
+    rows,
+  };
 }
 
 function lookup(table: TestTable, body: unknown, token = admin()) {
@@ -46,7 +55,16 @@ function lookup(table: TestTable, body: unknown, token = admin()) {
 describe('POST …/rows/lookup', () => {
   it('answers one entry per key in key order, null where no row holds the key', async () => {
     const { table, pairRule, rows } = await stockTable();
-    const response = await lookup(table, { ruleId: pairRule, keys: [['B-2', 'North'], ['Z-9', 'North'], ['A-1', 'South'], ['A-1', 'North'], ['A-1', null]] });
+    const response = await lookup(table, {
+      ruleId: pairRule,
+      keys: [
+        ['B-2', 'North'],
+        ['Z-9', 'North'],
+        ['A-1', 'South'],
+        ['A-1', 'North'],
+        ['A-1', null],
+      ],
+    });
     expect(response.status, response.text).toBe(200);
     const { data } = LookupRowsResponse(RowResponse).parse(response.body);
     expect(data.map((row) => row?.id ?? null)).toEqual([rows[2]!.id, null, rows[1]!.id, rows[0]!.id, null]);
@@ -56,7 +74,11 @@ describe('POST …/rows/lookup', () => {
   it('looks up through a hashed rule, and answers a repeated key twice', async () => {
     const { table, codeRule, rows } = await stockTable();
     const response = await lookup(table, { ruleId: codeRule, keys: [['beta'], ['alpha'], ['beta']] });
-    expect(response.body.data.map((row: Row | null) => row?.id ?? null)).toEqual([rows[1]!.id, rows[0]!.id, rows[1]!.id]);
+    expect(response.body.data.map((row: Row | null) => row?.id ?? null)).toEqual([
+      rows[1]!.id,
+      rows[0]!.id,
+      rows[1]!.id,
+    ]);
   });
 
   it('refuses a conditional rule, an unknown rule, a key of the wrong length or type, and more than 1,000 keys with 422', async () => {
@@ -67,38 +89,60 @@ describe('POST …/rows/lookup', () => {
     expectError(await lookup(table, { ruleId: '01ARZ3NDEKTSV4RRFFQ69G5FAV', keys: [['x']] }), 422, 'VALIDATION_FAILED');
     const shapes = await lookup(table, { ruleId: pairRule, keys: [['A-1'], ['A-1', 'East'], [1, 'North']] });
     expectError(shapes, 422, 'VALIDATION_FAILED');
-    expectProblemPaths(shapes, [['keys', 0], ['keys', 1, 1], ['keys', 2, 0]]);
-    const many = await lookup(table, { ruleId: pairRule, keys: Array.from({ length: 1001 }, (_key, index) => [`S${index}`, 'North']) });
+    expectProblemPaths(shapes, [
+      ['keys', 0],
+      ['keys', 1, 1],
+      ['keys', 2, 0],
+    ]);
+    const many = await lookup(table, {
+      ruleId: pairRule,
+      keys: Array.from({ length: 1001 }, (_key, index) => [`S${index}`, 'North']),
+    });
     expectError(many, 422, 'VALIDATION_FAILED');
   });
 
   it('accepts 1,000 keys', async () => {
     const { table, pairRule, rows } = await stockTable();
-    const keys = Array.from({ length: 1000 }, (_key, index) => (index === 999 ? ['A-1', 'North'] : [`S${index}`, 'South']));
+    const keys = Array.from({ length: 1000 }, (_key, index) =>
+      index === 999 ? ['A-1', 'North'] : [`S${index}`, 'South'],
+    );
     const response = await lookup(table, { ruleId: pairRule, keys });
     expect(response.status, response.text).toBe(200);
-    expect(response.body.data.filter((row: Row | null) => row !== null).map((row: Row) => row.id)).toEqual([rows[0]!.id]);
+    expect(response.body.data.filter((row: Row | null) => row !== null).map((row: Row) => row.id)).toEqual([
+      rows[0]!.id,
+    ]);
     expect(response.body.data[999].id).toBe(rows[0]!.id);
   });
 
   it('is a read for a viewer; another org’s caller gets 404; GraphQL lookupRows answers the same', async () => {
     const { table, pairRule } = await stockTable();
-    const body = { ruleId: pairRule, keys: [['A-1', 'North'], ['nope', 'North']] };
+    const body = {
+      ruleId: pairRule,
+      keys: [
+        ['A-1', 'North'],
+        ['nope', 'North'],
+      ],
+    };
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
     const rest = await lookup(table, body, viewer.apiKey);
     expect(rest.status).toBe(200);
     const stranger = await createOrg(suite.server.prisma);
     expectError(await lookup(table, body, stranger.adminKey), 404, 'RESOURCE_NOT_FOUND');
-    const graph = await suite.server.graphql(`query($orgId: ID!, $databaseId: ID!, $tableId: ID!, $input: LookupRowsInput!) {
+    const graph = await suite.server.graphql(
+      `query($orgId: ID!, $databaseId: ID!, $tableId: ID!, $input: LookupRowsInput!) {
       lookupRows(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, input: $input) { data { id version createdAt updatedAt values } } }`,
-    { orgId: table.orgId, databaseId: table.databaseId, tableId: table.tableId, input: body }, { token: admin() });
+      { orgId: table.orgId, databaseId: table.databaseId, tableId: table.tableId, input: body },
+      { token: admin() },
+    );
     expect(graph.body).toEqual({ data: { lookupRows: rest.body } });
   });
 });
 
 function batch(table: TestTable, operations: unknown[]) {
   return suite.server.request('POST', `${table.path}/rows/batch`, {
-    token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion, operations },
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+    body: { expectedSchemaVersion: table.schemaVersion, operations },
   });
 }
 
@@ -113,9 +157,17 @@ describe('POST …/rows/batch by key (matchOn)', () => {
     expect(response.status, response.text).toBe(200);
     const body = RowBatchResponse.parse(response.body);
     expect(body.results.map((result) => [result.row.id, result.outcome, result.row.version])).toEqual([
-      [rows[0]!.id, 'updated', '2'], [rows[1]!.id, 'updated', '2'], [rows[2]!.id, 'deleted', '2'],
+      [rows[0]!.id, 'updated', '2'],
+      [rows[1]!.id, 'updated', '2'],
+      [rows[2]!.id, 'deleted', '2'],
     ]);
-    const after = await lookup(table, { ruleId: pairRule, keys: [['A-1', 'North'], ['B-2', 'North']] });
+    const after = await lookup(table, {
+      ruleId: pairRule,
+      keys: [
+        ['A-1', 'North'],
+        ['B-2', 'North'],
+      ],
+    });
     expect(after.body.data[0].values[table.fields.Qty!]).toBe(10);
     expect(after.body.data[1]).toBeNull();
   });
@@ -129,8 +181,18 @@ describe('POST …/rows/batch by key (matchOn)', () => {
     ]);
     expectError(response, 409, 'ROW_VERSION_CONFLICT');
     expect(response.body.error.details.failures).toEqual([
-      { index: 1, code: 'ROW_VERSION_CONFLICT', message: 'No row holds this key.', details: { expectedVersion: null, currentVersion: null, matchOn: pairRule, key: ['Z-9', 'North'] } },
-      { index: 2, code: 'ROW_VERSION_CONFLICT', message: expect.any(String), details: { expectedVersion: '7', currentVersion: '1' } },
+      {
+        index: 1,
+        code: 'ROW_VERSION_CONFLICT',
+        message: 'No row holds this key.',
+        details: { expectedVersion: null, currentVersion: null, matchOn: pairRule, key: ['Z-9', 'North'] },
+      },
+      {
+        index: 2,
+        code: 'ROW_VERSION_CONFLICT',
+        message: expect.any(String),
+        details: { expectedVersion: '7', currentVersion: '1' },
+      },
     ]);
     const unchanged = await lookup(table, { ruleId: pairRule, keys: [['A-1', 'North']] });
     expect(unchanged.body.data[0]).toEqual(rows[0]);
@@ -146,8 +208,15 @@ describe('POST …/rows/batch by key (matchOn)', () => {
       { op: 'delete', matchOn: pairRule, key: ['A-1', 'North'] },
     ]);
     expectError(response, 422, 'VALIDATION_FAILED');
-    expectProblemPaths(response, [['operations', 0, 'matchOn'], ['operations', 1, 'key'], ['operations', 2, 'key', 1], ['operations', 4, 'key']]);
-    expect(response.body.error.details.failures.map((failure: { index: number }) => failure.index)).toEqual([0, 1, 2, 4]);
+    expectProblemPaths(response, [
+      ['operations', 0, 'matchOn'],
+      ['operations', 1, 'key'],
+      ['operations', 2, 'key', 1],
+      ['operations', 4, 'key'],
+    ]);
+    expect(response.body.error.details.failures.map((failure: { index: number }) => failure.index)).toEqual([
+      0, 1, 2, 4,
+    ]);
   });
 
   it('refuses matchOn beside rowId, and rowId without expectedVersion, before reading the schema', async () => {
@@ -158,6 +227,10 @@ describe('POST …/rows/batch by key (matchOn)', () => {
       { op: 'delete', matchOn: pairRule },
     ]);
     expectError(response, 422, 'VALIDATION_FAILED');
-    expectProblemPaths(response, [['body', 'operations', 0, 'matchOn'], ['body', 'operations', 1, 'expectedVersion'], ['body', 'operations', 2, 'key']]);
+    expectProblemPaths(response, [
+      ['body', 'operations', 0, 'matchOn'],
+      ['body', 'operations', 1, 'expectedVersion'],
+      ['body', 'operations', 2, 'key'],
+    ]);
   });
 });

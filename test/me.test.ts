@@ -19,7 +19,13 @@ beforeAll(async () => {
   [org, second] = await Promise.all([createOrg(server.prisma, 'Alpha'), createOrg(server.prisma, 'Beta')]);
   email = await withPassword(server, org.adminUserId);
   // The same person is also a viewer of a second org: sessions and OAuth tokens reach both.
-  await addUser(server.prisma, { orgId: second.orgId, email, name: 'Ada Admin', role: 'viewer', acceptUnverified: true });
+  await addUser(server.prisma, {
+    orgId: second.orgId,
+    email,
+    name: 'Ada Admin',
+    role: 'viewer',
+    acceptUnverified: true,
+  });
   session = await signIn(server, email);
 });
 afterAll(() => server.close());
@@ -34,8 +40,15 @@ describe('GET /v1/me', () => {
     expect(answer.body).toEqual({
       user: { id: org.adminUserId, name: 'Ada Admin', email, verified: expect.any(Boolean), twoFactorEnabled: false },
       credential: {
-        type: 'personal-key', id: key.id, prefix: key.prefix, scopes: [...OAUTH_SCOPES], access: 'write', includeAdmin: true,
-        orgId: org.orgId, clientId: null, expiresAt: key.expiresAt?.toISOString() ?? null,
+        type: 'personal-key',
+        id: key.id,
+        prefix: key.prefix,
+        scopes: [...OAUTH_SCOPES],
+        access: 'write',
+        includeAdmin: true,
+        orgId: org.orgId,
+        clientId: null,
+        expiresAt: key.expiresAt?.toISOString() ?? null,
       },
     });
   });
@@ -45,14 +58,26 @@ describe('GET /v1/me', () => {
     const answer = await server.request('GET', '/v1/me', { token });
     expect(answer.status).toBe(200);
     expect(answer.body.user).toBeNull();
-    expect(answer.body.credential).toMatchObject({ type: 'team-key', access: 'read', includeAdmin: false, orgId: org.orgId, clientId: null });
+    expect(answer.body.credential).toMatchObject({
+      type: 'team-key',
+      access: 'read',
+      includeAdmin: false,
+      orgId: org.orgId,
+      clientId: null,
+    });
   });
 
   it('answers a browser session with its user and expiry', async () => {
     const answer = await server.request('GET', '/v1/me', { headers: browser(session, false) });
     expect(answer.status).toBe(200);
     expect(answer.body.user.id).toBe(org.adminUserId);
-    expect(answer.body.credential).toMatchObject({ type: 'session', id: session.id, access: null, orgId: null, scopes: [...OAUTH_SCOPES] });
+    expect(answer.body.credential).toMatchObject({
+      type: 'session',
+      id: session.id,
+      access: null,
+      orgId: null,
+      scopes: [...OAUTH_SCOPES],
+    });
     expect(Date.parse(answer.body.credential.expiresAt)).toBeGreaterThan(Date.now());
   });
 
@@ -61,7 +86,13 @@ describe('GET /v1/me', () => {
     const answer = await server.request('GET', '/v1/me', { token: tokens.access_token });
     expect(answer.status).toBe(200);
     expect(answer.body.user.id).toBe(org.adminUserId);
-    expect(answer.body.credential).toMatchObject({ type: 'oauth', scopes: ['rows:read'], clientId: tokens.clientId, orgId: null, access: null });
+    expect(answer.body.credential).toMatchObject({
+      type: 'oauth',
+      scopes: ['rows:read'],
+      clientId: tokens.clientId,
+      orgId: null,
+      access: null,
+    });
   });
 
   it('is 401 without a credential', async () => {
@@ -75,7 +106,8 @@ describe('GET /v1/orgs', () => {
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
       data: [{ id: org.orgId, name: 'Alpha', role: 'admin', capabilities: ['read', 'write', 'manage', 'admin'] }],
-      nextCursor: null, hasMore: false,
+      nextCursor: null,
+      hasMore: false,
     });
   });
 
@@ -89,26 +121,45 @@ describe('GET /v1/orgs', () => {
     const tokens = await oauthTokens(server, session, 'rows:read');
     const answer = await server.request('GET', '/v1/orgs', { token: tokens.access_token });
     expect(answer.status).toBe(200);
-    expect(answer.body.data).toEqual(sorted([
-      { id: org.orgId, name: 'Alpha', role: 'admin', capabilities: ['read', 'write', 'manage', 'admin'] },
-      { id: second.orgId, name: 'Beta', role: 'viewer', capabilities: ['read'] },
-    ]));
+    expect(answer.body.data).toEqual(
+      sorted([
+        { id: org.orgId, name: 'Alpha', role: 'admin', capabilities: ['read', 'write', 'manage', 'admin'] },
+        { id: second.orgId, name: 'Beta', role: 'viewer', capabilities: ['read'] },
+      ]),
+    );
   });
 
   it('pages like every list: limit, an opaque cursor, hasMore', async () => {
     const first = await server.request('GET', '/v1/orgs?limit=1', { headers: browser(session, false) });
     expect([first.status, first.body.data.length, first.body.hasMore]).toEqual([200, 1, true]);
-    const next = await server.request('GET', `/v1/orgs?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`, { headers: browser(session, false) });
+    const next = await server.request('GET', `/v1/orgs?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`, {
+      headers: browser(session, false),
+    });
     expect([next.body.data.length, next.body.hasMore, next.body.nextCursor]).toEqual([1, false, null]);
-    expect([first.body.data[0].id, next.body.data[0].id]).toEqual(sorted([{ id: org.orgId }, { id: second.orgId }]).map((item) => item.id));
-    expectError(await server.request('GET', '/v1/orgs?cursor=forged.cursor', { token: org.adminKey }), 400, 'CURSOR_INVALID');
+    expect([first.body.data[0].id, next.body.data[0].id]).toEqual(
+      sorted([{ id: org.orgId }, { id: second.orgId }]).map((item) => item.id),
+    );
+    expectError(
+      await server.request('GET', '/v1/orgs?cursor=forged.cursor', { token: org.adminKey }),
+      400,
+      'CURSOR_INVALID',
+    );
     expectError(await server.request('GET', '/v1/orgs?limit=0', { token: org.adminKey }), 422, 'VALIDATION_FAILED');
   });
 
   it('no longer lists an org the user was removed from', async () => {
     const third = await createOrg(server.prisma, 'Gamma');
-    const member = await addUser(server.prisma, { orgId: third.orgId, email, name: 'Ada Admin', role: 'member', acceptUnverified: true });
-    const listed = async () => (await server.request('GET', '/v1/orgs', { headers: browser(session, false) })).body.data.map((item: { id: string }) => item.id);
+    const member = await addUser(server.prisma, {
+      orgId: third.orgId,
+      email,
+      name: 'Ada Admin',
+      role: 'member',
+      acceptUnverified: true,
+    });
+    const listed = async () =>
+      (await server.request('GET', '/v1/orgs', { headers: browser(session, false) })).body.data.map(
+        (item: { id: string }) => item.id,
+      );
     expect(await listed()).toContain(third.orgId);
     await server.prisma.member.delete({ where: { orgId_userId: { orgId: third.orgId, userId: member.userId } } });
     expect(await listed()).not.toContain(third.orgId);
@@ -117,7 +168,11 @@ describe('GET /v1/orgs', () => {
 
 describe('the same in GraphQL', () => {
   it('`me` and `orgs` answer what the REST routes translate', async () => {
-    const answer = await server.graphql('{ me { user { id } credential { type orgId } } orgs(limit: 5) { data { id role } hasMore } }', {}, { token: org.adminKey });
+    const answer = await server.graphql(
+      '{ me { user { id } credential { type orgId } } orgs(limit: 5) { data { id role } hasMore } }',
+      {},
+      { token: org.adminKey },
+    );
     expect(answer.body).toEqual({
       data: {
         me: { user: { id: org.adminUserId }, credential: { type: 'personal-key', orgId: org.orgId } },
@@ -153,7 +208,10 @@ describe('GET /.well-known/oauth-authorization-server (RFC 8414)', () => {
     try {
       const answer = await fetch(`${behindProxy.url}/.well-known/oauth-authorization-server`);
       const metadata = await answer.json();
-      expect([metadata.issuer, metadata.token_endpoint]).toEqual(['https://api.example.com', 'https://api.example.com/oauth/token']);
+      expect([metadata.issuer, metadata.token_endpoint]).toEqual([
+        'https://api.example.com',
+        'https://api.example.com/oauth/token',
+      ]);
       expect(answer.headers.get('cache-control')).toBe('public, max-age=3600');
     } finally {
       await behindProxy.close();

@@ -13,16 +13,23 @@ async function nameIn(orgId: string, token: string, userId: string): Promise<str
 }
 
 async function rename(token: string, orgId: string, memberId: string, name: string) {
-  const current = (await suite.server.request('GET', `/v1/orgs/${orgId}/members?limit=100`, { token })).body.data
-    .find((member: { id: string }) => member.id === memberId);
+  const current = (await suite.server.request('GET', `/v1/orgs/${orgId}/members?limit=100`, { token })).body.data.find(
+    (member: { id: string }) => member.id === memberId,
+  );
   return suite.server.request('PATCH', `/v1/orgs/${orgId}/members/${memberId}`, {
-    token, idempotencyKey: idempotencyKey(), body: { expectedVersion: current.version, name },
+    token,
+    idempotencyKey: idempotencyKey(),
+    body: { expectedVersion: current.version, name },
   });
 }
 
 describe('member names are per org', () => {
   it('an admin’s rename stays in the admin’s org; the user’s own rename is their profile name elsewhere', async () => {
-    const [a, b, c] = await Promise.all([createOrg(suite.server.prisma), createOrg(suite.server.prisma), createOrg(suite.server.prisma)]);
+    const [a, b, c] = await Promise.all([
+      createOrg(suite.server.prisma),
+      createOrg(suite.server.prisma),
+      createOrg(suite.server.prisma),
+    ]);
     const email = `shared-${Date.now()}@example.com`;
     const inA = await addUser(suite.server.prisma, { orgId: a.orgId, email, name: 'Sam Shared', role: 'member' });
     const inB = await addUser(suite.server.prisma, { orgId: b.orgId, email, name: 'ignored', role: 'member' });

@@ -17,11 +17,16 @@ async function memberOf(token: string, orgId: string, memberId: string) {
 }
 
 async function adminMemberId(org: TestOrg): Promise<string> {
-  return (await suite.server.prisma.member.findFirstOrThrow({ where: { orgId: org.orgId, userId: org.adminUserId } })).id;
+  return (await suite.server.prisma.member.findFirstOrThrow({ where: { orgId: org.orgId, userId: org.adminUserId } }))
+    .id;
 }
 
 function patch(token: string, orgId: string, memberId: string, body: unknown) {
-  return suite.server.request('PATCH', `/v1/orgs/${orgId}/members/${memberId}`, { token, idempotencyKey: idempotencyKey(), body });
+  return suite.server.request('PATCH', `/v1/orgs/${orgId}/members/${memberId}`, {
+    token,
+    idempotencyKey: idempotencyKey(),
+    body,
+  });
 }
 
 describe('GET /v1/orgs/{orgId}/members', () => {
@@ -31,10 +36,32 @@ describe('GET /v1/orgs/{orgId}/members', () => {
     const first = await suite.server.request('GET', `${membersOf(org)}?limit=1`, { token: viewer.apiKey });
     expect(first.status).toBe(200);
     expect(first.body.hasMore).toBe(true);
-    expect(MemberResponse.parse(first.body.data[0])).toMatchObject({ userId: org.adminUserId, role: 'admin', version: '1', verified: false, twoFactorEnabled: false });
-    const second = await suite.server.request('GET', `${membersOf(org)}?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`, { token: viewer.apiKey });
+    expect(MemberResponse.parse(first.body.data[0])).toMatchObject({
+      userId: org.adminUserId,
+      role: 'admin',
+      version: '1',
+      verified: false,
+      twoFactorEnabled: false,
+    });
+    const second = await suite.server.request(
+      'GET',
+      `${membersOf(org)}?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      { token: viewer.apiKey },
+    );
     expect(second.body).toEqual({
-      data: [{ id: viewer.memberId, orgId: org.orgId, userId: viewer.userId, name: 'Vera Viewer', email: expect.stringMatching(/^viewer-.*@example\.com$/), role: 'viewer', version: '1', verified: false, twoFactorEnabled: false }],
+      data: [
+        {
+          id: viewer.memberId,
+          orgId: org.orgId,
+          userId: viewer.userId,
+          name: 'Vera Viewer',
+          email: expect.stringMatching(/^viewer-.*@example\.com$/),
+          role: 'viewer',
+          version: '1',
+          verified: false,
+          twoFactorEnabled: false,
+        },
+      ],
       nextCursor: null,
       hasMore: false,
     });
@@ -44,13 +71,21 @@ describe('GET /v1/orgs/{orgId}/members', () => {
     const org = await createOrg(suite.server.prisma);
     await addMember(suite.server.prisma, org.orgId, 'member');
     const first = await suite.server.request('GET', `${membersOf(org)}?limit=1`, { token: org.adminKey });
-    const replayed = await suite.server.request('GET', `${membersOf(suite.org)}?cursor=${encodeURIComponent(first.body.nextCursor)}`, { token: suite.org.adminKey });
+    const replayed = await suite.server.request(
+      'GET',
+      `${membersOf(suite.org)}?cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      { token: suite.org.adminKey },
+    );
     expectError(replayed, 400, 'CURSOR_INVALID');
   });
 
   it('another org’s member list is 404', async () => {
     const org = await createOrg(suite.server.prisma);
-    expectError(await suite.server.request('GET', membersOf(org), { token: suite.org.adminKey }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await suite.server.request('GET', membersOf(org), { token: suite.org.adminKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 
   it('a team key may list its org’s members', async () => {
@@ -65,25 +100,46 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
   it('an admin changes a role and a name; the answer is the Member of spec 2.5 with the next version', async () => {
     const org = await createOrg(suite.server.prisma);
     const member = await addMember(suite.server.prisma, org.orgId, 'member');
-    const response = await patch(org.adminKey, org.orgId, member.memberId, { expectedVersion: '1', role: 'viewer', name: 'Renamed' });
+    const response = await patch(org.adminKey, org.orgId, member.memberId, {
+      expectedVersion: '1',
+      role: 'viewer',
+      name: 'Renamed',
+    });
     expect(response.status, response.text).toBe(200);
     expect(MemberResponse.parse(response.body)).toEqual({
-      id: member.memberId, orgId: org.orgId, userId: member.userId, name: 'Renamed', email: expect.any(String),
-      role: 'viewer', version: '2', verified: false, twoFactorEnabled: false,
+      id: member.memberId,
+      orgId: org.orgId,
+      userId: member.userId,
+      name: 'Renamed',
+      email: expect.any(String),
+      role: 'viewer',
+      version: '2',
+      verified: false,
+      twoFactorEnabled: false,
     });
     // The new role applies at once: the member's write key now only reads.
-    const refused = await suite.server.request('POST', `/v1/orgs/${org.orgId}/databases`, { token: member.apiKey, idempotencyKey: idempotencyKey(), body: { name: 'X' } });
+    const refused = await suite.server.request('POST', `/v1/orgs/${org.orgId}/databases`, {
+      token: member.apiKey,
+      idempotencyKey: idempotencyKey(),
+      body: { name: 'X' },
+    });
     expectError(refused, 403, 'FORBIDDEN');
   });
 
   it('a stale expectedVersion is 409 ROW_VERSION_CONFLICT naming the current version', async () => {
     const org = await createOrg(suite.server.prisma);
     const member = await addMember(suite.server.prisma, org.orgId, 'member');
-    expect((await patch(org.adminKey, org.orgId, member.memberId, { expectedVersion: '1', name: 'First' })).status).toBe(200);
+    expect(
+      (await patch(org.adminKey, org.orgId, member.memberId, { expectedVersion: '1', name: 'First' })).status,
+    ).toBe(200);
     const stale = await patch(org.adminKey, org.orgId, member.memberId, { expectedVersion: '1', name: 'Second' });
     expectError(stale, 409, 'ROW_VERSION_CONFLICT');
     expect(stale.body.error.details).toEqual({ expectedVersion: '1', currentVersion: '2' });
-    expectError(await patch(org.adminKey, org.orgId, member.memberId, { expectedVersion: '9999999999999999999', name: 'Huge' }), 409, 'ROW_VERSION_CONFLICT');
+    expectError(
+      await patch(org.adminKey, org.orgId, member.memberId, { expectedVersion: '9999999999999999999', name: 'Huge' }),
+      409,
+      'ROW_VERSION_CONFLICT',
+    );
   });
 
   it('anyone renames themself, but only admins rename others or change roles', async () => {
@@ -93,20 +149,49 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
     const self = await patch(viewer.apiKey, org.orgId, viewer.memberId, { expectedVersion: '1', name: 'Me Myself' });
     expect(self.status, self.text).toBe(200);
     expect(self.body).toMatchObject({ name: 'Me Myself', role: 'viewer', version: '2' });
-    expectError(await patch(viewer.apiKey, org.orgId, viewer.memberId, { expectedVersion: '2', role: 'member' }), 403, 'FORBIDDEN');
-    expectError(await patch(member.apiKey, org.orgId, viewer.memberId, { expectedVersion: '2', name: 'Other' }), 403, 'FORBIDDEN');
-    expectError(await patch(member.apiKey, org.orgId, viewer.memberId, { expectedVersion: '2', role: 'admin' }), 403, 'FORBIDDEN');
+    expectError(
+      await patch(viewer.apiKey, org.orgId, viewer.memberId, { expectedVersion: '2', role: 'member' }),
+      403,
+      'FORBIDDEN',
+    );
+    expectError(
+      await patch(member.apiKey, org.orgId, viewer.memberId, { expectedVersion: '2', name: 'Other' }),
+      403,
+      'FORBIDDEN',
+    );
+    expectError(
+      await patch(member.apiKey, org.orgId, viewer.memberId, { expectedVersion: '2', role: 'admin' }),
+      403,
+      'FORBIDDEN',
+    );
     const teamKey = await createTeamKey(suite.server.prisma, org, 'write');
-    expectError(await patch(teamKey, org.orgId, viewer.memberId, { expectedVersion: '2', role: 'admin' }), 403, 'FORBIDDEN');
+    expectError(
+      await patch(teamKey, org.orgId, viewer.memberId, { expectedVersion: '2', role: 'admin' }),
+      403,
+      'FORBIDDEN',
+    );
   });
 
   it('an admin’s personal read key cannot change roles; a replay answers the same body; a changed body with the same key is 409', async () => {
     const org = await createOrg(suite.server.prisma);
     const member = await addMember(suite.server.prisma, org.orgId, 'member');
-    const readKey = await suite.server.request('POST', '/v1/me/keys', { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { name: 'Read', orgId: org.orgId, access: 'read' } });
-    expectError(await patch(readKey.body.secret, org.orgId, member.memberId, { expectedVersion: '1', role: 'viewer' }), 403, 'FORBIDDEN');
+    const readKey = await suite.server.request('POST', '/v1/me/keys', {
+      token: org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { name: 'Read', orgId: org.orgId, access: 'read' },
+    });
+    expectError(
+      await patch(readKey.body.secret, org.orgId, member.memberId, { expectedVersion: '1', role: 'viewer' }),
+      403,
+      'FORBIDDEN',
+    );
     const key = idempotencyKey();
-    const send = (body: unknown) => suite.server.request('PATCH', `${membersOf(org)}/${member.memberId}`, { token: org.adminKey, idempotencyKey: key, body });
+    const send = (body: unknown) =>
+      suite.server.request('PATCH', `${membersOf(org)}/${member.memberId}`, {
+        token: org.adminKey,
+        idempotencyKey: key,
+        body,
+      });
     const first = await send({ expectedVersion: '1', role: 'viewer' });
     expect(first.status).toBe(200);
     const replay = await send({ expectedVersion: '1', role: 'viewer' });
@@ -118,12 +203,23 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
     const id = await adminMemberId(suite.org);
     const { orgId, adminKey } = suite.org;
     expectError(await patch(adminKey, orgId, id, { expectedVersion: '1', role: 'owner' }), 422, 'VALIDATION_FAILED');
-    expectError(await patch(adminKey, orgId, id, { expectedVersion: '1', name: 'x'.repeat(121) }), 422, 'VALIDATION_FAILED');
+    expectError(
+      await patch(adminKey, orgId, id, { expectedVersion: '1', name: 'x'.repeat(121) }),
+      422,
+      'VALIDATION_FAILED',
+    );
     expectError(await patch(adminKey, orgId, id, { expectedVersion: '1', email: 'a@b.c' }), 422, 'VALIDATION_FAILED');
     expectError(await patch(adminKey, orgId, id, { name: 'No version' }), 422, 'VALIDATION_FAILED');
     expectError(await patch(adminKey, orgId, 'not-an-id', { expectedVersion: '1' }), 400, 'BAD_REQUEST');
-    expectError(await patch(adminKey, orgId, '01J00000000000000000000000', { expectedVersion: '1' }), 404, 'RESOURCE_NOT_FOUND');
-    const missingKey = await suite.server.request('PATCH', `/v1/orgs/${orgId}/members/${id}`, { token: adminKey, body: { expectedVersion: '1' } });
+    expectError(
+      await patch(adminKey, orgId, '01J00000000000000000000000', { expectedVersion: '1' }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    const missingKey = await suite.server.request('PATCH', `/v1/orgs/${orgId}/members/${id}`, {
+      token: adminKey,
+      body: { expectedVersion: '1' },
+    });
     expectError(missingKey, 400, 'BAD_REQUEST');
   });
 
@@ -164,18 +260,27 @@ describe('PATCH /v1/orgs/{orgId}/members/{id} (endpoint 3)', () => {
 
 /** Polls (with a deadline) until `count` sessions of this database wait for a lock. */
 async function waitForLockWaiters(count: number): Promise<void> {
-  await expect.poll(async () => {
-    const [row] = await suite.server.prisma.$queryRaw<{ waiting: number }[]>`
+  await expect
+    .poll(
+      async () => {
+        const [row] = await suite.server.prisma.$queryRaw<{ waiting: number }[]>`
       SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
-    return row?.waiting ?? 0;
-  }, { timeout: 10_000, interval: 0, message: `requests waiting on the lock (of ${count})` }).toBeGreaterThanOrEqual(count);
+        return row?.waiting ?? 0;
+      },
+      { timeout: 10_000, interval: 0, message: `requests waiting on the lock (of ${count})` },
+    )
+    .toBeGreaterThanOrEqual(count);
 }
 
 describe('DELETE /v1/orgs/{orgId}/members/{id}', () => {
   it('an admin removes a member: {deleted, mutationId}; their key then reaches nothing (404)', async () => {
     const org = await createOrg(suite.server.prisma);
     const member = await addMember(suite.server.prisma, org.orgId, 'member');
-    const response = await suite.server.request('DELETE', `${membersOf(org)}/${member.memberId}`, { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' } });
+    const response = await suite.server.request('DELETE', `${membersOf(org)}/${member.memberId}`, {
+      token: org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1' },
+    });
     expect(response.status, response.text).toBe(200);
     expect(DeletionResponse.parse(response.body)).toEqual({ deleted: true, mutationId: expect.any(String) });
     const after = await suite.server.request('GET', `/v1/orgs/${org.orgId}`, { token: member.apiKey });
@@ -183,7 +288,11 @@ describe('DELETE /v1/orgs/{orgId}/members/{id}', () => {
   });
 
   const remove = (org: TestOrg, token: string, id: string, expectedVersion: string) =>
-    suite.server.request('DELETE', `${membersOf(org)}/${id}`, { token, idempotencyKey: idempotencyKey(), body: { expectedVersion } });
+    suite.server.request('DELETE', `${membersOf(org)}/${id}`, {
+      token,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion },
+    });
 
   it('refuses removing the last admin (409 LAST_ADMIN)', async () => {
     const org = await createOrg(suite.server.prisma);

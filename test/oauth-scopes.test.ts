@@ -1,4 +1,12 @@
-import { getNamedType, isInputObjectType, isListType, isNonNullType, isObjectType, type GraphQLArgument, type GraphQLInputType } from 'graphql';
+import {
+  getNamedType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  type GraphQLArgument,
+  type GraphQLInputType,
+} from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { OAUTH_SCOPES, type OAuthScope } from '../src/kernel/authority.ts';
 import { sha256Hex } from '../src/identity/secrets.ts';
@@ -13,10 +21,22 @@ const SCOPE_OF_FIELD: Record<string, OAuthScope | null> = { ...IDENTITY_SCOPES, 
 /** An access token for the org's admin with exactly these scopes, written as /oauth/token would. */
 async function accessToken(scopes: readonly OAuthScope[]): Promise<string> {
   const { prisma, config } = suite.server;
-  const client = await prisma.oAuthClient.create({ data: { id: newId(), name: 'Scope probe', redirectUris: ['https://probe.example/cb'] } });
+  const client = await prisma.oAuthClient.create({
+    data: { id: newId(), name: 'Scope probe', redirectUris: ['https://probe.example/cb'] },
+  });
   const token = `wdsa_${newId()}${newId()}`.slice(0, 48);
   await prisma.oAuthToken.create({
-    data: { id: newId(), kind: 'access', tokenHash: sha256Hex(token), familyId: newId(), clientId: client.id, userId: suite.org.adminUserId, scopes: [...scopes], audience: config.OAUTH_AUDIENCE, expiresAt: new Date(Date.now() + 600_000) },
+    data: {
+      id: newId(),
+      kind: 'access',
+      tokenHash: sha256Hex(token),
+      familyId: newId(),
+      clientId: client.id,
+      userId: suite.org.adminUserId,
+      scopes: [...scopes],
+      audience: config.OAUTH_AUDIENCE,
+      expiresAt: new Date(Date.now() + 600_000),
+    },
   });
   return token;
 }
@@ -26,7 +46,11 @@ function sample(type: GraphQLInputType, name: string): unknown {
   if (isNonNullType(type)) return sample(type.ofType, name);
   if (isListType(type)) return [];
   if (isInputObjectType(type)) {
-    return Object.fromEntries(Object.values(type.getFields()).filter((field) => isNonNullType(field.type)).map((field) => [field.name, sample(field.type, field.name)]));
+    return Object.fromEntries(
+      Object.values(type.getFields())
+        .filter((field) => isNonNullType(field.type))
+        .map((field) => [field.name, sample(field.type, field.name)]),
+    );
   }
   const named = getNamedType(type).name;
   if (name === 'orgId') return suite.org.orgId;
@@ -56,10 +80,27 @@ const INPUT_OVERRIDES: () => Record<string, Record<string, unknown>> = () => ({
   createMyKey: { input: { name: 'Probe', orgId: suite.org.orgId, access: 'read' } },
   createTeamKey: { input: { name: 'Probe', access: 'read' } },
   createTable: { input: { name: 'Probe', fields: [{ name: 'A', type: 'text' }] } },
-  createView: { input: { name: 'Probe', visibility: 'personal', expectedSchemaVersion: 1, definition: { columnOrder: [], columnWidths: {}, frozenColumns: 0, hiddenColumns: [], query: {} } } },
-  previewImportRows: { input: { expectedSchemaVersion: 1, format: 'csv', content: 'a\n1', fileName: 'probe.csv', mapping: [{ source: 'a', fieldId: 'A' }] } },
+  createView: {
+    input: {
+      name: 'Probe',
+      visibility: 'personal',
+      expectedSchemaVersion: 1,
+      definition: { columnOrder: [], columnWidths: {}, frozenColumns: 0, hiddenColumns: [], query: {} },
+    },
+  },
+  previewImportRows: {
+    input: {
+      expectedSchemaVersion: 1,
+      format: 'csv',
+      content: 'a\n1',
+      fileName: 'probe.csv',
+      mapping: [{ source: 'a', fieldId: 'A' }],
+    },
+  },
   importRows: { input: { previewJobId: newId(), expectedSchemaVersion: 1, mode: 'valid-rows-only' } },
-  applySchemaChange: { input: { expectedSchemaVersion: 1, change: { kind: 'rename_field', fieldId: newId(), name: 'Probe' } } },
+  applySchemaChange: {
+    input: { expectedSchemaVersion: 1, change: { kind: 'rename_field', fieldId: newId(), name: 'Probe' } },
+  },
   batchRows: { input: { expectedSchemaVersion: 1, operations: [{ op: 'create', values: {} }] } },
   exportRows: { input: { format: 'csv' } },
   exportDatabase: { input: { format: 'csv' } },
@@ -68,7 +109,12 @@ const INPUT_OVERRIDES: () => Record<string, Record<string, unknown>> = () => ({
   createWebhook: { input: { url: 'https://hooks.example.com/probe', events: ['*'] } },
 });
 
-function probe(operation: 'query' | 'mutation', field: string, args: readonly GraphQLArgument[], returnsObject: boolean) {
+function probe(
+  operation: 'query' | 'mutation',
+  field: string,
+  args: readonly GraphQLArgument[],
+  returnsObject: boolean,
+) {
   const required = args.filter((arg) => isNonNullType(arg.type));
   const variables = Object.fromEntries(required.map((arg) => [arg.name, sample(arg.type, arg.name)]));
   Object.assign(variables, INPUT_OVERRIDES()[field] ?? {});
@@ -86,18 +132,31 @@ const rootFields = [
 describe('every operation requires exactly its OAuth scope (the README authority table)', () => {
   it('lists every root field of the schema, and only scopes of spec §5', () => {
     const names = rootFields.map(({ field }) => field.name);
-    expect(names.filter((name) => !(name in SCOPE_OF_FIELD)), 'root fields missing from the table').toEqual([]);
-    expect(Object.keys(IDENTITY_SCOPES).filter((name) => !names.includes(name)), 'table entries the schema lacks').toEqual([]);
+    expect(
+      names.filter((name) => !(name in SCOPE_OF_FIELD)),
+      'root fields missing from the table',
+    ).toEqual([]);
+    expect(
+      Object.keys(IDENTITY_SCOPES).filter((name) => !names.includes(name)),
+      'table entries the schema lacks',
+    ).toEqual([]);
     for (const scope of Object.values(SCOPE_OF_FIELD)) if (scope !== null) expect(OAUTH_SCOPES).toContain(scope);
   });
 
-  it.each(rootFields.filter(({ field }) => SCOPE_OF_FIELD[field.name] !== null).map(({ operation, field }) => [field.name, operation, field] as const))(
+  it.each(
+    rootFields
+      .filter(({ field }) => SCOPE_OF_FIELD[field.name] !== null)
+      .map(({ operation, field }) => [field.name, operation, field] as const),
+  )(
     '%s needs its scope: refused with every other scope, not for scope reasons with it',
     async (name, operation, field) => {
       const required = SCOPE_OF_FIELD[name]!;
       const call = probe(operation, name, field.args, isObjectType(getNamedType(field.type)));
       const without = await call(await accessToken(OAUTH_SCOPES.filter((scope) => scope !== required)));
-      expect(without.body.errors?.[0]?.extensions, without.text).toMatchObject({ code: 'INSUFFICIENT_SCOPE', details: { requiredScope: required } });
+      expect(without.body.errors?.[0]?.extensions, without.text).toMatchObject({
+        code: 'INSUFFICIENT_SCOPE',
+        details: { requiredScope: required },
+      });
       const withIt = await call(await accessToken([required]));
       expect(withIt.body.errors?.[0]?.extensions?.code, withIt.text).not.toBe('INSUFFICIENT_SCOPE');
     },

@@ -26,7 +26,10 @@ async function servedDocument(): Promise<Json> {
 function resolve(document: Json, ref: string): unknown {
   if (!ref.startsWith('#/')) return undefined;
   let node: Json = document;
-  for (const token of ref.slice(2).split('/').map((part) => decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~'))) {
+  for (const token of ref
+    .slice(2)
+    .split('/')
+    .map((part) => decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~'))) {
     if (node === null || typeof node !== 'object' || !Object.hasOwn(node, token)) return undefined;
     node = node[token];
   }
@@ -76,20 +79,31 @@ describe('GET /v1/openapi.json for client generators', () => {
       const useFile = join(directory, 'use.ts');
       writeFileSync(schemaFile, source);
       // A client's view: the create-view body takes a recursive filter, and errors carry the envelope.
-      writeFileSync(useFile, [
-        "import type { components, operations } from './schema.ts';",
-        "type Body = operations['CreateView']['requestBody'];",
-        "type Filter = components['schemas']['FilterExpression'];",
-        "const filter: Filter = { and: [{ field: 'Code', op: 'prefix', value: 'A' }, { or: [{ field: 'n', op: 'gt', value: 1 }] }] };",
-        "const error: operations['CreateView']['responses'][409]['content']['application/json'] = { error: { code: 'IDEMPOTENCY_CONFLICT', message: 'm', requestId: 'r' } };",
-        'export const used: [Filter, typeof error, Body | undefined] = [filter, error, undefined];',
-        '',
-      ].join('\n'));
+      writeFileSync(
+        useFile,
+        [
+          "import type { components, operations } from './schema.ts';",
+          "type Body = operations['CreateView']['requestBody'];",
+          "type Filter = components['schemas']['FilterExpression'];",
+          "const filter: Filter = { and: [{ field: 'Code', op: 'prefix', value: 'A' }, { or: [{ field: 'n', op: 'gt', value: 1 }] }] };",
+          "const error: operations['CreateView']['responses'][409]['content']['application/json'] = { error: { code: 'IDEMPOTENCY_CONFLICT', message: 'm', requestId: 'r' } };",
+          'export const used: [Filter, typeof error, Body | undefined] = [filter, error, undefined];',
+          '',
+        ].join('\n'),
+      );
       const program = ts.createProgram([schemaFile, useFile], {
-        strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext,
-        moduleResolution: ts.ModuleResolutionKind.NodeNext, allowImportingTsExtensions: true, skipLibCheck: true, types: [],
+        strict: true,
+        noEmit: true,
+        target: ts.ScriptTarget.ES2022,
+        module: ts.ModuleKind.NodeNext,
+        moduleResolution: ts.ModuleResolutionKind.NodeNext,
+        allowImportingTsExtensions: true,
+        skipLibCheck: true,
+        types: [],
       });
-      const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      const diagnostics = ts
+        .getPreEmitDiagnostics(program)
+        .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
       expect(diagnostics).toEqual([]);
       expect(source).toContain('"/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views"');
     } finally {
@@ -99,7 +113,9 @@ describe('GET /v1/openapi.json for client generators', () => {
 
   it('gives every operation a unique operationId and the service as its server', async () => {
     const document = await servedDocument();
-    const ids = Object.values(document.paths).flatMap((item: Json) => Object.values(item).map((operation: Json) => operation.operationId));
+    const ids = Object.values(document.paths).flatMap((item: Json) =>
+      Object.values(item).map((operation: Json) => operation.operationId),
+    );
     expect(ids.length).toBeGreaterThan(routes.length);
     expect(new Set(ids).size).toBe(ids.length);
     expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
@@ -113,12 +129,15 @@ describe('error statuses in the document', () => {
       const { responses } = operationOf(document, route.method, route.path);
       const name = `${route.method} ${route.path}`;
       expect(Object.keys(responses), name).not.toContain('default');
-      for (const status of ['401', '413', '429', '431', '500', '503']) expect(Object.keys(responses), `${name} ${status}`).toContain(status);
+      for (const status of ['401', '413', '429', '431', '500', '503'])
+        expect(Object.keys(responses), `${name} ${status}`).toContain(status);
       expect(deref(document, responses['401']).headers['WWW-Authenticate']).toMatchObject({ required: true });
       expect(deref(document, responses['429']).headers['Retry-After']).toMatchObject({ required: true });
       for (const [status, response] of Object.entries(responses)) {
         if (Number(status) < 400) continue;
-        expect(deref(document, response).content['application/json'].schema, `${name} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
+        expect(deref(document, response).content['application/json'].schema, `${name} ${status}`).toEqual({
+          $ref: '#/components/schemas/Error',
+        });
       }
     }
     expect(document.components.schemas.Error.required).toEqual(['error']);
@@ -128,14 +147,75 @@ describe('error statuses in the document', () => {
     const document = await servedDocument();
     const statuses = (method: string, path: string) => Object.keys(operationOf(document, method, path).responses);
     const tablePath = '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}';
-    expect(statuses('POST', `${tablePath}/views`).sort())
-      .toEqual(['201', '400', '401', '403', '404', '408', '409', '413', '415', '422', '429', '431', '500', '503']);
-    expect(statuses('GET', `${tablePath}/rows/{rowId}/history`).sort()).toEqual(['200', '400', '401', '403', '404', '413', '422', '429', '431', '500', '503']);
-    expect(statuses('DELETE', '/v1/me/keys/{id}').sort()).toEqual(['200', '400', '401', '403', '404', '409', '413', '422', '429', '431', '500', '503']);
+    expect(statuses('POST', `${tablePath}/views`).sort()).toEqual([
+      '201',
+      '400',
+      '401',
+      '403',
+      '404',
+      '408',
+      '409',
+      '413',
+      '415',
+      '422',
+      '429',
+      '431',
+      '500',
+      '503',
+    ]);
+    expect(statuses('GET', `${tablePath}/rows/{rowId}/history`).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '413',
+      '422',
+      '429',
+      '431',
+      '500',
+      '503',
+    ]);
+    expect(statuses('DELETE', '/v1/me/keys/{id}').sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '413',
+      '422',
+      '429',
+      '431',
+      '500',
+      '503',
+    ]);
     // Its query takes no parameters: any is a 422.
-    expect(statuses('GET', '/v1/preferences/options').sort()).toEqual(['200', '401', '413', '422', '429', '431', '500', '503']);
-    expect(statuses('GET', '/v1/me/keys').sort()).toEqual(['200', '400', '401', '403', '413', '422', '429', '431', '500', '503']);
-    expect(statuses('GET', '/v1/orgs/{orgId}/jobs/{jobId}/artifacts/{name}')).toEqual(expect.arrayContaining(['409', '410']));
+    expect(statuses('GET', '/v1/preferences/options').sort()).toEqual([
+      '200',
+      '401',
+      '413',
+      '422',
+      '429',
+      '431',
+      '500',
+      '503',
+    ]);
+    expect(statuses('GET', '/v1/me/keys').sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '413',
+      '422',
+      '429',
+      '431',
+      '500',
+      '503',
+    ]);
+    expect(statuses('GET', '/v1/orgs/{orgId}/jobs/{jobId}/artifacts/{name}')).toEqual(
+      expect.arrayContaining(['409', '410']),
+    );
     expect(statuses('POST', '/v1/invitations/accept')).toEqual(expect.arrayContaining(['404', '409', '422']));
     // Only the operations that send a token through the delivery hook can answer 502.
     expect(statuses('POST', '/v1/orgs/{orgId}/invitations')).toContain('502');
@@ -166,13 +246,18 @@ describe('security requirements', () => {
     const document = await servedDocument();
     for (const route of routes) {
       const { security } = operationOf(document, route.method, route.path);
-      const oauth = security.filter((requirement: Json) => requirement.oauth).map((requirement: Json) => requirement.oauth);
+      const oauth = security
+        .filter((requirement: Json) => requirement.oauth)
+        .map((requirement: Json) => requirement.oauth);
       const scopes = expectedScopes(rootFieldOf(route));
       expect(oauth, `${route.method} ${route.path}`).toEqual(scopes.length ? scopes.map((scope) => [scope]) : [[]]);
-      expect(security, `${route.method} ${route.path}`).toEqual(expect.arrayContaining([{ apiKey: [] }, { session: [] }]));
+      expect(security, `${route.method} ${route.path}`).toEqual(
+        expect.arrayContaining([{ apiKey: [] }, { session: [] }]),
+      );
     }
-    expect(operationOf(document, 'POST', '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views').security)
-      .toContainEqual({ oauth: ['rows:read'] });
+    expect(
+      operationOf(document, 'POST', '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views').security,
+    ).toContainEqual({ oauth: ['rows:read'] });
     // Accepting an invitation needs no credential: an empty requirement says so.
     expect(operationOf(document, 'POST', '/v1/invitations/accept').security).toContainEqual({});
   });
@@ -180,7 +265,11 @@ describe('security requirements', () => {
   it('declares the API key, session cookie and OAuth authorization-code flow with all 23 scopes', async () => {
     const { components } = await servedDocument();
     expect(components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
-    expect(components.securitySchemes.session).toMatchObject({ type: 'apiKey', in: 'cookie', name: '__Host-wds_session' });
+    expect(components.securitySchemes.session).toMatchObject({
+      type: 'apiKey',
+      in: 'cookie',
+      name: '__Host-wds_session',
+    });
     const flow = components.securitySchemes.oauth.flows.authorizationCode;
     expect(flow).toMatchObject({ authorizationUrl: '/oauth/authorize', tokenUrl: '/oauth/token' });
     expect(Object.keys(flow.scopes)).toHaveLength(23);
@@ -197,27 +286,43 @@ describe('the hand-written session and OAuth routes', () => {
     expect(Object.keys(login.responses)).toEqual(expect.arrayContaining(['401', '422', '429']));
     expect(operationOf(document, 'POST', '/v1/auth/step-up').security).toEqual([{ session: [] }]);
     const token = operationOf(document, 'POST', '/oauth/token');
-    expect(token.requestBody.content['application/x-www-form-urlencoded'].schema.properties.grant_type.enum).toEqual(['authorization_code', 'refresh_token']);
-    expect(token.responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OAuthError' });
-    expect(operationOf(document, 'GET', '/oauth/authorize').parameters.map((p: Json) => p.name)).toContain('code_challenge');
-    expect(operationOf(document, 'POST', '/oauth/authorize').responses['303'].headers.Location).toMatchObject({ required: true });
+    expect(token.requestBody.content['application/x-www-form-urlencoded'].schema.properties.grant_type.enum).toEqual([
+      'authorization_code',
+      'refresh_token',
+    ]);
+    expect(token.responses['400'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/OAuthError',
+    });
+    expect(operationOf(document, 'GET', '/oauth/authorize').parameters.map((p: Json) => p.name)).toContain(
+      'code_challenge',
+    );
+    expect(operationOf(document, 'POST', '/oauth/authorize').responses['303'].headers.Location).toMatchObject({
+      required: true,
+    });
     expect(document.paths['/oauth/revoke'].post.security).toContainEqual({ clientBasic: [] });
   });
 
   it('matches what sign-in really answers: 401 with the envelope for a wrong password, 422 for a bad body', async () => {
     const document = await servedDocument();
-    const refused = await suite.server.request('POST', '/v1/auth/login', { body: { email: 'nobody@example.com', password: 'wrong password' } });
+    const refused = await suite.server.request('POST', '/v1/auth/login', {
+      body: { email: 'nobody@example.com', password: 'wrong password' },
+    });
     expect(refused.status).toBe(401);
     expect(Object.keys(refused.body.error).sort()).toEqual(expect.arrayContaining(['code', 'message', 'requestId']));
     const invalid = await suite.server.request('POST', '/v1/auth/login', { body: { email: 'nobody@example.com' } });
     expect(invalid.status).toBe(422);
     const documented = Object.keys(operationOf(document, 'POST', '/v1/auth/login').responses);
     expect(documented).toEqual(expect.arrayContaining([String(refused.status), String(invalid.status)]));
-    const token = await suite.server.request('POST', '/oauth/token', { rawBody: 'grant_type=password', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const token = await suite.server.request('POST', '/oauth/token', {
+      rawBody: 'grant_type=password',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     // No client credentials: RFC 6749's invalid_client, in its own shape rather than the envelope.
     expect(token.status).toBe(401);
     expect(token.headers.get('www-authenticate')).toMatch(/^Basic /);
     expect(Object.keys(token.body).sort()).toEqual(['error', 'error_description']);
-    expect(operationOf(document, 'POST', '/oauth/token').responses['401'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OAuthError' });
+    expect(operationOf(document, 'POST', '/oauth/token').responses['401'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/OAuthError',
+    });
   });
 });

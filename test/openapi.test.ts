@@ -7,7 +7,15 @@ import { waitForJob } from './helpers/jobs.ts';
 import { oauthTokens } from './helpers/oauth.ts';
 import { browser, signIn, withPassword } from './helpers/sessions.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { addForeignKey, addUniqueRule, createDatabase, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
+import {
+  addForeignKey,
+  addUniqueRule,
+  createDatabase,
+  createRow,
+  createTable,
+  refreshSchemaVersion,
+  type TestTable,
+} from './helpers/workspace.ts';
 
 const suite = useServerWithOrg();
 
@@ -21,12 +29,19 @@ describe('GET /v1/openapi.json', () => {
       const operation = document.paths[route.path]?.[route.method.toLowerCase()];
       expect(operation, `${route.method} ${route.path}`).toBeDefined();
       expect(Object.keys(operation.responses)).toContain(String(route.successStatus));
-      const headerNames = operation.parameters.filter((p: { in: string }) => p.in === 'header').map((p: { name: string }) => p.name);
+      const headerNames = operation.parameters
+        .filter((p: { in: string }) => p.in === 'header')
+        .map((p: { name: string }) => p.name);
       expect(headerNames.includes('Idempotency-Key')).toBe(route.idempotent);
     }
-    expect(document.paths['/v1/orgs/{orgId}'].get.parameters[0]).toMatchObject({ name: 'orgId', in: 'path', required: true });
-    expect(document.paths['/v1/me/preferences'].patch.requestBody.content['application/json'].schema.properties.theme.enum)
-      .toEqual(['system', 'light', 'dark']);
+    expect(document.paths['/v1/orgs/{orgId}'].get.parameters[0]).toMatchObject({
+      name: 'orgId',
+      in: 'path',
+      required: true,
+    });
+    expect(
+      document.paths['/v1/me/preferences'].patch.requestBody.content['application/json'].schema.properties.theme.enum,
+    ).toEqual(['system', 'light', 'dark']);
     expect(Object.keys(document.components.securitySchemes.oauth.flows.authorizationCode.scopes)).toHaveLength(23);
   });
 });
@@ -59,7 +74,9 @@ function sampleWorkspace(): Promise<Workspace> {
   workspace ??= (async () => {
     const { server, org } = suite;
     const parent = await createTable(server, org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
-    const child = await createTable(server, org, [{ name: 'Parent code', type: 'text', options: { maxLength: 20 } }], { databaseId: parent.databaseId });
+    const child = await createTable(server, org, [{ name: 'Parent code', type: 'text', options: { maxLength: 20 } }], {
+      databaseId: parent.databaseId,
+    });
     const rule = await addUniqueRule(server, org.adminKey, parent, { fieldIds: ['Code'] });
     expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const refreshed = await refreshSchemaVersion(server, org.adminKey, parent);
@@ -70,7 +87,11 @@ function sampleWorkspace(): Promise<Workspace> {
 }
 
 const admin = () => ({ token: suite.org.adminKey });
-const write = (body?: unknown) => ({ token: suite.org.adminKey, idempotencyKey: idempotencyKey(), ...(body === undefined ? {} : { body }) });
+const write = (body?: unknown) => ({
+  token: suite.org.adminKey,
+  idempotencyKey: idempotencyKey(),
+  ...(body === undefined ? {} : { body }),
+});
 
 /**
  * A rule or key request answers 202 with a job handle; the sample waits for the job to succeed (so that the table
@@ -86,13 +107,23 @@ async function settled(accepted: { status: number; body: any }): Promise<{ statu
 
 async function requestForeignKey(): Promise<{ status: number; body: any }> {
   const { parent, child, ruleId } = await sampleWorkspace();
-  return settled(await suite.server.request('POST', `${child.path}/foreign-keys`, write({ fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId })));
+  return settled(
+    await suite.server.request(
+      'POST',
+      `${child.path}/foreign-keys`,
+      write({ fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId }),
+    ),
+  );
 }
 
 /** A foreign key of the child table, its job finished: the key's id. */
 async function linkedForeignKey(): Promise<string> {
   const { parent, child, ruleId } = await sampleWorkspace();
-  const key = await addForeignKey(suite.server, suite.org.adminKey, child, { fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: ruleId });
+  const key = await addForeignKey(suite.server, suite.org.adminKey, child, {
+    fieldIds: ['Parent code'],
+    referencedTableId: parent.tableId,
+    referencedRuleId: ruleId,
+  });
   expect(key.job.state, JSON.stringify(key.job)).toBe('succeeded');
   return key.foreignKeyId;
 }
@@ -100,15 +131,22 @@ async function linkedForeignKey(): Promise<string> {
 async function addView(): Promise<{ status: number; body: any }> {
   const { parent } = await sampleWorkspace();
   const code = parent.fields.Code!;
-  return suite.server.request('POST', `${parent.path}/views`, write({
-    expectedSchemaVersion: parent.schemaVersion,
-    name: 'Codes A',
-    visibility: 'shared',
-    definition: {
-      columnOrder: [code], columnWidths: { [code]: 240 }, frozenColumns: 1, hiddenColumns: [],
-      query: { where: { field: 'Code', op: 'prefix', value: 'A' }, orderBy: [{ field: 'Code', direction: 'asc' }] },
-    },
-  }));
+  return suite.server.request(
+    'POST',
+    `${parent.path}/views`,
+    write({
+      expectedSchemaVersion: parent.schemaVersion,
+      name: 'Codes A',
+      visibility: 'shared',
+      definition: {
+        columnOrder: [code],
+        columnWidths: { [code]: 240 },
+        frozenColumns: 1,
+        hiddenColumns: [],
+        query: { where: { field: 'Code', op: 'prefix', value: 'A' }, orderBy: [{ field: 'Code', direction: 'asc' }] },
+      },
+    }),
+  );
 }
 
 let previewJob: Promise<any> | undefined;
@@ -117,9 +155,17 @@ let previewJob: Promise<any> | undefined;
 function finishedPreview(): Promise<any> {
   previewJob ??= (async () => {
     const { parent } = await sampleWorkspace();
-    const accepted = await suite.server.request('POST', `${parent.path}/imports/preview`, write({
-      expectedSchemaVersion: parent.schemaVersion, format: 'csv', content: 'Code\nA-1\nB-1\n', fileName: 'codes.csv', mapping: [{ source: 'Code', fieldId: 'Code' }],
-    }));
+    const accepted = await suite.server.request(
+      'POST',
+      `${parent.path}/imports/preview`,
+      write({
+        expectedSchemaVersion: parent.schemaVersion,
+        format: 'csv',
+        content: 'Code\nA-1\nB-1\n',
+        fileName: 'codes.csv',
+        mapping: [{ source: 'Code', fieldId: 'Code' }],
+      }),
+    );
     return waitForJob(suite.server, suite.org.adminKey, accepted.body.statusUrl);
   })();
   return previewJob;
@@ -128,7 +174,9 @@ function finishedPreview(): Promise<any> {
 /** A fresh webhook (to a name no test resolves: its deliveries just fail), for the webhook samples. */
 async function sampleWebhook(): Promise<{ id: string; version: string }> {
   const response = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
-    token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { url: 'https://hooks.invalid/in', events: ['*'] },
+    token: suite.org.adminKey,
+    idempotencyKey: idempotencyKey(),
+    body: { url: 'https://hooks.invalid/in', events: ['*'] },
   });
   expect(response.status, response.text).toBe(201);
   return response.body;
@@ -142,31 +190,56 @@ describe('real responses match the documented schemas', () => {
   const samples: Record<string, () => Promise<{ status: number; body: unknown }>> = {
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/imports/preview': async () => {
       const { parent } = await sampleWorkspace();
-      return suite.server.request('POST', `${parent.path}/imports/preview`, write({
-        expectedSchemaVersion: parent.schemaVersion, format: 'jsonl', content: '{"Code":"Z-1"}\n', fileName: 'codes.jsonl', mapping: [{ source: 'Code', fieldId: 'Code' }],
-      }));
+      return suite.server.request(
+        'POST',
+        `${parent.path}/imports/preview`,
+        write({
+          expectedSchemaVersion: parent.schemaVersion,
+          format: 'jsonl',
+          content: '{"Code":"Z-1"}\n',
+          fileName: 'codes.jsonl',
+          mapping: [{ source: 'Code', fieldId: 'Code' }],
+        }),
+      );
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/imports': async () => {
       const { parent } = await sampleWorkspace();
       const preview = await finishedPreview();
-      return suite.server.request('POST', `${parent.path}/imports`, write({ previewJobId: preview.jobId, expectedSchemaVersion: parent.schemaVersion, mode: 'valid-rows-only' }));
+      return suite.server.request(
+        'POST',
+        `${parent.path}/imports`,
+        write({ previewJobId: preview.jobId, expectedSchemaVersion: parent.schemaVersion, mode: 'valid-rows-only' }),
+      );
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/schema/operations': async () => {
       const child = await refreshSchemaVersion(suite.server, suite.org.adminKey, (await sampleWorkspace()).child);
-      return suite.server.request('POST', `${child.path}/schema/operations`, write({
-        expectedSchemaVersion: child.schemaVersion, change: { kind: 'rename_field', fieldId: child.fields['Parent code'], name: 'Parent' },
-      }));
+      return suite.server.request(
+        'POST',
+        `${child.path}/schema/operations`,
+        write({
+          expectedSchemaVersion: child.schemaVersion,
+          change: { kind: 'rename_field', fieldId: child.fields['Parent code'], name: 'Parent' },
+        }),
+      );
     },
     'GET /v1/orgs/{orgId}/jobs': async () => {
       await finishedPreview();
-      return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs?state=succeeded&kind=previewImportRows&limit=5`, admin());
+      return suite.server.request(
+        'GET',
+        `/v1/orgs/${suite.org.orgId}/jobs?state=succeeded&kind=previewImportRows&limit=5`,
+        admin(),
+      );
     },
-    'GET /v1/orgs/{orgId}/jobs/{jobId}': async () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/${(await finishedPreview()).jobId}`, admin()),
+    'GET /v1/orgs/{orgId}/jobs/{jobId}': async () =>
+      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/jobs/${(await finishedPreview()).jobId}`, admin()),
     // An ended job's stream is its one final event; the sample checks that event's data.
     'GET /v1/orgs/{orgId}/jobs/{jobId}/events': async () => {
-      const events = await openEventStream(`${suite.server.url}/v1/orgs/${suite.org.orgId}/jobs/${(await finishedPreview()).jobId}/events`, {
-        headers: { authorization: `Bearer ${suite.org.adminKey}` },
-      });
+      const events = await openEventStream(
+        `${suite.server.url}/v1/orgs/${suite.org.orgId}/jobs/${(await finishedPreview()).jobId}/events`,
+        {
+          headers: { authorization: `Bearer ${suite.org.adminKey}` },
+        },
+      );
       const [event, ...more] = await events.rest();
       expect(more).toEqual([]);
       return { status: events.status, body: event?.data };
@@ -174,16 +247,32 @@ describe('real responses match the documented schemas', () => {
     'POST /v1/orgs/{orgId}/jobs/{jobId}/cancel': async () => {
       const { parent } = await sampleWorkspace();
       // Cancelling races the worker: whichever state the job is in, the answer is the job record (or 409 once it finished).
-      const accepted = await suite.server.request('POST', `${parent.path}/imports/preview`, write({
-        expectedSchemaVersion: parent.schemaVersion, format: 'csv', content: 'Code\nC-1\n', fileName: 'cancel.csv', mapping: [{ source: 'Code', fieldId: 'Code' }],
-      }));
+      const accepted = await suite.server.request(
+        'POST',
+        `${parent.path}/imports/preview`,
+        write({
+          expectedSchemaVersion: parent.schemaVersion,
+          format: 'csv',
+          content: 'Code\nC-1\n',
+          fileName: 'cancel.csv',
+          mapping: [{ source: 'Code', fieldId: 'Code' }],
+        }),
+      );
       return suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/jobs/${accepted.body.jobId}/cancel`, write());
     },
     'POST /v1/orgs/{orgId}/jobs/{jobId}/retry': async () => {
       const { parent } = await sampleWorkspace();
-      const failed = await suite.server.request('POST', `${parent.path}/imports/preview`, write({
-        expectedSchemaVersion: parent.schemaVersion, format: 'csv', content: 'Code\n"unclosed\n', fileName: 'broken.csv', mapping: [{ source: 'Code', fieldId: 'Code' }],
-      }));
+      const failed = await suite.server.request(
+        'POST',
+        `${parent.path}/imports/preview`,
+        write({
+          expectedSchemaVersion: parent.schemaVersion,
+          format: 'csv',
+          content: 'Code\n"unclosed\n',
+          fileName: 'broken.csv',
+          mapping: [{ source: 'Code', fieldId: 'Code' }],
+        }),
+      );
       await waitForJob(suite.server, suite.org.adminKey, failed.body.statusUrl);
       return suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/jobs/${failed.body.jobId}/retry`, write());
     },
@@ -193,27 +282,61 @@ describe('real responses match the documented schemas', () => {
       return { status: response.status, body: response.text };
     },
     'GET /v1/me/preferences': () => suite.server.request('GET', '/v1/me/preferences', { token: suite.org.adminKey }),
-    'PATCH /v1/me/preferences': () => suite.server.request('PATCH', '/v1/me/preferences', { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { theme: 'dark' } }),
-    'GET /v1/preferences/options': () => suite.server.request('GET', '/v1/preferences/options', { token: suite.org.adminKey }),
+    'PATCH /v1/me/preferences': () =>
+      suite.server.request('PATCH', '/v1/me/preferences', {
+        token: suite.org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: { theme: 'dark' },
+      }),
+    'GET /v1/preferences/options': () =>
+      suite.server.request('GET', '/v1/preferences/options', { token: suite.org.adminKey }),
     'GET /v1/me': () => suite.server.request('GET', '/v1/me', { token: suite.org.adminKey }),
     'GET /v1/orgs': () => suite.server.request('GET', '/v1/orgs', { token: suite.org.adminKey }),
-    'GET /v1/orgs/{orgId}': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }),
+    'GET /v1/orgs/{orgId}': () =>
+      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }),
     'PATCH /v1/orgs/{orgId}': async () => {
-      const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey })).body.version;
-      return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: version, name: 'Checked' } });
+      const version = (await suite.server.request('GET', `/v1/orgs/${suite.org.orgId}`, { token: suite.org.adminKey }))
+        .body.version;
+      return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}`, {
+        token: suite.org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: { expectedVersion: version, name: 'Checked' },
+      });
     },
-    'POST /v1/orgs/{orgId}/databases': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases`, write({ name: 'Sample' })),
-    'GET /v1/orgs/{orgId}/databases': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases`, admin()),
+    'POST /v1/orgs/{orgId}/databases': () =>
+      suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases`, write({ name: 'Sample' })),
+    'GET /v1/orgs/{orgId}/databases': () =>
+      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases`, admin()),
     'GET /v1/orgs/{orgId}/databases/{databaseId}': async () =>
-      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}`, admin()),
+      suite.server.request(
+        'GET',
+        `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}`,
+        admin(),
+      ),
     'PATCH /v1/orgs/{orgId}/databases/{databaseId}': async () =>
-      suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}/databases/${await createDatabase(suite.server, suite.org)}`, write({ expectedVersion: '1', name: 'Renamed sample' })),
+      suite.server.request(
+        'PATCH',
+        `/v1/orgs/${suite.org.orgId}/databases/${await createDatabase(suite.server, suite.org)}`,
+        write({ expectedVersion: '1', name: 'Renamed sample' }),
+      ),
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}': async () =>
-      suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/databases/${await createDatabase(suite.server, suite.org)}`, write({ expectedVersion: '1' })),
+      suite.server.request(
+        'DELETE',
+        `/v1/orgs/${suite.org.orgId}/databases/${await createDatabase(suite.server, suite.org)}`,
+        write({ expectedVersion: '1' }),
+      ),
     'PATCH /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}': async () =>
-      suite.server.request('PATCH', (await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }])).path, write({ expectedVersion: '1', name: 'Renamed table' })),
+      suite.server.request(
+        'PATCH',
+        (await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }])).path,
+        write({ expectedVersion: '1', name: 'Renamed table' }),
+      ),
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}': async () =>
-      suite.server.request('DELETE', (await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }])).path, write({ expectedVersion: '1' })),
+      suite.server.request(
+        'DELETE',
+        (await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }])).path,
+        write({ expectedVersion: '1' }),
+      ),
     'GET /v1/orgs/{orgId}/trash': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/trash`, admin()),
     'POST /v1/orgs/{orgId}/trash/{id}/restore': async () => {
       const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
@@ -221,19 +344,41 @@ describe('real responses match the documented schemas', () => {
       return suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/trash/${table.tableId}/restore`, write());
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables': async () =>
-      suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/tables`,
-        write({ name: 'Sample table', fields: [{ name: 'Name', type: 'text' }, { name: 'Tags', type: 'multiSelect', options: { choices: ['a'] } }] })),
+      suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/tables`,
+        write({
+          name: 'Sample table',
+          fields: [
+            { name: 'Name', type: 'text' },
+            { name: 'Tags', type: 'multiSelect', options: { choices: ['a'] } },
+          ],
+        }),
+      ),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables': async () =>
-      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/tables`, admin()),
-    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}': async () => suite.server.request('GET', (await sampleWorkspace()).parent.path, admin()),
+      suite.server.request(
+        'GET',
+        `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/tables`,
+        admin(),
+      ),
+    'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}': async () =>
+      suite.server.request('GET', (await sampleWorkspace()).parent.path, admin()),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/schema': async () => {
       await linkedForeignKey();
       return suite.server.request('GET', `${(await sampleWorkspace()).child.path}/schema`, admin());
     },
-    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules': async () => settled(await suite.server.request('POST',
-      `${(await sampleWorkspace()).child.path}/unique-rules`, write({ fieldIds: ['Parent code'], where: { field: 'Parent code', op: 'prefix', value: 'X' } }))),
+    'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules': async () =>
+      settled(
+        await suite.server.request(
+          'POST',
+          `${(await sampleWorkspace()).child.path}/unique-rules`,
+          write({ fieldIds: ['Parent code'], where: { field: 'Parent code', op: 'prefix', value: 'X' } }),
+        ),
+      ),
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/unique-rules/{ruleId}': async () => {
-      const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+      const table = await createTable(suite.server, suite.org, [
+        { name: 'Code', type: 'text', options: { maxLength: 20 } },
+      ]);
       const rule = await addUniqueRule(suite.server, suite.org.adminKey, table, { fieldIds: ['Code'] });
       return settled(await suite.server.request('DELETE', `${table.path}/unique-rules/${rule.ruleId}`, write()));
     },
@@ -244,7 +389,11 @@ describe('real responses match the documented schemas', () => {
     },
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/foreign-keys/{foreignKeyId}': async () => {
       const foreignKeyId = await linkedForeignKey();
-      return suite.server.request('DELETE', `${(await sampleWorkspace()).child.path}/foreign-keys/${foreignKeyId}`, write());
+      return suite.server.request(
+        'DELETE',
+        `${(await sampleWorkspace()).child.path}/foreign-keys/${foreignKeyId}`,
+        write(),
+      );
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows': async () =>
       createRow(suite.server, suite.org.adminKey, (await sampleWorkspace()).parent, { Code: 'A-2' }),
@@ -256,19 +405,39 @@ describe('real responses match the documented schemas', () => {
       suite.server.request('POST', `${await sampleDatabasePath()}/exports`, write({ format: 'jsonl' })),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/batch': async () => {
       const { parent } = await sampleWorkspace();
-      return suite.server.request('POST', `${parent.path}/rows/batch`, write({ expectedSchemaVersion: parent.schemaVersion, operations: [{ op: 'create', values: { Code: 'B-1' } }] }));
+      return suite.server.request(
+        'POST',
+        `${parent.path}/rows/batch`,
+        write({ expectedSchemaVersion: parent.schemaVersion, operations: [{ op: 'create', values: { Code: 'B-1' } }] }),
+      );
     },
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows': async () =>
-      suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/rows?limit=1&orderBy=${encodeURIComponent('[{"field":"Code","direction":"desc"}]')}`, admin()),
+      suite.server.request(
+        'GET',
+        `${(await sampleWorkspace()).parent.path}/rows?limit=1&orderBy=${encodeURIComponent('[{"field":"Code","direction":"desc"}]')}`,
+        admin(),
+      ),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/query': async () =>
-      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/query`, { ...admin(), body: { limit: 1, orderBy: [{ field: 'Code', direction: 'desc' }] } }),
+      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/query`, {
+        ...admin(),
+        body: { limit: 1, orderBy: [{ field: 'Code', direction: 'desc' }] },
+      }),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/aggregate': async () =>
-      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/aggregate`, { ...admin(), body: { groupBy: ['Code'], aggregates: [{ fn: 'count', as: 'n' }] } }),
+      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/aggregate`, {
+        ...admin(),
+        body: { groupBy: ['Code'], aggregates: [{ fn: 'count', as: 'n' }] },
+      }),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/similar': async () =>
-      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/similar`, { ...admin(), body: { fieldId: 'Code', value: 'A-1' } }),
+      suite.server.request('POST', `${(await sampleWorkspace()).parent.path}/rows/similar`, {
+        ...admin(),
+        body: { fieldId: 'Code', value: 'A-1' },
+      }),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/lookup': async () => {
       const { parent, ruleId } = await sampleWorkspace();
-      return suite.server.request('POST', `${parent.path}/rows/lookup`, { ...admin(), body: { ruleId, keys: [['A-1'], ['none']] } });
+      return suite.server.request('POST', `${parent.path}/rows/lookup`, {
+        ...admin(),
+        body: { ruleId, keys: [['A-1'], ['none']] },
+      });
     },
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}/history': async () => {
       const { parent, rowId } = await sampleWorkspace();
@@ -281,11 +450,19 @@ describe('real responses match the documented schemas', () => {
     'PATCH /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}': async () => {
       const { parent } = await sampleWorkspace();
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'P-1' });
-      return suite.server.request('PATCH', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1', values: { Code: 'P-2' } }));
+      return suite.server.request(
+        'PATCH',
+        `${parent.path}/rows/${row.body.row.id}`,
+        write({ expectedVersion: '1', values: { Code: 'P-2' } }),
+      );
     },
     'GET /v1/orgs/{orgId}/activity': async () => {
       const { parent } = await sampleWorkspace();
-      return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity?limit=2&tableId=${parent.tableId}`, admin());
+      return suite.server.request(
+        'GET',
+        `/v1/orgs/${suite.org.orgId}/activity?limit=2&tableId=${parent.tableId}`,
+        admin(),
+      );
     },
     'GET /v1/orgs/{orgId}/databases/{databaseId}/changes': async () =>
       suite.server.request('GET', `${await sampleDatabasePath()}/changes?limit=3`, admin()),
@@ -296,21 +473,36 @@ describe('real responses match the documented schemas', () => {
       return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/activity/filters?type=resources`, admin());
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule/preview': async () =>
-      suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/backup-schedule/preview`,
-        { ...admin(), body: { cron: '30 2 * * *', timezone: 'Europe/Berlin' } }),
+      suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/databases/${(await sampleWorkspace()).parent.databaseId}/backup-schedule/preview`,
+        { ...admin(), body: { cron: '30 2 * * *', timezone: 'Europe/Berlin' } },
+      ),
     'POST /v1/orgs/{orgId}/backup-destination/test': async () =>
       suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/backup-destination/test`, write()),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule': async () =>
       suite.server.request('GET', `${await sampleDatabasePath()}/backup-schedule`, admin()),
     'PUT /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule': async () =>
-      suite.server.request('PUT', `${await sampleDatabasePath()}/backup-schedule`, write({ cron: '0 3 * * *', timezone: 'UTC' })),
+      suite.server.request(
+        'PUT',
+        `${await sampleDatabasePath()}/backup-schedule`,
+        write({ cron: '0 3 * * *', timezone: 'UTC' }),
+      ),
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule': async () => {
       const path = `${await sampleDatabasePath()}/backup-schedule`;
-      await waitForJob(suite.server, suite.org.adminKey, (await suite.server.request('PUT', path, write({ cron: '0 4 * * *', timezone: 'UTC' }))).body.statusUrl);
+      await waitForJob(
+        suite.server,
+        suite.org.adminKey,
+        (await suite.server.request('PUT', path, write({ cron: '0 4 * * *', timezone: 'UTC' }))).body.statusUrl,
+      );
       return suite.server.request('DELETE', path, write());
     },
     'PUT /v1/orgs/{orgId}/databases/{databaseId}/backup-policy': async () =>
-      suite.server.request('PUT', `${await sampleDatabasePath()}/backup-policy`, write({ keepLast: 5, keepDays: null })),
+      suite.server.request(
+        'PUT',
+        `${await sampleDatabasePath()}/backup-policy`,
+        write({ keepLast: 5, keepDays: null }),
+      ),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/backups': async () =>
       suite.server.request('POST', `${await sampleDatabasePath()}/backups`, write()),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/backups': async () => {
@@ -318,20 +510,40 @@ describe('real responses match the documented schemas', () => {
       return suite.server.request('GET', `${await sampleDatabasePath()}/backups`, admin());
     },
     'POST /v1/orgs/{orgId}/databases/{databaseId}/backups/{backupId}/restore-preview': async () =>
-      suite.server.request('POST', `${await sampleDatabasePath()}/backups/${await sampleBackup()}/restore-preview`, write()),
+      suite.server.request(
+        'POST',
+        `${await sampleDatabasePath()}/backups/${await sampleBackup()}/restore-preview`,
+        write(),
+      ),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/backups/{backupId}/restore': async () =>
-      suite.server.request('POST', `${await sampleDatabasePath()}/backups/${await sampleBackup()}/restore`, write({ target: 'new-database', name: `Restored ${idempotencyKey()}` })),
+      suite.server.request(
+        'POST',
+        `${await sampleDatabasePath()}/backups/${await sampleBackup()}/restore`,
+        write({ target: 'new-database', name: `Restored ${idempotencyKey()}` }),
+      ),
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => addView(),
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views': async () => {
       await addView();
       return suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/views`, admin());
     },
     'GET /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views/{viewId}': async () =>
-      suite.server.request('GET', `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`, admin()),
+      suite.server.request(
+        'GET',
+        `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`,
+        admin(),
+      ),
     'PATCH /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views/{viewId}': async () =>
-      suite.server.request('PATCH', `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`, write({ expectedVersion: '1', name: 'Renamed' })),
+      suite.server.request(
+        'PATCH',
+        `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`,
+        write({ expectedVersion: '1', name: 'Renamed' }),
+      ),
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views/{viewId}': async () =>
-      suite.server.request('DELETE', `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`, write({ expectedVersion: '1' })),
+      suite.server.request(
+        'DELETE',
+        `${(await sampleWorkspace()).parent.path}/views/${(await addView()).body.id}`,
+        write({ expectedVersion: '1' }),
+      ),
     'DELETE /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}': async () => {
       const { parent } = await sampleWorkspace();
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'D-1' });
@@ -340,92 +552,199 @@ describe('real responses match the documented schemas', () => {
     'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/{rowId}/restore': async () => {
       const { parent } = await sampleWorkspace();
       const row = await createRow(suite.server, suite.org.adminKey, parent, { Code: 'R-1' });
-      const deleted = await suite.server.request('DELETE', `${parent.path}/rows/${row.body.row.id}`, write({ expectedVersion: '1' }));
-      return suite.server.request('POST', `${parent.path}/rows/${row.body.row.id}/restore`, write({ expectedVersion: deleted.body.version }));
+      const deleted = await suite.server.request(
+        'DELETE',
+        `${parent.path}/rows/${row.body.row.id}`,
+        write({ expectedVersion: '1' }),
+      );
+      return suite.server.request(
+        'POST',
+        `${parent.path}/rows/${row.body.row.id}/restore`,
+        write({ expectedVersion: deleted.body.version }),
+      );
     },
     'GET /v1/orgs/{orgId}/members': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/members`, admin()),
     'PATCH /v1/orgs/{orgId}/members/{id}': async () => {
       const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
-      return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`, write({ expectedVersion: '1', role: 'viewer' }));
+      return suite.server.request(
+        'PATCH',
+        `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`,
+        write({ expectedVersion: '1', role: 'viewer' }),
+      );
     },
     'DELETE /v1/orgs/{orgId}/members/{id}': async () => {
       const member = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`, write({ expectedVersion: '1' }));
+      return suite.server.request(
+        'DELETE',
+        `/v1/orgs/${suite.org.orgId}/members/${member.memberId}`,
+        write({ expectedVersion: '1' }),
+      );
     },
-    'POST /v1/me/keys': () => suite.server.request('POST', '/v1/me/keys', write({ name: 'Sample', orgId: suite.org.orgId, access: 'read' })),
+    'POST /v1/me/keys': () =>
+      suite.server.request('POST', '/v1/me/keys', write({ name: 'Sample', orgId: suite.org.orgId, access: 'read' })),
     'GET /v1/me/keys': () => suite.server.request('GET', '/v1/me/keys', admin()),
     'DELETE /v1/me/keys/{id}': async () => {
-      const created = await suite.server.request('POST', '/v1/me/keys', write({ name: 'Doomed', orgId: suite.org.orgId, access: 'read' }));
+      const created = await suite.server.request(
+        'POST',
+        '/v1/me/keys',
+        write({ name: 'Doomed', orgId: suite.org.orgId, access: 'read' }),
+      );
       return suite.server.request('DELETE', `/v1/me/keys/${created.body.key.id}`, write());
     },
-    'POST /v1/orgs/{orgId}/keys': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/keys`, write({ name: 'Team', access: 'read' })),
+    'POST /v1/orgs/{orgId}/keys': () =>
+      suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/keys`, write({ name: 'Team', access: 'read' })),
     'GET /v1/orgs/{orgId}/keys': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/keys`, admin()),
     'DELETE /v1/orgs/{orgId}/keys/{id}': async () => {
-      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/keys`, write({ name: 'Doomed team key', access: 'read' }));
+      const created = await suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/keys`,
+        write({ name: 'Doomed team key', access: 'read' }),
+      );
       return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/keys/${created.body.key.id}`, write());
     },
-    'POST /v1/orgs/{orgId}/invitations': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `sample-${idempotencyKey()}@example.com`, role: 'member' })),
-    'GET /v1/orgs/{orgId}/invitations': () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/invitations`, admin()),
+    'POST /v1/orgs/{orgId}/invitations': () =>
+      suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/invitations`,
+        write({ email: `sample-${idempotencyKey()}@example.com`, role: 'member' }),
+      ),
+    'GET /v1/orgs/{orgId}/invitations': () =>
+      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/invitations`, admin()),
     'DELETE /v1/orgs/{orgId}/invitations/{id}': async () => {
-      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `cancel-${idempotencyKey()}@example.com`, role: 'viewer' }));
-      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/invitations/${created.body.invitation.id}`, write());
+      const created = await suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/invitations`,
+        write({ email: `cancel-${idempotencyKey()}@example.com`, role: 'viewer' }),
+      );
+      return suite.server.request(
+        'DELETE',
+        `/v1/orgs/${suite.org.orgId}/invitations/${created.body.invitation.id}`,
+        write(),
+      );
     },
     'POST /v1/invitations/accept': async () => {
-      const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, write({ email: `accept-${idempotencyKey()}@example.com`, role: 'viewer' }));
-      return suite.server.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { token: created.body.token, name: 'Sample', password: 'sample password 1' } });
+      const created = await suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/invitations`,
+        write({ email: `accept-${idempotencyKey()}@example.com`, role: 'viewer' }),
+      );
+      return suite.server.request('POST', '/v1/invitations/accept', {
+        idempotencyKey: idempotencyKey(),
+        body: { token: created.body.token, name: 'Sample', password: 'sample password 1' },
+      });
     },
     'GET /v1/me/sessions': () => suite.server.request('GET', '/v1/me/sessions', admin()),
     'DELETE /v1/me/sessions/{id}': async () => {
       const email = await withPassword(suite.server, suite.org.adminUserId);
       const session = await signIn(suite.server, email);
-      return suite.server.request('DELETE', `/v1/me/sessions/${session.id}`, { headers: browser(session), idempotencyKey: idempotencyKey() });
+      return suite.server.request('DELETE', `/v1/me/sessions/${session.id}`, {
+        headers: browser(session),
+        idempotencyKey: idempotencyKey(),
+      });
     },
     'GET /v1/me/oauth-grants': () => suite.server.request('GET', '/v1/me/oauth-grants', admin()),
     'DELETE /v1/me/oauth-grants/{id}': async () => {
       const session = await viewerSession();
       await oauthTokens(suite.server, session, 'org:read');
       const grants = await suite.server.request('GET', '/v1/me/oauth-grants', { headers: browser(session) });
-      return suite.server.request('DELETE', `/v1/me/oauth-grants/${grants.body.data[0].id}`, { headers: browser(session), idempotencyKey: idempotencyKey() });
+      return suite.server.request('DELETE', `/v1/me/oauth-grants/${grants.body.data[0].id}`, {
+        headers: browser(session),
+        idempotencyKey: idempotencyKey(),
+      });
     },
     'POST /v1/me/two-factor': async () => {
       const session = await viewerSession();
-      return suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() });
+      return suite.server.request('POST', '/v1/me/two-factor', {
+        headers: browser(session),
+        idempotencyKey: idempotencyKey(),
+      });
     },
     'POST /v1/me/two-factor/confirm': async () => {
       const session = await viewerSession();
-      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() });
-      return suite.server.request('POST', '/v1/me/two-factor/confirm', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
+      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', {
+        headers: browser(session),
+        idempotencyKey: idempotencyKey(),
+      });
+      return suite.server.request('POST', '/v1/me/two-factor/confirm', {
+        headers: browser(session),
+        idempotencyKey: idempotencyKey(),
+        body: { code: currentTotp(enrolled.body.secret) },
+      });
     },
     'POST /v1/me/two-factor/disable': async () => {
       const session = await viewerSession();
-      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() });
-      await suite.server.request('POST', '/v1/me/two-factor/confirm', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret, -1) } });
-      return suite.server.request('POST', '/v1/me/two-factor/disable', { headers: browser(session), idempotencyKey: idempotencyKey(), body: { code: currentTotp(enrolled.body.secret) } });
+      const enrolled = await suite.server.request('POST', '/v1/me/two-factor', {
+        headers: browser(session),
+        idempotencyKey: idempotencyKey(),
+      });
+      await suite.server.request('POST', '/v1/me/two-factor/confirm', {
+        headers: browser(session),
+        idempotencyKey: idempotencyKey(),
+        body: { code: currentTotp(enrolled.body.secret, -1) },
+      });
+      return suite.server.request('POST', '/v1/me/two-factor/disable', {
+        headers: browser(session),
+        idempotencyKey: idempotencyKey(),
+        body: { code: currentTotp(enrolled.body.secret) },
+      });
     },
     // The suite has no delivery hook: an already verified account answers without sending anything.
     'POST /v1/me/email-verification': async () => {
       const { userId, apiKey } = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
       await suite.server.prisma.user.update({ where: { id: userId }, data: { verified: true } });
-      return suite.server.request('POST', '/v1/me/email-verification', { token: apiKey, idempotencyKey: idempotencyKey() });
+      return suite.server.request('POST', '/v1/me/email-verification', {
+        token: apiKey,
+        idempotencyKey: idempotencyKey(),
+      });
     },
-    'POST /v1/orgs/{orgId}/webhooks': () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, write({ url: 'https://hooks.example.com/a', events: ['*'] })),
+    'POST /v1/orgs/{orgId}/webhooks': () =>
+      suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/webhooks`,
+        write({ url: 'https://hooks.example.com/a', events: ['*'] }),
+      ),
     'GET /v1/orgs/{orgId}/webhooks': async () => {
       await sampleWebhook();
       return suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/webhooks`, admin());
     },
-    'GET /v1/orgs/{orgId}/webhooks/{id}': async () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}`, admin()),
+    'GET /v1/orgs/{orgId}/webhooks/{id}': async () =>
+      suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}`, admin()),
     'PATCH /v1/orgs/{orgId}/webhooks/{id}': async () => {
       const webhook = await sampleWebhook();
-      return suite.server.request('PATCH', `/v1/orgs/${suite.org.orgId}/webhooks/${webhook.id}`, write({ expectedVersion: webhook.version, state: 'disabled' }));
+      return suite.server.request(
+        'PATCH',
+        `/v1/orgs/${suite.org.orgId}/webhooks/${webhook.id}`,
+        write({ expectedVersion: webhook.version, state: 'disabled' }),
+      );
     },
     'DELETE /v1/orgs/{orgId}/webhooks/{id}': async () => {
       const webhook = await sampleWebhook();
-      return suite.server.request('DELETE', `/v1/orgs/${suite.org.orgId}/webhooks/${webhook.id}`, write({ expectedVersion: webhook.version }));
+      return suite.server.request(
+        'DELETE',
+        `/v1/orgs/${suite.org.orgId}/webhooks/${webhook.id}`,
+        write({ expectedVersion: webhook.version }),
+      );
     },
-    'POST /v1/orgs/{orgId}/webhooks/{id}/rotate-secret': async () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/rotate-secret`, write()),
-    'POST /v1/orgs/{orgId}/webhooks/{id}/test': async () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/test`, write()),
-    'GET /v1/orgs/{orgId}/webhooks/{id}/deliveries': async () => suite.server.request('GET', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/deliveries`, admin()),
-    'POST /v1/orgs/{orgId}/webhooks/{id}/replay': async () => suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/replay`, write({})),
+    'POST /v1/orgs/{orgId}/webhooks/{id}/rotate-secret': async () =>
+      suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/rotate-secret`,
+        write(),
+      ),
+    'POST /v1/orgs/{orgId}/webhooks/{id}/test': async () =>
+      suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/test`, write()),
+    'GET /v1/orgs/{orgId}/webhooks/{id}/deliveries': async () =>
+      suite.server.request(
+        'GET',
+        `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/deliveries`,
+        admin(),
+      ),
+    'POST /v1/orgs/{orgId}/webhooks/{id}/replay': async () =>
+      suite.server.request(
+        'POST',
+        `/v1/orgs/${suite.org.orgId}/webhooks/${(await sampleWebhook()).id}/replay`,
+        write({}),
+      ),
   };
 
   it('has a sample for every route', () => {

@@ -35,7 +35,11 @@ const scrape = (target: TestServer, authorization?: string) =>
 
 /** The value of one sample line `name{labels} value`, or undefined. */
 function sample(text: string, name: string, labels: string): number | undefined {
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}{`) && labels.split(',').every((label) => candidate.includes(label)));
+  const line = text
+    .split('\n')
+    .find(
+      (candidate) => candidate.startsWith(`${name}{`) && labels.split(',').every((label) => candidate.includes(label)),
+    );
   return line === undefined ? undefined : Number(line.split(' ').at(-1));
 }
 
@@ -66,13 +70,18 @@ describe('/metrics', () => {
     expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await answer.text();
     expect(text).toContain('# TYPE http_requests_total counter');
-    expect(sample(text, 'http_requests_total', 'method="GET",route="/v1/orgs/:orgId",status="200"')).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(text, 'http_requests_total', 'method="GET",route="/v1/orgs/:orgId",status="200"'),
+    ).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'http_requests_total', 'route="/v1/orgs/:orgId",status="404"')).toBeGreaterThanOrEqual(1);
     // No raw ids in labels: one series per template, whatever the URLs.
     expect(text).not.toContain(org.orgId);
     expect(text).toContain('# TYPE http_request_duration_seconds histogram');
-    expect(sample(text, 'http_request_duration_seconds_count', 'route="/v1/orgs/:orgId",status="200"')).toBeGreaterThanOrEqual(1);
-    for (const state of ['in_use', 'idle', 'waiting']) expect(sample(text, 'db_pool_connections', `state="${state}"`), state).toBeGreaterThanOrEqual(0);
+    expect(
+      sample(text, 'http_request_duration_seconds_count', 'route="/v1/orgs/:orgId",status="200"'),
+    ).toBeGreaterThanOrEqual(1);
+    for (const state of ['in_use', 'idle', 'waiting'])
+      expect(sample(text, 'db_pool_connections', `state="${state}"`), state).toBeGreaterThanOrEqual(0);
     expect(text).toContain('# TYPE jobs gauge');
     expect(text).toContain('process_resident_memory_bytes');
     expect(text).toContain('nodejs_eventloop_lag_seconds');
@@ -85,7 +94,9 @@ describe('/metrics', () => {
     await server.prisma.$executeRawUnsafe(
       `INSERT INTO jobs (id, org_id, kind, state, payload, actor_id, actor_kind, actor_name, finished_at)
        SELECT '01ARZ3NDEKTSV4RRFFQ69G5FB' || c, org_id, 'metricsProbe', s::"JobState", '{}', actor_id, actor_kind, actor_name, now()
-         FROM jobs, (VALUES ('0', 'failed'), ('1', 'failed')) AS v(c, s) WHERE id = $1`, job!.id);
+         FROM jobs, (VALUES ('0', 'failed'), ('1', 'failed')) AS v(c, s) WHERE id = $1`,
+      job!.id,
+    );
     const text = await (await scrape(server, `Bearer ${METRICS_TOKEN}`)).text();
     expect(sample(text, 'jobs', 'kind="metricsProbe",state="failed"')).toBe(2);
   });
@@ -95,7 +106,9 @@ describe('access log', () => {
   it('names the credential and the org of each request', async () => {
     const answer = await server.request('GET', `/v1/orgs/${org.orgId}`, { token: org.adminKey });
     const requestId = answer.headers.get('x-request-id');
-    await expect.poll(() => lines.some((line) => line.includes(requestId!) && line.includes('"msg":"request"'))).toBe(true);
+    await expect
+      .poll(() => lines.some((line) => line.includes(requestId!) && line.includes('"msg":"request"')))
+      .toBe(true);
     const entry = JSON.parse(lines.find((line) => line.includes(requestId!) && line.includes('"msg":"request"'))!);
     const key = await server.prisma.apiKey.findFirstOrThrow({ where: { orgId: org.orgId, userId: org.adminUserId } });
     expect(entry).toMatchObject({ requestId, status: 200, credential: `api-key:${key.id}`, orgId: org.orgId });
@@ -125,7 +138,9 @@ describe('HTTP plumbing', () => {
   it('leaves an artifact download alone: its Content-Digest is the stored bytes’ digest', async () => {
     const table = await createTable(server, org, [{ name: 'Name', type: 'text' }]);
     const job = await exported(server, org.adminKey, table, { format: 'csv' });
-    const answer = await fetch(`${server.url}${job.artifacts[0].url}`, { headers: { authorization: `Bearer ${org.adminKey}`, 'accept-encoding': 'gzip, br' } });
+    const answer = await fetch(`${server.url}${job.artifacts[0].url}`, {
+      headers: { authorization: `Bearer ${org.adminKey}`, 'accept-encoding': 'gzip, br' },
+    });
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-encoding')).toBeNull();
     expect(answer.headers.get('content-digest')).toMatch(/^sha-256=/);
@@ -137,8 +152,12 @@ describe('HTTP plumbing', () => {
     const raw = await new Promise<{ encoding: string | undefined; body: Buffer }>((resolve, reject) => {
       request(url, { headers: { 'accept-encoding': 'br' } }, (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk)).on('end', () => resolve({ encoding: res.headers['content-encoding'], body: Buffer.concat(chunks) }));
-      }).on('error', reject).end();
+        res
+          .on('data', (chunk: Buffer) => chunks.push(chunk))
+          .on('end', () => resolve({ encoding: res.headers['content-encoding'], body: Buffer.concat(chunks) }));
+      })
+        .on('error', reject)
+        .end();
     });
     expect(raw.encoding).toBe('br');
     expect(JSON.parse(brotliDecompressSync(raw.body).toString('utf8')).openapi).toBe('3.1.0');

@@ -6,7 +6,13 @@ import { useServerWithOrg } from './helpers/suite.ts';
 
 const suite = useServerWithOrg();
 
-const DEFAULTS = { timezone: 'UTC', locale: 'en-US', dateFormat: 'year-month-day', timeFormat: '24-hour', theme: 'system' };
+const DEFAULTS = {
+  timezone: 'UTC',
+  locale: 'en-US',
+  dateFormat: 'year-month-day',
+  timeFormat: '24-hour',
+  theme: 'system',
+};
 
 async function freshUserKey(): Promise<string> {
   return (await addMember(suite.server.prisma, suite.org.orgId, 'viewer')).apiKey;
@@ -22,7 +28,9 @@ describe('GET /v1/me/preferences (endpoint 15)', () => {
   });
 
   it('is refused to a team key, which has no personal identity', async () => {
-    const response = await suite.server.request('GET', '/v1/me/preferences', { token: await createTeamKey(suite.server.prisma, suite.org) });
+    const response = await suite.server.request('GET', '/v1/me/preferences', {
+      token: await createTeamKey(suite.server.prisma, suite.org),
+    });
     expectError(response, 403, 'PERSONAL_IDENTITY_REQUIRED');
   });
 
@@ -37,22 +45,36 @@ describe('PATCH /v1/me/preferences', () => {
   it('changes only the members it names and keeps them on later reads', async () => {
     const token = await freshUserKey();
     const patched = await suite.server.request('PATCH', '/v1/me/preferences', {
-      token, idempotencyKey: idempotencyKey(), body: { timezone: 'Europe/Berlin', theme: 'dark' },
+      token,
+      idempotencyKey: idempotencyKey(),
+      body: { timezone: 'Europe/Berlin', theme: 'dark' },
     });
     expect(patched.status).toBe(200);
     expect(patched.body).toEqual({ ...DEFAULTS, timezone: 'Europe/Berlin', theme: 'dark' });
 
     const second = await suite.server.request('PATCH', '/v1/me/preferences', {
-      token, idempotencyKey: idempotencyKey(), body: { locale: 'de-DE', dateFormat: 'day-month-year', timeFormat: '12-hour-seconds' },
+      token,
+      idempotencyKey: idempotencyKey(),
+      body: { locale: 'de-DE', dateFormat: 'day-month-year', timeFormat: '12-hour-seconds' },
     });
-    expect(second.body).toEqual({ timezone: 'Europe/Berlin', locale: 'de-DE', dateFormat: 'day-month-year', timeFormat: '12-hour-seconds', theme: 'dark' });
+    expect(second.body).toEqual({
+      timezone: 'Europe/Berlin',
+      locale: 'de-DE',
+      dateFormat: 'day-month-year',
+      timeFormat: '12-hour-seconds',
+      theme: 'dark',
+    });
     const read = await suite.server.request('GET', '/v1/me/preferences', { token });
     expect(read.body).toEqual(second.body);
   });
 
   it('keeps each user’s preferences apart', async () => {
     const [a, b] = [await freshUserKey(), await freshUserKey()];
-    await suite.server.request('PATCH', '/v1/me/preferences', { token: a, idempotencyKey: idempotencyKey(), body: { theme: 'light' } });
+    await suite.server.request('PATCH', '/v1/me/preferences', {
+      token: a,
+      idempotencyKey: idempotencyKey(),
+      body: { theme: 'light' },
+    });
     expect((await suite.server.request('GET', '/v1/me/preferences', { token: b })).body.theme).toBe('system');
   });
 
@@ -70,7 +92,11 @@ describe('PATCH /v1/me/preferences', () => {
     ['wrong type', { timezone: 42 }, ['body', 'timezone']],
   ])('rejects %s with 422 naming the field, and changes nothing', async (_name, body, path) => {
     const token = await freshUserKey();
-    const response = await suite.server.request('PATCH', '/v1/me/preferences', { token, idempotencyKey: idempotencyKey(), body });
+    const response = await suite.server.request('PATCH', '/v1/me/preferences', {
+      token,
+      idempotencyKey: idempotencyKey(),
+      body,
+    });
     expectError(response, 422, 'VALIDATION_FAILED');
     expectProblemPaths(response, [path]);
     expect((await suite.server.request('GET', '/v1/me/preferences', { token })).body).toEqual(DEFAULTS);
@@ -78,7 +104,9 @@ describe('PATCH /v1/me/preferences', () => {
 
   it('rejects members the spec does not define', async () => {
     const response = await suite.server.request('PATCH', '/v1/me/preferences', {
-      token: suite.org.adminKey, idempotencyKey: idempotencyKey(), body: { theme: 'dark', fontSize: 12 },
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { theme: 'dark', fontSize: 12 },
     });
     expectError(response, 422, 'VALIDATION_FAILED');
   });
@@ -87,11 +115,19 @@ describe('PATCH /v1/me/preferences', () => {
     const token = await freshUserKey();
     const options = (await suite.server.request('GET', '/v1/preferences/options', { token })).body;
     for (const timezone of [options.timezones[0], options.timezones.at(-1), 'UTC']) {
-      const response = await suite.server.request('PATCH', '/v1/me/preferences', { token, idempotencyKey: idempotencyKey(), body: { timezone } });
+      const response = await suite.server.request('PATCH', '/v1/me/preferences', {
+        token,
+        idempotencyKey: idempotencyKey(),
+        body: { timezone },
+      });
       expect(response.status, timezone).toBe(200);
     }
     for (const locale of options.locales) {
-      const response = await suite.server.request('PATCH', '/v1/me/preferences', { token, idempotencyKey: idempotencyKey(), body: { locale } });
+      const response = await suite.server.request('PATCH', '/v1/me/preferences', {
+        token,
+        idempotencyKey: idempotencyKey(),
+        body: { locale },
+      });
       expect(response.status, locale).toBe(200);
     }
   });
@@ -99,8 +135,15 @@ describe('PATCH /v1/me/preferences', () => {
   it('accepts current IANA names the runtime knows as aliases (Asia/Kolkata, Europe/Kyiv), as the backup preview does', async () => {
     const token = await freshUserKey();
     for (const timezone of ['Asia/Kolkata', 'Europe/Kyiv']) {
-      const response = await suite.server.request('PATCH', '/v1/me/preferences', { token, idempotencyKey: idempotencyKey(), body: { timezone } });
-      expect({ status: response.status, timezone: response.body.timezone }, response.text).toEqual({ status: 200, timezone });
+      const response = await suite.server.request('PATCH', '/v1/me/preferences', {
+        token,
+        idempotencyKey: idempotencyKey(),
+        body: { timezone },
+      });
+      expect({ status: response.status, timezone: response.body.timezone }, response.text).toEqual({
+        status: 200,
+        timezone,
+      });
     }
   });
 });
@@ -110,15 +153,25 @@ describe('GET /v1/preferences/options (endpoint 16)', () => {
     const response = await suite.server.request('GET', '/v1/preferences/options', { token: suite.org.adminKey });
     expect(response.status).toBe(200);
     expect(PreferenceOptionsResponse.safeParse(response.body).success).toBe(true);
-    expect(response.body.timezones).toEqual(expect.arrayContaining(['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Tokyo']));
+    expect(response.body.timezones).toEqual(
+      expect.arrayContaining(['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Tokyo']),
+    );
     expect(response.body.locales).toEqual(expect.arrayContaining(['en-US', 'de-DE']));
-    expect(response.body.dateFormats).toEqual(['day-short-month-year', 'short-month-day-year', 'year-month-day', 'day-month-year', 'month-day-year']);
+    expect(response.body.dateFormats).toEqual([
+      'day-short-month-year',
+      'short-month-day-year',
+      'year-month-day',
+      'day-month-year',
+      'month-day-year',
+    ]);
     expect(response.body.timeFormats).toEqual(['24-hour', '12-hour', '24-hour-seconds', '12-hour-seconds']);
     expect(response.body.themes).toEqual(['system', 'light', 'dark']);
   });
 
   it('is available to team keys too (it is not personal)', async () => {
-    const response = await suite.server.request('GET', '/v1/preferences/options', { token: await createTeamKey(suite.server.prisma, suite.org) });
+    const response = await suite.server.request('GET', '/v1/preferences/options', {
+      token: await createTeamKey(suite.server.prisma, suite.org),
+    });
     expect(response.status).toBe(200);
   });
 });
@@ -131,7 +184,11 @@ describe('GraphQL', () => {
     const ok = await suite.server.graphql(mutation, { key: idempotencyKey(), input: { theme: 'light' } }, { token });
     expect(ok.body).toEqual({ data: { updateMyPreferences: { timezone: 'UTC', theme: 'light' } } });
 
-    const bad = await suite.server.graphql(mutation, { key: idempotencyKey(), input: { timezone: 'Nowhere/Atlantis' } }, { token });
+    const bad = await suite.server.graphql(
+      mutation,
+      { key: idempotencyKey(), input: { timezone: 'Nowhere/Atlantis' } },
+      { token },
+    );
     expect(bad.body.errors[0].extensions.code).toBe('VALIDATION_FAILED');
     expect(bad.body.errors[0].extensions.details.problems[0].path).toContain('timezone');
 

@@ -45,7 +45,10 @@ const serverPid = (service: ApiProcess): number => logged(service, 'listening')[
 /** SIGTERM to the npm process alone; resolves once npm has exited (within the grace period). */
 async function terminateNpm(service: ApiProcess): Promise<void> {
   process.kill(service.pid, 'SIGTERM');
-  await vi.waitFor(() => expect(alive(service.pid), 'npm start outlived the grace period').toBe(false), { timeout: GRACE_MS, interval: 50 });
+  await vi.waitFor(() => expect(alive(service.pid), 'npm start outlived the grace period').toBe(false), {
+    timeout: GRACE_MS,
+    interval: 50,
+  });
 }
 
 /** Job runners listening for new jobs on the test database (one per process whose worker runs). */
@@ -57,7 +60,10 @@ async function jobListeners(): Promise<number> {
 
 async function queuedJob(service: ApiProcess): Promise<string> {
   const table = await createTable(service, org, [{ name: 'Name', type: 'text' }]);
-  const accepted = await requestPreview(service, org.adminKey, table, { content: 'Name\nAda\n', mapping: [{ source: 'Name', fieldId: 'Name' }] });
+  const accepted = await requestPreview(service, org.adminKey, table, {
+    content: 'Name\nAda\n',
+    mapping: [{ source: 'Name', fieldId: 'Name' }],
+  });
   expect(accepted.status, accepted.text).toBe(202);
   return accepted.body.jobId;
 }
@@ -86,7 +92,10 @@ describe('SIGTERM to the `npm start` process', () => {
       const graphql = await openEventStream(`${service.url}/graphql`, {
         method: 'POST',
         headers: { ...headers, accept: 'text/event-stream', 'content-type': 'application/json' },
-        body: JSON.stringify({ query: 'subscription ($o: ID!, $j: ID!) { jobUpdated(orgId: $o, jobId: $j) { state } }', variables: { o: org.orgId, j: jobId } }),
+        body: JSON.stringify({
+          query: 'subscription ($o: ID!, $j: ID!) { jobUpdated(orgId: $o, jobId: $j) { state } }',
+          variables: { o: org.orgId, j: jobId },
+        }),
       });
       expect((await rest.next())?.data).toMatchObject({ jobId, state: 'queued' });
       expect((await graphql.next())?.data).toEqual({ data: { jobUpdated: { state: 'queued' } } });
@@ -94,7 +103,13 @@ describe('SIGTERM to the `npm start` process', () => {
       const stopped = terminateNpm(service);
       expect(await rest.next()).toEqual({
         event: 'error',
-        data: { error: { code: 'SERVICE_RESTARTING', message: 'The service is restarting: reconnect to follow the job.', requestId: expect.any(String) } },
+        data: {
+          error: {
+            code: 'SERVICE_RESTARTING',
+            message: 'The service is restarting: reconnect to follow the job.',
+            requestId: expect.any(String),
+          },
+        },
       });
       expect(await rest.next()).toBeNull();
       const last = await graphql.next();
@@ -110,7 +125,12 @@ describe('SIGTERM to the `npm start` process', () => {
   }, 120_000);
 
   it('stops the worker claiming jobs at once, while an in-flight request still holds the server', async () => {
-    const env = { LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: String(GRACE_MS), BODY_READ_TIMEOUT_MS: String(GRACE_MS), JOB_POLL_MS: '50' };
+    const env = {
+      LOG_LEVEL: 'info',
+      SHUTDOWN_GRACE_MS: String(GRACE_MS),
+      BODY_READ_TIMEOUT_MS: String(GRACE_MS),
+      JOB_POLL_MS: '50',
+    };
     // A job queued by a process without a worker, not due yet: the worker cannot claim it before the signal.
     const service = await startApiProcess(database, prisma, env);
     const jobId = await queuedJob(service).finally(() => service.stop());
@@ -121,8 +141,10 @@ describe('SIGTERM to the `npm start` process', () => {
       await once(upload, 'connect');
       await expect.poll(() => jobListeners(), { timeout: 10_000, interval: 20 }).toBe(1);
       // A request the server has (it answers 100 Continue) whose body never comes: shutdown waits for it.
-      upload.write(`POST /v1/orgs/${org.orgId}/databases HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.adminKey}\r\n`
-        + `Idempotency-Key: ${idempotencyKey()}\r\nContent-Type: application/json\r\nContent-Length: 20\r\nExpect: 100-continue\r\n\r\n`);
+      upload.write(
+        `POST /v1/orgs/${org.orgId}/databases HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.adminKey}\r\n` +
+          `Idempotency-Key: ${idempotencyKey()}\r\nContent-Type: application/json\r\nContent-Length: 20\r\nExpect: 100-continue\r\n\r\n`,
+      );
       let answer = '';
       upload.on('data', (chunk) => (answer += String(chunk)));
       await vi.waitFor(() => expect(answer).toBe('HTTP/1.1 100 Continue\r\n\r\n'), { timeout: 10_000, interval: 20 });
@@ -136,7 +158,9 @@ describe('SIGTERM to the `npm start` process', () => {
       await prisma.$executeRaw`UPDATE jobs SET run_at = now() WHERE id = ${jobId}`;
       upload.destroy();
       await vi.waitFor(() => expect(alive(worker.pid)).toBe(false), { timeout: GRACE_MS, interval: 50 });
-      const [job] = await prisma.$queryRaw<{ state: string; attempts: number }[]>`SELECT state, attempts FROM jobs WHERE id = ${jobId}`;
+      const [job] = await prisma.$queryRaw<
+        { state: string; attempts: number }[]
+      >`SELECT state, attempts FROM jobs WHERE id = ${jobId}`;
       expect(job).toEqual({ state: 'queued', attempts: 0 });
     } finally {
       upload.destroy();

@@ -19,12 +19,20 @@ const ROWS_QUERY = `query Rows($orgId: ID!, $databaseId: ID!, $tableId: ID!, $wh
   rows(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, where: $where, viewId: $viewId, limit: 1) { data { id } }
 }`;
 const searches = textSearches;
-const inLists = (lists: number) => ({ or: Array.from({ length: lists }, (_list, index) => ({
-  field: 'Name', op: 'in', value: Array.from({ length: 1000 }, (_value, item) => `v${index}-${item}`),
-})) });
+const inLists = (lists: number) => ({
+  or: Array.from({ length: lists }, (_list, index) => ({
+    field: 'Name',
+    op: 'in',
+    value: Array.from({ length: 1000 }, (_value, item) => `v${index}-${item}`),
+  })),
+});
 
 function graphqlRows(server: TestServer, org: TestOrg, table: TestTable, where: unknown) {
-  return server.graphql(ROWS_QUERY, { orgId: table.orgId, databaseId: table.databaseId, tableId: table.tableId, where }, { token: org.adminKey });
+  return server.graphql(
+    ROWS_QUERY,
+    { orgId: table.orgId, databaseId: table.databaseId, tableId: table.tableId, where },
+    { token: org.adminKey },
+  );
 }
 
 describe('filter cost budget', () => {
@@ -35,15 +43,27 @@ describe('filter cost budget', () => {
 
   it('counts iContains as 20: 25 conditions are within the budget, 26 are not (GET rows)', async () => {
     expect(FILTER_COST_BUDGET).toBe(500);
-    const within = await suite.server.request('GET', `${table.path}/rows?limit=1&where=${encodeURIComponent(JSON.stringify(searches(25)))}`, { token: suite.org.adminKey });
+    const within = await suite.server.request(
+      'GET',
+      `${table.path}/rows?limit=1&where=${encodeURIComponent(JSON.stringify(searches(25)))}`,
+      { token: suite.org.adminKey },
+    );
     expect(within.status, within.text).toBe(200);
-    const over = await suite.server.request('GET', `${table.path}/rows?limit=1&where=${encodeURIComponent(JSON.stringify(searches(26)))}`, { token: suite.org.adminKey });
+    const over = await suite.server.request(
+      'GET',
+      `${table.path}/rows?limit=1&where=${encodeURIComponent(JSON.stringify(searches(26)))}`,
+      { token: suite.org.adminKey },
+    );
     expectProblems(over, [['where']]);
     expect(over.body.error.details.problems[0].message).toMatch(/^costs 520, over the budget of 500 per filter/);
   });
 
-  it('refuses the issue\'s 120-condition search with 422 before any SQL runs (GET rows)', async () => {
-    const response = await suite.server.request('GET', `${table.path}/rows?limit=1&where=${encodeURIComponent(JSON.stringify({ and: [searches(60), searches(60)] }))}`, { token: suite.org.adminKey });
+  it("refuses the issue's 120-condition search with 422 before any SQL runs (GET rows)", async () => {
+    const response = await suite.server.request(
+      'GET',
+      `${table.path}/rows?limit=1&where=${encodeURIComponent(JSON.stringify({ and: [searches(60), searches(60)] }))}`,
+      { token: suite.org.adminKey },
+    );
     expectProblems(response, [['where']]);
   });
 
@@ -52,7 +72,10 @@ describe('filter cost budget', () => {
     expect(response.status).toBe(200);
     expect(response.body.data).toBeNull();
     expect(response.body.errors).toHaveLength(1);
-    expect(response.body.errors[0].extensions).toMatchObject({ code: 'VALIDATION_FAILED', details: { problems: [{ path: ['where'] }] } });
+    expect(response.body.errors[0].extensions).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: { problems: [{ path: ['where'] }] },
+    });
   });
 
   it('refuses a view over the budget at save time, and accepts one at the budget', async () => {
@@ -61,11 +84,15 @@ describe('filter cost budget', () => {
     expectProblems(response, [['definition', 'query', 'where']]);
   });
 
-  it('budgets a view\'s filter and the request\'s together when reading through the view', async () => {
+  it("budgets a view's filter and the request's together when reading through the view", async () => {
     const view = savedView(await postView(table, { definition: definitionOf({ where: searches(20) }) }));
     const path = `${table.path}/rows?limit=1&viewId=${view.id}`;
     expect((await suite.server.request('GET', path, { token: suite.org.adminKey })).status).toBe(200);
-    const response = await suite.server.request('GET', `${path}&where=${encodeURIComponent(JSON.stringify(searches(6)))}`, { token: suite.org.adminKey });
+    const response = await suite.server.request(
+      'GET',
+      `${path}&where=${encodeURIComponent(JSON.stringify(searches(6)))}`,
+      { token: suite.org.adminKey },
+    );
     expectProblems(response, [['where']]);
   });
 });
@@ -79,8 +106,13 @@ describe('bound values', () => {
   it('refuses 70 in-lists of 1,000 values (70,000 parameters, once a 500) on /graphql with 422', async () => {
     expect(MAX_FILTER_VALUES).toBe(10_000);
     const response = await graphqlRows(suite.server, suite.org, table, inLists(70));
-    expect(response.body.errors[0].extensions).toMatchObject({ code: 'VALIDATION_FAILED', details: { problems: [{ path: ['where'] }] } });
-    expect(response.body.errors[0].extensions.details.problems[0].message).toMatch(/^binds 70000 values, over the limit of 10000/);
+    expect(response.body.errors[0].extensions).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: { problems: [{ path: ['where'] }] },
+    });
+    expect(response.body.errors[0].extensions.details.problems[0].message).toMatch(
+      /^binds 70000 values, over the limit of 10000/,
+    );
   });
 
   it('accepts 10 in-lists of 1,000 values and refuses 11', async () => {
@@ -131,7 +163,9 @@ describe('statement budget', () => {
 
   it('gives jobs their own budget: a rule whose statements take seconds is built under the 300 ms request budget', async () => {
     // 50 distinct LIKE conditions on 200,000 rows: the duplicate check and the index build each scan them all.
-    const where = { or: Array.from({ length: 50 }, (_item, index) => ({ field: 'Name', op: 'contains', value: `zqNx${index}` })) };
+    const where = {
+      or: Array.from({ length: 50 }, (_item, index) => ({ field: 'Name', op: 'contains', value: `zqNx${index}` })),
+    };
     const { job } = await addUniqueRule(server, org.adminKey, table, { fieldIds: [table.fields.Name], where });
     expect({ state: job.state, error: job.error }).toEqual({ state: 'succeeded', error: null });
   }, 60_000);

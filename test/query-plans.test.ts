@@ -3,7 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectFeedPage } from '../src/catalog/activity-feed.ts';
 import { resolvedOptions, type FieldDefinition } from '../src/data/field-types.ts';
 import { createSortIndex } from '../src/data/sort-indexes.ts';
-import { deleteRow, rowGuardState, selectHistoryPage, selectRow, selectRowPage, updateRow, type RowEvent } from '../src/data/rows.ts';
+import {
+  deleteRow,
+  rowGuardState,
+  selectHistoryPage,
+  selectRow,
+  selectRowPage,
+  updateRow,
+  type RowEvent,
+} from '../src/data/rows.ts';
 import type { Statement } from '../src/data/statement.ts';
 import { grantAuthenticatedAt, selectGrantPage } from '../src/identity/oauth/grants.ts';
 import { newId } from '../src/kernel/ids.ts';
@@ -26,7 +34,16 @@ beforeAll(async () => {
   await client.connect();
   await client.query('SET enable_seqscan = off');
   table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
-  fields = [{ id: table.fields.Name!, name: 'Name', type: 'text', required: false, options: resolvedOptions('text', {}), position: 0 }];
+  fields = [
+    {
+      id: table.fields.Name!,
+      name: 'Name',
+      type: 'text',
+      required: false,
+      options: resolvedOptions('text', {}),
+      position: 0,
+    },
+  ];
   rowId = (await createRow(suite.server, suite.org.adminKey, table, { Name: 'a' })).body.row.id;
 });
 afterAll(() => client.end());
@@ -38,7 +55,11 @@ async function plan(statement: Statement): Promise<string> {
 
 const physical = () => ({ databaseId: table.databaseId, tableId: table.tableId, fields });
 const event = (): RowEvent => ({
-  orgId: suite.org.orgId, mutationId: newId(), activityId: newId(), summary: 's', at: new Date().toISOString(),
+  orgId: suite.org.orgId,
+  mutationId: newId(),
+  activityId: newId(),
+  summary: 's',
+  at: new Date().toISOString(),
   actor: { id: suite.org.adminUserId, kind: 'user', name: 'Ada', key: null },
 });
 
@@ -46,18 +67,58 @@ describe('id lookups use their indexes', () => {
   it.each([
     ['a row by id', () => selectRow(physical(), rowId)],
     ['the guard row of a table', () => rowGuardState(table.tableId)],
-    ['a row update', () => updateRow(physical(), { rowId, expectedVersion: 1n, values: new Map([[fields[0]!.id, 'b']]), schemaVersion: 1, event: event() })],
+    [
+      'a row update',
+      () =>
+        updateRow(physical(), {
+          rowId,
+          expectedVersion: 1n,
+          values: new Map([[fields[0]!.id, 'b']]),
+          schemaVersion: 1,
+          event: event(),
+        }),
+    ],
     ['a row delete', () => deleteRow(physical(), { rowId, expectedVersion: 1n, schemaVersion: 1, event: event() })],
-    ['a row page after a position', () => selectRowPage(physical(), { filter: null, keys: [], after: { values: [], rowId }, limit: 10 })],
-    ['a guarded row page through a view', () => selectRowPage(physical(), {
-      guard: { orgId: suite.org.orgId, databaseId: table.databaseId, tableId: table.tableId, schemaVersion: 1, view: { id: newId(), version: '1', userId: suite.org.adminUserId } },
-      filter: null, keys: [], after: { values: [], rowId }, limit: 10,
-    })],
+    [
+      'a row page after a position',
+      () => selectRowPage(physical(), { filter: null, keys: [], after: { values: [], rowId }, limit: 10 }),
+    ],
+    [
+      'a guarded row page through a view',
+      () =>
+        selectRowPage(physical(), {
+          guard: {
+            orgId: suite.org.orgId,
+            databaseId: table.databaseId,
+            tableId: table.tableId,
+            schemaVersion: 1,
+            view: { id: newId(), version: '1', userId: suite.org.adminUserId },
+          },
+          filter: null,
+          keys: [],
+          after: { values: [], rowId },
+          limit: 10,
+        }),
+    ],
     ['a row’s history', () => selectHistoryPage(physical(), rowId, { version: '2', fieldId: fields[0]!.id }, 10)],
-    ['the activity of a table, with its scope', () => selectFeedPage({ orgId: suite.org.orgId, tableId: table.tableId }, new Date().toISOString(), null, 10)],
-    ['the activity of an org', () => selectFeedPage({ orgId: suite.org.orgId }, new Date().toISOString(), { occurredAt: new Date().toISOString(), id: newId() }, 10)],
+    [
+      'the activity of a table, with its scope',
+      () => selectFeedPage({ orgId: suite.org.orgId, tableId: table.tableId }, new Date().toISOString(), null, 10),
+    ],
+    [
+      'the activity of an org',
+      () =>
+        selectFeedPage(
+          { orgId: suite.org.orgId },
+          new Date().toISOString(),
+          { occurredAt: new Date().toISOString(), id: newId() },
+          10,
+        ),
+    ],
   ])('%s', async (_name, statement) => {
-    expect(await plan(statement())).not.toMatch(/Seq Scan on (t_|h_|data_tables|databases|saved_views|activity_events)/);
+    expect(await plan(statement())).not.toMatch(
+      /Seq Scan on (t_|h_|data_tables|databases|saved_views|activity_events)/,
+    );
   });
 });
 
@@ -79,22 +140,72 @@ describe('sorted pages use their sort index (issue 14)', () => {
 
   beforeAll(async () => {
     const indexId = newId();
-    const statement = createSortIndex(table.databaseId, table.tableId, indexId, [{ fieldId: fields[0]!.id, direction: 'asc' }]);
+    const statement = createSortIndex(table.databaseId, table.tableId, indexId, [
+      { fieldId: fields[0]!.id, direction: 'asc' },
+    ]);
     await client.query(statement.sql);
-    await client.query(createSortIndex(table.databaseId, table.tableId, newId(), [{ fieldId: fields[0]!.id, direction: 'desc' }]).sql);
+    await client.query(
+      createSortIndex(table.databaseId, table.tableId, newId(), [{ fieldId: fields[0]!.id, direction: 'desc' }]).sql,
+    );
   });
 
   it('the first page reads the index in order (no sort of the table)', async () => {
-    const text = await plan(selectRowPage(physical(), { filter: null, keys: keys(), after: null, limit: 10, indexed: true }));
+    const text = await plan(
+      selectRowPage(physical(), { filter: null, keys: keys(), after: null, limit: 10, indexed: true }),
+    );
     expect(text).toMatch(/Index Scan using "?i_/);
     expect(text).not.toMatch(/Sort Key/);
   });
 
   it.each([
-    ['ascending, after a value', () => selectRowPage(physical(), { filter: null, keys: keys(), after: { values: ['a'], rowId }, limit: 10, indexed: true }), 3],
-    ['ascending, inside the NULLs', () => selectRowPage(physical(), { filter: null, keys: keys(), after: { values: [null], rowId }, limit: 10, indexed: true }), 1],
-    ['descending, after a value', () => selectRowPage(physical(), { filter: null, keys: descending(), after: { values: ['a'], rowId }, limit: 10, indexed: true }), 2],
-    ['descending, inside the NULLs', () => selectRowPage(physical(), { filter: null, keys: descending(), after: { values: [null], rowId }, limit: 10, indexed: true }), 2],
+    [
+      'ascending, after a value',
+      () =>
+        selectRowPage(physical(), {
+          filter: null,
+          keys: keys(),
+          after: { values: ['a'], rowId },
+          limit: 10,
+          indexed: true,
+        }),
+      3,
+    ],
+    [
+      'ascending, inside the NULLs',
+      () =>
+        selectRowPage(physical(), {
+          filter: null,
+          keys: keys(),
+          after: { values: [null], rowId },
+          limit: 10,
+          indexed: true,
+        }),
+      1,
+    ],
+    [
+      'descending, after a value',
+      () =>
+        selectRowPage(physical(), {
+          filter: null,
+          keys: descending(),
+          after: { values: ['a'], rowId },
+          limit: 10,
+          indexed: true,
+        }),
+      2,
+    ],
+    [
+      'descending, inside the NULLs',
+      () =>
+        selectRowPage(physical(), {
+          filter: null,
+          keys: descending(),
+          after: { values: [null], rowId },
+          limit: 10,
+          indexed: true,
+        }),
+      2,
+    ],
   ])('a later page starts each range scan at the cursor: %s', async (_name, statement, ranges) => {
     const text = await plan(statement());
     expect(text).not.toMatch(/Seq Scan/);

@@ -39,7 +39,9 @@ describe('README quick start', () => {
     const script = quickStart();
     expect(script).toContain(README_ADDRESS);
     const expected = [...script.matchAll(/^# → (\d{3})\b/gm)].map((match) => Number(match[1]));
-    expect(expected.length, 'every curl is followed by its "# → <status>" comment').toBe(script.match(/\bcurl /g)!.length);
+    expect(expected.length, 'every curl is followed by its "# → <status>" comment').toBe(
+      script.match(/\bcurl /g)!.length,
+    );
     const statuses = join(scratch, 'statuses');
     const wrapped = [
       'set -euo pipefail',
@@ -50,9 +52,15 @@ describe('README quick start', () => {
       cwd: new URL('..', import.meta.url).pathname,
       env: { ...process.env, DATABASE_URL: server.database.url, LOG_LEVEL: 'silent' },
       maxBuffer: 1 << 20,
-    }).then(({ stdout }) => ({ ok: true, output: stdout }), (error: { stdout?: string; stderr?: string }) => ({ ok: false, output: `${error.stdout}\n${error.stderr}` }));
+    }).then(
+      ({ stdout }) => ({ ok: true, output: stdout }),
+      (error: { stdout?: string; stderr?: string }) => ({ ok: false, output: `${error.stdout}\n${error.stderr}` }),
+    );
     expect(run.ok, run.output).toBe(true);
-    const seen = readFileSync(statuses, 'utf8').split('\n').filter((line) => /^\d{3}$/.test(line)).map(Number);
+    const seen = readFileSync(statuses, 'utf8')
+      .split('\n')
+      .filter((line) => /^\d{3}$/.test(line))
+      .map(Number);
     expect(seen, run.output).toEqual(expected);
   }, 180_000);
 });

@@ -33,10 +33,21 @@ async function declaredRoutes(): Promise<DeclaredRoute[]> {
   for (const [template, operations] of Object.entries(response.body.paths as Record<string, Record<string, any>>)) {
     for (const [method, operation] of Object.entries(operations)) {
       // Every path parameter is an ID in this API; the caller's own org, or an ID nothing has.
-      const path = template.replace(/\{(\w+)\}/g, (_match, name: string) => (name === 'orgId' ? suite.org.orgId : newId()));
-      const idempotent = (operation.parameters ?? []).some((parameter: { name: string; in: string }) => parameter.in === 'header' && parameter.name === 'Idempotency-Key');
+      const path = template.replace(/\{(\w+)\}/g, (_match, name: string) =>
+        name === 'orgId' ? suite.org.orgId : newId(),
+      );
+      const idempotent = (operation.parameters ?? []).some(
+        (parameter: { name: string; in: string }) => parameter.in === 'header' && parameter.name === 'Idempotency-Key',
+      );
       const anonymous = (operation.security ?? []).some((requirement: object) => Object.keys(requirement).length === 0);
-      routes.push({ method: method.toUpperCase(), template, path, idempotent, hasBody: operation.requestBody !== undefined, anonymous });
+      routes.push({
+        method: method.toUpperCase(),
+        template,
+        path,
+        idempotent,
+        hasBody: operation.requestBody !== undefined,
+        anonymous,
+      });
     }
   }
   return routes;
@@ -44,7 +55,9 @@ async function declaredRoutes(): Promise<DeclaredRoute[]> {
 
 /** Routes that need a credential: all but the documented no-credential ones and the hand-written sign-in flows. */
 async function credentialRoutes(): Promise<DeclaredRoute[]> {
-  const routes = (await declaredRoutes()).filter((route) => !route.anonymous && !route.template.startsWith('/v1/auth/') && !route.template.startsWith('/oauth/'));
+  const routes = (await declaredRoutes()).filter(
+    (route) => !route.anonymous && !route.template.startsWith('/v1/auth/') && !route.template.startsWith('/oauth/'),
+  );
   expect(routes.length).toBeGreaterThan(30);
   return routes;
 }
@@ -65,9 +78,17 @@ const CREDENTIALS: [string, Record<string, string>][] = [
   ['a revoked key', revoked],
 ];
 
-function challengeFailure(route: DeclaredRoute, response: { status: number; body: any; headers: Headers }): string | null {
+function challengeFailure(
+  route: DeclaredRoute,
+  response: { status: number; body: any; headers: Headers },
+): string | null {
   const challenge = response.headers.get('www-authenticate') ?? '';
-  if (response.status === 401 && response.body?.error?.code === 'UNAUTHENTICATED' && challenge.startsWith('Bearer realm="workspace-data-service"')) return null;
+  if (
+    response.status === 401 &&
+    response.body?.error?.code === 'UNAUTHENTICATED' &&
+    challenge.startsWith('Bearer realm="workspace-data-service"')
+  )
+    return null;
   return `${route.method} ${route.template}: ${response.status} ${response.body?.error?.code}`;
 }
 
@@ -82,7 +103,8 @@ describe('every declared route', () => {
       // No Idempotency-Key, no required query parameter and a body no route accepts: the credential answers first.
       for (const route of await credentialRoutes()) {
         const response = await suite.server.request(route.method, route.path, {
-          headers, ...(route.hasBody ? { body: { notAMember: ['\u0000'] } } : {}),
+          headers,
+          ...(route.hasBody ? { body: { notAMember: ['\u0000'] } } : {}),
         });
         const failure = challengeFailure(route, response);
         if (failure) failures.push(failure);
@@ -98,9 +120,18 @@ describe('every declared route', () => {
       const badPath = route.template.replace(/\{(\w+)\}/g, 'not-an-id');
       for (const [what, options] of [
         ['malformed path ID', {}],
-        ...(route.hasBody ? [['text/plain body', { rawBody: 'hello', headers: { 'content-type': 'text/plain' } }], ['unparsable JSON', { rawBody: '{"a":' }]] : []),
+        ...(route.hasBody
+          ? [
+              ['text/plain body', { rawBody: 'hello', headers: { 'content-type': 'text/plain' } }],
+              ['unparsable JSON', { rawBody: '{"a":' }],
+            ]
+          : []),
       ] as [string, { rawBody?: string; headers?: Record<string, string> }][]) {
-        const response = await suite.server.request(route.method, what === 'malformed path ID' ? badPath : route.path, options);
+        const response = await suite.server.request(
+          route.method,
+          what === 'malformed path ID' ? badPath : route.path,
+          options,
+        );
         const failure = challengeFailure(route, response);
         if (failure) failures.push(`${failure} (${what})`);
       }
@@ -109,9 +140,14 @@ describe('every declared route', () => {
   });
 
   it('still lets the documented no-credential routes validate their input (accept an invitation without one)', async () => {
-    const anonymous = (await declaredRoutes()).filter((route) => route.anonymous && route.template.startsWith('/v1/') && !route.template.startsWith('/v1/auth/'));
+    const anonymous = (await declaredRoutes()).filter(
+      (route) => route.anonymous && route.template.startsWith('/v1/') && !route.template.startsWith('/v1/auth/'),
+    );
     expect(anonymous.map((route) => `${route.method} ${route.template}`)).toContain('POST /v1/invitations/accept');
-    const response = await suite.server.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { notAMember: true } });
+    const response = await suite.server.request('POST', '/v1/invitations/accept', {
+      idempotencyKey: idempotencyKey(),
+      body: { notAMember: true },
+    });
     expectError(response, 422, 'VALIDATION_FAILED');
   });
 });
@@ -127,7 +163,8 @@ async function catalogFingerprint(): Promise<Record<string, string>> {
   const fingerprint: Record<string, string> = {};
   for (const { name } of tables) {
     const [row] = await suite.server.prisma.$queryRawUnsafe<{ digest: string | null }[]>(
-      `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS digest FROM ${name} t`);
+      `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS digest FROM ${name} t`,
+    );
     fingerprint[name] = row?.digest ?? 'empty';
   }
   return fingerprint;
@@ -141,7 +178,9 @@ const BAD_KEYS: [string, string | undefined][] = [
 
 function expectKeyRefused(response: { status: number; body: any; text: string; headers: Headers }): void {
   expectError(response as never, 400, 'BAD_REQUEST');
-  expect(response.body.error.details.problems.map((problem: { path: string[] }) => problem.path)).toEqual([['Idempotency-Key']]);
+  expect(response.body.error.details.problems.map((problem: { path: string[] }) => problem.path)).toEqual([
+    ['Idempotency-Key'],
+  ]);
 }
 
 describe('the Idempotency-Key rules (spec 4.1, §8: 8..255 characters on every mutation)', () => {
@@ -150,7 +189,9 @@ describe('the Idempotency-Key rules (spec 4.1, §8: 8..255 characters on every m
     expect(routes.filter((route) => route.method === 'GET' && route.idempotent)).toEqual([]);
     // Spec 4.1: every mutating endpoint needs the key, except the backup schedule preview (endpoint 7) and reads
     // sent as POST for their size (POST …/rows/query, …/rows/aggregate, …/rows/lookup, …/rows/similar).
-    const unkeyed = routes.filter((route) => route.method !== 'GET' && !route.idempotent).map((route) => `${route.method} ${route.template}`);
+    const unkeyed = routes
+      .filter((route) => route.method !== 'GET' && !route.idempotent)
+      .map((route) => `${route.method} ${route.template}`);
     expect(unkeyed.sort()).toEqual([
       'POST /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule/preview',
       'POST /v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows/aggregate',
@@ -167,10 +208,12 @@ describe('the Idempotency-Key rules (spec 4.1, §8: 8..255 characters on every m
       const failures: string[] = [];
       for (const route of (await declaredRoutes()).filter((declared) => declared.idempotent)) {
         const response = await suite.server.request(route.method, route.path, {
-          token: suite.org.adminKey, ...(key === undefined ? {} : { idempotencyKey: key }),
+          token: suite.org.adminKey,
+          ...(key === undefined ? {} : { idempotencyKey: key }),
           ...(route.hasBody ? { body: { notAMember: true } } : {}),
         });
-        if (response.status !== 400 || response.body?.error?.code !== 'BAD_REQUEST') failures.push(`${route.method} ${route.template}: ${response.status} ${response.body?.error?.code}`);
+        if (response.status !== 400 || response.body?.error?.code !== 'BAD_REQUEST')
+          failures.push(`${route.method} ${route.template}: ${response.status} ${response.body?.error?.code}`);
         else expectKeyRefused(response);
       }
       expect(failures).toEqual([]);
@@ -188,14 +231,23 @@ describe('8- and 255-character Idempotency-Keys are accepted (spec endpoints 1, 
     it(`takes a ${length}-character key on each endpoint, after refusing 7 and 256 there with nothing changed`, async () => {
       const admin = { token: suite.org.adminKey };
       const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
-      const viewBody = { expectedSchemaVersion: table.schemaVersion, name: 'Keyed', visibility: 'personal', definition: definitionOf() };
+      const viewBody = {
+        expectedSchemaVersion: table.schemaVersion,
+        name: 'Keyed',
+        visibility: 'personal',
+        definition: definitionOf(),
+      };
       const view = savedView(await views.postView(table));
       const invitation = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/invitations`, {
-        ...admin, idempotencyKey: idempotencyKey(), body: { email: `keyed-${newId().toLowerCase()}@example.com`, role: 'member' },
+        ...admin,
+        idempotencyKey: idempotencyKey(),
+        body: { email: `keyed-${newId().toLowerCase()}@example.com`, role: 'member' },
       });
       expect(invitation.status, invitation.text).toBe(201);
       const teamKey = await createTeamKey(suite.server.prisma, suite.org);
-      const { id: teamKeyId } = await suite.server.prisma.apiKey.findUniqueOrThrow({ where: { prefix: teamKey.split('_')[1]! } });
+      const { id: teamKeyId } = await suite.server.prisma.apiKey.findUniqueOrThrow({
+        where: { prefix: teamKey.split('_')[1]! },
+      });
       const email = await withPassword(suite.server, suite.org.adminUserId);
       // Sessions are revoked from a browser session (an API key may not change security settings): one revokes another.
       const [actor, target] = [await signIn(suite.server, email), await signIn(suite.server, email)];
@@ -203,18 +255,33 @@ describe('8- and 255-character Idempotency-Keys are accepted (spec endpoints 1, 
       const endpoints: [string, string, string, unknown, number, RequestOptions][] = [
         ['1 create view', 'POST', `${table.path}/views`, viewBody, 201, admin],
         ['2 delete view', 'DELETE', `${table.path}/views/${view.id}`, { expectedVersion: view.version }, 200, admin],
-        ['8 cancel invitation', 'DELETE', `/v1/orgs/${suite.org.orgId}/invitations/${invitation.body.invitation.id}`, undefined, 200, admin],
+        [
+          '8 cancel invitation',
+          'DELETE',
+          `/v1/orgs/${suite.org.orgId}/invitations/${invitation.body.invitation.id}`,
+          undefined,
+          200,
+          admin,
+        ],
         ['9 revoke team key', 'DELETE', `/v1/orgs/${suite.org.orgId}/keys/${teamKeyId}`, undefined, 200, admin],
         ['10 revoke session', 'DELETE', `/v1/me/sessions/${target.id}`, undefined, 200, { headers: browser(actor) }],
       ];
       for (const [name, method, path, body, status, auth] of endpoints) {
         const before = await catalogFingerprint();
         for (const refused of [7, 256]) {
-          const response = await suite.server.request(method, path, { ...auth, idempotencyKey: keyOf(refused), ...(body === undefined ? {} : { body }) });
+          const response = await suite.server.request(method, path, {
+            ...auth,
+            idempotencyKey: keyOf(refused),
+            ...(body === undefined ? {} : { body }),
+          });
           expectKeyRefused(response);
         }
         expect(await catalogFingerprint(), name).toEqual(before);
-        const response = await suite.server.request(method, path, { ...auth, idempotencyKey: keyOf(length), ...(body === undefined ? {} : { body }) });
+        const response = await suite.server.request(method, path, {
+          ...auth,
+          idempotencyKey: keyOf(length),
+          ...(body === undefined ? {} : { body }),
+        });
         expect(response.status, `${name}: ${response.text}`).toBe(status);
       }
     });

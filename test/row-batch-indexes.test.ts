@@ -16,7 +16,9 @@ const admin = () => suite.org.adminKey;
 
 function batch(table: TestTable, operations: unknown[]) {
   return suite.server.request('POST', `${table.path}/rows/batch`, {
-    token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion, operations },
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+    body: { expectedSchemaVersion: table.schemaVersion, operations },
   });
 }
 
@@ -34,8 +36,14 @@ async function created(table: TestTable, values: Record<string, unknown>) {
 
 describe('POST …/rows/batch: failures reported by index', () => {
   it('checks a conditional rule inside its where, against the table and within the batch (409 by index)', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Qty', type: 'integer' }, { name: 'Live', type: 'boolean' }]);
-    const rule = await addUniqueRule(suite.server, admin(), table, { fieldIds: ['Qty'], where: { field: 'Live', op: 'eq', value: true } });
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'Qty', type: 'integer' },
+      { name: 'Live', type: 'boolean' },
+    ]);
+    const rule = await addUniqueRule(suite.server, admin(), table, {
+      fieldIds: ['Qty'],
+      where: { field: 'Live', op: 'eq', value: true },
+    });
     expect(rule.job.state).toBe('succeeded');
     const existing = await created(rule.table, { Qty: 1, Live: true });
     const moving = await created(rule.table, { Qty: 5, Live: true });
@@ -51,7 +59,12 @@ describe('POST …/rows/batch: failures reported by index', () => {
     const details = { ruleId: rule.ruleId, fieldIds: [table.fields.Qty], fieldNames: ['Qty'] };
     expect(response.body.error.details.failures).toEqual([
       { index: 1, code: 'UNIQUE_CONFLICT', message: 'Another row already has these values in these fields.', details },
-      { index: 3, code: 'UNIQUE_CONFLICT', message: expect.stringContaining('Operation 2'), details: { ...details, conflictsWith: 2 } },
+      {
+        index: 3,
+        code: 'UNIQUE_CONFLICT',
+        message: expect.stringContaining('Operation 2'),
+        details: { ...details, conflictsWith: 2 },
+      },
     ]);
     expect(await rowsOf(rule.table)).toEqual([existing, moving]);
   });
@@ -59,15 +72,29 @@ describe('POST …/rows/batch: failures reported by index', () => {
   it('refuses updates that hand a key from one row to another (422 by index); a deleted row frees its key', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text' }]);
     const rule = await addUniqueRule(suite.server, admin(), table, { fieldIds: ['Code'] });
-    const [a, b, c] = [await created(rule.table, { Code: 'a' }), await created(rule.table, { Code: 'b' }), await created(rule.table, { Code: 'c' })];
+    const [a, b, c] = [
+      await created(rule.table, { Code: 'a' }),
+      await created(rule.table, { Code: 'b' }),
+      await created(rule.table, { Code: 'c' }),
+    ];
     const swap = await batch(rule.table, [
       { op: 'update', rowId: a!.id, expectedVersion: '1', values: { Code: 'b' } },
       { op: 'update', rowId: b!.id, expectedVersion: '1', values: { Code: 'a' } },
     ]);
     expectError(swap, 422, 'VALIDATION_FAILED');
-    expectProblemPaths(swap, [['operations', 0, 'values'], ['operations', 1, 'values']]);
-    expect(swap.body.error.details.failures.map((failure: { index: number; message: string }) => [failure.index, failure.message]))
-      .toEqual([[0, expect.stringContaining('operation 1')], [1, expect.stringContaining('operation 0')]]);
+    expectProblemPaths(swap, [
+      ['operations', 0, 'values'],
+      ['operations', 1, 'values'],
+    ]);
+    expect(
+      swap.body.error.details.failures.map((failure: { index: number; message: string }) => [
+        failure.index,
+        failure.message,
+      ]),
+    ).toEqual([
+      [0, expect.stringContaining('operation 1')],
+      [1, expect.stringContaining('operation 0')],
+    ]);
     expect(await rowsOf(rule.table)).toEqual([a, b, c]);
 
     const freed = await batch(rule.table, [
@@ -78,11 +105,26 @@ describe('POST …/rows/batch: failures reported by index', () => {
   });
 
   it('refuses deleting a row, or changing its key, while another table references it (409 by index)', async () => {
-    const parent = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    const parent = await createTable(suite.server, suite.org, [
+      { name: 'Code', type: 'text', options: { maxLength: 20 } },
+    ]);
     const rule = await addUniqueRule(suite.server, admin(), parent, { fieldIds: ['Code'] });
-    const [p1, p2, p3] = [await created(rule.table, { Code: 'P1' }), await created(rule.table, { Code: 'P2' }), await created(rule.table, { Code: 'P3' })];
-    const child = await createTable(suite.server, suite.org, [{ name: 'Ref', type: 'text', options: { maxLength: 20 } }], { databaseId: parent.databaseId, name: `Child ${newId().slice(-8)}` });
-    const key = await addForeignKey(suite.server, admin(), child, { fieldIds: ['Ref'], referencedTableId: parent.tableId, referencedRuleId: rule.ruleId });
+    const [p1, p2, p3] = [
+      await created(rule.table, { Code: 'P1' }),
+      await created(rule.table, { Code: 'P2' }),
+      await created(rule.table, { Code: 'P3' }),
+    ];
+    const child = await createTable(
+      suite.server,
+      suite.org,
+      [{ name: 'Ref', type: 'text', options: { maxLength: 20 } }],
+      { databaseId: parent.databaseId, name: `Child ${newId().slice(-8)}` },
+    );
+    const key = await addForeignKey(suite.server, admin(), child, {
+      fieldIds: ['Ref'],
+      referencedTableId: parent.tableId,
+      referencedRuleId: rule.ruleId,
+    });
     expect(key.job.state).toBe('succeeded');
     await created(key.table, { Ref: 'P1' });
     await created(key.table, { Ref: 'P3' });
@@ -93,7 +135,12 @@ describe('POST …/rows/batch: failures reported by index', () => {
       { op: 'update', rowId: p3!.id, expectedVersion: '1', values: { Code: 'P9' } },
     ]);
     expectError(response, 409, 'FOREIGN_KEY_CONFLICT');
-    const details = { foreignKeyId: key.foreignKeyId, referencingTableId: child.tableId, fieldIds: [parent.fields.Code], fieldNames: ['Code'] };
+    const details = {
+      foreignKeyId: key.foreignKeyId,
+      referencingTableId: child.tableId,
+      fieldIds: [parent.fields.Code],
+      fieldNames: ['Code'],
+    };
     expect(response.body.error.details.failures).toEqual([
       { index: 1, code: 'FOREIGN_KEY_CONFLICT', message: expect.stringContaining('still reference'), details },
       { index: 2, code: 'FOREIGN_KEY_CONFLICT', message: expect.stringContaining('still reference'), details },
@@ -109,19 +156,37 @@ describe('POST …/rows/batch: failures reported by index', () => {
     await other.connect();
     try {
       await other.query('BEGIN');
-      await other.query(`INSERT INTO ${rowsTable} (id, created_at, updated_at, ${columnOf(table.fields.Code!)}) VALUES ($1, now(), now(), 'k')`, [newId()]);
-      const pending = batch(rule.table, [{ op: 'create', values: { Code: 'j' } }, { op: 'create', values: { Code: 'k' } }]);
+      await other.query(
+        `INSERT INTO ${rowsTable} (id, created_at, updated_at, ${columnOf(table.fields.Code!)}) VALUES ($1, now(), now(), 'k')`,
+        [newId()],
+      );
+      const pending = batch(rule.table, [
+        { op: 'create', values: { Code: 'j' } },
+        { op: 'create', values: { Code: 'k' } },
+      ]);
       // The batch's insert waits for this transaction's key (its statement text is longer than pg_stat_activity keeps).
-      await expect.poll(async () => (await other.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-      )).rows[0]!.n, { timeout: 30_000, interval: 25, message: 'the batch never waited on the concurrent key' }).toBeGreaterThan(0);
+      await expect
+        .poll(
+          async () =>
+            (
+              await other.query<{ n: number }>(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+              )
+            ).rows[0]!.n,
+          { timeout: 30_000, interval: 25, message: 'the batch never waited on the concurrent key' },
+        )
+        .toBeGreaterThan(0);
       await other.query('COMMIT');
       const response = await pending;
       expectError(response, 409, 'UNIQUE_CONFLICT');
-      expect(response.body.error.details.failures).toEqual([{
-        index: 1, code: 'UNIQUE_CONFLICT', message: expect.any(String),
-        details: { ruleId: rule.ruleId, fieldIds: [table.fields.Code], fieldNames: ['Code'] },
-      }]);
+      expect(response.body.error.details.failures).toEqual([
+        {
+          index: 1,
+          code: 'UNIQUE_CONFLICT',
+          message: expect.any(String),
+          details: { ruleId: rule.ruleId, fieldIds: [table.fields.Code], fieldNames: ['Code'] },
+        },
+      ]);
     } finally {
       await other.end();
     }

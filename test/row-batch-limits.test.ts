@@ -8,15 +8,22 @@ import { createTable, type TestTable } from './helpers/workspace.ts';
 const ROW_LIMIT = 5;
 const SIZE_LIMIT = 2048;
 const BODY_LIMIT = 64 * 1024;
-const suite = useServerWithOrg({ TABLE_ROW_LIMIT: String(ROW_LIMIT), ROW_SIZE_LIMIT_BYTES: String(SIZE_LIMIT), BODY_LIMIT_BYTES: String(BODY_LIMIT) });
+const suite = useServerWithOrg({
+  TABLE_ROW_LIMIT: String(ROW_LIMIT),
+  ROW_SIZE_LIMIT_BYTES: String(SIZE_LIMIT),
+  BODY_LIMIT_BYTES: String(BODY_LIMIT),
+});
 const admin = () => suite.org.adminKey;
 
 const notesTable = () => createTable(suite.server, suite.org, [{ name: 'Notes', type: 'longText' }]);
-const creates = (count: number, prefix = 'row') => Array.from({ length: count }, (_, index) => ({ op: 'create', values: { Notes: `${prefix} ${index}` } }));
+const creates = (count: number, prefix = 'row') =>
+  Array.from({ length: count }, (_, index) => ({ op: 'create', values: { Notes: `${prefix} ${index}` } }));
 
 function batch(table: TestTable, operations: unknown[]) {
   return suite.server.request('POST', `${table.path}/rows/batch`, {
-    token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion, operations },
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+    body: { expectedSchemaVersion: table.schemaVersion, operations },
   });
 }
 
@@ -43,7 +50,9 @@ describe('a batch against the limits', () => {
     expect((await batch(table, creates(ROW_LIMIT))).status).toBe(200);
     const [first, second] = await rowsOf(table);
     const swap = await batch(table, [
-      { op: 'delete', rowId: first!.id, expectedVersion: '1' }, { op: 'delete', rowId: second!.id, expectedVersion: '1' }, ...creates(2, 'new'),
+      { op: 'delete', rowId: first!.id, expectedVersion: '1' },
+      { op: 'delete', rowId: second!.id, expectedVersion: '1' },
+      ...creates(2, 'new'),
     ]);
     expect(swap.status, swap.text).toBe(200);
     expect(await rowsOf(table)).toHaveLength(ROW_LIMIT);
@@ -56,10 +65,20 @@ describe('a batch against the limits', () => {
     const [row] = await rowsOf(table);
     const big = 'x'.repeat(SIZE_LIMIT);
     const response = await batch(table, [
-      { op: 'create', values: { Notes: 'small' } }, { op: 'create', values: { Notes: big } }, { op: 'update', rowId: row!.id, expectedVersion: '1', values: { Notes: big } },
+      { op: 'create', values: { Notes: 'small' } },
+      { op: 'create', values: { Notes: big } },
+      { op: 'update', rowId: row!.id, expectedVersion: '1', values: { Notes: big } },
     ]);
     expectError(response, 413, 'ROW_SIZE_LIMIT');
-    expect(response.body.error.details.failures.map((failure: { index: number; code: string }) => [failure.index, failure.code])).toEqual([[1, 'ROW_SIZE_LIMIT'], [2, 'ROW_SIZE_LIMIT']]);
+    expect(
+      response.body.error.details.failures.map((failure: { index: number; code: string }) => [
+        failure.index,
+        failure.code,
+      ]),
+    ).toEqual([
+      [1, 'ROW_SIZE_LIMIT'],
+      [2, 'ROW_SIZE_LIMIT'],
+    ]);
     expect(await rowsOf(table)).toHaveLength(1);
   });
 

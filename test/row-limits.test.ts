@@ -51,7 +51,9 @@ describe('TABLE_ROW_LIMIT', () => {
     expect(await rowActivityCount(table)).toBe(ROW_LIMIT);
 
     const deleted = await suite.server.request('DELETE', `${table.path}/rows/${created[0].id}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1' },
     });
     expect(deleted.status, deleted.text).toBe(200);
     const replacement = await createRow(suite.server, admin(), table, { Notes: 'fits again' });
@@ -61,11 +63,15 @@ describe('TABLE_ROW_LIMIT', () => {
 
   it('never exceeds the limit under 10 concurrent creates into an empty table', async () => {
     const table = await notesTable();
-    const responses = await Promise.all(Array.from({ length: 10 }, (_, index) => createRow(suite.server, admin(), table, { Notes: `racer ${index}` })));
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, (_, index) => createRow(suite.server, admin(), table, { Notes: `racer ${index}` })),
+    );
     const created = responses.filter((response) => response.status === 201);
     expect(created).toHaveLength(ROW_LIMIT);
     for (const response of responses.filter((candidate) => candidate.status !== 201)) expectRowLimitReached(response);
-    expect((await rowsOf(table)).map((row) => row.id).sort()).toEqual(created.map((response) => response.body.row.id).sort());
+    expect((await rowsOf(table)).map((row) => row.id).sort()).toEqual(
+      created.map((response) => response.body.row.id).sort(),
+    );
   });
 });
 
@@ -87,7 +93,9 @@ describe('ROW_SIZE_LIMIT_BYTES', () => {
     const created = await createRow(suite.server, admin(), table, { Notes: 'short' });
     expect(created.status, created.text).toBe(201);
     const grown = await suite.server.request('PATCH', `${table.path}/rows/${created.body.row.id}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', values: { Notes: 'y'.repeat(3000) } },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', values: { Notes: 'y'.repeat(3000) } },
     });
     expectError(grown, 413, 'ROW_SIZE_LIMIT');
     expect(grown.body.error.details).toMatchObject({ limitBytes: SIZE_LIMIT });
@@ -102,9 +110,13 @@ describe('ROW_SIZE_LIMIT_BYTES on a restore', () => {
   let roomy: TestServer;
   let close: () => Promise<void>;
   beforeAll(async () => {
-    const server = createServer(createApp({
-      prisma: suite.server.prisma, config: { ...suite.server.config, ROW_SIZE_LIMIT_BYTES: SIZE_LIMIT * 4 }, logger: createLogger('silent'),
-    }));
+    const server = createServer(
+      createApp({
+        prisma: suite.server.prisma,
+        config: { ...suite.server.config, ROW_SIZE_LIMIT_BYTES: SIZE_LIMIT * 4 },
+        logger: createLogger('silent'),
+      }),
+    );
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -117,7 +129,11 @@ describe('ROW_SIZE_LIMIT_BYTES on a restore', () => {
   afterAll(() => close());
 
   const restore = (server: TestServer, table: TestTable, rowId: string, expectedVersion: string) =>
-    server.request('POST', `${table.path}/rows/${rowId}/restore`, { token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion } });
+    server.request('POST', `${table.path}/rows/${rowId}/restore`, {
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion },
+    });
 
   it('refuses a deleted row over today’s limit with 413 ROW_SIZE_LIMIT, as a create, and leaves it deleted', async () => {
     const table = await notesTable();
@@ -125,7 +141,9 @@ describe('ROW_SIZE_LIMIT_BYTES on a restore', () => {
     const created = await createRow(roomy, admin(), table, { Notes: notes });
     expect(created.status, created.text).toBe(201);
     const deleted = await suite.server.request('DELETE', `${table.path}/rows/${created.body.row.id}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1' },
     });
     expect(deleted.status, deleted.text).toBe(200);
     const { version } = RowDeletionResponse.parse(deleted.body);

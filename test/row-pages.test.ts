@@ -22,7 +22,10 @@ let table: TestTable;
 let rows: Row[];
 
 beforeAll(async () => {
-  table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text', options: { maxLength: 40 } }, { name: 'Score', type: 'number' }]);
+  table = await createTable(suite.server, suite.org, [
+    { name: 'Name', type: 'text', options: { maxLength: 40 } },
+    { name: 'Score', type: 'number' },
+  ]);
   rows = [];
   for (const [name, score] of Object.entries(SCORES)) {
     const response = await createRow(suite.server, admin(), table, { Name: name, Score: score });
@@ -33,7 +36,9 @@ beforeAll(async () => {
 
 const nameOf = (row: Row) => row.values[table.fields.Name!];
 const query = (parameters: Record<string, string | number>) =>
-  `?${Object.entries(parameters).map(([key, value]) => `${key}=${encodeURIComponent(String(value))}`).join('&')}`;
+  `?${Object.entries(parameters)
+    .map(([key, value]) => `${key}=${encodeURIComponent(String(value))}`)
+    .join('&')}`;
 
 function listRows(parameters: Record<string, string | number> = {}, token = admin()) {
   return suite.server.request('GET', `${table.path}/rows${query(parameters)}`, { token });
@@ -105,7 +110,11 @@ describe('GET …/rows', () => {
   it('answers 400 CURSOR_INVALID for a cursor minted under another filter', async () => {
     const first = await page({ limit: 1, where: JSON.stringify({ field: 'Score', op: 'eq', value: 3 }) });
     expect(first.nextCursor).not.toBeNull();
-    const other = await listRows({ limit: 1, cursor: first.nextCursor!, where: JSON.stringify({ field: 'Score', op: 'isNull' }) });
+    const other = await listRows({
+      limit: 1,
+      cursor: first.nextCursor!,
+      where: JSON.stringify({ field: 'Score', op: 'isNull' }),
+    });
     expectError(other, 400, 'CURSOR_INVALID');
   });
 
@@ -122,7 +131,10 @@ describe('authority over rows', () => {
   let guarded: TestTable;
   let existing: Row;
   beforeAll(async () => {
-    guarded = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text', options: { maxLength: 40 } }, { name: 'Score', type: 'number' }]);
+    guarded = await createTable(suite.server, suite.org, [
+      { name: 'Name', type: 'text', options: { maxLength: 40 } },
+      { name: 'Score', type: 'number' },
+    ]);
     existing = await scratchRow();
   });
 
@@ -140,7 +152,10 @@ describe('authority over rows', () => {
   async function expectWritesForbidden(token: string) {
     const row = await scratchRow();
     const refused = [
-      await write(token, 'POST', `${guarded.path}/rows`, { expectedSchemaVersion: guarded.schemaVersion, values: { Name: 'x' } }),
+      await write(token, 'POST', `${guarded.path}/rows`, {
+        expectedSchemaVersion: guarded.schemaVersion,
+        values: { Name: 'x' },
+      }),
       await write(token, 'PATCH', rowUrl(row.id), { expectedVersion: '1', values: { Name: 'x' } }),
       await write(token, 'DELETE', rowUrl(row.id), { expectedVersion: '1' }),
     ];
@@ -150,7 +165,12 @@ describe('authority over rows', () => {
 
   it('lets a viewer read rows, a row, its history and the schema, but not write', async () => {
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-    for (const path of [`${guarded.path}/rows`, rowUrl(existing.id), `${rowUrl(existing.id)}/history`, `${guarded.path}/schema`]) {
+    for (const path of [
+      `${guarded.path}/rows`,
+      rowUrl(existing.id),
+      `${rowUrl(existing.id)}/history`,
+      `${guarded.path}/schema`,
+    ]) {
       const response = await suite.server.request('GET', path, { token: viewer.apiKey });
       expect(response.status, `${path}: ${response.text}`).toBe(200);
     }
@@ -165,9 +185,15 @@ describe('authority over rows', () => {
 
   it('lets a member create, change and delete rows', async () => {
     const member = await addMember(suite.server.prisma, suite.org.orgId, 'member');
-    const created = await write(member.apiKey, 'POST', `${guarded.path}/rows`, { expectedSchemaVersion: guarded.schemaVersion, values: { Name: 'm' } });
+    const created = await write(member.apiKey, 'POST', `${guarded.path}/rows`, {
+      expectedSchemaVersion: guarded.schemaVersion,
+      values: { Name: 'm' },
+    });
     expect(created.status, created.text).toBe(201);
-    const changed = await write(member.apiKey, 'PATCH', rowUrl(created.body.row.id), { expectedVersion: '1', values: { Score: 7 } });
+    const changed = await write(member.apiKey, 'PATCH', rowUrl(created.body.row.id), {
+      expectedVersion: '1',
+      values: { Score: 7 },
+    });
     expect(changed.status, changed.text).toBe(200);
     const deleted = await write(member.apiKey, 'DELETE', rowUrl(created.body.row.id), { expectedVersion: '2' });
     expect(deleted.status, deleted.text).toBe(200);
@@ -180,7 +206,10 @@ describe('authority over rows', () => {
       await suite.server.request('GET', `${guarded.path}/rows`, { token: stranger.adminKey }),
       await suite.server.request('GET', rowUrl(row.id), { token: stranger.adminKey }),
       await suite.server.request('GET', `${rowUrl(row.id)}/history`, { token: stranger.adminKey }),
-      await write(stranger.adminKey, 'POST', `${guarded.path}/rows`, { expectedSchemaVersion: guarded.schemaVersion, values: { Name: 'x' } }),
+      await write(stranger.adminKey, 'POST', `${guarded.path}/rows`, {
+        expectedSchemaVersion: guarded.schemaVersion,
+        values: { Name: 'x' },
+      }),
       await write(stranger.adminKey, 'PATCH', rowUrl(row.id), { expectedVersion: '1', values: { Name: 'x' } }),
       await write(stranger.adminKey, 'DELETE', rowUrl(row.id), { expectedVersion: '1' }),
     ];
@@ -191,13 +220,25 @@ describe('authority over rows', () => {
   it('answers 404 RESOURCE_NOT_FOUND for an unknown table and for a table addressed under another database', async () => {
     const unknownTable = `/v1/orgs/${suite.org.orgId}/databases/${guarded.databaseId}/tables/${newId()}/rows`;
     expectError(await suite.server.request('GET', unknownTable, { token: admin() }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await write(admin(), 'POST', unknownTable, { expectedSchemaVersion: 1, values: { Name: 'x' } }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await write(admin(), 'POST', unknownTable, { expectedSchemaVersion: 1, values: { Name: 'x' } }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
 
     const otherDatabase = await createDatabase(suite.server, suite.org);
     const misplaced = `/v1/orgs/${suite.org.orgId}/databases/${otherDatabase}/tables/${guarded.tableId}/rows`;
     expectError(await suite.server.request('GET', misplaced, { token: admin() }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await suite.server.request('GET', `${misplaced}/${existing.id}`, { token: admin() }), 404, 'RESOURCE_NOT_FOUND');
-    expectError(await write(admin(), 'POST', misplaced, { expectedSchemaVersion: guarded.schemaVersion, values: { Name: 'x' } }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await suite.server.request('GET', `${misplaced}/${existing.id}`, { token: admin() }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
+    expectError(
+      await write(admin(), 'POST', misplaced, { expectedSchemaVersion: guarded.schemaVersion, values: { Name: 'x' } }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 });
 
@@ -205,7 +246,9 @@ describe('ordering by a long text', () => {
   const long = (letter: string) => letter.repeat(1_500);
 
   it('keeps cursors short (the position is read back from the row) and pages in order', async () => {
-    const notes = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text', options: { maxLength: 2_000 } }]);
+    const notes = await createTable(suite.server, suite.org, [
+      { name: 'Note', type: 'text', options: { maxLength: 2_000 } },
+    ]);
     for (const letter of ['c', 'a', 'b']) {
       expect((await createRow(suite.server, admin(), notes, { Note: long(letter) })).status).toBe(201);
     }
@@ -213,7 +256,11 @@ describe('ordering by a long text', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const response = await suite.server.request('GET', `${notes.path}/rows?limit=1&orderBy=${orderBy}${cursor ? `&cursor=${cursor}` : ''}`, { token: admin() });
+      const response = await suite.server.request(
+        'GET',
+        `${notes.path}/rows?limit=1&orderBy=${orderBy}${cursor ? `&cursor=${cursor}` : ''}`,
+        { token: admin() },
+      );
       expect(response.status, response.text).toBe(200);
       const current = RowPage.parse(response.body);
       seen.push(...current.data.map((row) => String(row.values[notes.fields.Note!]).slice(0, 1)));
@@ -226,17 +273,35 @@ describe('ordering by a long text', () => {
   it('answers every field type in a page exactly as a single-row read does, on a table wider than 50 fields', async () => {
     const choices = ['Alpha', 'Beta, "Inc"', '[x]'];
     const wide = await createTable(suite.server, suite.org, [
-      { name: 'Text', type: 'text' }, { name: 'Long', type: 'longText' }, { name: 'Int', type: 'integer' },
-      { name: 'Num', type: 'number', options: { precision: 15, scale: 3 } }, { name: 'Bool', type: 'boolean' }, { name: 'Day', type: 'date' },
-      { name: 'At', type: 'datetime' }, { name: 'Mail', type: 'email' }, { name: 'Link', type: 'url' },
-      { name: 'Pick', type: 'select', options: { choices } }, { name: 'Picks', type: 'multiSelect', options: { choices } },
-      { name: 'Doc', type: 'json' }, { name: 'Seq', type: 'autoNumber' },
+      { name: 'Text', type: 'text' },
+      { name: 'Long', type: 'longText' },
+      { name: 'Int', type: 'integer' },
+      { name: 'Num', type: 'number', options: { precision: 15, scale: 3 } },
+      { name: 'Bool', type: 'boolean' },
+      { name: 'Day', type: 'date' },
+      { name: 'At', type: 'datetime' },
+      { name: 'Mail', type: 'email' },
+      { name: 'Link', type: 'url' },
+      { name: 'Pick', type: 'select', options: { choices } },
+      { name: 'Picks', type: 'multiSelect', options: { choices } },
+      { name: 'Doc', type: 'json' },
+      { name: 'Seq', type: 'autoNumber' },
       ...Array.from({ length: 50 }, (_, index) => ({ name: `Extra ${index}`, type: 'integer' })),
     ]);
     const values = {
-      Text: 'q"uote \\ back\nslash \u0007 \u2028 😀 ü', Long: 'line 1\r\nline 2\t', Int: -9_007_199_254_740_991, Num: 123_456_789_012.345,
-      Bool: false, Day: '2024-02-29', At: '2024-02-29T13:45:06.789Z', Mail: 'ada@example.com', Link: 'https://example.com/a?b="c"',
-      Pick: 'Beta, "Inc"', Picks: ['[x]', 'Alpha'], Doc: { b: [1, 2.5e-7, { c: 'x\ty' }, null], a: 'é\n', n: 1e21 }, 'Extra 49': 7,
+      Text: 'q"uote \\ back\nslash \u0007 \u2028 😀 ü',
+      Long: 'line 1\r\nline 2\t',
+      Int: -9_007_199_254_740_991,
+      Num: 123_456_789_012.345,
+      Bool: false,
+      Day: '2024-02-29',
+      At: '2024-02-29T13:45:06.789Z',
+      Mail: 'ada@example.com',
+      Link: 'https://example.com/a?b="c"',
+      Pick: 'Beta, "Inc"',
+      Picks: ['[x]', 'Alpha'],
+      Doc: { b: [1, 2.5e-7, { c: 'x\ty' }, null], a: 'é\n', n: 1e21 },
+      'Extra 49': 7,
     };
     const created = await createRow(suite.server, admin(), wide, values);
     expect(created.status, created.text).toBe(201);
@@ -247,21 +312,35 @@ describe('ordering by a long text', () => {
     expect(listed.status, listed.text).toBe(200);
     expect(JSON.stringify(listed.body.data[0])).toBe(JSON.stringify(single.body));
     expect(listed.body.data[0].values[wide.fields['Extra 48']!]).toBeNull();
-    const empty = await suite.server.request('GET', `${wide.path}/rows?limit=1&cursor=${listed.body.nextCursor}`, { token: admin() });
+    const empty = await suite.server.request('GET', `${wide.path}/rows?limit=1&cursor=${listed.body.nextCursor}`, {
+      token: admin(),
+    });
     expect(Object.values(empty.body.data[0].values).filter((value) => value !== null)).toEqual([2]);
   });
 
   it('answers 400 CURSOR_INVALID when the row a short cursor points at was deleted', async () => {
-    const notes = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text', options: { maxLength: 2_000 } }]);
+    const notes = await createTable(suite.server, suite.org, [
+      { name: 'Note', type: 'text', options: { maxLength: 2_000 } },
+    ]);
     const first = await createRow(suite.server, admin(), notes, { Note: long('a') });
     await createRow(suite.server, admin(), notes, { Note: long('b') });
     const orderBy = encodeURIComponent(JSON.stringify([{ field: 'Note', direction: 'asc' }]));
-    const response = await suite.server.request('GET', `${notes.path}/rows?limit=1&orderBy=${orderBy}`, { token: admin() });
+    const response = await suite.server.request('GET', `${notes.path}/rows?limit=1&orderBy=${orderBy}`, {
+      token: admin(),
+    });
     const { nextCursor } = RowPage.parse(response.body);
     const removed = await suite.server.request('DELETE', `${notes.path}/rows/${first.body.row.id}`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1' },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1' },
     });
     expect(removed.status, removed.text).toBe(200);
-    expectError(await suite.server.request('GET', `${notes.path}/rows?limit=1&orderBy=${orderBy}&cursor=${nextCursor}`, { token: admin() }), 400, 'CURSOR_INVALID');
+    expectError(
+      await suite.server.request('GET', `${notes.path}/rows?limit=1&orderBy=${orderBy}&cursor=${nextCursor}`, {
+        token: admin(),
+      }),
+      400,
+      'CURSOR_INVALID',
+    );
   });
 });

@@ -1,12 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import { ID_PATTERN, newId } from '../src/kernel/ids.ts';
 import { Page } from '../src/contracts/pages.ts';
-import { HistoryEntryResponse, RowDeletionResponse, RowMutationResponse, RowResponse } from '../src/http/rest/routes/rows.ts';
+import {
+  HistoryEntryResponse,
+  RowDeletionResponse,
+  RowMutationResponse,
+  RowResponse,
+} from '../src/http/rest/routes/rows.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { appliedChange, type ChangeBody } from './helpers/schema-changes.ts';
 import { useServerWithOrg, type Suite } from './helpers/suite.ts';
-import { addForeignKey, addUniqueRule, createDatabase, createRow, createTable, type TestTable } from './helpers/workspace.ts';
+import {
+  addForeignKey,
+  addUniqueRule,
+  createDatabase,
+  createRow,
+  createTable,
+  type TestTable,
+} from './helpers/workspace.ts';
 
 /** POST …/rows/{rowId}/restore and the restoreRow mutation (docs/decisions/lifecycle.md, "Row restore"). */
 const suite = useServerWithOrg();
@@ -15,21 +27,37 @@ const admin = () => suite.org.adminKey;
 let database: Promise<string> | undefined;
 
 async function peopleTable(on: Suite = suite): Promise<TestTable> {
-  if (on !== suite) return createTable(on.server, on.org, [{ name: 'Name', type: 'text', required: true }, { name: 'Age', type: 'integer' }]);
+  if (on !== suite)
+    return createTable(on.server, on.org, [
+      { name: 'Name', type: 'text', required: true },
+      { name: 'Age', type: 'integer' },
+    ]);
   database ??= createDatabase(suite.server, suite.org);
-  return createTable(suite.server, suite.org, [
-    { name: 'Name', type: 'text', required: true, options: { maxLength: 100 } },
-    { name: 'Age', type: 'integer' },
-    { name: 'Notes', type: 'text' },
-  ], { databaseId: await database });
+  return createTable(
+    suite.server,
+    suite.org,
+    [
+      { name: 'Name', type: 'text', required: true, options: { maxLength: 100 } },
+      { name: 'Age', type: 'integer' },
+      { name: 'Notes', type: 'text' },
+    ],
+    { databaseId: await database },
+  );
 }
 
 const rowPath = (table: TestTable, rowId: string) => `${table.path}/rows/${rowId}`;
 
-function restore(table: TestTable, rowId: string, body: unknown, options: { key?: string; token?: string; on?: Suite } = {}) {
+function restore(
+  table: TestTable,
+  rowId: string,
+  body: unknown,
+  options: { key?: string; token?: string; on?: Suite } = {},
+) {
   const on = options.on ?? suite;
   return on.server.request('POST', `${rowPath(table, rowId)}/restore`, {
-    token: options.token ?? on.org.adminKey, idempotencyKey: options.key ?? idempotencyKey(), body,
+    token: options.token ?? on.org.adminKey,
+    idempotencyKey: options.key ?? idempotencyKey(),
+    body,
   });
 }
 
@@ -41,7 +69,9 @@ async function createdRow(table: TestTable, values: Record<string, unknown>, on:
 
 async function deletedRow(table: TestTable, rowId: string, expectedVersion: string, on: Suite = suite) {
   const response = await on.server.request('DELETE', rowPath(table, rowId), {
-    token: on.org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion },
+    token: on.org.adminKey,
+    idempotencyKey: idempotencyKey(),
+    body: { expectedVersion },
   });
   expect(response.status, response.text).toBe(200);
   return RowDeletionResponse.parse(response.body);
@@ -56,7 +86,9 @@ async function history(table: TestTable, rowId: string) {
 async function rowIds(table: TestTable): Promise<string[]> {
   const response = await suite.server.request('GET', `${table.path}/rows`, { token: admin() });
   expect(response.status, response.text).toBe(200);
-  return Page(RowResponse).parse(response.body).data.map((row) => row.id);
+  return Page(RowResponse)
+    .parse(response.body)
+    .data.map((row) => row.id);
 }
 
 /** Applies a schema change that must succeed; the table at its new version with its fields re-read. */
@@ -67,7 +99,9 @@ describe('POST …/rows/{rowId}/restore', () => {
     const table = await peopleTable();
     const created = await createdRow(table, { Name: 'Ada', Age: 36 });
     const patched = await suite.server.request('PATCH', rowPath(table, created.row.id), {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedVersion: '1', values: { Notes: 'first programmer' } },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', values: { Notes: 'first programmer' } },
     });
     expect(patched.status, patched.text).toBe(200);
     const deletion = await deletedRow(table, created.row.id, '2');
@@ -78,7 +112,10 @@ describe('POST …/rows/{rowId}/restore', () => {
     const { row, mutationId } = RowMutationResponse.parse(response.body);
     expect(mutationId).toMatch(ID_PATTERN);
     expect(row).toEqual({
-      id: created.row.id, version: '4', createdAt: created.row.createdAt, updatedAt: expect.any(String),
+      id: created.row.id,
+      version: '4',
+      createdAt: created.row.createdAt,
+      updatedAt: expect.any(String),
       values: { [table.fields.Name!]: 'Ada', [table.fields.Age!]: 36, [table.fields.Notes!]: 'first programmer' },
     });
     expect(row.updatedAt > created.row.createdAt).toBe(true);
@@ -86,9 +123,19 @@ describe('POST …/rows/{rowId}/restore', () => {
     expect(RowResponse.parse(read.body)).toEqual(row);
 
     const entries = (await history(table, row.id)).filter((entry) => entry.version === '4');
-    expect(entries.map(({ operation, value, mutationId: id }) => ({ operation, value, id })).sort((a, b) => String(a.value).localeCompare(String(b.value))))
-      .toEqual([36, 'Ada', 'first programmer'].map((value) => ({ operation: 'restore', value, id: mutationId })).sort((a, b) => String(a.value).localeCompare(String(b.value))));
-    const events = await suite.server.prisma.activityEvent.findMany({ where: { rowId: row.id, event: 'records.changed' }, orderBy: { id: 'asc' } });
+    expect(
+      entries
+        .map(({ operation, value, mutationId: id }) => ({ operation, value, id }))
+        .sort((a, b) => String(a.value).localeCompare(String(b.value))),
+    ).toEqual(
+      [36, 'Ada', 'first programmer']
+        .map((value) => ({ operation: 'restore', value, id: mutationId }))
+        .sort((a, b) => String(a.value).localeCompare(String(b.value))),
+    );
+    const events = await suite.server.prisma.activityEvent.findMany({
+      where: { rowId: row.id, event: 'records.changed' },
+      orderBy: { id: 'asc' },
+    });
     expect(events.map((event) => [event.mutationId, event.summary]).at(-1)).toEqual([mutationId, 'Restored 1 row']);
     expect(events).toHaveLength(4);
   });
@@ -114,7 +161,11 @@ describe('POST …/rows/{rowId}/restore', () => {
     const stale = await restore(table, created.row.id, { expectedVersion: '1' });
     expectError(stale, 409, 'ROW_VERSION_CONFLICT');
     expect(stale.body.error.details).toEqual({ expectedVersion: '1', currentVersion: '2', deleted: true });
-    expectError(await restore(table, created.row.id, { expectedVersion: '9999999999999999999' }), 409, 'ROW_VERSION_CONFLICT');
+    expectError(
+      await restore(table, created.row.id, { expectedVersion: '9999999999999999999' }),
+      409,
+      'ROW_VERSION_CONFLICT',
+    );
     expect(await rowIds(table)).toEqual([]);
   });
 
@@ -147,13 +198,27 @@ describe('POST …/rows/{rowId}/restore', () => {
     const created = await createdRow(table, { Name: 'Fay' });
     await deletedRow(table, created.row.id, '1');
     const other = await createOrg(suite.server.prisma);
-    const foreign = await suite.server.request('POST', `/v1/orgs/${other.orgId}/databases/${table.databaseId}/tables/${table.tableId}/rows/${created.row.id}/restore`, {
-      token: other.adminKey, idempotencyKey: idempotencyKey(), body: { expectedVersion: '2' },
-    });
+    const foreign = await suite.server.request(
+      'POST',
+      `/v1/orgs/${other.orgId}/databases/${table.databaseId}/tables/${table.tableId}/rows/${created.row.id}/restore`,
+      {
+        token: other.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: { expectedVersion: '2' },
+      },
+    );
     expectError(foreign, 404, 'RESOURCE_NOT_FOUND');
-    expectError(await restore(table, created.row.id, { expectedVersion: '2' }, { token: other.adminKey }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await restore(table, created.row.id, { expectedVersion: '2' }, { token: other.adminKey }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
     const viewer = await addMember(suite.server.prisma, suite.org.orgId, 'viewer');
-    expectError(await restore(table, created.row.id, { expectedVersion: '2' }, { token: viewer.apiKey }), 403, 'FORBIDDEN');
+    expectError(
+      await restore(table, created.row.id, { expectedVersion: '2' }, { token: viewer.apiKey }),
+      403,
+      'FORBIDDEN',
+    );
     expect(await rowIds(table)).toEqual([]);
   });
 
@@ -163,7 +228,11 @@ describe('POST …/rows/{rowId}/restore', () => {
     await deletedRow(table, created.row.id, '1');
     expectError(await restore(table, created.row.id, { expectedVersion: 2 }), 422, 'VALIDATION_FAILED');
     expectError(await restore(table, created.row.id, { expectedVersion: '2', extra: true }), 422, 'VALIDATION_FAILED');
-    expectError(await restore(table, created.row.id, { expectedVersion: '2', expectedSchemaVersion: table.schemaVersion + 1 }), 409, 'SCHEMA_VERSION_CONFLICT');
+    expectError(
+      await restore(table, created.row.id, { expectedVersion: '2', expectedSchemaVersion: table.schemaVersion + 1 }),
+      409,
+      'SCHEMA_VERSION_CONFLICT',
+    );
   });
 });
 
@@ -174,10 +243,15 @@ describe('restore against today’s schema', () => {
     await deletedRow(table, created.row.id, '1');
     const withField = await changed(table, { kind: 'add_field', field: { name: 'Email', type: 'text' } });
     const now = await changed(withField, { kind: 'delete_field', fieldId: table.fields.Notes });
-    const response = await restore(now, created.row.id, { expectedVersion: '2', expectedSchemaVersion: now.schemaVersion });
+    const response = await restore(now, created.row.id, {
+      expectedVersion: '2',
+      expectedSchemaVersion: now.schemaVersion,
+    });
     expect(response.status, response.text).toBe(200);
     expect(RowMutationResponse.parse(response.body).row.values).toEqual({
-      [table.fields.Name!]: 'Hal', [table.fields.Age!]: 7, [withField.fields.Email!]: null,
+      [table.fields.Name!]: 'Hal',
+      [table.fields.Age!]: 7,
+      [withField.fields.Email!]: null,
     });
   });
 
@@ -210,11 +284,25 @@ describe('restore against today’s schema', () => {
 
   it('answers 409 FOREIGN_KEY_CONFLICT when the row it referenced is gone', async () => {
     const databaseId = await createDatabase(suite.server, suite.org);
-    const parentPlain = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', required: true, options: { maxLength: 20 } }], { databaseId });
-    const { table: parent, ruleId } = await addUniqueRule(suite.server, admin(), parentPlain, { fieldIds: [parentPlain.fields.Code] });
-    const childPlain = await createTable(suite.server, suite.org, [{ name: 'Parent', type: 'text', options: { maxLength: 20 } }], { databaseId });
+    const parentPlain = await createTable(
+      suite.server,
+      suite.org,
+      [{ name: 'Code', type: 'text', required: true, options: { maxLength: 20 } }],
+      { databaseId },
+    );
+    const { table: parent, ruleId } = await addUniqueRule(suite.server, admin(), parentPlain, {
+      fieldIds: [parentPlain.fields.Code],
+    });
+    const childPlain = await createTable(
+      suite.server,
+      suite.org,
+      [{ name: 'Parent', type: 'text', options: { maxLength: 20 } }],
+      { databaseId },
+    );
     const { table: child, job } = await addForeignKey(suite.server, admin(), childPlain, {
-      fieldIds: [childPlain.fields.Parent], referencedTableId: parent.tableId, referencedRuleId: ruleId,
+      fieldIds: [childPlain.fields.Parent],
+      referencedTableId: parent.tableId,
+      referencedRuleId: ruleId,
     });
     expect(job.state, JSON.stringify(job)).toBe('succeeded');
     const parentRow = await createdRow(parent, { Code: 'P1' });
@@ -223,7 +311,10 @@ describe('restore against today’s schema', () => {
     await deletedRow(parent, parentRow.row.id, '1');
     const refused = await restore(child, childRow.row.id, { expectedVersion: '2' });
     expectError(refused, 409, 'FOREIGN_KEY_CONFLICT');
-    expect(refused.body.error.details).toMatchObject({ fieldIds: [child.fields.Parent], referencedTableId: parent.tableId });
+    expect(refused.body.error.details).toMatchObject({
+      fieldIds: [child.fields.Parent],
+      referencedTableId: parent.tableId,
+    });
   });
 });
 
@@ -238,12 +329,25 @@ describe('restoreRow through POST /graphql', () => {
     const table = await peopleTable();
     const created = await createdRow(table, { Name: 'Kit' });
     await deletedRow(table, created.row.id, '1');
-    const variables = { orgId: table.orgId, databaseId: table.databaseId, tableId: table.tableId, rowId: created.row.id, input: { expectedVersion: '2' } };
+    const variables = {
+      orgId: table.orgId,
+      databaseId: table.databaseId,
+      tableId: table.tableId,
+      rowId: created.row.id,
+      input: { expectedVersion: '2' },
+    };
     const done = await suite.server.graphql(mutation, { ...variables, key: idempotencyKey() }, { token: admin() });
     expect(done.status).toBe(200);
-    expect(done.body.data.restoreRow.row).toEqual({ id: created.row.id, version: '3', values: { ...created.row.values } });
+    expect(done.body.data.restoreRow.row).toEqual({
+      id: created.row.id,
+      version: '3',
+      values: { ...created.row.values },
+    });
     const again = await suite.server.graphql(mutation, { ...variables, key: idempotencyKey() }, { token: admin() });
-    expect(again.body.errors[0].extensions).toMatchObject({ code: 'ROW_VERSION_CONFLICT', details: { deleted: false } });
+    expect(again.body.errors[0].extensions).toMatchObject({
+      code: 'ROW_VERSION_CONFLICT',
+      details: { deleted: false },
+    });
   });
 });
 

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ID_PATTERN, newId } from '../src/kernel/ids.ts';
 import { Page } from '../src/contracts/pages.ts';
-import { HistoryEntryResponse, RowDeletionResponse, RowMutationResponse, RowResponse } from '../src/http/rest/routes/rows.ts';
+import {
+  HistoryEntryResponse,
+  RowDeletionResponse,
+  RowMutationResponse,
+  RowResponse,
+} from '../src/http/rest/routes/rows.ts';
 import { expectError, expectProblemPaths, expectTimestamp } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -20,11 +25,16 @@ let database: Promise<string> | undefined;
 /** A fresh table per test (so row counts and history are the test's own), all in one database. */
 async function peopleTable(): Promise<TestTable> {
   database ??= createDatabase(suite.server, suite.org);
-  return createTable(suite.server, suite.org, [
-    { name: 'Name', type: 'text', required: true },
-    { name: 'Age', type: 'integer' },
-    { name: 'Notes', type: 'longText' },
-  ], { databaseId: await database });
+  return createTable(
+    suite.server,
+    suite.org,
+    [
+      { name: 'Name', type: 'text', required: true },
+      { name: 'Age', type: 'integer' },
+      { name: 'Notes', type: 'longText' },
+    ],
+    { databaseId: await database },
+  );
 }
 
 const rowPath = (table: TestTable, rowId: string) => `${table.path}/rows/${rowId}`;
@@ -34,7 +44,11 @@ function patchRow(table: TestTable, rowId: string, body: unknown, key = idempote
 }
 
 function deleteRow(table: TestTable, rowId: string, body: unknown) {
-  return suite.server.request('DELETE', rowPath(table, rowId), { token: admin(), idempotencyKey: idempotencyKey(), body });
+  return suite.server.request('DELETE', rowPath(table, rowId), {
+    token: admin(),
+    idempotencyKey: idempotencyKey(),
+    body,
+  });
 }
 
 async function createdRow(table: TestTable, values: Record<string, unknown>) {
@@ -56,7 +70,10 @@ async function listRows(table: TestTable) {
 }
 
 const rowActivityOf = (filter: { rowId?: string; tableId?: string }) =>
-  suite.server.prisma.activityEvent.findMany({ where: { ...filter, event: 'records.changed' }, orderBy: { id: 'asc' } });
+  suite.server.prisma.activityEvent.findMany({
+    where: { ...filter, event: 'records.changed' },
+    orderBy: { id: 'asc' },
+  });
 
 describe('POST …/rows (create row, spec 4.8)', () => {
   it('answers 201 {row, mutationId}: version 1, createdAt = updatedAt, every field keyed by id, null when empty', async () => {
@@ -89,7 +106,9 @@ describe('POST …/rows (create row, spec 4.8)', () => {
   it('applies a key sent eight times at once exactly once: the others replay it or are told it is in progress', async () => {
     const table = await peopleTable();
     const key = idempotencyKey();
-    const responses = await Promise.all(Array.from({ length: 8 }, () => createRow(suite.server, admin(), table, { Name: 'Burst' }, key)));
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => createRow(suite.server, admin(), table, { Name: 'Burst' }, key)),
+    );
     const created = responses.filter((response) => response.status === 201);
     expect(created.length).toBeGreaterThanOrEqual(1);
     expect(new Set(created.map((response) => response.text)).size).toBe(1);
@@ -105,11 +124,22 @@ describe('POST …/rows (create row, spec 4.8)', () => {
     const table = await peopleTable();
     const key = idempotencyKey();
     const stale = { expectedSchemaVersion: table.schemaVersion + 1, values: { Name: 'Later' } };
-    const first = await suite.server.request('POST', `${table.path}/rows`, { token: admin(), idempotencyKey: key, body: stale });
+    const first = await suite.server.request('POST', `${table.path}/rows`, {
+      token: admin(),
+      idempotencyKey: key,
+      body: stale,
+    });
     expectError(first, 409, 'SCHEMA_VERSION_CONFLICT');
-    const again = await suite.server.request('POST', `${table.path}/rows`, { token: admin(), idempotencyKey: key, body: stale });
-    expect({ status: again.status, error: again.body.error.code, details: again.body.error.details })
-      .toEqual({ status: 409, error: 'SCHEMA_VERSION_CONFLICT', details: first.body.error.details });
+    const again = await suite.server.request('POST', `${table.path}/rows`, {
+      token: admin(),
+      idempotencyKey: key,
+      body: stale,
+    });
+    expect({ status: again.status, error: again.body.error.code, details: again.body.error.details }).toEqual({
+      status: 409,
+      error: 'SCHEMA_VERSION_CONFLICT',
+      details: first.body.error.details,
+    });
     expect(await listRows(table)).toHaveLength(0);
   });
 
@@ -126,7 +156,10 @@ describe('POST …/rows (create row, spec 4.8)', () => {
     const key = idempotencyKey();
     const first = await createRow(suite.server, admin(), table, { Name: 'Again' }, key);
     expect(first.status, first.text).toBe(201);
-    const { count } = await suite.server.prisma.idempotencyRecord.updateMany({ where: { key }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+    const { count } = await suite.server.prisma.idempotencyRecord.updateMany({
+      where: { key },
+      data: { expiresAt: new Date(Date.now() - 1_000) },
+    });
     expect(count).toBe(1);
     const second = await createRow(suite.server, admin(), table, { Name: 'Again' }, key);
     expect(second.status, second.text).toBe(201);
@@ -139,7 +172,8 @@ describe('POST …/rows (create row, spec 4.8)', () => {
   it('answers 400 BAD_REQUEST without an Idempotency-Key', async () => {
     const table = await peopleTable();
     const response = await suite.server.request('POST', `${table.path}/rows`, {
-      token: admin(), body: { expectedSchemaVersion: table.schemaVersion, values: { Name: 'Keyless' } },
+      token: admin(),
+      body: { expectedSchemaVersion: table.schemaVersion, values: { Name: 'Keyless' } },
     });
     expectError(response, 400, 'BAD_REQUEST');
     expect(await listRows(table)).toHaveLength(0);
@@ -157,7 +191,12 @@ describe('POST …/rows (create row, spec 4.8)', () => {
 
   it('answers 409 SCHEMA_VERSION_CONFLICT for a version the table has not reached', async () => {
     const table = await peopleTable();
-    const ahead = await createRow(suite.server, admin(), { ...table, schemaVersion: table.schemaVersion + 1 }, { Name: 'Early' });
+    const ahead = await createRow(
+      suite.server,
+      admin(),
+      { ...table, schemaVersion: table.schemaVersion + 1 },
+      { Name: 'Early' },
+    );
     expectError(ahead, 409, 'SCHEMA_VERSION_CONFLICT');
     expect(ahead.body.error.details).toEqual({ expectedSchemaVersion: 2, currentSchemaVersion: 1 });
   });
@@ -168,14 +207,20 @@ describe('POST …/rows (create row, spec 4.8)', () => {
       `mutation($orgId: ID!, $databaseId: ID!, $tableId: ID!, $key: String!, $input: CreateRowInput!) {
         createRow(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, idempotencyKey: $key, input: $input) { mutationId }
       }`,
-      { orgId: table.orgId, databaseId: table.databaseId, tableId: table.tableId, key: idempotencyKey(),
-        input: { expectedSchemaVersion: table.schemaVersion + 1, values: { Name: 'Graph' } } },
+      {
+        orgId: table.orgId,
+        databaseId: table.databaseId,
+        tableId: table.tableId,
+        key: idempotencyKey(),
+        input: { expectedSchemaVersion: table.schemaVersion + 1, values: { Name: 'Graph' } },
+      },
       { token: admin() },
     );
     expect(response.status).toBe(200);
     expect(response.body.data).toBeNull();
     expect(response.body.errors[0].extensions).toMatchObject({
-      code: 'SCHEMA_VERSION_CONFLICT', details: { expectedSchemaVersion: 2, currentSchemaVersion: 1 },
+      code: 'SCHEMA_VERSION_CONFLICT',
+      details: { expectedSchemaVersion: 2, currentSchemaVersion: 1 },
     });
   });
 });
@@ -188,11 +233,37 @@ describe('GET …/rows/{rowId}/history (cell history)', () => {
     expect(page.hasMore).toBe(false);
     expect(page.nextCursor).toBeNull();
     const actor = { id: suite.org.adminUserId, kind: 'user', name: 'Ada Admin' };
-    expect(page.data.map(({ changedAt: _changedAt, ...entry }) => entry)).toEqual(expect.arrayContaining([
-      { rowId: created.row.id, fieldId: table.fields.Name, version: '1', operation: 'create', value: 'Ada', mutationId: created.mutationId, actor },
-      { rowId: created.row.id, fieldId: table.fields.Age, version: '1', operation: 'create', value: 36, mutationId: created.mutationId, actor },
-      { rowId: created.row.id, fieldId: table.fields.Notes, version: '1', operation: 'create', value: null, mutationId: created.mutationId, actor },
-    ]));
+    expect(page.data.map(({ changedAt: _changedAt, ...entry }) => entry)).toEqual(
+      expect.arrayContaining([
+        {
+          rowId: created.row.id,
+          fieldId: table.fields.Name,
+          version: '1',
+          operation: 'create',
+          value: 'Ada',
+          mutationId: created.mutationId,
+          actor,
+        },
+        {
+          rowId: created.row.id,
+          fieldId: table.fields.Age,
+          version: '1',
+          operation: 'create',
+          value: 36,
+          mutationId: created.mutationId,
+          actor,
+        },
+        {
+          rowId: created.row.id,
+          fieldId: table.fields.Notes,
+          version: '1',
+          operation: 'create',
+          value: null,
+          mutationId: created.mutationId,
+          actor,
+        },
+      ]),
+    );
     expect(page.data).toHaveLength(3);
     for (const entry of page.data) expect(entry.changedAt).toBe(created.row.createdAt);
   });
@@ -206,7 +277,11 @@ describe('GET …/rows/{rowId}/history (cell history)', () => {
     const page = await historyPage(table, created.row.id);
     expect(page.data).toHaveLength(4);
     expect(page.data[0]).toMatchObject({
-      fieldId: table.fields.Age, version: '2', operation: 'update', value: 37, mutationId: patched.body.mutationId,
+      fieldId: table.fields.Age,
+      version: '2',
+      operation: 'update',
+      value: 37,
+      mutationId: patched.body.mutationId,
     });
     expect(page.data.slice(1).map((entry) => entry.version)).toEqual(['1', '1', '1']);
   });
@@ -214,20 +289,27 @@ describe('GET …/rows/{rowId}/history (cell history)', () => {
   it('pages with limit=2 through every entry once, in order, and stays readable after the row is deleted', async () => {
     const table = await peopleTable();
     const created = await createdRow(table, { Name: 'Ada' });
-    expect((await patchRow(table, created.row.id, { expectedVersion: '1', values: { Notes: 'first note' } })).status).toBe(200);
+    expect(
+      (await patchRow(table, created.row.id, { expectedVersion: '1', values: { Notes: 'first note' } })).status,
+    ).toBe(200);
     const deleted = await deleteRow(table, created.row.id, { expectedVersion: '2' });
     expect(deleted.status, deleted.text).toBe(200);
 
     const full = await historyPage(table, created.row.id, '?limit=100');
     expect(full.data).toHaveLength(3 + 1 + 3);
     const deletions = full.data.slice(0, 3);
-    expect(deletions.map(({ operation, version, value, mutationId }) => ({ operation, version, value, mutationId })))
-      .toEqual(Array(3).fill({ operation: 'delete', version: '3', value: null, mutationId: deleted.body.mutationId }));
+    expect(
+      deletions.map(({ operation, version, value, mutationId }) => ({ operation, version, value, mutationId })),
+    ).toEqual(Array(3).fill({ operation: 'delete', version: '3', value: null, mutationId: deleted.body.mutationId }));
 
     const walked: HistoryEntry[] = [];
     let cursor: string | null = null;
     do {
-      const page = await historyPage(table, created.row.id, `?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page = await historyPage(
+        table,
+        created.row.id,
+        `?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       expect(page.data.length).toBeLessThanOrEqual(2);
       expect(page.hasMore).toBe(page.nextCursor !== null);
       walked.push(...page.data);
@@ -235,7 +317,11 @@ describe('GET …/rows/{rowId}/history (cell history)', () => {
     } while (cursor);
     expect(walked).toEqual(full.data);
 
-    expectError(await suite.server.request('GET', rowPath(table, created.row.id), { token: admin() }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await suite.server.request('GET', rowPath(table, created.row.id), { token: admin() }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 
   it('answers 404 RESOURCE_NOT_FOUND for a row that never existed', async () => {
@@ -249,13 +335,20 @@ describe('PATCH …/rows/{rowId}', () => {
   it('answers 200 {row, mutationId} with version 2, the changed cell and the others kept', async () => {
     const table = await peopleTable();
     const created = await createdRow(table, { Name: 'Ada', Age: 36 });
-    const response = await patchRow(table, created.row.id, { expectedVersion: '1', values: { [table.fields.Notes!]: 'Likes engines' } });
+    const response = await patchRow(table, created.row.id, {
+      expectedVersion: '1',
+      values: { [table.fields.Notes!]: 'Likes engines' },
+    });
     expect(response.status, response.text).toBe(200);
     const { row, mutationId } = RowMutationResponse.parse(response.body);
     expect(mutationId).not.toBe(created.mutationId);
     expect(row).toMatchObject({ id: created.row.id, version: '2', createdAt: created.row.createdAt });
     expect(row.updatedAt >= row.createdAt).toBe(true);
-    expect(row.values).toEqual({ [table.fields.Name!]: 'Ada', [table.fields.Age!]: 36, [table.fields.Notes!]: 'Likes engines' });
+    expect(row.values).toEqual({
+      [table.fields.Name!]: 'Ada',
+      [table.fields.Age!]: 36,
+      [table.fields.Notes!]: 'Likes engines',
+    });
   });
 
   it('answers 409 ROW_VERSION_CONFLICT for a stale expectedVersion, naming both versions', async () => {
@@ -270,7 +363,10 @@ describe('PATCH …/rows/{rowId}', () => {
   it('answers 409 for a well-formed 19-digit version beyond any stored one', async () => {
     const table = await peopleTable();
     const created = await createdRow(table, { Name: 'Ada' });
-    const response = await patchRow(table, created.row.id, { expectedVersion: '9999999999999999999', values: { Age: 2 } });
+    const response = await patchRow(table, created.row.id, {
+      expectedVersion: '9999999999999999999',
+      values: { Age: 2 },
+    });
     expectError(response, 409, 'ROW_VERSION_CONFLICT');
     expect(response.body.error.details).toEqual({ expectedVersion: '9999999999999999999', currentVersion: '1' });
   });
@@ -288,13 +384,19 @@ describe('PATCH …/rows/{rowId}', () => {
 
   it('answers 404 RESOURCE_NOT_FOUND for an unknown row', async () => {
     const table = await peopleTable();
-    expectError(await patchRow(table, newId(), { expectedVersion: '1', values: { Age: 2 } }), 404, 'RESOURCE_NOT_FOUND');
+    expectError(
+      await patchRow(table, newId(), { expectedVersion: '1', values: { Age: 2 } }),
+      404,
+      'RESOURCE_NOT_FOUND',
+    );
   });
 
   it('lets exactly one of two concurrent updates from the same version win (no lost update)', async () => {
     const table = await peopleTable();
     const created = await createdRow(table, { Name: 'Ada' });
-    const responses = await Promise.all([30, 40].map((age) => patchRow(table, created.row.id, { expectedVersion: '1', values: { Age: age } })));
+    const responses = await Promise.all(
+      [30, 40].map((age) => patchRow(table, created.row.id, { expectedVersion: '1', values: { Age: age } })),
+    );
     expect(responses.map((response) => response.status).sort()).toEqual([200, 409]);
     const winner = responses.find((response) => response.status === 200)!;
     expectError(responses.find((response) => response.status === 409)!, 409, 'ROW_VERSION_CONFLICT');
@@ -312,7 +414,12 @@ describe('DELETE …/rows/{rowId}', () => {
     const response = await deleteRow(table, created.row.id, { expectedVersion: '1' });
     expect(response.status, response.text).toBe(200);
     const deletion = RowDeletionResponse.parse(response.body);
-    expect(deletion).toEqual({ id: created.row.id, deleted: true, version: '2', mutationId: expect.stringMatching(ID_PATTERN) });
+    expect(deletion).toEqual({
+      id: created.row.id,
+      deleted: true,
+      version: '2',
+      mutationId: expect.stringMatching(ID_PATTERN),
+    });
     expect((await listRows(table)).map((row) => row.id)).toEqual([kept.row.id]);
   });
 
@@ -334,11 +441,29 @@ describe('records.changed activity', () => {
     const updated = await patchRow(table, created.row.id, { expectedVersion: '1', values: { Age: 9 } });
     const deleted = await deleteRow(table, created.row.id, { expectedVersion: '2' });
     const events = await rowActivityOf({ rowId: created.row.id });
-    expect(events.map(({ event, category, rowId, tableId, databaseId, affectedRows, mutationId, actorId, orgId }) =>
-      ({ event, category, rowId, tableId, databaseId, affectedRows, mutationId, actorId, orgId }))).toEqual(
+    expect(
+      events.map(({ event, category, rowId, tableId, databaseId, affectedRows, mutationId, actorId, orgId }) => ({
+        event,
+        category,
+        rowId,
+        tableId,
+        databaseId,
+        affectedRows,
+        mutationId,
+        actorId,
+        orgId,
+      })),
+    ).toEqual(
       [created.mutationId, updated.body.mutationId, deleted.body.mutationId].map((mutationId) => ({
-        event: 'records.changed', category: 'records', rowId: created.row.id, tableId: table.tableId, databaseId: table.databaseId,
-        affectedRows: 1, mutationId, actorId: suite.org.adminUserId, orgId: suite.org.orgId,
+        event: 'records.changed',
+        category: 'records',
+        rowId: created.row.id,
+        tableId: table.tableId,
+        databaseId: table.databaseId,
+        affectedRows: 1,
+        mutationId,
+        actorId: suite.org.adminUserId,
+        orgId: suite.org.orgId,
       })),
     );
   });
@@ -347,9 +472,19 @@ describe('records.changed activity', () => {
     const table = await peopleTable();
     const created = await createdRow(table, { Name: 'Ada' });
     expectError(await createRow(suite.server, admin(), table, { Name: 'Ada', Age: 'old' }), 422, 'VALIDATION_FAILED');
-    expectError(await patchRow(table, created.row.id, { expectedVersion: '7', values: { Age: 1 } }), 409, 'ROW_VERSION_CONFLICT');
+    expectError(
+      await patchRow(table, created.row.id, { expectedVersion: '7', values: { Age: 1 } }),
+      409,
+      'ROW_VERSION_CONFLICT',
+    );
     expectError(await deleteRow(table, created.row.id, { expectedVersion: '7' }), 409, 'ROW_VERSION_CONFLICT');
-    expectError(await createRow(suite.server, admin(), { ...table, schemaVersion: 9 }, { Name: 'Bo' }), 409, 'SCHEMA_VERSION_CONFLICT');
-    expect((await rowActivityOf({ tableId: table.tableId })).map((event) => event.mutationId)).toEqual([created.mutationId]);
+    expectError(
+      await createRow(suite.server, admin(), { ...table, schemaVersion: 9 }, { Name: 'Bo' }),
+      409,
+      'SCHEMA_VERSION_CONFLICT',
+    );
+    expect((await rowActivityOf({ tableId: table.tableId })).map((event) => event.mutationId)).toEqual([
+      created.mutationId,
+    ]);
   });
 });

@@ -35,7 +35,14 @@ function spawnWorker(leaseSeconds: number): WorkerProcess {
   const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL: suite.server.database.url, JOB_LEASE_SECONDS: String(leaseSeconds), LOG_LEVEL: 'silent', JOB_POLL_MS: '50', NODE_ENV: 'test' },
+    env: {
+      ...process.env,
+      DATABASE_URL: suite.server.database.url,
+      JOB_LEASE_SECONDS: String(leaseSeconds),
+      LOG_LEVEL: 'silent',
+      JOB_POLL_MS: '50',
+      NODE_ENV: 'test',
+    },
   });
   const exited = once(child, 'exit');
   const worker = {
@@ -50,7 +57,10 @@ function spawnWorker(leaseSeconds: number): WorkerProcess {
 
 /** A test-held connection: its transaction's locks hold the worker at a known point. */
 class Session {
-  private constructor(readonly client: pg.Client, readonly pid: number) {}
+  private constructor(
+    readonly client: pg.Client,
+    readonly pid: number,
+  ) {}
 
   static async open(): Promise<Session> {
     const client = new pg.Client({ connectionString: suite.server.database.url });
@@ -73,13 +83,21 @@ async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs 
 }
 
 /** Some backend waits on a lock while running a statement like `pattern`. */
-const lockWait = (pattern: string) => waitUntil(async () => (await suite.server.prisma.$queryRaw<{ pid: number }[]>`
-  SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${pattern}`).length > 0,
-`a lock wait on ${pattern}`);
+const lockWait = (pattern: string) =>
+  waitUntil(
+    async () =>
+      (
+        await suite.server.prisma.$queryRaw<{ pid: number }[]>`
+  SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${pattern}`
+      ).length > 0,
+    `a lock wait on ${pattern}`,
+  );
 
 const { apply, accepted, finished, schemaOf } = schemaChangeApi(suite);
 
-async function journalOf(jobId: string): Promise<{ state: string; attempts: number; journal: { phase?: string; done?: number } }> {
+async function journalOf(
+  jobId: string,
+): Promise<{ state: string; attempts: number; journal: { phase?: string; done?: number } }> {
   const job = await suite.server.prisma.job.findUniqueOrThrow({ where: { id: jobId } });
   return { state: job.state, attempts: job.attempts, journal: job.journal as { phase?: string; done?: number } };
 }
@@ -89,12 +107,22 @@ const seededId = (n: number) => `0${String(n).padStart(25, '0')}`;
 
 /** `SEEDED` rows in one statement; Code is the row's number as text, except every 1,000th, which is `x<n>`. */
 async function seededTable(): Promise<TestTable> {
-  const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }, { name: 'Code', type: 'text', options: { maxLength: 30 } }]);
-  await suite.server.prisma.$executeRawUnsafe(`
+  const table = await createTable(suite.server, suite.org, [
+    { name: 'Name', type: 'text' },
+    { name: 'Code', type: 'text', options: { maxLength: 30 } },
+  ]);
+  await suite.server.prisma.$executeRawUnsafe(
+    `
     INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)}, ${columnOf(table.fields.Code!)})
     SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'Seed ' || g, CASE WHEN g % 1000 = 0 THEN 'x' || g ELSE g::text END
-      FROM generate_series(1, $1::int) AS g`, SEEDED);
-  await suite.server.prisma.$executeRawUnsafe('UPDATE public.data_tables SET row_count = $1 WHERE id = $2', SEEDED, table.tableId);
+      FROM generate_series(1, $1::int) AS g`,
+    SEEDED,
+  );
+  await suite.server.prisma.$executeRawUnsafe(
+    'UPDATE public.data_tables SET row_count = $1 WHERE id = $2',
+    SEEDED,
+    table.tableId,
+  );
   return table;
 }
 
@@ -104,15 +132,24 @@ async function seededTable(): Promise<TestTable> {
  * batches further is locked, and the gate opens: the worker commits one batch and waits inside the next, on that row.
  * Returns the rows backfilled (committed) at that point.
  */
-async function holdInsideBackfill(table: TestTable, change: Body): Promise<{ jobId: string; statusUrl: string; done: number; releaseRow(): Promise<void> }> {
+async function holdInsideBackfill(
+  table: TestTable,
+  change: Body,
+): Promise<{ jobId: string; statusUrl: string; done: number; releaseRow(): Promise<void> }> {
   const catalog = await Session.open();
   await catalog.client.query('SELECT 1 FROM public.data_tables WHERE id = $1 FOR UPDATE', [table.tableId]);
   const handle = accepted(await apply(table, change));
   await lockWait('SELECT schema_version FROM public.data_tables WHERE id = $1::bpchar%');
   const gate = await Session.open();
   const gated = gate.client.query('SELECT 1 FROM public.jobs WHERE id = $1 FOR SHARE', [handle.jobId]);
-  await waitUntil(async () => (await suite.server.prisma.$queryRaw<{ waiting: boolean }[]>`
-    SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = ${gate.pid}`)[0]?.waiting === true, 'the gate waiting');
+  await waitUntil(
+    async () =>
+      (
+        await suite.server.prisma.$queryRaw<{ waiting: boolean }[]>`
+    SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = ${gate.pid}`
+      )[0]?.waiting === true,
+    'the gate waiting',
+  );
   await catalog.release();
   await gated;
   const paused = await journalOf(handle.jobId);
@@ -120,7 +157,9 @@ async function holdInsideBackfill(table: TestTable, change: Body): Promise<{ job
   const before = paused.journal.done!;
   expect(before).toBeLessThanOrEqual(15_000);
   const row = await Session.open();
-  await row.client.query(`SELECT 1 FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id = $1 FOR UPDATE`, [seededId(before + 7_345)]);
+  await row.client.query(`SELECT 1 FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id = $1 FOR UPDATE`, [
+    seededId(before + 7_345),
+  ]);
   await gate.release();
   await lockWait(`UPDATE ${rowsTableOf(table.databaseId, table.tableId)} t SET%`);
   const held = await journalOf(handle.jobId);
@@ -144,7 +183,12 @@ function expectConverted(values: Map<string, unknown>): void {
   expect(wrong).toEqual([]);
 }
 
-const CONVERT = (table: TestTable): Body => ({ kind: 'convert_field', fieldId: table.fields.Code, type: 'integer', onUnconvertible: 'empty' });
+const CONVERT = (table: TestTable): Body => ({
+  kind: 'convert_field',
+  fieldId: table.fields.Code,
+  type: 'integer',
+  onUnconvertible: 'empty',
+});
 
 describe('a worker killed mid-backfill', () => {
   it('resumes on a second worker from its last checkpoint to the same result as an uninterrupted run', async () => {
@@ -156,9 +200,14 @@ describe('a worker killed mid-backfill', () => {
     // The killed worker's statement still waits on the row; once it gets it, its connection is gone and the batch
     // rolls back with it.
     await job.releaseRow();
-    await waitUntil(async () => (await suite.server.prisma.$queryRaw<{ n: number }[]>`
-      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE ${`UPDATE ${rowsTableOf(table.databaseId, table.tableId)} t SET%`} AND state <> 'idle'`)[0]!.n === 0,
-    'the killed worker’s batch ending');
+    await waitUntil(
+      async () =>
+        (
+          await suite.server.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE ${`UPDATE ${rowsTableOf(table.databaseId, table.tableId)} t SET%`} AND state <> 'idle'`
+        )[0]!.n === 0,
+      'the killed worker’s batch ending',
+    );
     const atKill = await journalOf(job.jobId);
     expect(atKill).toMatchObject({ state: 'running', attempts: 1, journal: { phase: 'backfill', done: job.done } });
 
@@ -176,14 +225,21 @@ describe('a worker killed mid-backfill', () => {
       return { ...rest, report: { ...report, sha256: 'x', size: 'x' } };
     };
     expect(shape(resumed.result)).toEqual(shape(clean.result));
-    expect(resumed.result).toMatchObject({ schemaVersion: table.schemaVersion + 1, converted: SEEDED - 30, emptied: 30, report: { rows: 30, truncated: false } });
+    expect(resumed.result).toMatchObject({
+      schemaVersion: table.schemaVersion + 1,
+      converted: SEEDED - 30,
+      emptied: 30,
+      report: { rows: 30, truncated: false },
+    });
     expect(resumed.progress).toEqual({ done: SEEDED, total: SEEDED });
 
     expectConverted(await codes(table));
     expectConverted(await codes(reference));
     expect((await schemaOf(table)).fields[1]).toMatchObject({ type: 'integer', options: {} });
     expect(await leftovers(table)).toEqual(NONE);
-    const events = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.jobId === job.jobId).map((entry) => entry.event);
+    const events = (await tableActivity(suite.server, admin(), table))
+      .filter((entry) => entry.jobId === job.jobId)
+      .map((entry) => entry.event);
     expect(events).toEqual(['job.applySchemaChange.queued', 'job.applySchemaChange.partially_completed']);
   }, 120_000);
 });
@@ -223,8 +279,15 @@ describe('cancelling a running conversion', () => {
     expectConverted(await codes(table));
     expect(await leftovers(table)).toEqual(NONE);
 
-    const events = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.jobId === job.jobId).map((entry) => entry.event);
-    expect(events).toEqual(['job.applySchemaChange.queued', 'job.applySchemaChange.cancelled', 'job.applySchemaChange.queued', 'job.applySchemaChange.partially_completed']);
+    const events = (await tableActivity(suite.server, admin(), table))
+      .filter((entry) => entry.jobId === job.jobId)
+      .map((entry) => entry.event);
+    expect(events).toEqual([
+      'job.applySchemaChange.queued',
+      'job.applySchemaChange.cancelled',
+      'job.applySchemaChange.queued',
+      'job.applySchemaChange.partially_completed',
+    ]);
   }, 120_000);
 
   it('a failed conversion, retried once its bad values are fixed, succeeds', async () => {
@@ -235,7 +298,8 @@ describe('cancelling a running conversion', () => {
     expect(failed.state).toBe('failed');
     expect(failed.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { unconvertible: 30 } });
     await suite.server.prisma.$executeRawUnsafe(
-      `UPDATE ${rowsTableOf(table.databaseId, table.tableId)} SET ${columnOf(table.fields.Code!)} = NULL WHERE ${columnOf(table.fields.Code!)} LIKE 'x%'`);
+      `UPDATE ${rowsTableOf(table.databaseId, table.tableId)} SET ${columnOf(table.fields.Code!)} = NULL WHERE ${columnOf(table.fields.Code!)} LIKE 'x%'`,
+    );
     expect((await controlJob(suite.server, admin(), suite.org.orgId, failed.jobId, 'retry')).status).toBe(200);
     const done = await finished(handle.statusUrl);
     expect(done.state, JSON.stringify(done)).toBe('succeeded');
@@ -248,24 +312,37 @@ describe('cancelling a running conversion', () => {
 
 describe('a worker killed during an online unique-rule build', () => {
   it('leaves no rule behind, and a second worker drops the interrupted index, builds it again and cuts over', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'Code', type: 'text', options: { maxLength: 20 } },
+    ]);
     const physical = rowsTableOf(table.databaseId, table.tableId);
     await suite.server.prisma.$executeRawUnsafe(`
       INSERT INTO ${physical} (id, version, created_at, updated_at, ${columnOf(table.fields.Code!)})
       SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'C-' || g FROM generate_series(1, 1000) AS g`);
-    await suite.server.prisma.$executeRawUnsafe('UPDATE public.data_tables SET row_count = 1000 WHERE id = $1', table.tableId);
+    await suite.server.prisma.$executeRawUnsafe(
+      'UPDATE public.data_tables SET row_count = 1000 WHERE id = $1',
+      table.tableId,
+    );
 
     // An open writing transaction: CREATE INDEX CONCURRENTLY waits for it before it builds.
     const writer = await Session.open();
-    await writer.client.query(`UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`, [seededId(1)]);
+    await writer.client.query(
+      `UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`,
+      [seededId(1)],
+    );
     spawnWorker(2);
     const handle = accepted(await apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }));
     await lockWait('CREATE UNIQUE INDEX CONCURRENTLY%');
     await workers[0]!.kill();
     await writer.release();
-    await waitUntil(async () => (await suite.server.prisma.$queryRaw<{ n: number }[]>`
-      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE UNIQUE INDEX CONCURRENTLY%' AND state <> 'idle'`)[0]!.n === 0,
-    'the killed worker’s build ending');
+    await waitUntil(
+      async () =>
+        (
+          await suite.server.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'CREATE UNIQUE INDEX CONCURRENTLY%' AND state <> 'idle'`
+        )[0]!.n === 0,
+      'the killed worker’s build ending',
+    );
     expect(await journalOf(handle.jobId)).toMatchObject({ state: 'running', attempts: 1, journal: { phase: 'build' } });
     expect((await schemaOf(table)).uniqueRules).toEqual([]);
 
@@ -281,7 +358,9 @@ describe('a worker killed during an online unique-rule build', () => {
        WHERE i.indrelid = to_regclass(${physical}) AND starts_with(c.relname, 'u_')`;
     expect(indexes).toEqual([{ name: `u_${ruleId.toLowerCase()}`, valid: true }]);
     const clash = await suite.server.request('POST', `${table.path}/rows`, {
-      token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: schema.schemaVersion, values: { Code: 'C-7' } },
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedSchemaVersion: schema.schemaVersion, values: { Code: 'C-7' } },
     });
     expect(clash.status, clash.text).toBe(409);
   }, 120_000);
@@ -289,16 +368,24 @@ describe('a worker killed during an online unique-rule build', () => {
 
 describe('cancelling a running unique-rule build', () => {
   it('drops the index built so far, records no rule, and finishes cancelled', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }]);
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'Code', type: 'text', options: { maxLength: 20 } },
+    ]);
     const physical = rowsTableOf(table.databaseId, table.tableId);
     await suite.server.prisma.$executeRawUnsafe(`
       INSERT INTO ${physical} (id, version, created_at, updated_at, ${columnOf(table.fields.Code!)})
       SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), 'C-' || g FROM generate_series(1, 100) AS g`);
-    await suite.server.prisma.$executeRawUnsafe('UPDATE public.data_tables SET row_count = 100 WHERE id = $1', table.tableId);
+    await suite.server.prisma.$executeRawUnsafe(
+      'UPDATE public.data_tables SET row_count = 100 WHERE id = $1',
+      table.tableId,
+    );
     const before = await schemaOf(table);
 
     const writer = await Session.open();
-    await writer.client.query(`UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`, [seededId(1)]);
+    await writer.client.query(
+      `UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`,
+      [seededId(1)],
+    );
     spawnWorker(30);
     const handle = accepted(await apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }));
     await lockWait('CREATE UNIQUE INDEX CONCURRENTLY%');
@@ -313,7 +400,9 @@ describe('cancelling a running unique-rule build', () => {
     const indexes = await suite.server.prisma.$queryRaw<{ name: string }[]>`
       SELECT c.relname::text AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(${physical}) AND starts_with(c.relname, 'u_')`;
     expect(indexes).toEqual([]);
-    const events = (await tableActivity(suite.server, admin(), table)).filter((entry) => entry.jobId === handle.jobId).map((entry) => entry.event);
+    const events = (await tableActivity(suite.server, admin(), table))
+      .filter((entry) => entry.jobId === handle.jobId)
+      .map((entry) => entry.event);
     expect(events).toEqual(['job.createUniqueRule.queued', 'job.createUniqueRule.cancelled']);
   }, 120_000);
 });

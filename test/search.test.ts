@@ -49,7 +49,9 @@ let shared: Promise<TestTable> | undefined;
 const suppliers = () => (shared ??= tableWith(SUPPLIERS));
 
 async function searched(table: TestTable, query: Record<string, string>): Promise<string[]> {
-  const response = await suite.server.request('GET', `${table.path}/rows?${new URLSearchParams(query)}`, { token: admin() });
+  const response = await suite.server.request('GET', `${table.path}/rows?${new URLSearchParams(query)}`, {
+    token: admin(),
+  });
   expect(response.status, response.text).toBe(200);
   return response.body.data.map((row: { values: Record<string, unknown> }) => row.values[table.fields.Name!]);
 }
@@ -59,8 +61,8 @@ describe('GET …/rows?search=', () => {
     const table = await suppliers();
     const found = await searched(table, { search: 'CREME' });
     expect(found.sort()).toEqual(['CREME fraiche', 'Crème Brûlée Café', 'Martin', 'Post', 'Web'].sort());
-    expect((await searched(table, { search: 'épicerie' }))).toEqual(['Dupont']);
-    expect((await searched(table, { search: 'client' }))).toEqual(['CREME fraiche']);
+    expect(await searched(table, { search: 'épicerie' })).toEqual(['Dupont']);
+    expect(await searched(table, { search: 'client' })).toEqual(['CREME fraiche']);
   });
 
   it('needs every word, in any of the fields', async () => {
@@ -77,44 +79,88 @@ describe('GET …/rows?search=', () => {
   });
 
   it('ranks by relevance unless an order is given', async () => {
-    const table = await tableWith([{ Name: 'Acme Corporation International Holdings' }, { Name: 'Acme' }, { Name: 'Acme Corp' }]);
-    expect(await searched(table, { search: 'acme' })).toEqual(['Acme', 'Acme Corp', 'Acme Corporation International Holdings']);
-    const ordered = await searched(table, { search: 'acme', orderBy: JSON.stringify([{ field: 'Name', direction: 'desc' }]) });
+    const table = await tableWith([
+      { Name: 'Acme Corporation International Holdings' },
+      { Name: 'Acme' },
+      { Name: 'Acme Corp' },
+    ]);
+    expect(await searched(table, { search: 'acme' })).toEqual([
+      'Acme',
+      'Acme Corp',
+      'Acme Corporation International Holdings',
+    ]);
+    const ordered = await searched(table, {
+      search: 'acme',
+      orderBy: JSON.stringify([{ field: 'Name', direction: 'desc' }]),
+    });
     expect(ordered).toEqual(['Acme Corporation International Holdings', 'Acme Corp', 'Acme']);
   });
 
   it('pages a ranked search with cursors, each row once', async () => {
-    const table = await tableWith(Array.from({ length: 7 }, (_item, index) => ({ Name: `acme ${'x'.repeat(index % 3)}${index}` })));
+    const table = await tableWith(
+      Array.from({ length: 7 }, (_item, index) => ({ Name: `acme ${'x'.repeat(index % 3)}${index}` })),
+    );
     const all = await searched(table, { search: 'acme' });
     const paged: string[] = [];
     let cursor: string | null = null;
     do {
-      const response: { status: number; text: string; body: any } = await suite.server.request('GET', `${table.path}/rows?${new URLSearchParams({ search: 'acme', limit: '2', ...(cursor ? { cursor } : {}) })}`, { token: admin() });
+      const response: { status: number; text: string; body: any } = await suite.server.request(
+        'GET',
+        `${table.path}/rows?${new URLSearchParams({ search: 'acme', limit: '2', ...(cursor ? { cursor } : {}) })}`,
+        { token: admin() },
+      );
       expect(response.status, response.text).toBe(200);
-      paged.push(...response.body.data.map((row: { values: Record<string, string> }) => row.values[table.fields.Name!]));
+      paged.push(
+        ...response.body.data.map((row: { values: Record<string, string> }) => row.values[table.fields.Name!]),
+      );
       cursor = response.body.nextCursor;
     } while (cursor);
     expect({ paged, count: paged.length }).toEqual({ paged: all, count: 7 });
     const first = await suite.server.request('GET', `${table.path}/rows?search=acme&limit=2`, { token: admin() });
-    const other = await suite.server.request('GET', `${table.path}/rows?search=acm&limit=2&cursor=${first.body.nextCursor}`, { token: admin() });
+    const other = await suite.server.request(
+      'GET',
+      `${table.path}/rows?search=acm&limit=2&cursor=${first.body.nextCursor}`,
+      { token: admin() },
+    );
     expectError(other, 400, 'CURSOR_INVALID');
   });
 
   it('combines with where, a view, includeTotal and POST …/rows/query', async () => {
     const table = await suppliers();
-    expect(await searched(table, { search: 'creme', where: JSON.stringify({ field: 'Qty', op: 'gte', value: 4 }) })).toHaveLength(3);
-    const view = savedView(await views.postView(table, { visibility: 'shared', definition: definitionOf({ where: { field: 'Qty', op: 'lte', value: 2 } }) }));
-    expect((await searched(table, { search: 'creme', viewId: view.id })).sort()).toEqual(['CREME fraiche', 'Crème Brûlée Café'].sort());
-    const got = await suite.server.request('GET', `${table.path}/rows?search=creme&includeTotal=true&limit=2`, { token: admin() });
+    expect(
+      await searched(table, { search: 'creme', where: JSON.stringify({ field: 'Qty', op: 'gte', value: 4 }) }),
+    ).toHaveLength(3);
+    const view = savedView(
+      await views.postView(table, {
+        visibility: 'shared',
+        definition: definitionOf({ where: { field: 'Qty', op: 'lte', value: 2 } }),
+      }),
+    );
+    expect((await searched(table, { search: 'creme', viewId: view.id })).sort()).toEqual(
+      ['CREME fraiche', 'Crème Brûlée Café'].sort(),
+    );
+    const got = await suite.server.request('GET', `${table.path}/rows?search=creme&includeTotal=true&limit=2`, {
+      token: admin(),
+    });
     expect(got.body.total).toBe(5);
-    const posted = await suite.server.request('POST', `${table.path}/rows/query`, { token: admin(), body: { search: 'creme', includeTotal: true, limit: 2 } });
+    const posted = await suite.server.request('POST', `${table.path}/rows/query`, {
+      token: admin(),
+      body: { search: 'creme', includeTotal: true, limit: 2 },
+    });
     expect({ status: posted.status, body: posted.body }).toEqual({ status: 200, body: got.body });
   });
 
   it('counts and groups searched rows in aggregates', async () => {
     const table = await suppliers();
     const response = await suite.server.request('POST', `${table.path}/rows/aggregate`, {
-      token: admin(), body: { search: 'creme', aggregates: [{ fn: 'count', as: 'n' }, { fn: 'sum', fieldId: 'Qty', as: 'qty' }] },
+      token: admin(),
+      body: {
+        search: 'creme',
+        aggregates: [
+          { fn: 'count', as: 'n' },
+          { fn: 'sum', fieldId: 'Qty', as: 'qty' },
+        ],
+      },
     });
     expect(response.body.data).toEqual([{ group: {}, values: { n: 5, qty: 18 } }]);
   });
@@ -122,20 +168,34 @@ describe('GET …/rows?search=', () => {
   it('answers rows(search:) and Table.rows(search:) on GraphQL', async () => {
     const table = await suppliers();
     const address = { orgId: table.orgId, databaseId: table.databaseId, tableId: table.tableId };
-    const root = await suite.server.graphql(`query($orgId: ID!, $databaseId: ID!, $tableId: ID!) {
-      rows(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, search: "brulee", includeTotal: true) { data { id } total } }`, address, { token: admin() });
+    const root = await suite.server.graphql(
+      `query($orgId: ID!, $databaseId: ID!, $tableId: ID!) {
+      rows(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, search: "brulee", includeTotal: true) { data { id } total } }`,
+      address,
+      { token: admin() },
+    );
     expect(root.body.data.rows).toMatchObject({ data: [{ id: expect.any(String) }], total: 1 });
-    const edge = await suite.server.graphql(`query($orgId: ID!, $databaseId: ID!, $tableId: ID!) {
-      table(orgId: $orgId, databaseId: $databaseId, tableId: $tableId) { rows(search: "brulee") { data { id } } } }`, address, { token: admin() });
+    const edge = await suite.server.graphql(
+      `query($orgId: ID!, $databaseId: ID!, $tableId: ID!) {
+      table(orgId: $orgId, databaseId: $databaseId, tableId: $tableId) { rows(search: "brulee") { data { id } } } }`,
+      address,
+      { token: admin() },
+    );
     expect(edge.body.data.table.rows.data).toEqual(root.body.data.rows.data);
   });
 
   it('refuses an empty search and one of more than 10 words with 422', async () => {
     const table = await suppliers();
-    const blank = await suite.server.request('GET', `${table.path}/rows?search=${encodeURIComponent('   ')}`, { token: admin() });
+    const blank = await suite.server.request('GET', `${table.path}/rows?search=${encodeURIComponent('   ')}`, {
+      token: admin(),
+    });
     expectError(blank, 422, 'VALIDATION_FAILED');
     expectProblemPaths(blank, [['query', 'search']]);
-    const long = await suite.server.request('GET', `${table.path}/rows?search=${encodeURIComponent('a b c d e f g h i j k')}`, { token: admin() });
+    const long = await suite.server.request(
+      'GET',
+      `${table.path}/rows?search=${encodeURIComponent('a b c d e f g h i j k')}`,
+      { token: admin() },
+    );
     expectError(long, 422, 'VALIDATION_FAILED');
   });
 });
@@ -145,22 +205,33 @@ function similar(table: TestTable, body: Values, token = admin()) {
 }
 
 describe('POST …/rows/similar', () => {
-  const companies = () => tableWith([
-    { Name: 'ACME Corporation' }, { Name: 'Acme Corp' }, { Name: 'Apex Co' }, { Name: 'Société Générale' }, { Name: 'Zenith Ltd' },
-  ]);
+  const companies = () =>
+    tableWith([
+      { Name: 'ACME Corporation' },
+      { Name: 'Acme Corp' },
+      { Name: 'Apex Co' },
+      { Name: 'Société Générale' },
+      { Name: 'Zenith Ltd' },
+    ]);
 
   it('answers the most similar rows first, with scores, case and accents ignored', async () => {
     const table = await companies();
     const response = await similar(table, { fieldId: 'Name', value: 'Acme Corp.' });
     expect(response.status, response.text).toBe(200);
-    const names = response.body.data.map((entry: { row: { values: Record<string, string> } }) => entry.row.values[table.fields.Name!]);
+    const names = response.body.data.map(
+      (entry: { row: { values: Record<string, string> } }) => entry.row.values[table.fields.Name!],
+    );
     expect(names).toEqual(['Acme Corp', 'ACME Corporation']);
     const scores = response.body.data.map((entry: { score: number }) => entry.score);
     expect(scores[0]).toBe(1);
     expect(scores[1]).toBeGreaterThanOrEqual(0.3);
     expect(scores[1]).toBeLessThan(1);
     const accented = await similar(table, { fieldId: table.fields.Name!, value: 'societe generale' });
-    expect(accented.body.data.map((entry: { row: { values: Record<string, string> } }) => entry.row.values[table.fields.Name!])).toEqual(['Société Générale']);
+    expect(
+      accented.body.data.map(
+        (entry: { row: { values: Record<string, string> } }) => entry.row.values[table.fields.Name!],
+      ),
+    ).toEqual(['Société Générale']);
   });
 
   it('honours threshold and limit', async () => {
@@ -214,26 +285,56 @@ describe('search and trigram indexes (add_index using search | trigram)', () => 
     const indexed = await appliedChange(suite, table, { kind: 'add_index', using: 'search' });
     const schema = await api.schemaOf(indexed);
     const textFields = ['Name', 'Notes', 'Email', 'Site', 'Kind', 'Tags'].map((name) => table.fields[name]!);
-    expect(schema.indexes).toEqual([{
-      id: expect.any(String), keys: textFields.map((fieldId) => ({ fieldId, direction: 'asc' })), origin: 'explicit', state: 'ready', method: 'search',
-      createdAt: expect.any(String),
-    }]);
-    expect((await searched(indexed, { search: 'CREME' })).sort()).toEqual(['CREME fraiche', 'Crème Brûlée Café', 'Martin', 'Post', 'Web'].sort());
+    expect(schema.indexes).toEqual([
+      {
+        id: expect.any(String),
+        keys: textFields.map((fieldId) => ({ fieldId, direction: 'asc' })),
+        origin: 'explicit',
+        state: 'ready',
+        method: 'search',
+        createdAt: expect.any(String),
+      },
+    ]);
+    expect((await searched(indexed, { search: 'CREME' })).sort()).toEqual(
+      ['CREME fraiche', 'Crème Brûlée Café', 'Martin', 'Post', 'Web'].sort(),
+    );
     const fields = await fieldsOf(indexed);
     const params = new Params();
     const condition = searchCondition({ indexed: fields.filter(isSearchable), scanned: [] }, ['creme', 'cafe'], params);
-    const plan = await explain(`SELECT r.id FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE ${condition}`, params.values);
+    const plan = await explain(
+      `SELECT r.id FROM ${rowsTableOf(table.databaseId, table.tableId)} r WHERE ${condition}`,
+      params.values,
+    );
     expect(plan).toContain(`Bitmap Index Scan on i_${schema.indexes[0]!.id.toLowerCase()}`);
   });
 
   it('builds a trigram index on one text field, which similar rows use', async () => {
     const table = await tableWith([{ Name: 'ACME Corporation' }, { Name: 'Acme Corp' }]);
-    const indexed = await appliedChange(suite, table, { kind: 'add_index', using: 'trigram', fields: [{ field: 'Name' }] });
+    const indexed = await appliedChange(suite, table, {
+      kind: 'add_index',
+      using: 'trigram',
+      fields: [{ field: 'Name' }],
+    });
     const [index] = (await api.schemaOf(indexed)).indexes;
-    expect(index).toMatchObject({ method: 'trigram', keys: [{ fieldId: table.fields.Name, direction: 'asc' }], state: 'ready' });
+    expect(index).toMatchObject({
+      method: 'trigram',
+      keys: [{ fieldId: table.fields.Name, direction: 'asc' }],
+      state: 'ready',
+    });
     const fields = await fieldsOf(indexed);
-    const statement = similarRows({ databaseId: table.databaseId, tableId: table.tableId, fields }, { field: fields.find((field) => field.name === 'Name')!, value: 'Acme Corp.', threshold: 0.3, limit: 10, shown: fields });
-    expect(await explain(statement.sql, statement.params)).toContain(`Bitmap Index Scan on i_${index!.id.toLowerCase()}`);
+    const statement = similarRows(
+      { databaseId: table.databaseId, tableId: table.tableId, fields },
+      {
+        field: fields.find((field) => field.name === 'Name')!,
+        value: 'Acme Corp.',
+        threshold: 0.3,
+        limit: 10,
+        shown: fields,
+      },
+    );
+    expect(await explain(statement.sql, statement.params)).toContain(
+      `Bitmap Index Scan on i_${index!.id.toLowerCase()}`,
+    );
     const response = await similar(indexed, { fieldId: 'Name', value: 'Acme Corp.' });
     expect(response.body.data).toHaveLength(2);
   });
@@ -243,13 +344,25 @@ describe('search and trigram indexes (add_index using search | trigram)', () => 
     const numeric = await api.apply(table, { kind: 'add_index', using: 'trigram', fields: [{ field: 'Qty' }] });
     expectError(numeric, 422, 'VALIDATION_FAILED');
     expectProblemPaths(numeric, [['change', 'fields', 0, 'field']]);
-    expectError(await api.apply(table, { kind: 'add_index', using: 'search', fields: [{ field: 'Name' }] }), 422, 'VALIDATION_FAILED');
+    expectError(
+      await api.apply(table, { kind: 'add_index', using: 'search', fields: [{ field: 'Name' }] }),
+      422,
+      'VALIDATION_FAILED',
+    );
     expectError(await api.apply(table, { kind: 'add_index', fields: [{ field: 'Name' }] }), 422, 'VALIDATION_FAILED');
   });
 
   it('counts text indexes against the cap of 8 per table', async () => {
-    let table = await createTable(suite.server, suite.org, Array.from({ length: 8 }, (_item, index) => ({ name: `T${index}`, type: 'text', options: { maxLength: 100 } })));
-    for (let index = 0; index < 7; index += 1) table = await appliedChange(suite, table, { kind: 'add_index', fields: [{ field: `T${index}`, direction: 'asc' }] });
+    let table = await createTable(
+      suite.server,
+      suite.org,
+      Array.from({ length: 8 }, (_item, index) => ({ name: `T${index}`, type: 'text', options: { maxLength: 100 } })),
+    );
+    for (let index = 0; index < 7; index += 1)
+      table = await appliedChange(suite, table, {
+        kind: 'add_index',
+        fields: [{ field: `T${index}`, direction: 'asc' }],
+      });
     table = await appliedChange(suite, table, { kind: 'add_index', using: 'search' });
     const refused = await api.apply(table, { kind: 'add_index', using: 'trigram', fields: [{ field: 'T7' }] });
     expectError(refused, 409, 'CAPACITY_LIMIT');

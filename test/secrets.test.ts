@@ -29,34 +29,94 @@ afterAll(() => server.close());
 describe('secrets never reach the logs', () => {
   it('keys, invitation tokens, passwords, session and CSRF tokens, TOTP secrets, OAuth codes, tokens and client secrets', async () => {
     const secrets: string[] = [];
-    const key = await server.request('POST', '/v1/me/keys', { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { name: 'K', orgId: org.orgId, access: 'read' } });
-    const team = await server.request('POST', `/v1/orgs/${org.orgId}/keys`, { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { name: 'T', access: 'read' } });
-    const invitation = await server.request('POST', `/v1/orgs/${org.orgId}/invitations`, { token: org.adminKey, idempotencyKey: idempotencyKey(), body: { email: 'logs@example.com', role: 'member' } });
+    const key = await server.request('POST', '/v1/me/keys', {
+      token: org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { name: 'K', orgId: org.orgId, access: 'read' },
+    });
+    const team = await server.request('POST', `/v1/orgs/${org.orgId}/keys`, {
+      token: org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { name: 'T', access: 'read' },
+    });
+    const invitation = await server.request('POST', `/v1/orgs/${org.orgId}/invitations`, {
+      token: org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { email: 'logs@example.com', role: 'member' },
+    });
     const password = `pw-${randomBytes(12).toString('hex')}`;
-    expect((await server.request('POST', '/v1/invitations/accept', { idempotencyKey: idempotencyKey(), body: { token: invitation.body.token, name: 'Logs', password } })).status).toBe(200);
+    expect(
+      (
+        await server.request('POST', '/v1/invitations/accept', {
+          idempotencyKey: idempotencyKey(),
+          body: { token: invitation.body.token, name: 'Logs', password },
+        })
+      ).status,
+    ).toBe(200);
     const session = await signIn(server, 'logs@example.com', password);
-    await server.request('POST', '/v1/auth/login', { body: { email: 'logs@example.com', password: `${password}-wrong` } });
-    const totp = await server.request('POST', '/v1/me/two-factor', { headers: browser(session), idempotencyKey: idempotencyKey() });
+    await server.request('POST', '/v1/auth/login', {
+      body: { email: 'logs@example.com', password: `${password}-wrong` },
+    });
+    const totp = await server.request('POST', '/v1/me/two-factor', {
+      headers: browser(session),
+      idempotencyKey: idempotencyKey(),
+    });
 
     const email = await withPassword(server, org.adminUserId, password);
     const admin = await signIn(server, email, password);
-    const { clientId, clientSecret } = await registerClient(server.prisma, { name: 'Logs', redirectUris: ['https://logs.example/cb'], confidential: true });
+    const { clientId, clientSecret } = await registerClient(server.prisma, {
+      name: 'Logs',
+      redirectUris: ['https://logs.example/cb'],
+      confidential: true,
+    });
     const verifier = randomBytes(32).toString('base64url');
     const consent = await checkedFetch(`${server.url}/oauth/authorize`, {
-      method: 'POST', redirect: 'manual',
+      method: 'POST',
+      redirect: 'manual',
       headers: { ...browser(admin), 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: 'https://logs.example/cb', scope: 'org:read', code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256', decision: 'approve' }).toString(),
+      body: new URLSearchParams({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: 'https://logs.example/cb',
+        scope: 'org:read',
+        code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+        code_challenge_method: 'S256',
+        decision: 'approve',
+      }).toString(),
     });
     const code = new URL(consent.headers.get('location')!).searchParams.get('code')!;
-    const tokens = await (await checkedFetch(`${server.url}/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}` },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: 'https://logs.example/cb', code_verifier: verifier }).toString(),
-    })).json() as { access_token: string; refresh_token: string };
+    const tokens = (await (
+      await checkedFetch(`${server.url}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: 'https://logs.example/cb',
+          code_verifier: verifier,
+        }).toString(),
+      })
+    ).json()) as { access_token: string; refresh_token: string };
     await server.request('GET', `/v1/orgs/${org.orgId}`, { token: tokens.access_token });
 
-    secrets.push(org.adminKey, key.body.secret, team.body.secret, invitation.body.token, password, session.csrfToken, session.cookie.split('=')[1]!,
-      totp.body.secret, code, verifier, tokens.access_token, tokens.refresh_token, clientSecret!);
+    secrets.push(
+      org.adminKey,
+      key.body.secret,
+      team.body.secret,
+      invitation.body.token,
+      password,
+      session.csrfToken,
+      session.cookie.split('=')[1]!,
+      totp.body.secret,
+      code,
+      verifier,
+      tokens.access_token,
+      tokens.refresh_token,
+      clientSecret!,
+    );
     const log = lines.join('');
     expect(lines.length).toBeGreaterThan(10);
     for (const secret of secrets) {

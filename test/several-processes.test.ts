@@ -4,7 +4,14 @@ import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { allRows, mappingOf, requestImport, requestPreview, tableActivity, waitForJob } from './helpers/jobs.ts';
-import { logged, startApiProcess, startWorkerProcess, type ApiProcess, type Env, type ServiceProcess } from './helpers/processes.ts';
+import {
+  logged,
+  startApiProcess,
+  startWorkerProcess,
+  type ApiProcess,
+  type Env,
+  type ServiceProcess,
+} from './helpers/processes.ts';
 import type { ApiResponse } from './helpers/server.ts';
 import { createSlowTable, slowRowsPath, waitForScans } from './helpers/slow-table.ts';
 import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
@@ -34,7 +41,10 @@ function useApiPair(env: Env): { one: ApiProcess; two: ApiProcess } {
   const pair = {} as { one: ApiProcess; two: ApiProcess };
   const started: ApiProcess[] = [];
   beforeAll(async () => {
-    const processes = await Promise.allSettled([startApiProcess(database, prisma, env), startApiProcess(database, prisma, env)]);
+    const processes = await Promise.allSettled([
+      startApiProcess(database, prisma, env),
+      startApiProcess(database, prisma, env),
+    ]);
     for (const result of processes) if (result.status === 'fulfilled') started.push(result.value);
     const failed = processes.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
@@ -48,7 +58,11 @@ const OPTIONS = '/v1/preferences/options';
 
 /** Sends `count` requests at once, alternating between the processes. */
 function burst(processes: ApiProcess[], count: number, token: string): Promise<ApiResponse[]> {
-  return Promise.all(Array.from({ length: count }, (_item, index) => processes[index % processes.length]!.request('GET', OPTIONS, { token })));
+  return Promise.all(
+    Array.from({ length: count }, (_item, index) =>
+      processes[index % processes.length]!.request('GET', OPTIONS, { token }),
+    ),
+  );
 }
 
 function expectRefused(response: ApiResponse): void {
@@ -59,9 +73,15 @@ function expectRefused(response: ApiResponse): void {
 describe('with REDIS_URL, the rate limit holds across API processes', () => {
   // 1 request per second sustained plus 5 in a 10 s burst: 6 of 12 requests sent at once (they land within one
   // second, as in test/shared-limits.test.ts). No in-flight limit, whose refusals are 429 too.
-  const api = useApiPair({ REDIS_URL, RATE_LIMIT_RPS: '1', RATE_LIMIT_BURST: '5', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0' });
+  const api = useApiPair({
+    REDIS_URL,
+    RATE_LIMIT_RPS: '1',
+    RATE_LIMIT_BURST: '5',
+    CONCURRENCY_LIMIT: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
+  });
 
-  it('one credential\'s requests split over both processes are admitted up to the one limit, the rest 429', async () => {
+  it("one credential's requests split over both processes are admitted up to the one limit, the rest 429", async () => {
     const { adminKey } = await createOrg(prisma);
     const responses = await burst([api.one, api.two], 12, adminKey);
     const refused = responses.filter((response) => response.status !== 200);
@@ -74,8 +94,13 @@ describe('with REDIS_URL, the rate limit holds across API processes', () => {
 describe('with REDIS_URL, the in-flight limit holds across API processes', () => {
   // One slot per credential and no waiting queue, so a request beyond it is refused at once.
   const api = useApiPair({
-    REDIS_URL, RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '1', CONCURRENCY_QUEUE: '0', ORG_CONCURRENCY_LIMIT: '0',
-    DATABASE_POOL_SIZE: '10', QUERY_TIMEOUT_MS: '120000',
+    REDIS_URL,
+    RATE_LIMIT_RPS: '0',
+    CONCURRENCY_LIMIT: '1',
+    CONCURRENCY_QUEUE: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
+    DATABASE_POOL_SIZE: '10',
+    QUERY_TIMEOUT_MS: '120000',
   });
 
   it('one credential holding its one slot on one process is refused on the other until the slot is given back', async () => {
@@ -93,11 +118,19 @@ describe('with REDIS_URL, the in-flight limit holds across API processes', () =>
 });
 
 describe('without REDIS_URL, each process counts on its own (documented)', () => {
-  const api = useApiPair({ RATE_LIMIT_RPS: '1', RATE_LIMIT_BURST: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0' });
+  const api = useApiPair({
+    RATE_LIMIT_RPS: '1',
+    RATE_LIMIT_BURST: '0',
+    CONCURRENCY_LIMIT: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
+  });
 
   it('one credential gets the limit once per process', async () => {
     const { adminKey } = await createOrg(prisma);
-    const [first, second] = [await api.one.request('GET', OPTIONS, { token: adminKey }), await api.two.request('GET', OPTIONS, { token: adminKey })];
+    const [first, second] = [
+      await api.one.request('GET', OPTIONS, { token: adminKey }),
+      await api.two.request('GET', OPTIONS, { token: adminKey }),
+    ];
     expect([first.status, second.status]).toEqual([200, 200]);
     expectRefused(await api.one.request('GET', OPTIONS, { token: adminKey }));
     expectRefused(await api.two.request('GET', OPTIONS, { token: adminKey }));
@@ -109,7 +142,9 @@ describe('two API processes and two worker processes', () => {
   const workers: ServiceProcess[] = [];
   let org: TestOrg;
   beforeAll(async () => {
-    const started = await Promise.allSettled([0, 1].map(() => startWorkerProcess(database, { JOB_CONCURRENCY: '1', JOB_POLL_MS: '100' })));
+    const started = await Promise.allSettled(
+      [0, 1].map(() => startWorkerProcess(database, { JOB_CONCURRENCY: '1', JOB_POLL_MS: '100' })),
+    );
     for (const result of started) if (result.status === 'fulfilled') workers.push(result.value);
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
@@ -117,10 +152,17 @@ describe('two API processes and two worker processes', () => {
   });
   afterAll(() => Promise.all(workers.map((worker) => worker.stop())));
 
-  const FIELDS = [{ name: 'Name', type: 'text', required: true }, { name: 'Code', type: 'text', options: { maxLength: 20 } }];
+  const FIELDS = [
+    { name: 'Name', type: 'text', required: true },
+    { name: 'Code', type: 'text', options: { maxLength: 20 } },
+  ];
   const FILES = 6;
   const ROWS_PER_FILE = 5;
-  const csvOf = (file: number) => ['Name,Code', ...Array.from({ length: ROWS_PER_FILE }, (_item, row) => `Person ${file}-${row},C-${file}-${row}`)].join('\n');
+  const csvOf = (file: number) =>
+    [
+      'Name,Code',
+      ...Array.from({ length: ROWS_PER_FILE }, (_item, row) => `Person ${file}-${row},C-${file}-${row}`),
+    ].join('\n');
 
   async function accepted(response: Promise<ApiResponse>): Promise<{ jobId: string; statusUrl: string }> {
     const result = await response;
@@ -131,46 +173,76 @@ describe('two API processes and two worker processes', () => {
   it('jobs enqueued through both processes each run exactly once, with one set of events each', async () => {
     const via = (index: number) => (index % 2 === 0 ? api.one : api.two);
     const table = await createTable(api.one, org, FIELDS);
-    const previews = await Promise.all(Array.from({ length: FILES }, (_item, file) => accepted(requestPreview(via(file), org.adminKey, table, {
-      content: csvOf(file), mapping: mappingOf(table, ['Name', 'Code']), fileName: `file-${file}.csv`,
-    }))));
+    const previews = await Promise.all(
+      Array.from({ length: FILES }, (_item, file) =>
+        accepted(
+          requestPreview(via(file), org.adminKey, table, {
+            content: csvOf(file),
+            mapping: mappingOf(table, ['Name', 'Code']),
+            fileName: `file-${file}.csv`,
+          }),
+        ),
+      ),
+    );
     for (const [file, job] of previews.entries()) {
       expect((await waitForJob(via(file + 1), org.adminKey, job.statusUrl, undefined, 60_000)).state).toBe('succeeded');
     }
-    const imports = await Promise.all(previews.map((job, file) => accepted(requestImport(via(file), org.adminKey, table, job.jobId, 'all-or-nothing'))));
+    const imports = await Promise.all(
+      previews.map((job, file) => accepted(requestImport(via(file), org.adminKey, table, job.jobId, 'all-or-nothing'))),
+    );
     for (const [file, job] of imports.entries()) {
       const finished = await waitForJob(via(file + 1), org.adminKey, job.statusUrl, undefined, 60_000);
       expect(finished.state, JSON.stringify(finished)).toBe('succeeded');
     }
 
     const jobIds = [...previews, ...imports].map((job) => job.jobId);
-    const records = await prisma.job.findMany({ where: { tableId: table.tableId }, select: { id: true, state: true, attempts: true } });
+    const records = await prisma.job.findMany({
+      where: { tableId: table.tableId },
+      select: { id: true, state: true, attempts: true },
+    });
     expect(records.map((record) => record.id).sort()).toEqual([...jobIds].sort());
     expect(records.every((record) => record.state === 'succeeded' && record.attempts === 1)).toBe(true);
 
     // The effect: every file's rows once.
     const codes = (await allRows(api.two, org.adminKey, table)).map((row) => row.values[table.fields.Code!]).sort();
-    expect(codes).toEqual(Array.from({ length: FILES }, (_file, file) => Array.from({ length: ROWS_PER_FILE }, (_row, row) => `C-${file}-${row}`)).flat().sort());
+    expect(codes).toEqual(
+      Array.from({ length: FILES }, (_file, file) =>
+        Array.from({ length: ROWS_PER_FILE }, (_row, row) => `C-${file}-${row}`),
+      )
+        .flat()
+        .sort(),
+    );
 
     // The activity feed: each job's queued and terminal events once.
     const events = (await tableActivity(api.one, org.adminKey, table)).filter((entry) => entry.jobId);
     const eventsOf = (jobId: string) => events.filter((entry) => entry.jobId === jobId).map((entry) => entry.event);
-    for (const job of previews) expect(eventsOf(job.jobId)).toEqual(['job.previewImportRows.queued', 'job.previewImportRows.succeeded']);
-    for (const job of imports) expect(eventsOf(job.jobId)).toEqual(['job.importRows.queued', 'records.changed', 'job.importRows.succeeded']);
+    for (const job of previews)
+      expect(eventsOf(job.jobId)).toEqual(['job.previewImportRows.queued', 'job.previewImportRows.succeeded']);
+    for (const job of imports)
+      expect(eventsOf(job.jobId)).toEqual(['job.importRows.queued', 'records.changed', 'job.importRows.succeeded']);
 
     // The workers' own logs: between them, each job finished once.
-    const finished = () => workers.flatMap((worker) => logged(worker, 'job finished').map((entry) => entry.jobId as string)).sort();
+    const finished = () =>
+      workers.flatMap((worker) => logged(worker, 'job finished').map((entry) => entry.jobId as string)).sort();
     await expect.poll(finished, { timeout: 10_000, interval: 50 }).toEqual([...jobIds].sort());
   }, 180_000);
 
   it('what one process changes or hands out, the other honours: a schema change, a page cursor', async () => {
     const table = await createTable(api.one, org, FIELDS);
-    for (const index of [0, 1, 2]) expect((await createRow(api.two, org.adminKey, table, { Name: `Row ${index}` })).status).toBe(201);
+    for (const index of [0, 1, 2])
+      expect((await createRow(api.two, org.adminKey, table, { Name: `Row ${index}` })).status).toBe(201);
     // The second process reads the table first, so its schema cache holds version 1 when the first changes it.
     expect((await api.two.request('GET', `${table.path}/rows?limit=2`, { token: org.adminKey })).status).toBe(200);
-    const change = await accepted(api.one.request('POST', `${table.path}/schema/operations`, {
-      token: org.adminKey, idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion, change: { kind: 'add_field', field: { name: 'Score', type: 'number' } } },
-    }));
+    const change = await accepted(
+      api.one.request('POST', `${table.path}/schema/operations`, {
+        token: org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: {
+          expectedSchemaVersion: table.schemaVersion,
+          change: { kind: 'add_field', field: { name: 'Score', type: 'number' } },
+        },
+      }),
+    );
     const job = await waitForJob(api.one, org.adminKey, change.statusUrl, undefined, 60_000);
     expect(job.state, JSON.stringify(job)).toBe('succeeded');
     const stale = await createRow(api.two, org.adminKey, table, { Name: 'Stale' });
@@ -180,11 +252,22 @@ describe('two API processes and two worker processes', () => {
 
     const first = await api.one.request('GET', `${table.path}/rows?limit=2`, { token: org.adminKey });
     expect(first.status, first.text).toBe(200);
-    const scoreId = (await api.two.request('GET', `${table.path}/schema`, { token: org.adminKey })).body.fields.find((field: { name: string }) => field.name === 'Score').id;
-    expect(first.body.data.map((row: { values: Record<string, unknown> }) => row.values[scoreId])).toEqual([null, null]);
-    const next = await api.two.request('GET', `${table.path}/rows?limit=2&cursor=${encodeURIComponent(first.body.nextCursor)}`, { token: org.adminKey });
+    const scoreId = (await api.two.request('GET', `${table.path}/schema`, { token: org.adminKey })).body.fields.find(
+      (field: { name: string }) => field.name === 'Score',
+    ).id;
+    expect(first.body.data.map((row: { values: Record<string, unknown> }) => row.values[scoreId])).toEqual([
+      null,
+      null,
+    ]);
+    const next = await api.two.request(
+      'GET',
+      `${table.path}/rows?limit=2&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      { token: org.adminKey },
+    );
     expect(next.status, next.text).toBe(200);
-    expect(next.body.data.map((row: { values: Record<string, unknown> }) => row.values[table.fields.Name!])).toEqual(['Row 2']);
+    expect(next.body.data.map((row: { values: Record<string, unknown> }) => row.values[table.fields.Name!])).toEqual([
+      'Row 2',
+    ]);
     expect(next.body.nextCursor).toBeNull();
   }, 90_000);
 
@@ -192,8 +275,12 @@ describe('two API processes and two worker processes', () => {
     const table = await createTable(api.two, org, FIELDS);
     const keys = Array.from({ length: 4 }, () => idempotencyKey());
     for (const [index, key] of keys.entries()) {
-      const body = { expectedSchemaVersion: table.schemaVersion, values: { Name: `Same ${index}`, Code: `S-${index}` } };
-      const send = (target: ApiProcess) => target.request('POST', `${table.path}/rows`, { token: org.adminKey, idempotencyKey: key, body });
+      const body = {
+        expectedSchemaVersion: table.schemaVersion,
+        values: { Name: `Same ${index}`, Code: `S-${index}` },
+      };
+      const send = (target: ApiProcess) =>
+        target.request('POST', `${table.path}/rows`, { token: org.adminKey, idempotencyKey: key, body });
       const answers = await Promise.all([send(api.one), send(api.two)]);
       const created = answers.find((answer) => answer.status === 201);
       expect(created, answers.map((answer) => answer.text).join('\n')).toBeDefined();
@@ -219,7 +306,10 @@ describe('two API processes and two worker processes', () => {
     const table = await createTable(api.one, org, FIELDS);
     const key = idempotencyKey();
     const request = { content: csvOf(0), mapping: mappingOf(table, ['Name', 'Code']) };
-    const answers = await Promise.all([requestPreview(api.one, org.adminKey, table, request, key), requestPreview(api.two, org.adminKey, table, request, key)]);
+    const answers = await Promise.all([
+      requestPreview(api.one, org.adminKey, table, request, key),
+      requestPreview(api.two, org.adminKey, table, request, key),
+    ]);
     const handles = [];
     for (const [at, answer] of answers.entries()) {
       if (answer.status === 409) {

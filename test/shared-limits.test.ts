@@ -27,9 +27,17 @@ const opened: { server: Server; redis: Redis }[] = [];
 
 /** One more "process": the service's app over the test database, its limits in Redis at `redisUrl`. */
 async function processOf(overrides: Partial<Record<keyof Config, string>>, redisUrl = REDIS_URL): Promise<string> {
-  const config = loadConfig({}, {
-    DATABASE_URL: base.database.url, LOG_LEVEL: 'silent', DATABASE_POOL_SIZE: '10', QUERY_TIMEOUT_MS: '120000', REDIS_URL: redisUrl, ...overrides,
-  });
+  const config = loadConfig(
+    {},
+    {
+      DATABASE_URL: base.database.url,
+      LOG_LEVEL: 'silent',
+      DATABASE_POOL_SIZE: '10',
+      QUERY_TIMEOUT_MS: '120000',
+      REDIS_URL: redisUrl,
+      ...overrides,
+    },
+  );
   const redis = connectRedis(redisUrl, logger);
   // Commands sent before the connection is ready fail at once and count per process (by design): wait for it.
   if (redisUrl === REDIS_URL) await once(redis, 'ready');
@@ -65,7 +73,7 @@ describe('limits shared through Redis', () => {
     table = await createSlowTable(base, org, 120_000);
   }, 60_000);
 
-  it('counts one credential\'s rate across processes', async () => {
+  it("counts one credential's rate across processes", async () => {
     const limits = { RATE_LIMIT_RPS: '1', RATE_LIMIT_BURST: '0', CONCURRENCY_LIMIT: '0' };
     const [one, two] = [await processOf(limits), await processOf(limits)];
     const { adminKey } = await createOrg(base.prisma);
@@ -75,7 +83,7 @@ describe('limits shared through Redis', () => {
     expect(refused.headers.get('retry-after')).toBe('1');
   });
 
-  it('counts one credential\'s requests in flight across processes', async () => {
+  it("counts one credential's requests in flight across processes", async () => {
     const limits = { RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '1', CONCURRENCY_QUEUE: '0' };
     const [one, two] = [await processOf(limits), await processOf(limits)];
     const holding = get(one, slowRowsPath(table), org.adminKey);
@@ -92,6 +100,6 @@ describe('limits shared through Redis', () => {
     const down = await processOf(limits, 'redis://127.0.0.1:1');
     const { adminKey } = await createOrg(base.prisma);
     expect((await get(down, '/v1/preferences/options', adminKey)).status).toBe(200);
-    expectError(await get(down, '/v1/preferences/options', adminKey) as never, 429, 'RATE_LIMITED');
+    expectError((await get(down, '/v1/preferences/options', adminKey)) as never, 429, 'RATE_LIMITED');
   });
 });

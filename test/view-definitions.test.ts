@@ -32,7 +32,11 @@ beforeAll(async () => {
   const fields: FieldSpec[] = [
     { name: 'Doc', type: 'json' },
     { name: LONG_NAME, type: 'text', options: { maxLength: 10 } },
-    ...Array.from({ length: 199 }, (_item, index) => ({ name: `c${String(index + 1).padStart(3, '0')}`, type: 'text', options: { maxLength: 10 } })),
+    ...Array.from({ length: 199 }, (_item, index) => ({
+      name: `c${String(index + 1).padStart(3, '0')}`,
+      type: 'text',
+      options: { maxLength: 10 },
+    })),
   ];
   wide = await createTable(suite.server, suite.org, fields);
   wideIds = Object.values(wide.fields);
@@ -47,7 +51,9 @@ const onDoc = (extra: Body) => () => ({ field: wide.fields.Doc, op: 'pathExists'
 const withQuery = (query: () => Body) => () => ({ definition: definitionOf(query()) });
 const withWhere = (where: () => unknown) => withQuery(() => ({ where: where() }));
 const withLayout = (layout: () => Body) => () => ({ definition: definitionOf({}, layout()) });
-const orderByItems = (count: number) => () => ({ orderBy: Array.from({ length: count }, (_item, index) => ({ field: textId(index + 1), direction: 'asc' })) });
+const orderByItems = (count: number) => () => ({
+  orderBy: Array.from({ length: count }, (_item, index) => ({ field: textId(index + 1), direction: 'asc' })),
+});
 
 /** [label, request body fields, null when accepted or the exact problem paths]. */
 const SHAPE_CASES: [string, () => Body, Path[] | null][] = [
@@ -60,23 +66,47 @@ const SHAPE_CASES: [string, () => Body, Path[] | null][] = [
   ['columnOrder with 200 ids', withLayout(() => ({ columnOrder: wideIds.slice(0, 200) })), null],
   ['columnOrder with 201 ids', withLayout(() => ({ columnOrder: wideIds })), [['body', 'definition', 'columnOrder']]],
   ['hiddenColumns with 200 ids', withLayout(() => ({ hiddenColumns: wideIds.slice(1) })), null],
-  ['hiddenColumns with 201 ids', withLayout(() => ({ hiddenColumns: wideIds })), [['body', 'definition', 'hiddenColumns']]],
+  [
+    'hiddenColumns with 201 ids',
+    withLayout(() => ({ hiddenColumns: wideIds })),
+    [['body', 'definition', 'hiddenColumns']],
+  ],
   ['frozenColumns 0', withLayout(() => ({ frozenColumns: 0 })), null],
   ['frozenColumns 200', withLayout(() => ({ frozenColumns: 200 })), null],
   ['frozenColumns -1', withLayout(() => ({ frozenColumns: -1 })), [['body', 'definition', 'frozenColumns']]],
   ['frozenColumns 201', withLayout(() => ({ frozenColumns: 201 })), [['body', 'definition', 'frozenColumns']]],
   ['frozenColumns 1.5', withLayout(() => ({ frozenColumns: 1.5 })), [['body', 'definition', 'frozenColumns']]],
   ['widths 40 and 2000', withLayout(() => ({ columnWidths: { [textId(1)]: 40, [textId(2)]: 2000 } })), null],
-  ['200 widths', withLayout(() => ({ columnWidths: Object.fromEntries(wideIds.slice(1).map((id) => [id, 100])) })), null],
-  ['201 widths', withLayout(() => ({ columnWidths: Object.fromEntries(wideIds.map((id) => [id, 100])) })), [['body', 'definition', 'columnWidths']]],
+  [
+    '200 widths',
+    withLayout(() => ({ columnWidths: Object.fromEntries(wideIds.slice(1).map((id) => [id, 100])) })),
+    null,
+  ],
+  [
+    '201 widths',
+    withLayout(() => ({ columnWidths: Object.fromEntries(wideIds.map((id) => [id, 100])) })),
+    [['body', 'definition', 'columnWidths']],
+  ],
   ['width 39.9', withLayout(() => ({ columnWidths: { w: 39.9 } })), [['body', 'definition', 'columnWidths', 'w']]],
   ['width 2001', withLayout(() => ({ columnWidths: { w: 2001 } })), [['body', 'definition', 'columnWidths', 'w']]],
   ['8 orderBy items', withQuery(orderByItems(8)), null],
   ['9 orderBy items', withQuery(orderByItems(9)), [ORDER_BY]],
   ['a 64-character orderBy field', withQuery(() => ({ orderBy: [{ field: LONG_NAME, direction: 'desc' }] })), null],
-  ['a 65-character orderBy field', withQuery(() => ({ orderBy: [{ field: `${LONG_NAME}L`, direction: 'asc' }] })), [[...ORDER_BY, 0, 'field']]],
-  ['an empty orderBy field', withQuery(() => ({ orderBy: [{ field: '', direction: 'asc' }] })), [[...ORDER_BY, 0, 'field']]],
-  ['direction "up"', withQuery(() => ({ orderBy: [{ field: textId(1), direction: 'up' }] })), [[...ORDER_BY, 0, 'direction']]],
+  [
+    'a 65-character orderBy field',
+    withQuery(() => ({ orderBy: [{ field: `${LONG_NAME}L`, direction: 'asc' }] })),
+    [[...ORDER_BY, 0, 'field']],
+  ],
+  [
+    'an empty orderBy field',
+    withQuery(() => ({ orderBy: [{ field: '', direction: 'asc' }] })),
+    [[...ORDER_BY, 0, 'field']],
+  ],
+  [
+    'direction "up"',
+    withQuery(() => ({ orderBy: [{ field: textId(1), direction: 'up' }] })),
+    [[...ORDER_BY, 0, 'direction']],
+  ],
   ['a 64-character where field', withWhere(isNullOn(() => LONG_NAME)), null],
   ['a 65-character where field', withWhere(isNullOn(() => `${LONG_NAME}L`)), [[...WHERE, 'field']]],
   ['and with 1 item', withWhere(() => ({ and: [someText()] })), null],
@@ -95,16 +125,33 @@ const SHAPE_CASES: [string, () => Body, Path[] | null][] = [
   ['path index 2147483648', withWhere(onDoc({ path: ['k', 2147483648] })), [[...WHERE, 'path', 1]]],
   ['path index -1', withWhere(onDoc({ path: [-1] })), [[...WHERE, 'path', 0]]],
   ['an unknown op', withWhere(() => ({ field: textId(1), op: 'like', value: 'x' })), [[...WHERE, 'op']]],
-  ['an extra definition property', () => ({ definition: { ...definitionOf(), filters: [] } }), [['body', 'definition']]],
+  [
+    'an extra definition property',
+    () => ({ definition: { ...definitionOf(), filters: [] } }),
+    [['body', 'definition']],
+  ],
   ['an extra query property', withQuery(() => ({ limit: 10 })), [['body', 'definition', 'query']]],
   ['an extra leaf property', withWhere(() => ({ ...someText(), negate: true })), [WHERE]],
   ['an extra group property', withWhere(() => ({ and: [someText()], not: true })), [WHERE]],
-  ['an extra orderBy item property', withQuery(() => ({ orderBy: [{ field: textId(1), direction: 'asc', nulls: 'first' }] })), [[...ORDER_BY, 0]]],
+  [
+    'an extra orderBy item property',
+    withQuery(() => ({ orderBy: [{ field: textId(1), direction: 'asc', nulls: 'first' }] })),
+    [[...ORDER_BY, 0]],
+  ],
   ['an extra body property', () => ({ ownerUserId: suite.org.adminUserId }), [['body']]],
-  ...['columnOrder', 'columnWidths', 'frozenColumns', 'hiddenColumns', 'query'].map((member): [string, () => Body, Path[]] =>
-    [`a definition without ${member}`, () => ({ definition: { ...definitionOf(), [member]: undefined } }), [['body', 'definition', member]]]),
+  ...['columnOrder', 'columnWidths', 'frozenColumns', 'hiddenColumns', 'query'].map(
+    (member): [string, () => Body, Path[]] => [
+      `a definition without ${member}`,
+      () => ({ definition: { ...definitionOf(), [member]: undefined } }),
+      [['body', 'definition', member]],
+    ],
+  ),
   ['expectedSchemaVersion 0', () => ({ expectedSchemaVersion: 0 }), [['body', 'expectedSchemaVersion']]],
-  ['expectedSchemaVersion 2147483648', () => ({ expectedSchemaVersion: 2147483648 }), [['body', 'expectedSchemaVersion']]],
+  [
+    'expectedSchemaVersion 2147483648',
+    () => ({ expectedSchemaVersion: 2147483648 }),
+    [['body', 'expectedSchemaVersion']],
+  ],
 ];
 
 describe('definition shape (spec 2.3, 2.4, §8) at each limit and one past it', () => {
@@ -123,7 +170,9 @@ describe('definition shape (spec 2.3, 2.4, §8) at each limit and one past it', 
 
   it('answers a malformed JSON body with 400 BAD_REQUEST', async () => {
     const response = await suite.server.request('POST', `${wide.path}/views`, {
-      token: admin(), idempotencyKey: idempotencyKey(), rawBody: '{"name": "View", "definition": {',
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      rawBody: '{"name": "View", "definition": {',
     });
     expectError(response, 400, 'BAD_REQUEST');
   });
@@ -131,7 +180,8 @@ describe('definition shape (spec 2.3, 2.4, §8) at each limit and one past it', 
 
 describe('pathological filters', () => {
   /** The raw body of a view whose where nests `depth` and-groups, built as text (no recursion on our side). */
-  const deepBody = (depth: number) => `{"expectedSchemaVersion":${wide.schemaVersion},"name":"Deep","visibility":"personal",` +
+  const deepBody = (depth: number) =>
+    `{"expectedSchemaVersion":${wide.schemaVersion},"name":"Deep","visibility":"personal",` +
     `"definition":{"columnOrder":[],"columnWidths":{},"frozenColumns":0,"hiddenColumns":[],"query":{"where":` +
     `${'{"and":['.repeat(depth)}${JSON.stringify(someText())}${']}'.repeat(depth)}}}}`;
   const postRaw = (rawBody: string) =>
@@ -177,7 +227,13 @@ describe('pathological filters', () => {
 
 const INJECTED_NAME = 'x"; DROP TABLE users; --';
 const NOTES = [
-  'x"; DROP TABLE users; --', "'; SELECT pg_sleep(10); --", '100% sure', 'snake_case', 'back\\slash', 'plain text', 'it\'s "quoted"',
+  'x"; DROP TABLE users; --',
+  "'; SELECT pg_sleep(10); --",
+  '100% sure',
+  'snake_case',
+  'back\\slash',
+  'plain text',
+  'it\'s "quoted"',
 ];
 
 describe('injection attempts in field names and values', () => {
@@ -233,18 +289,29 @@ describe('injection attempts in field names and values', () => {
   });
 
   it('resolves a field named like an injection by its exact name, in where and orderBy', async () => {
-    const view = savedView(await postView(notes, {
-      definition: definitionOf({ where: { field: INJECTED_NAME, op: 'in', value: ['n0', 'n2'] }, orderBy: [{ field: INJECTED_NAME, direction: 'desc' }] }),
-    }));
+    const view = savedView(
+      await postView(notes, {
+        definition: definitionOf({
+          where: { field: INJECTED_NAME, op: 'in', value: ['n0', 'n2'] },
+          orderBy: [{ field: INJECTED_NAME, direction: 'desc' }],
+        }),
+      }),
+    );
     expect(await rowIdsThrough(notes, view)).toEqual([noteIds[2], noteIds[0]]);
     await deleteView(notes, view);
   });
 
   it('refuses an injection as an unknown field reference at its path', async () => {
     const response = await postView(notes, {
-      definition: definitionOf({ where: { field: '"; DROP TABLE users; --', op: 'isNull' }, orderBy: [{ field: "') --", direction: 'asc' }] }),
+      definition: definitionOf({
+        where: { field: '"; DROP TABLE users; --', op: 'isNull' },
+        orderBy: [{ field: "') --", direction: 'asc' }],
+      }),
     });
-    expectProblems(response, [['definition', 'query', 'where', 'field'], ['definition', 'query', 'orderBy', 0, 'field']]);
+    expectProblems(response, [
+      ['definition', 'query', 'where', 'field'],
+      ['definition', 'query', 'orderBy', 0, 'field'],
+    ]);
   });
 
   it('leaves the catalog and the rows intact', async () => {

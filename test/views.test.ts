@@ -24,7 +24,9 @@ let teamKey: string;
 
 beforeAll(async () => {
   table = await createTable(suite.server, suite.org, [
-    { name: 'Name', type: 'text', options: { maxLength: 40 } }, { name: 'Score', type: 'number' }, { name: 'Data', type: 'json' },
+    { name: 'Name', type: 'text', options: { maxLength: 40 } },
+    { name: 'Score', type: 'number' },
+    { name: 'Data', type: 'json' },
   ]);
   [member, otherMember, viewer] = [
     await addMember(suite.server.prisma, suite.org.orgId, 'member', 'Mia Member'),
@@ -35,14 +37,27 @@ beforeAll(async () => {
 });
 
 const field = (name: string) => table.fields[name]!;
-const definition = (overrides: Record<string, unknown> = {}) =>
-  ({ columnOrder: [], columnWidths: {}, frozenColumns: 0, hiddenColumns: [], query: {}, ...overrides });
+const definition = (overrides: Record<string, unknown> = {}) => ({
+  columnOrder: [],
+  columnWidths: {},
+  frozenColumns: 0,
+  hiddenColumns: [],
+  query: {},
+  ...overrides,
+});
 const viewsUrl = (on: TestTable = table) => `${on.path}/views`;
 
 function postView(token: string, body: Record<string, unknown> = {}, key = idempotencyKey(), on: TestTable = table) {
   return suite.server.request('POST', viewsUrl(on), {
-    token, idempotencyKey: key,
-    body: { expectedSchemaVersion: on.schemaVersion, name: 'My view', visibility: 'personal', definition: definition(), ...body },
+    token,
+    idempotencyKey: key,
+    body: {
+      expectedSchemaVersion: on.schemaVersion,
+      name: 'My view',
+      visibility: 'personal',
+      definition: definition(),
+      ...body,
+    },
   });
 }
 
@@ -56,7 +71,11 @@ const getView = (token: string, id: string) => suite.server.request('GET', `${vi
 const patchView = (token: string, id: string, body: unknown) =>
   suite.server.request('PATCH', `${viewsUrl()}/${id}`, { token, idempotencyKey: idempotencyKey(), body });
 const deleteView = (token: string, id: string, expectedVersion: string) =>
-  suite.server.request('DELETE', `${viewsUrl()}/${id}`, { token, idempotencyKey: idempotencyKey(), body: { expectedVersion } });
+  suite.server.request('DELETE', `${viewsUrl()}/${id}`, {
+    token,
+    idempotencyKey: idempotencyKey(),
+    body: { expectedVersion },
+  });
 
 async function listedIds(token: string): Promise<string[]> {
   const response = await suite.server.request('GET', `${viewsUrl()}?limit=100`, { token });
@@ -67,17 +86,38 @@ async function listedIds(token: string): Promise<string[]> {
 describe('POST …/views (endpoint 1)', () => {
   it('answers 201 with exactly the spec 2.2 saved view, readable again by GET', async () => {
     const saved = definition({
-      columnOrder: [field('Score'), field('Name')], columnWidths: { [field('Name')]: 240 }, frozenColumns: 1,
+      columnOrder: [field('Score'), field('Name')],
+      columnWidths: { [field('Name')]: 240 },
+      frozenColumns: 1,
       hiddenColumns: [field('Data')],
-      query: { where: { and: [{ field: 'Score', op: 'gte', value: 2 }, { field: field('Name'), op: 'prefix', value: 'A' }] }, orderBy: [{ field: 'Score', direction: 'desc' }] },
+      query: {
+        where: {
+          and: [
+            { field: 'Score', op: 'gte', value: 2 },
+            { field: field('Name'), op: 'prefix', value: 'A' },
+          ],
+        },
+        orderBy: [{ field: 'Score', direction: 'desc' }],
+      },
     });
     const response = await postView(member.apiKey, { name: 'Top scores', definition: saved });
     expect(response.status, response.text).toBe(201);
     const view = SavedViewResponse.parse(response.body);
     expect(view).toEqual({
-      id: expect.any(String), tableId: table.tableId, name: 'Top scores', visibility: 'personal', ownerUserId: member.userId,
-      ownerName: 'Mia Member', version: '1', schemaVersion: table.schemaVersion, canEdit: true, canChangeVisibility: true,
-      createdAt: expect.any(String), updatedAt: expect.any(String), definition: saved, validationErrors: [],
+      id: expect.any(String),
+      tableId: table.tableId,
+      name: 'Top scores',
+      visibility: 'personal',
+      ownerUserId: member.userId,
+      ownerName: 'Mia Member',
+      version: '1',
+      schemaVersion: table.schemaVersion,
+      canEdit: true,
+      canChangeVisibility: true,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      definition: saved,
+      validationErrors: [],
     });
     expectTimestamp(view.createdAt);
     expectTimestamp(view.updatedAt);
@@ -102,12 +142,36 @@ describe('POST …/views (endpoint 1)', () => {
   });
 
   it.each<[string, () => Record<string, unknown>, (string | number)[]]>([
-    ['an unknown column in columnOrder', () => ({ columnOrder: [field('Name'), newId()] }), ['definition', 'columnOrder', 1]],
-    ['a column hidden twice', () => ({ hiddenColumns: [field('Score'), field('Score')] }), ['definition', 'hiddenColumns', 1]],
-    ['a width for an unknown column', () => ({ columnWidths: { UNKNOWN_COLUMN: 100 } }), ['definition', 'columnWidths', 'UNKNOWN_COLUMN']],
-    ['a filter on an unknown field', () => ({ query: { where: { field: 'Nope', op: 'eq', value: 1 } } }), ['definition', 'query', 'where', 'field']],
-    ['prefix on a number field', () => ({ query: { where: { field: 'Score', op: 'prefix', value: '1' } } }), ['definition', 'query', 'where', 'op']],
-    ['a sort on a json field', () => ({ query: { orderBy: [{ field: 'Data', direction: 'asc' }] } }), ['definition', 'query', 'orderBy', 0, 'field']],
+    [
+      'an unknown column in columnOrder',
+      () => ({ columnOrder: [field('Name'), newId()] }),
+      ['definition', 'columnOrder', 1],
+    ],
+    [
+      'a column hidden twice',
+      () => ({ hiddenColumns: [field('Score'), field('Score')] }),
+      ['definition', 'hiddenColumns', 1],
+    ],
+    [
+      'a width for an unknown column',
+      () => ({ columnWidths: { UNKNOWN_COLUMN: 100 } }),
+      ['definition', 'columnWidths', 'UNKNOWN_COLUMN'],
+    ],
+    [
+      'a filter on an unknown field',
+      () => ({ query: { where: { field: 'Nope', op: 'eq', value: 1 } } }),
+      ['definition', 'query', 'where', 'field'],
+    ],
+    [
+      'prefix on a number field',
+      () => ({ query: { where: { field: 'Score', op: 'prefix', value: '1' } } }),
+      ['definition', 'query', 'where', 'op'],
+    ],
+    [
+      'a sort on a json field',
+      () => ({ query: { orderBy: [{ field: 'Data', direction: 'asc' }] } }),
+      ['definition', 'query', 'orderBy', 0, 'field'],
+    ],
   ])('answers 422 VALIDATION_FAILED for %s, at its path under definition', async (_case, overrides, path) => {
     const response = await postView(member.apiKey, { definition: definition(overrides()) });
     expectError(response, 422, 'VALIDATION_FAILED');
@@ -119,16 +183,32 @@ describe('POST …/views (endpoint 1)', () => {
 describe('authority over views', () => {
   it('lets a viewer save a personal view (owner only: no visibility change) but not a shared one', async () => {
     const personal = await createView(viewer.apiKey);
-    expect(personal).toMatchObject({ ownerUserId: viewer.userId, ownerName: 'Vic Viewer', canEdit: true, canChangeVisibility: false });
+    expect(personal).toMatchObject({
+      ownerUserId: viewer.userId,
+      ownerName: 'Vic Viewer',
+      canEdit: true,
+      canChangeVisibility: false,
+    });
     expectError(await postView(viewer.apiKey, { visibility: 'shared' }), 403, 'FORBIDDEN');
   });
 
   it('lets a member save a shared view; a team key saves shared views as itself but no personal one', async () => {
     const shared = await createView(member.apiKey, { visibility: 'shared' });
-    expect(shared).toMatchObject({ visibility: 'shared', ownerUserId: member.userId, canEdit: true, canChangeVisibility: true });
+    expect(shared).toMatchObject({
+      visibility: 'shared',
+      ownerUserId: member.userId,
+      canEdit: true,
+      canChangeVisibility: true,
+    });
     expectError(await postView(teamKey), 403, 'PERSONAL_IDENTITY_REQUIRED');
     const byKey = await createView(teamKey, { visibility: 'shared' });
-    expect(byKey).toMatchObject({ visibility: 'shared', ownerUserId: null, ownerName: 'Team key', canEdit: true, canChangeVisibility: false });
+    expect(byKey).toMatchObject({
+      visibility: 'shared',
+      ownerUserId: null,
+      ownerName: 'Team key',
+      canEdit: true,
+      canChangeVisibility: false,
+    });
   });
 
   it('answers 404 to another organisation, under either organisation’s path', async () => {
@@ -155,7 +235,11 @@ describe('authority over views', () => {
   it('lists a shared view for every member, with canEdit and canChangeVisibility as each caller’s authority allows', async () => {
     const view = await createView(member.apiKey, { visibility: 'shared', name: 'Team view' });
     const expectations: [string, boolean, boolean][] = [
-      [member.apiKey, true, true], [otherMember.apiKey, true, false], [admin(), true, false], [viewer.apiKey, false, false], [teamKey, true, false],
+      [member.apiKey, true, true],
+      [otherMember.apiKey, true, false],
+      [admin(), true, false],
+      [viewer.apiKey, false, false],
+      [teamKey, true, false],
     ];
     for (const [token, canEdit, canChangeVisibility] of expectations) {
       expect(await listedIds(token)).toContain(view.id);
@@ -171,37 +255,67 @@ describe('PATCH …/views/{viewId}', () => {
     const view = await createView(member.apiKey);
     const response = await patchView(member.apiKey, view.id, { expectedVersion: '1', name: 'Renamed' });
     expect(response.status, response.text).toBe(200);
-    expect(SavedViewResponse.parse(response.body)).toEqual({ ...view, name: 'Renamed', version: '2', updatedAt: expect.any(String) });
+    expect(SavedViewResponse.parse(response.body)).toEqual({
+      ...view,
+      name: 'Renamed',
+      version: '2',
+      updatedAt: expect.any(String),
+    });
   });
 
   it('replaces the definition only together with expectedSchemaVersion', async () => {
     const view = await createView(member.apiKey);
-    const replaced = definition({ hiddenColumns: [field('Data')], query: { where: { field: 'Score', op: 'isNotNull' } } });
+    const replaced = definition({
+      hiddenColumns: [field('Data')],
+      query: { where: { field: 'Score', op: 'isNotNull' } },
+    });
     const without = await patchView(member.apiKey, view.id, { expectedVersion: '1', definition: replaced });
     expectError(without, 422, 'VALIDATION_FAILED');
     expectProblemPaths(without, [['body', 'expectedSchemaVersion']]);
-    const stale = await patchView(member.apiKey, view.id, { expectedVersion: '1', expectedSchemaVersion: table.schemaVersion + 1, definition: replaced });
+    const stale = await patchView(member.apiKey, view.id, {
+      expectedVersion: '1',
+      expectedSchemaVersion: table.schemaVersion + 1,
+      definition: replaced,
+    });
     expectError(stale, 409, 'SCHEMA_VERSION_CONFLICT');
     const misfit = await patchView(member.apiKey, view.id, {
-      expectedVersion: '1', expectedSchemaVersion: table.schemaVersion, definition: definition({ columnOrder: [newId()] }),
+      expectedVersion: '1',
+      expectedSchemaVersion: table.schemaVersion,
+      definition: definition({ columnOrder: [newId()] }),
     });
     expectError(misfit, 422, 'VALIDATION_FAILED');
     expectProblemPaths(misfit, [['definition', 'columnOrder', 0]]);
 
-    const response = await patchView(member.apiKey, view.id, { expectedVersion: '1', expectedSchemaVersion: table.schemaVersion, definition: replaced });
+    const response = await patchView(member.apiKey, view.id, {
+      expectedVersion: '1',
+      expectedSchemaVersion: table.schemaVersion,
+      definition: replaced,
+    });
     expect(response.status, response.text).toBe(200);
-    expect(SavedViewResponse.parse(response.body)).toMatchObject({ version: '2', definition: replaced, validationErrors: [] });
+    expect(SavedViewResponse.parse(response.body)).toMatchObject({
+      version: '2',
+      definition: replaced,
+      validationErrors: [],
+    });
   });
 
   it('lets an owner with row write authority share a personal view; a viewer owner gets 403', async () => {
     const view = await createView(member.apiKey);
     const shared = await patchView(member.apiKey, view.id, { expectedVersion: '1', visibility: 'shared' });
     expect(shared.status, shared.text).toBe(200);
-    expect(SavedViewResponse.parse(shared.body)).toMatchObject({ visibility: 'shared', version: '2', ownerUserId: member.userId });
+    expect(SavedViewResponse.parse(shared.body)).toMatchObject({
+      visibility: 'shared',
+      version: '2',
+      ownerUserId: member.userId,
+    });
     expect(await listedIds(viewer.apiKey)).toContain(view.id);
 
     const mine = await createView(viewer.apiKey);
-    expectError(await patchView(viewer.apiKey, mine.id, { expectedVersion: '1', visibility: 'shared' }), 403, 'FORBIDDEN');
+    expectError(
+      await patchView(viewer.apiKey, mine.id, { expectedVersion: '1', visibility: 'shared' }),
+      403,
+      'FORBIDDEN',
+    );
     expect(SavedViewResponse.parse((await getView(viewer.apiKey, mine.id)).body)).toEqual(mine);
   });
 
@@ -219,7 +333,9 @@ describe('DELETE …/views/{viewId} (endpoint 2)', () => {
   it('answers {id, deleted, version} with the next version, after which the view is gone and the rows untouched', async () => {
     expect((await createRow(suite.server, admin(), table, { Name: 'kept', Score: 1 })).status).toBe(201);
     const rowsBefore = await suite.server.request('GET', `${table.path}/rows?limit=100`, { token: admin() });
-    const view = await createView(member.apiKey, { definition: definition({ query: { where: { field: 'Name', op: 'eq', value: 'kept' } } }) });
+    const view = await createView(member.apiKey, {
+      definition: definition({ query: { where: { field: 'Name', op: 'eq', value: 'kept' } } }),
+    });
     const response = await deleteView(member.apiKey, view.id, '1');
     expect(response.status, response.text).toBe(200);
     expect(ViewDeletionResponse.parse(response.body)).toEqual({ id: view.id, deleted: true, version: '2' });
@@ -229,13 +345,16 @@ describe('DELETE …/views/{viewId} (endpoint 2)', () => {
     expect(rowsAfter.text).toBe(rowsBefore.text);
   });
 
-  it.each(['2', '9999999999999999999'])('answers 409 ROW_VERSION_CONFLICT for expectedVersion %s of a version-1 view', async (expectedVersion) => {
-    const view = await createView(member.apiKey);
-    const response = await deleteView(member.apiKey, view.id, expectedVersion);
-    expectError(response, 409, 'ROW_VERSION_CONFLICT');
-    expect(response.body.error.details).toEqual({ expectedVersion, currentVersion: '1' });
-    expect((await getView(member.apiKey, view.id)).status).toBe(200);
-  });
+  it.each(['2', '9999999999999999999'])(
+    'answers 409 ROW_VERSION_CONFLICT for expectedVersion %s of a version-1 view',
+    async (expectedVersion) => {
+      const view = await createView(member.apiKey);
+      const response = await deleteView(member.apiKey, view.id, expectedVersion);
+      expectError(response, 409, 'ROW_VERSION_CONFLICT');
+      expect(response.body.error.details).toEqual({ expectedVersion, currentVersion: '1' });
+      expect((await getView(member.apiKey, view.id)).status).toBe(200);
+    },
+  );
 
   it('refuses a viewer deleting a shared view with 403 FORBIDDEN; a member may', async () => {
     const view = await createView(member.apiKey, { visibility: 'shared' });
@@ -256,9 +375,15 @@ describe('100 views per scope', () => {
   async function prefill(count: number, owner: User | null) {
     await suite.server.prisma.savedView.createMany({
       data: Array.from({ length: count }, (_, index) => ({
-        id: newId(), orgId: suite.org.orgId, tableId: roomy.tableId, name: `Prefilled ${index}`,
-        visibility: owner ? 'personal' : 'shared', ownerUserId: owner?.userId ?? null, ownerName: 'Prefilled',
-        schemaVersion: roomy.schemaVersion, definition: definition(),
+        id: newId(),
+        orgId: suite.org.orgId,
+        tableId: roomy.tableId,
+        name: `Prefilled ${index}`,
+        visibility: owner ? 'personal' : 'shared',
+        ownerUserId: owner?.userId ?? null,
+        ownerName: 'Prefilled',
+        schemaVersion: roomy.schemaVersion,
+        definition: definition(),
       })),
     });
   }
@@ -281,8 +406,9 @@ describe('100 views per scope', () => {
   });
 
   it('refuses the 101st shared view of a table', async () => {
-    const shared = () => suite.server.prisma.savedView.count({ where: { tableId: roomy.tableId, visibility: 'shared' } });
-    await prefill(99 - await shared(), null);
+    const shared = () =>
+      suite.server.prisma.savedView.count({ where: { tableId: roomy.tableId, visibility: 'shared' } });
+    await prefill(99 - (await shared()), null);
     expect((await post(member.apiKey, 'shared')).status).toBe(201);
     expectFull(await post(member.apiKey, 'shared'), 'shared');
     expect(await shared()).toBe(100);
@@ -295,6 +421,8 @@ describe('100 views per scope', () => {
     const created = responses.filter((response) => response.status === 201);
     expect(created).toHaveLength(2);
     for (const response of responses.filter((response) => response.status !== 201)) expectFull(response, 'personal');
-    expect(await suite.server.prisma.savedView.count({ where: { tableId: roomy.tableId, ownerUserId: user.userId } })).toBe(100);
+    expect(
+      await suite.server.prisma.savedView.count({ where: { tableId: roomy.tableId, ownerUserId: user.userId } }),
+    ).toBe(100);
   });
 });

@@ -20,10 +20,20 @@ class UsageError extends Error {}
 const Name = z.string().trim().min(1).max(120);
 
 const BootstrapArgs = z.strictObject({ 'org-name': Name, email: Email, name: Name });
-const AddUserArgs = z.strictObject({ org: Id, email: Email, name: Name, role: z.enum(['admin', 'member', 'viewer']), 'accept-unverified': z.boolean().default(false) });
+const AddUserArgs = z.strictObject({
+  org: Id,
+  email: Email,
+  name: Name,
+  role: z.enum(['admin', 'member', 'viewer']),
+  'accept-unverified': z.boolean().default(false),
+});
 const SetPasswordArgs = z.strictObject({ email: Email });
 const IssueEmailVerificationArgs = z.strictObject({ email: Email });
-const RegisterClientArgs = z.strictObject({ name: Name, 'redirect-uri': z.array(z.string()).min(1), confidential: z.boolean().default(false) });
+const RegisterClientArgs = z.strictObject({
+  name: Name,
+  'redirect-uri': z.array(z.string()).min(1),
+  confidential: z.boolean().default(false),
+});
 const COMMANDS = ['bootstrap', 'add-user', 'set-password', 'issue-email-verification', 'register-oauth-client'];
 
 function parse<T extends z.ZodType>(schema: T, values: unknown): z.output<T> {
@@ -68,14 +78,24 @@ async function passwordFromStdin(): Promise<string> {
 type Runtime = Awaited<ReturnType<typeof openRuntime>>;
 
 /** Checks the arguments (and reads stdin) before anything connects to the database. */
-async function commandOf(command: string, values: Record<string, unknown>): Promise<(runtime: Runtime) => Promise<unknown>> {
+async function commandOf(
+  command: string,
+  values: Record<string, unknown>,
+): Promise<(runtime: Runtime) => Promise<unknown>> {
   if (command === 'bootstrap') {
     const args = parse(BootstrapArgs, values);
     return (runtime) => bootstrapOrg(runtime.prisma, { orgName: args['org-name'], email: args.email, name: args.name });
   }
   if (command === 'add-user') {
     const args = parse(AddUserArgs, values);
-    return (runtime) => addUser(runtime.prisma, { orgId: args.org, email: args.email, name: args.name, role: args.role, acceptUnverified: args['accept-unverified'] });
+    return (runtime) =>
+      addUser(runtime.prisma, {
+        orgId: args.org,
+        email: args.email,
+        name: args.name,
+        role: args.role,
+        acceptUnverified: args['accept-unverified'],
+      });
   }
   if (command === 'set-password') {
     const args = parse(SetPasswordArgs, values);
@@ -84,11 +104,20 @@ async function commandOf(command: string, values: Record<string, unknown>): Prom
   }
   if (command === 'issue-email-verification') {
     const args = parse(IssueEmailVerificationArgs, values);
-    return (runtime) => issueVerificationToken(runtime.prisma, { email: args.email, ttlHours: runtime.config.EMAIL_VERIFICATION_TTL_HOURS });
+    return (runtime) =>
+      issueVerificationToken(runtime.prisma, {
+        email: args.email,
+        ttlHours: runtime.config.EMAIL_VERIFICATION_TTL_HOURS,
+      });
   }
   if (command === 'register-oauth-client') {
     const args = parse(RegisterClientArgs, values);
-    return (runtime) => registerClient(runtime.prisma, { name: args.name, redirectUris: args['redirect-uri'], confidential: args.confidential });
+    return (runtime) =>
+      registerClient(runtime.prisma, {
+        name: args.name,
+        redirectUris: args['redirect-uri'],
+        confidential: args.confidential,
+      });
   }
   throw new UsageError(`Unknown command "${command}".`);
 }
@@ -108,14 +137,16 @@ async function run(argv: string[]): Promise<unknown> {
 const argv = process.argv.slice(2);
 // `--help`, `-h` or `help` anywhere: the usage on stdout, exit 0, nothing connected.
 if (argv.some((arg) => ['--help', '-h', 'help'].includes(arg))) process.stdout.write(`${USAGE}\n`);
-else run(argv).then(
-  (result) => {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-  },
-  (error: unknown) => {
-    if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}\n`);
-    else if (error instanceof ProvisionError || error instanceof ClientRegistrationError) process.stderr.write(`${error.message}\n`);
-    else process.stderr.write(`cli failed: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = error instanceof UsageError ? 2 : 1;
-  },
-);
+else
+  run(argv).then(
+    (result) => {
+      process.stdout.write(`${JSON.stringify(result)}\n`);
+    },
+    (error: unknown) => {
+      if (error instanceof UsageError) process.stderr.write(`${error.message}\n\n${USAGE}\n`);
+      else if (error instanceof ProvisionError || error instanceof ClientRegistrationError)
+        process.stderr.write(`${error.message}\n`);
+      else process.stderr.write(`cli failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = error instanceof UsageError ? 2 : 1;
+    },
+  );

@@ -16,7 +16,13 @@ async function listen(server: Server, port: number, host: string): Promise<void>
  * SIGTERM/SIGINT: stop accepting and stop claiming jobs at once, end open event streams with a last event telling
  * clients to reconnect, let in-flight requests finish (up to the grace period), then close the pool.
  */
-function shutdownOnSignal(server: Server, connections: KeptAlive, shutdown: AbortController, runtime: Runtime, worker: Worker | null): void {
+function shutdownOnSignal(
+  server: Server,
+  connections: KeptAlive,
+  shutdown: AbortController,
+  runtime: Runtime,
+  worker: Worker | null,
+): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -41,7 +47,9 @@ async function main(): Promise<void> {
   const runtime = await openRuntime();
   const { config, logger, prisma, redis } = runtime;
   const shutdown = new AbortController();
-  const server = createServer(createApp({ prisma, config, logger, shutdown: shutdown.signal, ...(redis ? { redis } : {}) }));
+  const server = createServer(
+    createApp({ prisma, config, logger, shutdown: shutdown.signal, ...(redis ? { redis } : {}) }),
+  );
   answerClientErrors(server);
   limitConnections(server, config, logger);
   const connections = keepConnectionsAlive(server, config.KEEP_ALIVE_TIMEOUT_MS);
@@ -49,11 +57,20 @@ async function main(): Promise<void> {
   const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
   shutdownOnSignal(server, connections, shutdown, runtime, worker);
   const address = server.address();
-  logger.info({ port: typeof address === 'object' && address ? address.port : config.PORT, pid: process.pid, worker: Boolean(worker) }, 'listening');
+  logger.info(
+    {
+      port: typeof address === 'object' && address ? address.port : config.PORT,
+      pid: process.pid,
+      worker: Boolean(worker),
+    },
+    'listening',
+  );
 }
 
 main().catch((error: unknown) => {
   // The logger may not exist yet (bad configuration), so the reason goes to stderr as plain text.
-  process.stderr.write(`workspace-data-service failed to start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(
+    `workspace-data-service failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exit(1);
 });

@@ -45,27 +45,46 @@ function conditions(filter: FeedFilter, asOf: string, params: Params): string[] 
   if (filter.to) where.push(`e.occurred_at < ${params.add(filter.to, 'timestamptz')}`);
   if (filter.text) {
     const pattern = params.add(`%${escapeLike(filter.text)}%`, 'text');
-    where.push(`(e.summary ILIKE ${pattern} OR e.actor_name ILIKE ${pattern} OR d.name ILIKE ${pattern} OR t.name ILIKE ${pattern})`);
+    where.push(
+      `(e.summary ILIKE ${pattern} OR e.actor_name ILIKE ${pattern} OR d.name ILIKE ${pattern} OR t.name ILIKE ${pattern})`,
+    );
   }
   return where;
 }
 
 /** A database or table as spec 2.10 names it: null when gone, else its id, name and state. */
-const named = (alias: string) => `CASE WHEN ${alias}.id IS NULL THEN 'null' ELSE ${jsonObject([
-  ['id', jsonValue(`${alias}.id`)], ['name', jsonValue(`coalesce(${alias}.name, '')`)], ['state', jsonValue(`coalesce(${alias}.state, 'active')`)],
-])} END`;
+const named = (alias: string) =>
+  `CASE WHEN ${alias}.id IS NULL THEN 'null' ELSE ${jsonObject([
+    ['id', jsonValue(`${alias}.id`)],
+    ['name', jsonValue(`coalesce(${alias}.name, '')`)],
+    ['state', jsonValue(`coalesce(${alias}.state, 'active')`)],
+  ])} END`;
 
 /** An entry in spec 2.10's shape, as JSON text (`jsonObject`: the page builds 101 of them). */
 const entryJson = jsonObject([
-  ['id', jsonValue('e.id')], ['category', jsonValue('e.category')], ['occurredAt', jsonValue(utcTimestamp('e.occurred_at'))],
-  ['summary', jsonValue('e.summary')], ['event', jsonValue('e.event')], ['status', jsonValue('e.status')],
-  ['actor', jsonObject([
-    ['id', jsonValue('e.actor_id')], ['key', jsonValue("coalesce(e.actor_key, '')")], ['kind', jsonValue('e.actor_kind')],
-    ['name', jsonValue('e.actor_name')], ['avatarUrl', `'""'`],
-  ])],
-  ['database', named('d')], ['table', named('t')],
-  ['rowId', jsonValue('e.row_id')], ['affectedRows', jsonValue('e.affected_rows')], ['jobId', jsonValue('e.job_id')],
-  ['fileName', jsonValue('e.file_name')], ['destination', jsonValue('e.destination')],
+  ['id', jsonValue('e.id')],
+  ['category', jsonValue('e.category')],
+  ['occurredAt', jsonValue(utcTimestamp('e.occurred_at'))],
+  ['summary', jsonValue('e.summary')],
+  ['event', jsonValue('e.event')],
+  ['status', jsonValue('e.status')],
+  [
+    'actor',
+    jsonObject([
+      ['id', jsonValue('e.actor_id')],
+      ['key', jsonValue("coalesce(e.actor_key, '')")],
+      ['kind', jsonValue('e.actor_kind')],
+      ['name', jsonValue('e.actor_name')],
+      ['avatarUrl', `'""'`],
+    ]),
+  ],
+  ['database', named('d')],
+  ['table', named('t')],
+  ['rowId', jsonValue('e.row_id')],
+  ['affectedRows', jsonValue('e.affected_rows')],
+  ['jobId', jsonValue('e.job_id')],
+  ['fileName', jsonValue('e.file_name')],
+  ['destination', jsonValue('e.destination')],
 ]);
 
 /**
@@ -79,7 +98,8 @@ export function selectFeedPage(filter: FeedFilter, asOf: string, after: FeedPosi
   const params = new Params();
   const scope = filter.tableId || filter.databaseId ? feedScope(filter, params) : null;
   const where = conditions(filter, asOf, params);
-  if (after) where.push(`(e.occurred_at, e.id) < (${params.add(after.occurredAt, 'timestamptz')}, ${params.add(after.id, ID)})`);
+  if (after)
+    where.push(`(e.occurred_at, e.id) < (${params.add(after.occurredAt, 'timestamptz')}, ${params.add(after.id, ID)})`);
   const page = `SELECT e.id, e.occurred_at::text AS position, ${entryJson} AS entry
       FROM activity_events e
       LEFT JOIN databases d ON d.id = e.database_id
@@ -87,8 +107,10 @@ export function selectFeedPage(filter: FeedFilter, asOf: string, after: FeedPosi
      WHERE ${where.join(' AND ')}
      ORDER BY e.occurred_at DESC, e.id DESC
      LIMIT ${params.add(limit + 1, 'int')}`;
-  const sql = scope === null ? page
-    : `SELECT s.*, p.id, p.position, p.entry FROM (${scope}) s LEFT JOIN LATERAL (${page}) p ON true
+  const sql =
+    scope === null
+      ? page
+      : `SELECT s.*, p.id, p.position, p.entry FROM (${scope}) s LEFT JOIN LATERAL (${page}) p ON true
         ORDER BY p.position::timestamptz DESC, p.id DESC`;
   return { sql, params: params.values };
 }
@@ -118,7 +140,12 @@ function feedScope(filter: Pick<FeedFilter, 'orgId' | 'databaseId' | 'tableId'>,
       LEFT JOIN databases d ON d.id = coalesce(${database}, t.database_id) AND d.org_id = ${org}`;
 }
 
-export interface ActorRecord { actor_id: string; actor_name: string; actor_kind: string; actor_key: string | null }
+export interface ActorRecord {
+  actor_id: string;
+  actor_name: string;
+  actor_kind: string;
+  actor_key: string | null;
+}
 
 /**
  * The distinct actors of an org's history whose latest name matches `text`: a skip scan over the
@@ -144,7 +171,12 @@ export function selectActors(orgId: string, text: string | undefined, limit: num
   return { sql, params: params.values };
 }
 
-export interface ResourceRecord { kind: 'database' | 'table'; id: string; name: string; database_name: string | null }
+export interface ResourceRecord {
+  kind: 'database' | 'table';
+  id: string;
+  name: string;
+  database_name: string | null;
+}
 
 /** Databases and tables of the org that appear in its history, by name. */
 export function selectResources(orgId: string, text: string | undefined, limit: number): Statement {

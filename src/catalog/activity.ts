@@ -6,12 +6,38 @@ import type { Caller } from '../kernel/caller.ts';
 
 /** The event kinds of spec §6 that are not a job's; job events are listed with the job kinds (src/jobs/engine/kinds.ts). */
 export const PLAIN_EVENTS = [
-  'backup.failed.detected', 'backup.failed.resolved', 'backup.overdue.detected', 'backup.overdue.resolved', 'database.backup.prune',
-  'database.backup_policy.update', 'database.backup_schedule.update', 'database.backup_schedule.delete', 'database.create',
-  'database.delete', 'database.restore', 'database.update', 'field.create', 'field.convert', 'field.delete', 'field.update',
-  'fields.reorder', 'records.changed', 'table.create', 'table.delete', 'table.update', 'foreign-key.create', 'foreign-key.delete',
-  'rule.create', 'rule.delete',
-  'webhook.create', 'webhook.update', 'webhook.delete', 'webhook.enable', 'webhook.disable', 'webhook.rotate_secret', 'webhook.replay',
+  'backup.failed.detected',
+  'backup.failed.resolved',
+  'backup.overdue.detected',
+  'backup.overdue.resolved',
+  'database.backup.prune',
+  'database.backup_policy.update',
+  'database.backup_schedule.update',
+  'database.backup_schedule.delete',
+  'database.create',
+  'database.delete',
+  'database.restore',
+  'database.update',
+  'field.create',
+  'field.convert',
+  'field.delete',
+  'field.update',
+  'fields.reorder',
+  'records.changed',
+  'table.create',
+  'table.delete',
+  'table.update',
+  'foreign-key.create',
+  'foreign-key.delete',
+  'rule.create',
+  'rule.delete',
+  'webhook.create',
+  'webhook.update',
+  'webhook.delete',
+  'webhook.enable',
+  'webhook.disable',
+  'webhook.rotate_secret',
+  'webhook.replay',
 ] as const;
 
 export interface ActivityInput {
@@ -38,6 +64,13 @@ export function actorOf(caller: Caller): Actor {
 export async function recordActivity(tx: TransactionClient, caller: Caller, input: ActivityInput): Promise<void> {
   const actor = actorOf(caller);
   await tx.activityEvent.create({
-    data: { id: newId(), ...input, actorId: actor.id, actorKind: actor.kind, actorKey: actor.key, actorName: actor.name },
+    data: {
+      id: newId(),
+      ...input,
+      actorId: actor.id,
+      actorKind: actor.kind,
+      actorKey: actor.key,
+      actorName: actor.name,
+    },
   });
 }

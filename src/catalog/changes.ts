@@ -13,8 +13,15 @@ import { DomainError } from '../kernel/errors.ts';
  */
 
 export const CHANGE_KINDS = [
-  'row.created', 'row.updated', 'row.deleted', 'row.restored',
-  'schema.changed', 'table.created', 'table.renamed', 'table.trashed', 'table.restored',
+  'row.created',
+  'row.updated',
+  'row.deleted',
+  'row.restored',
+  'schema.changed',
+  'table.created',
+  'table.renamed',
+  'table.trashed',
+  'table.restored',
 ] as const;
 export type ChangeKind = (typeof CHANGE_KINDS)[number];
 
@@ -67,13 +74,19 @@ export function encodeChangeCursor(databaseId: string, at: FeedPosition): string
 }
 
 export function invalidChangeCursor(): DomainError {
-  return new DomainError('CURSOR_INVALID', 'The cursor is malformed or belongs to another database; start again without it.');
+  return new DomainError(
+    'CURSOR_INVALID',
+    'The cursor is malformed or belongs to another database; start again without it.',
+  );
 }
 
 export function expiredChangeCursor(retentionDays: number): DomainError {
-  return new DomainError('CURSOR_INVALID',
-    `The cursor is older than the change feed's retention (${retentionDays} days): changes after it were pruned. `
-    + 'Resynchronise (read the current rows), then follow the feed from GET …/changes/head.', { status: 410 });
+  return new DomainError(
+    'CURSOR_INVALID',
+    `The cursor is older than the change feed's retention (${retentionDays} days): changes after it were pruned. ` +
+      'Resynchronise (read the current rows), then follow the feed from GET …/changes/head.',
+    { status: 410 },
+  );
 }
 
 /** The position inside `cursor`; CURSOR_INVALID (400) when it is malformed or minted for another database. */
@@ -104,7 +117,12 @@ interface ChangeRecord {
 }
 
 /** One page of changes after `after`, in feed order; `limit + 1` rows tell whether there are more. */
-export function selectChangePage(databaseId: string, after: FeedPosition, limit: number, tableIds: readonly string[] | null): Statement {
+export function selectChangePage(
+  databaseId: string,
+  after: FeedPosition,
+  limit: number,
+  tableIds: readonly string[] | null,
+): Statement {
   const tables = tableIds ? ' AND c.table_id = ANY($5::bpchar[])' : '';
   return {
     sql: `SELECT cc.position::text AS position, c.seq::text AS seq, c.kind, c.table_id, c.row_id, c.version::text AS version,
@@ -140,7 +158,8 @@ export function selectPruned(databaseId: string): Statement {
   };
 }
 
-const before = (a: FeedPosition, b: FeedPosition) => a.position < b.position || (a.position === b.position && a.seq < b.seq);
+const before = (a: FeedPosition, b: FeedPosition) =>
+  a.position < b.position || (a.position === b.position && a.seq < b.seq);
 
 function toChange(databaseId: string, record: ChangeRecord): Change {
   const change: Change = {
@@ -199,8 +218,10 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
   const hasMore = records.length > limit;
   const data = records.slice(0, limit).map((record) => toChange(databaseId, record));
   const last = data.at(-1);
-  const nextCursor = last ? last.cursor
-    : input.after !== null ? encodeChangeCursor(databaseId, after)
+  const nextCursor = last
+    ? last.cursor
+    : input.after !== null
+      ? encodeChangeCursor(databaseId, after)
       : encodeChangeCursor(databaseId, await readHead(client, databaseId));
   return { data, nextCursor, hasMore };
 }

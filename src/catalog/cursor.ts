@@ -40,7 +40,10 @@ export function encodeCursor(key: Buffer, scope: string, position: unknown): str
 }
 
 export function cursorInvalid(): DomainError {
-  return new DomainError('CURSOR_INVALID', 'The cursor is malformed, was altered, or belongs to another query; start again without it.');
+  return new DomainError(
+    'CURSOR_INVALID',
+    'The cursor is malformed, was altered, or belongs to another query; start again without it.',
+  );
 }
 
 /** The position inside a cursor minted for this scope, checked against `shape`; CURSOR_INVALID otherwise. */

@@ -20,19 +20,28 @@ export type IndexMethod = 'btree' | 'trigram' | 'search';
 
 /** One index per method and keys: a text index's signature carries its method, so it never matches a sort order. */
 export const indexSignatureOf = (method: IndexMethod, keys: readonly IndexKey[]): string =>
-  (method === 'btree' ? signatureOf(keys) : `${method}:${signatureOf(keys)}`);
+  method === 'btree' ? signatureOf(keys) : `${method}:${signatureOf(keys)}`;
 
 /** Serialises changes to one table's indexes (view saves, add_index, drop_index), so the cap cannot be overrun. */
 export function lockTableIndexes(tableId: string): Statement {
-  return { sql: `SELECT pg_advisory_xact_lock(hashtextextended('table-indexes:' || $1::text, 0))::text AS locked`, params: [tableId] };
+  return {
+    sql: `SELECT pg_advisory_xact_lock(hashtextextended('table-indexes:' || $1::text, 0))::text AS locked`,
+    params: [tableId],
+  };
 }
 
 export function selectTableIndexes(tableId: string): Statement {
-  return { sql: 'SELECT id, keys, signature, origin, state, method FROM table_indexes WHERE table_id = $1::bpchar ORDER BY id', params: [tableId] };
+  return {
+    sql: 'SELECT id, keys, signature, origin, state, method FROM table_indexes WHERE table_id = $1::bpchar ORDER BY id',
+    params: [tableId],
+  };
 }
 
 export function selectTableIndex(indexId: string): Statement {
-  return { sql: 'SELECT id, keys, signature, origin, state, method FROM table_indexes WHERE id = $1::bpchar', params: [indexId] };
+  return {
+    sql: 'SELECT id, keys, signature, origin, state, method FROM table_indexes WHERE id = $1::bpchar',
+    params: [indexId],
+  };
 }
 
 /** The stored orderBy of every shared view of the table: what automatic indexes serve. */
@@ -47,7 +56,13 @@ export function selectSharedOrders(tableId: string): Statement {
  * A new index row in state building. An explicit one over keys an index already has adopts that index (it stays,
  * now declared) instead of building a second: the answer is whichever row holds the keys.
  */
-export function insertTableIndex(indexId: string, tableId: string, keys: readonly IndexKey[], origin: IndexRow['origin'], method: IndexMethod = 'btree'): Statement {
+export function insertTableIndex(
+  indexId: string,
+  tableId: string,
+  keys: readonly IndexKey[],
+  origin: IndexRow['origin'],
+  method: IndexMethod = 'btree',
+): Statement {
   return {
     sql: `INSERT INTO table_indexes (id, table_id, keys, signature, origin, state, method) VALUES ($1::bpchar, $2::bpchar, $3::jsonb, $4, $5, 'building', $6)
           ON CONFLICT (table_id, signature) DO UPDATE SET origin = CASE WHEN EXCLUDED.origin = 'explicit' THEN 'explicit' ELSE table_indexes.origin END
@@ -85,7 +100,10 @@ export function selectIndexesOnField(tableId: string, fieldId: string): Statemen
 }
 
 export function bumpIndexVersion(tableId: string): Statement {
-  return { sql: 'UPDATE data_tables SET index_version = index_version + 1 WHERE id = $1::bpchar RETURNING index_version', params: [tableId] };
+  return {
+    sql: 'UPDATE data_tables SET index_version = index_version + 1 WHERE id = $1::bpchar RETURNING index_version',
+    params: [tableId],
+  };
 }
 
 /** Removes the row of a build that will not finish (never a ready one), moving `index_version` when it did. */

@@ -83,7 +83,8 @@ export async function loadTableHead(executor: SqlExecutor, address: TableAddress
             index_version AS "indexVersion"
        FROM data_tables
       WHERE id = $1::bpchar AND database_id = $2::bpchar AND org_id = $3::bpchar AND state = 'active'`,
-    [address.tableId, address.databaseId, address.orgId]);
+    [address.tableId, address.databaseId, address.orgId],
+  );
   if (!head) throw notFound('table');
   return head;
 }
@@ -105,7 +106,10 @@ export async function readSchema(db: PrismaClient | TransactionClient, head: Tab
 }
 
 /** Several tables' definitions in one statement (a GraphQL page of tables asks for all of their schemas at once). */
-export async function readSchemas(db: PrismaClient | TransactionClient, heads: readonly TableVersion[]): Promise<TableSchema[]> {
+export async function readSchemas(
+  db: PrismaClient | TransactionClient,
+  heads: readonly TableVersion[],
+): Promise<TableSchema[]> {
   const rows = await db.$queryRaw<SchemaRow[]>`
     SELECT t.id AS "tableId", t.schema_version AS "schemaVersion", t.index_version AS "indexVersion",
       (SELECT coalesce(json_agg(json_build_object('id', f.id, 'name', f.name, 'type', f.type, 'required', f.required,
@@ -176,11 +180,15 @@ export class SchemaCache {
   }
 
   /** Like `get` for many tables, reading every definition the cache lacks in one statement; absent tables are left out. */
-  async getMany(db: PrismaClient | TransactionClient, heads: readonly TableVersion[]): Promise<Map<string, TableSchema>> {
+  async getMany(
+    db: PrismaClient | TransactionClient,
+    heads: readonly TableVersion[],
+  ): Promise<Map<string, TableSchema>> {
     const found = new Map<string, TableSchema>();
     const missing = heads.filter((head) => {
       const cached = this.entries.get(head.id);
-      if (cached && cached.schemaVersion === head.schemaVersion && cached.indexVersion === head.indexVersion) found.set(head.id, cached);
+      if (cached && cached.schemaVersion === head.schemaVersion && cached.indexVersion === head.indexVersion)
+        found.set(head.id, cached);
       return !found.has(head.id);
     });
     for (const schema of missing.length ? await readSchemas(db, missing) : []) {

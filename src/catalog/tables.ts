@@ -3,7 +3,11 @@ import type { Statement } from '../data/statement.ts';
 
 /** Catalog statements on tables, run by the graph's table operations (`tx.$queryRaw(statement)`). */
 
-export interface TableAddressIds { orgId: string; databaseId: string; tableId: string }
+export interface TableAddressIds {
+  orgId: string;
+  databaseId: string;
+  tableId: string;
+}
 
 /** The active table, locked: row writes and schema changes wait. */
 export function lockActiveTable(address: TableAddressIds): Prisma.Sql {
@@ -56,7 +60,12 @@ export function selectTableVersions(orgId: string, databaseId: string, tableId: 
 }
 
 /** One database's next page of tables: its position and how many to fetch (the page size + 1). */
-export interface TablePageKey { orgId: string; databaseId: string; afterId: string | null; take: number }
+export interface TablePageKey {
+  orgId: string;
+  databaseId: string;
+  afterId: string | null;
+  take: number;
+}
 
 /** Every requested database's page of table ids in one statement, each page cut by its own LATERAL limit. */
 export function selectTablePageIds(keys: readonly TablePageKey[]): Statement {
@@ -69,6 +78,11 @@ export function selectTablePageIds(keys: readonly TablePageKey[]): Statement {
           WHERE org_id = k.org_id::bpchar AND database_id = k.database_id::bpchar AND state = 'active'
             AND (k.after_id IS NULL OR id > k.after_id::bpchar)
           ORDER BY id LIMIT k.take) t`,
-    params: [keys.map((key) => key.orgId), keys.map((key) => key.databaseId), keys.map((key) => key.afterId), keys.map((key) => key.take)],
+    params: [
+      keys.map((key) => key.orgId),
+      keys.map((key) => key.databaseId),
+      keys.map((key) => key.afterId),
+      keys.map((key) => key.take),
+    ],
   };
 }

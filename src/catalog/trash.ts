@@ -20,7 +20,13 @@ const TRASH_MARK = `state = 'trashed', deleted_at = now(), deleted_by_id = $2::b
 /** The deleted thing itself moves to a new version; the tables that only go along with their database do not. */
 const TRASH_COLUMNS = `${TRASH_MARK}, version = version + 1, updated_at = now()`;
 
-const markParams = (id: string, mark: TrashMark) => [id, mark.actorId, mark.actorName, mark.purgeAfter.toISOString(), mark.purgeJobId];
+const markParams = (id: string, mark: TrashMark) => [
+  id,
+  mark.actorId,
+  mark.actorName,
+  mark.purgeAfter.toISOString(),
+  mark.purgeJobId,
+];
 
 export function trashTable(tableId: string, mark: TrashMark): Statement {
   return {
@@ -62,7 +68,10 @@ export function restoreTable(tableId: string): Statement {
 
 export function restoreDatabase(databaseId: string): Statement[] {
   return [
-    { sql: `UPDATE public.databases SET ${RESTORE_COLUMNS} WHERE id = $1::bpchar AND state = 'trashed' RETURNING id`, params: [databaseId] },
+    {
+      sql: `UPDATE public.databases SET ${RESTORE_COLUMNS} WHERE id = $1::bpchar AND state = 'trashed' RETURNING id`,
+      params: [databaseId],
+    },
     {
       sql: `UPDATE public.data_tables SET ${RESTORE_MARK}, trashed_with_database = false
              WHERE database_id = $1::bpchar AND state = 'trashed' AND trashed_with_database RETURNING id`,
@@ -106,7 +115,11 @@ export function selectTrashEntry(orgId: string, id: string): Statement {
  * One page of the org's trash, newest deletion first. A table whose database is itself in the trash is not
  * restorable on its own, so it is not listed (the database's entry stands for it).
  */
-export function selectTrashPage(orgId: string, after: { deletedAt: string; id: string } | null, limit: number): Statement {
+export function selectTrashPage(
+  orgId: string,
+  after: { deletedAt: string; id: string } | null,
+  limit: number,
+): Statement {
   const position = after ? `AND (deleted_at, id) < ($3::timestamptz, $4::bpchar)` : '';
   return {
     sql: `SELECT kind, id, name, "databaseId", "databaseName", version, deleted_at AS "deletedAt", "deletedById", "deletedByName",
@@ -147,11 +160,19 @@ export function markPurging(kind: TrashKind, id: string, jobId: string): Stateme
  * key type (its constraint and trigger go with the table; the function and type live beside it in the schema).
  * IF EXISTS: a resumed purge repeats none.
  */
-export function dropTableData(databaseId: string, tableId: string, sequenceFieldIds: readonly string[], hashedRuleIds: readonly string[] = []): Statement[] {
+export function dropTableData(
+  databaseId: string,
+  tableId: string,
+  sequenceFieldIds: readonly string[],
+  hashedRuleIds: readonly string[] = [],
+): Statement[] {
   return [
     { sql: `DROP TABLE IF EXISTS ${rowsTableOf(databaseId, tableId)}`, params: [] },
     { sql: `DROP TABLE IF EXISTS ${historyTableOf(databaseId, tableId)}`, params: [] },
-    ...sequenceFieldIds.map((fieldId) => ({ sql: `DROP SEQUENCE IF EXISTS ${sequenceOf(databaseId, fieldId)}`, params: [] })),
+    ...sequenceFieldIds.map((fieldId) => ({
+      sql: `DROP SEQUENCE IF EXISTS ${sequenceOf(databaseId, fieldId)}`,
+      params: [],
+    })),
     ...hashedRuleIds.flatMap((ruleId) => [
       { sql: `DROP FUNCTION IF EXISTS ${keyLockOf(databaseId, ruleId)}()`, params: [] },
       { sql: `DROP TYPE IF EXISTS ${keyTypeOf(databaseId, ruleId)}`, params: [] },

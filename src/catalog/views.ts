@@ -23,7 +23,12 @@ export function visibleViewSql(alias: string, userId: string): string {
 }
 
 /** One table's next page of views: its position and how many to fetch (the page size + 1). */
-export interface ViewPageKey { orgId: string; tableId: string; afterId: string | null; take: number }
+export interface ViewPageKey {
+  orgId: string;
+  tableId: string;
+  afterId: string | null;
+  take: number;
+}
 
 /** The views the caller may see (shared, and its own personal ones) of every requested table, in one statement. */
 export function selectViewPageIds(keys: readonly ViewPageKey[], userId: string | null): Statement {
@@ -37,7 +42,13 @@ export function selectViewPageIds(keys: readonly ViewPageKey[], userId: string |
             AND ${visibleViewSql('', '$5::bpchar')}
             AND (k.after_id IS NULL OR id > k.after_id::bpchar)
           ORDER BY id LIMIT k.take) v`,
-    params: [keys.map((key) => key.orgId), keys.map((key) => key.tableId), keys.map((key) => key.afterId), keys.map((key) => key.take), userId],
+    params: [
+      keys.map((key) => key.orgId),
+      keys.map((key) => key.tableId),
+      keys.map((key) => key.afterId),
+      keys.map((key) => key.take),
+      userId,
+    ],
   };
 }
 

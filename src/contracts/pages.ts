@@ -21,18 +21,22 @@ export function JsonQueryParameter<T>(schema: z.ZodType<T>, description: string)
 }
 
 function jsonQueryParameter<T>(schema: z.ZodType<T>, description: string) {
-  return z.string().describe(description).transform((text, context) => {
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      context.addIssue({ code: 'custom', message: 'must be URL-encoded JSON' });
-      return z.NEVER;
-    }
-    if (exceedsDepth(value, MAX_JSON_DEPTH)) {
-      context.addIssue({ code: 'custom', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` });
-      return z.NEVER;
-    }
-    return value;
-  }).pipe(schema);
+  return z
+    .string()
+    .describe(description)
+    .transform((text, context) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        context.addIssue({ code: 'custom', message: 'must be URL-encoded JSON' });
+        return z.NEVER;
+      }
+      if (exceedsDepth(value, MAX_JSON_DEPTH)) {
+        context.addIssue({ code: 'custom', message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` });
+        return z.NEVER;
+      }
+      return value;
+    })
+    .pipe(schema);
 }

@@ -8,7 +8,17 @@ import { Params, type Statement } from './statement.ts';
  * their values and an order over either, one page of groups at a time. The statement is built from field ids and
  * bound values only; which function applies to which type is decided here, beside the SQL it compiles to.
  */
-export const AGGREGATE_FUNCTIONS = ['count', 'countDistinct', 'countEmpty', 'countNotEmpty', 'sum', 'avg', 'min', 'max', 'percentile'] as const;
+export const AGGREGATE_FUNCTIONS = [
+  'count',
+  'countDistinct',
+  'countEmpty',
+  'countNotEmpty',
+  'sum',
+  'avg',
+  'min',
+  'max',
+  'percentile',
+] as const;
 export type AggregateFunction = (typeof AGGREGATE_FUNCTIONS)[number];
 
 export const GRANULARITIES = ['day', 'week', 'month', 'quarter', 'year'] as const;
@@ -47,14 +57,16 @@ export function aggregateFieldProblem(fn: AggregateFunction, field: FieldDefinit
   if (families === null) return field === null ? null : 'must be absent: count counts rows';
   if (field === null) return `is required for ${fn}`;
   if (families.includes(familyOf(field))) return null;
-  if (fn === 'sum' || fn === 'avg' || fn === 'percentile') return `${fn} applies to integer, number and autoNumber fields, not to a ${field.type} field`;
+  if (fn === 'sum' || fn === 'avg' || fn === 'percentile')
+    return `${fn} applies to integer, number and autoNumber fields, not to a ${field.type} field`;
   return `${fn} applies to numbers, dates, datetimes and text, not to a ${field.type} field`;
 }
 
 /** Why `field` cannot be a group key (null when it can), granularity included. */
 export function groupFieldProblem(field: FieldDefinition, granularity: Granularity | null): string | null {
   if (UNGROUPABLE.includes(field.type)) return `cannot group by a ${field.type} field`;
-  if (granularity !== null && field.type !== 'date' && field.type !== 'datetime') return `granularity applies to date and datetime fields, not to a ${field.type} field`;
+  if (granularity !== null && field.type !== 'date' && field.type !== 'datetime')
+    return `granularity applies to date and datetime fields, not to a ${field.type} field`;
   return null;
 }
 
@@ -78,7 +90,9 @@ export type HavingExpression =
   | { and: HavingExpression[] }
   | { or: HavingExpression[] };
 
-export type GroupOrder = { group: number; direction: 'asc' | 'desc' } | { aggregate: number; direction: 'asc' | 'desc' };
+export type GroupOrder =
+  | { group: number; direction: 'asc' | 'desc' }
+  | { aggregate: number; direction: 'asc' | 'desc' };
 
 export interface AggregateQuery {
   /** The rows' filter (a view's and the request's, and a search), with the statement's own parameters. */
@@ -99,9 +113,12 @@ export function resultFamily(spec: AggregateSpec): ValueFamily {
 
 function emptyCondition(field: FieldDefinition, column: string): string {
   switch (familyOf(field)) {
-    case 'array': return `coalesce(cardinality(${column}), 0) = 0`;
-    case 'string': return `coalesce(${column}, '') = ''`;
-    default: return `${column} IS NULL`;
+    case 'array':
+      return `coalesce(cardinality(${column}), 0) = 0`;
+    case 'string':
+      return `coalesce(${column}, '') = ''`;
+    default:
+      return `${column} IS NULL`;
   }
 }
 
@@ -109,15 +126,23 @@ function aggregateSql(spec: AggregateSpec, params: Params): string {
   if (spec.fn === 'count') return 'count(*)';
   const column = `r.${columnOf(spec.field!.id)}`;
   switch (spec.fn) {
-    case 'countDistinct': return `count(DISTINCT ${column})`;
-    case 'countEmpty': return `count(*) FILTER (WHERE ${emptyCondition(spec.field!, column)})`;
-    case 'countNotEmpty': return `count(*) FILTER (WHERE NOT (${emptyCondition(spec.field!, column)}))`;
+    case 'countDistinct':
+      return `count(DISTINCT ${column})`;
+    case 'countEmpty':
+      return `count(*) FILTER (WHERE ${emptyCondition(spec.field!, column)})`;
+    case 'countNotEmpty':
+      return `count(*) FILTER (WHERE NOT (${emptyCondition(spec.field!, column)}))`;
     // sum of bigint and numeric is numeric: exact, whatever the number of rows.
-    case 'sum': return `sum(${column})`;
-    case 'avg': return `avg(${column})`;
-    case 'min': return `min(${column})`;
-    case 'max': return `max(${column})`;
-    case 'percentile': return `percentile_cont(${params.add(spec.fraction, 'float8')}) WITHIN GROUP (ORDER BY ${column})`;
+    case 'sum':
+      return `sum(${column})`;
+    case 'avg':
+      return `avg(${column})`;
+    case 'min':
+      return `min(${column})`;
+    case 'max':
+      return `max(${column})`;
+    case 'percentile':
+      return `percentile_cont(${params.add(spec.fraction, 'float8')}) WITHIN GROUP (ORDER BY ${column})`;
   }
 }
 
@@ -125,11 +150,16 @@ function aggregateSql(spec: AggregateSpec, params: Params): string {
 function groupSql(key: GroupKey, index: number, params: Params): string {
   const column = `r.${columnOf(key.field.id)}`;
   switch (key.field.type) {
-    case 'multiSelect': return `m${index}.choice`;
-    case 'date': return key.granularity === null || key.granularity === 'day' ? column : `date_trunc('${key.granularity}', ${column})::date`;
+    case 'multiSelect':
+      return `m${index}.choice`;
+    case 'date':
+      return key.granularity === null || key.granularity === 'day'
+        ? column
+        : `date_trunc('${key.granularity}', ${column})::date`;
     case 'datetime':
       return `date_trunc('${key.granularity ?? 'day'}', ${column} AT TIME ZONE ${params.add(key.timeZone, 'text')})::date`;
-    default: return column;
+    default:
+      return column;
   }
 }
 
@@ -148,12 +178,25 @@ function aggregateForm(spec: AggregateSpec): 'date' | 'timestamp' | 'text' {
   return family === 'date' ? 'date' : family === 'datetime' ? 'timestamp' : 'text';
 }
 
-const COMPARISONS: Partial<Record<HavingOp, string>> = { eq: '=', ne: 'IS DISTINCT FROM', lt: '<', lte: '<=', gt: '>', gte: '>=' };
+const COMPARISONS: Partial<Record<HavingOp, string>> = {
+  eq: '=',
+  ne: 'IS DISTINCT FROM',
+  lt: '<',
+  lte: '<=',
+  gt: '>',
+  gte: '>=',
+};
 
-const CASTS: Partial<Record<ValueFamily, string>> = { number: 'numeric', date: 'date', datetime: 'timestamptz', string: 'text' };
+const CASTS: Partial<Record<ValueFamily, string>> = {
+  number: 'numeric',
+  date: 'date',
+  datetime: 'timestamptz',
+  string: 'text',
+};
 
 function havingSql(expression: HavingExpression, aggregates: readonly AggregateSpec[], params: Params): string {
-  if ('and' in expression) return `(${expression.and.map((item) => havingSql(item, aggregates, params)).join(' AND ')})`;
+  if ('and' in expression)
+    return `(${expression.and.map((item) => havingSql(item, aggregates, params)).join(' AND ')})`;
   if ('or' in expression) return `(${expression.or.map((item) => havingSql(item, aggregates, params)).join(' OR ')})`;
   const column = `g.a${expression.aggregate}`;
   if (expression.op === 'isNull') return `${column} IS NULL`;
@@ -166,8 +209,13 @@ const ordering = (direction: 'asc' | 'desc') => (direction === 'asc' ? 'ASC NULL
 
 /** The requested order, then every group key not named (ascending), so that pages are stable. */
 function orderSql(query: AggregateQuery): string {
-  const named = query.orderBy.map((item) => ('group' in item ? `g.g${item.group} ${ordering(item.direction)}` : `g.a${item.aggregate} ${ordering(item.direction)}`));
-  const rest = query.groups.map((_key, index) => index)
+  const named = query.orderBy.map((item) =>
+    'group' in item
+      ? `g.g${item.group} ${ordering(item.direction)}`
+      : `g.a${item.aggregate} ${ordering(item.direction)}`,
+  );
+  const rest = query.groups
+    .map((_key, index) => index)
     .filter((index) => !query.orderBy.some((item) => 'group' in item && item.group === index))
     .map((index) => `g.g${index} ASC NULLS LAST`);
   return [...named, ...rest].join(', ');
@@ -184,10 +232,14 @@ export function aggregateRows(table: PhysicalTable, query: AggregateQuery): Stat
   const params = new Params();
   const keys = query.groups.map((key, index) => `${groupSql(key, index, params)} AS g${index}`);
   const values = query.aggregates.map((spec, index) => `${aggregateSql(spec, params)} AS a${index}`);
-  const unnests = query.groups.flatMap((key, index) => (key.field.type === 'multiSelect'
-    ? [`LEFT JOIN LATERAL unnest(r.${columnOf(key.field.id)}) AS m${index}(choice) ON true`] : []));
+  const unnests = query.groups.flatMap((key, index) =>
+    key.field.type === 'multiSelect'
+      ? [`LEFT JOIN LATERAL unnest(r.${columnOf(key.field.id)}) AS m${index}(choice) ON true`]
+      : [],
+  );
   const where = query.filter ? `WHERE ${query.filter(params)}` : '';
-  const groupBy = keys.length > 0 ? `GROUP BY ${keys.map((_key, index) => index + 1).join(', ')} LIMIT ${MAX_GROUPS + 1}` : '';
+  const groupBy =
+    keys.length > 0 ? `GROUP BY ${keys.map((_key, index) => index + 1).join(', ')} LIMIT ${MAX_GROUPS + 1}` : '';
   const grouped = `SELECT ${[...keys, ...values].join(', ')} FROM ${rowsTableOf(table.databaseId, table.tableId)} r ${unnests.join(' ')} ${where} ${groupBy}`;
   const outputs = [
     ...query.groups.map((key, index) => `${outputSql(groupForm(key), `g.g${index}`)} AS g${index}`),
@@ -206,7 +258,10 @@ export function aggregateRows(table: PhysicalTable, query: AggregateQuery): Stat
 export function countRows(table: PhysicalTable, filter: ((params: Params) => string) | null): Statement {
   const params = new Params();
   const where = filter ? `WHERE ${filter(params)}` : '';
-  return { sql: `SELECT count(*)::text AS total FROM ${rowsTableOf(table.databaseId, table.tableId)} r ${where}`, params: params.values };
+  return {
+    sql: `SELECT count(*)::text AS total FROM ${rowsTableOf(table.databaseId, table.tableId)} r ${where}`,
+    params: params.values,
+  };
 }
 
 /**
@@ -234,9 +289,16 @@ function canonicalDecimal(text: string): string {
 export function aggregateValueOf(spec: AggregateSpec, text: string | null): number | string | null {
   if (text === null) return null;
   switch (spec.fn) {
-    case 'count': case 'countDistinct': case 'countEmpty': case 'countNotEmpty': return Number(text);
-    case 'avg': case 'percentile': return Number(text);
-    default: return familyOf(spec.field!) === 'number' ? exactDecimal(text) : text;
+    case 'count':
+    case 'countDistinct':
+    case 'countEmpty':
+    case 'countNotEmpty':
+      return Number(text);
+    case 'avg':
+    case 'percentile':
+      return Number(text);
+    default:
+      return familyOf(spec.field!) === 'number' ? exactDecimal(text) : text;
   }
 }
 
@@ -244,8 +306,11 @@ export function aggregateValueOf(spec: AggregateSpec, text: string | null): numb
 export function groupValueOf(key: GroupKey, text: string | null): number | string | boolean | null {
   if (text === null) return null;
   switch (familyOf(key.field)) {
-    case 'number': return exactDecimal(text);
-    case 'boolean': return text === 'true';
-    default: return text;
+    case 'number':
+      return exactDecimal(text);
+    case 'boolean':
+      return text === 'true';
+    default:
+      return text;
   }
 }

@@ -11,11 +11,25 @@ const plain = (sql: string): Statement => ({ sql, params: [] });
 
 /** Fixed columns of every rows table, in the order backups store them, before the fields in position order. */
 export const ROW_COLUMNS = ['id', 'version', 'created_at', 'updated_at'] as const;
-export const HISTORY_COLUMNS = ['row_id', 'version', 'field_id', 'operation', 'value', 'mutation_id', 'actor_id', 'actor_kind', 'actor_name', 'changed_at'] as const;
+export const HISTORY_COLUMNS = [
+  'row_id',
+  'version',
+  'field_id',
+  'operation',
+  'value',
+  'mutation_id',
+  'actor_id',
+  'actor_kind',
+  'actor_name',
+  'changed_at',
+] as const;
 
 /** Text output that reads back identically whatever the server's or the restoring session's settings. */
 export const EXACT_TEXT_SETTINGS = [
-  "SET LOCAL DateStyle = 'ISO, YMD'", "SET LOCAL TimeZone = 'UTC'", 'SET LOCAL extra_float_digits = 3', "SET LOCAL IntervalStyle = 'iso_8601'",
+  "SET LOCAL DateStyle = 'ISO, YMD'",
+  "SET LOCAL TimeZone = 'UTC'",
+  'SET LOCAL extra_float_digits = 3',
+  "SET LOCAL IntervalStyle = 'iso_8601'",
 ];
 
 function rowColumns(fieldIds: readonly string[]): string {
@@ -52,14 +66,20 @@ const PART_FILTER: Record<CatalogPart, string> = {
 
 /** Whole catalog rows of one database as JSON, ordered by id so that two backups of the same state are equal. */
 export function selectCatalogPart(part: CatalogPart, databaseId: string): Statement {
-  return { sql: `SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY x.id), '[]'::jsonb) AS rows FROM public.${part} x WHERE ${PART_FILTER[part]}`, params: [databaseId] };
+  return {
+    sql: `SELECT coalesce(jsonb_agg(to_jsonb(x) ORDER BY x.id), '[]'::jsonb) AS rows FROM public.${part} x WHERE ${PART_FILTER[part]}`,
+    params: [databaseId],
+  };
 }
 
 export function deleteCatalogParts(databaseId: string): Statement[] {
   const tables = 'SELECT id FROM public.data_tables WHERE database_id = $1::bpchar';
   return [
     { sql: `DELETE FROM public.saved_views WHERE table_id IN (${tables})`, params: [databaseId] },
-    { sql: `DELETE FROM public.foreign_keys WHERE table_id IN (${tables}) OR referenced_table_id IN (${tables})`, params: [databaseId] },
+    {
+      sql: `DELETE FROM public.foreign_keys WHERE table_id IN (${tables}) OR referenced_table_id IN (${tables})`,
+      params: [databaseId],
+    },
     { sql: `DELETE FROM public.unique_rules WHERE table_id IN (${tables})`, params: [databaseId] },
     { sql: `DELETE FROM public.fields WHERE table_id IN (${tables})`, params: [databaseId] },
     { sql: 'DELETE FROM public.data_tables WHERE database_id = $1::bpchar', params: [databaseId] },
@@ -67,7 +87,10 @@ export function deleteCatalogParts(databaseId: string): Statement[] {
 }
 
 export function insertCatalogPart(part: CatalogPart, rows: string): Statement {
-  return { sql: `INSERT INTO public.${part} SELECT * FROM jsonb_populate_recordset(NULL::public.${part}, $1::jsonb)`, params: [rows] };
+  return {
+    sql: `INSERT INTO public.${part} SELECT * FROM jsonb_populate_recordset(NULL::public.${part}, $1::jsonb)`,
+    params: [rows],
+  };
 }
 
 /**
@@ -115,7 +138,10 @@ export function selectSequenceState(databaseId: string, fieldId: string): Statem
 }
 
 export function setSequenceState(databaseId: string, fieldId: string, lastValue: string, isCalled: boolean): Statement {
-  return { sql: 'SELECT setval($1::regclass, $2::bigint, $3)::text AS value', params: [sequenceOf(databaseId, fieldId).replaceAll('"', ''), lastValue, isCalled] };
+  return {
+    sql: 'SELECT setval($1::regclass, $2::bigint, $3)::text AS value',
+    params: [sequenceOf(databaseId, fieldId).replaceAll('"', ''), lastValue, isCalled],
+  };
 }
 
 export function dropSchemaIfExists(databaseId: string): Statement {
@@ -134,7 +160,12 @@ export function lockTables(databaseId: string, tableIds: readonly string[]): Sta
 }
 
 /** Restoring under new ids (a `new-database` copy): history names fields by id. */
-export function remapHistoryFields(databaseId: string, tableId: string, oldIds: readonly string[], newIds: readonly string[]): Statement {
+export function remapHistoryFields(
+  databaseId: string,
+  tableId: string,
+  oldIds: readonly string[],
+  newIds: readonly string[],
+): Statement {
   return {
     sql: `UPDATE ${historyTableOf(databaseId, tableId)} h SET field_id = m.new_id
             FROM unnest($1::bpchar[], $2::bpchar[]) AS m(old_id, new_id) WHERE h.field_id = m.old_id`,

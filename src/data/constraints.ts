@@ -7,8 +7,10 @@ import { Params, type Statement } from './statement.ts';
  * client can fix them (at most `limit` groups). Rows with an empty key field are exempt from both, as in
  * PostgreSQL (NULLs are distinct in unique indexes; MATCH SIMPLE foreign keys skip them).
  */
-const readCell = (field: FieldDefinition, index: number) => `${typeSpecOf(field.type).read(`r.${columnOf(field.id)}`)} AS c${index}`;
-const allPresent = (fields: readonly FieldDefinition[]) => fields.map((field) => `r.${columnOf(field.id)} IS NOT NULL`).join(' AND ');
+const readCell = (field: FieldDefinition, index: number) =>
+  `${typeSpecOf(field.type).read(`r.${columnOf(field.id)}`)} AS c${index}`;
+const allPresent = (fields: readonly FieldDefinition[]) =>
+  fields.map((field) => `r.${columnOf(field.id)} IS NOT NULL`).join(' AND ');
 
 export function selectDuplicates(
   databaseId: string,
@@ -31,11 +33,18 @@ export function selectDuplicates(
 
 export function selectOrphans(
   databaseId: string,
-  key: { tableId: string; fields: readonly FieldDefinition[]; referencedTableId: string; referencedFields: readonly FieldDefinition[] },
+  key: {
+    tableId: string;
+    fields: readonly FieldDefinition[];
+    referencedTableId: string;
+    referencedFields: readonly FieldDefinition[];
+  },
   limit: number,
 ): Statement {
   const params = new Params();
-  const matches = key.fields.map((field, index) => `t.${columnOf(key.referencedFields[index]!.id)} = r.${columnOf(field.id)}`).join(' AND ');
+  const matches = key.fields
+    .map((field, index) => `t.${columnOf(key.referencedFields[index]!.id)} = r.${columnOf(field.id)}`)
+    .join(' AND ');
   const sql = `SELECT r.id, ${key.fields.map(readCell).join(', ')}
       FROM ${rowsTableOf(databaseId, key.tableId)} r
      WHERE ${allPresent(key.fields)}

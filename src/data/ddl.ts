@@ -1,7 +1,5 @@
 import { typeSpecOf, type FieldDefinition, type FieldOptions } from './field-types.ts';
-import {
-  columnOf, foreignKeyConstraintOf, historyTableOf, rowsTableOf, schemaOf, sequenceOf,
-} from './identifiers.ts';
+import { columnOf, foreignKeyConstraintOf, historyTableOf, rowsTableOf, schemaOf, sequenceOf } from './identifiers.ts';
 import type { Statement } from './statement.ts';
 
 /**
@@ -32,13 +30,17 @@ function columnDefinition(databaseId: string, field: FieldDefinition): string {
 function createSequence(databaseId: string, field: FieldDefinition): Statement {
   const options = field.options as FieldOptions<'autoNumber'>;
   // NO CYCLE: an exhausted sequence raises 2200H, reported as AUTO_INCREMENT_EXHAUSTED, never reuses a number.
-  return plain(`CREATE SEQUENCE ${sequenceOf(databaseId, field.id)} AS bigint MINVALUE 0 MAXVALUE ${integerLiteral(options.max)}`
-    + ` START WITH ${integerLiteral(options.start)} NO CYCLE`);
+  return plain(
+    `CREATE SEQUENCE ${sequenceOf(databaseId, field.id)} AS bigint MINVALUE 0 MAXVALUE ${integerLiteral(options.max)}` +
+      ` START WITH ${integerLiteral(options.start)} NO CYCLE`,
+  );
 }
 
 /** The rows table, its cell history and the sequences of its autoNumber fields, for a new (empty) table. */
 export function createTable(databaseId: string, tableId: string, fields: readonly FieldDefinition[]): Statement[] {
-  const sequences = fields.filter((field) => typeSpecOf(field.type).generated).map((field) => createSequence(databaseId, field));
+  const sequences = fields
+    .filter((field) => typeSpecOf(field.type).generated)
+    .map((field) => createSequence(databaseId, field));
   const columns = [
     'id char(26) PRIMARY KEY',
     'version bigint NOT NULL DEFAULT 1',
@@ -67,7 +69,9 @@ export function createTable(databaseId: string, tableId: string, fields: readonl
 }
 
 export function dropForeignKey(databaseId: string, tableId: string, foreignKeyId: string): Statement {
-  return plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} DROP CONSTRAINT ${foreignKeyConstraintOf(foreignKeyId)}`);
+  return plain(
+    `ALTER TABLE ${rowsTableOf(databaseId, tableId)} DROP CONSTRAINT ${foreignKeyConstraintOf(foreignKeyId)}`,
+  );
 }
 
 /**

@@ -174,7 +174,8 @@ function formulaSafe(text: string): string {
 
 /** CSV records of the exported fields (no header: the field names are written by the job); see FORMULA_STARTS. */
 export function csvCopy(query: ExportQuery, escapeFormulas = true): CopyPlan {
-  const cell = (field: FieldDefinition) => (escapeFormulas && TEXT_VALUED.has(field.type) ? formulaSafe(textCell(field, 'r')) : textCell(field, 'r'));
+  const cell = (field: FieldDefinition) =>
+    escapeFormulas && TEXT_VALUED.has(field.type) ? formulaSafe(textCell(field, 'r')) : textCell(field, 'r');
   const projection = query.columns.length ? query.columns.map(cell).join(', ') : "''";
   return plan(query, new Settings(), projection, 'FORMAT csv');
 }
@@ -186,15 +187,23 @@ export function csvCopy(query: ExportQuery, escapeFormulas = true): CopyPlan {
  */
 export function jsonlCopy(query: ExportQuery, byName: boolean): CopyPlan {
   const settings = new Settings();
-  const pairs = query.columns.map((field, index) =>
-    `'${index === 0 ? '' : ','}' || ${byName ? `to_json(${settings.add(field.name)})::text` : `'"${field.id}"'`} || ':' || ${jsonCellText(field, 'r')}`);
+  const pairs = query.columns.map(
+    (field, index) =>
+      `'${index === 0 ? '' : ','}' || ${byName ? `to_json(${settings.add(field.name)})::text` : `'"${field.id}"'`} || ':' || ${jsonCellText(field, 'r')}`,
+  );
   const values = pairs.length ? `'{' || ${pairs.join(' || ')} || '}'` : `'{}'`;
-  const document = jsonObject([['id', jsonValue('r.id')], ['version', jsonValue('r.version::text')], ['values', values]]);
+  const document = jsonObject([
+    ['id', jsonValue('r.id')],
+    ['version', jsonValue('r.version::text')],
+    ['values', values],
+  ]);
   return plan(query, settings, document, RAW_LINES);
 }
 
 /** XLSX: each row as a JSON array of its cells, typed by the job (numbers, booleans, dates). */
 export function arrayCopy(query: ExportQuery): CopyPlan {
-  const cells = query.columns.map((field) => (field.type === 'json' ? jsonValue(textCell(field, 'r')) : jsonCellText(field, 'r')));
+  const cells = query.columns.map((field) =>
+    field.type === 'json' ? jsonValue(textCell(field, 'r')) : jsonCellText(field, 'r'),
+  );
   return plan(query, new Settings(), `'[' || ${cells.length ? cells.join(" || ',' || ") : "''"} || ']'`, RAW_LINES);
 }

@@ -47,7 +47,8 @@ export function recogniseFailure(error: unknown): DataPlaneFailure | null {
   const sqlState = cause.originalCode ?? cause.code;
   switch (sqlState) {
     case SQLSTATE.uniqueViolation: // btree rules
-    case SQLSTATE.exclusionViolation: { // hashed rules
+    case SQLSTATE.exclusionViolation: {
+      // hashed rules
       const ruleId = idFromConstraint(constraintName(cause), 'u');
       return ruleId ? { kind: 'unique', ruleId } : null;
     }

@@ -8,8 +8,19 @@ import { TIMESTAMP_PATTERN } from '../kernel/formats.ts';
  * Cell values on the wire are plain JSON; `docs/decisions/data-plane.md` lists each type's JSON form.
  */
 export const FIELD_TYPES = [
-  'text', 'longText', 'integer', 'number', 'boolean', 'date', 'datetime', 'email', 'url', 'select', 'multiSelect',
-  'json', 'autoNumber',
+  'text',
+  'longText',
+  'integer',
+  'number',
+  'boolean',
+  'date',
+  'datetime',
+  'email',
+  'url',
+  'select',
+  'multiSelect',
+  'json',
+  'autoNumber',
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
@@ -36,7 +47,8 @@ const hasNul = (value: string) => !isStorableText(value);
 const codePoints = (value: string) => [...value].length;
 
 function boundedText(maxLength: number) {
-  return z.string()
+  return z
+    .string()
     .refine((value) => !hasNul(value), UNSTORABLE_TEXT)
     .refine((value) => codePoints(value) <= maxLength, `must be at most ${maxLength} characters`);
 }
@@ -81,7 +93,8 @@ function jsonDepth(value: unknown): number {
 function jsonHasNul(value: unknown): boolean {
   if (typeof value === 'string') return hasNul(value);
   if (Array.isArray(value)) return value.some(jsonHasNul);
-  if (value !== null && typeof value === 'object') return Object.entries(value).some(([key, item]) => hasNul(key) || jsonHasNul(item));
+  if (value !== null && typeof value === 'object')
+    return Object.entries(value).some(([key, item]) => hasNul(key) || jsonHasNul(item));
   return false;
 }
 
@@ -102,12 +115,16 @@ const utf8Bytes = (value: string) => Buffer.byteLength(value, 'utf8');
 export function inJsonbOrder(value: CellValue): CellValue {
   if (Array.isArray(value)) return value.map(inJsonbOrder);
   if (value === null || typeof value !== 'object') return value;
-  const keys = Object.keys(value).map((key) => [key, Buffer.from(key, 'utf8')] as const)
+  const keys = Object.keys(value)
+    .map((key) => [key, Buffer.from(key, 'utf8')] as const)
     .sort(([, a], [, b]) => a.length - b.length || Buffer.compare(a, b));
   return Object.fromEntries(keys.map(([key]) => [key, inJsonbOrder(value[key]!)]));
 }
 
-const Choices = z.array(boundedText(100).pipe(z.string().min(1))).min(1).max(1000)
+const Choices = z
+  .array(boundedText(100).pipe(z.string().min(1)))
+  .min(1)
+  .max(1000)
   .refine((choices) => new Set(choices).size === choices.length, 'choices must be distinct');
 
 const RangeOptions = { min: SafeInteger.optional(), max: SafeInteger.optional() };
@@ -119,12 +136,14 @@ export const FIELD_OPTIONS = {
   text: z.strictObject({ maxLength: z.number().int().min(1).max(10_000).default(1_000) }),
   longText: z.strictObject({ maxLength: z.number().int().min(1).max(1_000_000).default(100_000) }),
   integer: z.strictObject(RangeOptions).refine(minNotAboveMax, 'min must not exceed max'),
-  number: z.strictObject({
-    precision: z.number().int().min(1).max(15).default(15),
-    scale: z.number().int().min(0).max(14).default(2),
-    min: z.number().optional(),
-    max: z.number().optional(),
-  }).refine((options) => options.scale < options.precision, 'scale must be less than precision')
+  number: z
+    .strictObject({
+      precision: z.number().int().min(1).max(15).default(15),
+      scale: z.number().int().min(0).max(14).default(2),
+      min: z.number().optional(),
+      max: z.number().optional(),
+    })
+    .refine((options) => options.scale < options.precision, 'scale must be less than precision')
     .refine(minNotAboveMax, 'min must not exceed max'),
   boolean: z.strictObject({}),
   date: z.strictObject({}),
@@ -137,10 +156,12 @@ export const FIELD_OPTIONS = {
     maxDepth: z.number().int().min(1).max(64).default(16),
     maxBytes: z.number().int().min(1).max(524_288).default(65_536),
   }),
-  autoNumber: z.strictObject({
-    start: z.number().int().min(1).max(MAX_SAFE).default(1),
-    max: z.number().int().min(1).max(MAX_SAFE).default(MAX_SAFE),
-  }).refine((options) => options.start <= options.max, 'start must not exceed max'),
+  autoNumber: z
+    .strictObject({
+      start: z.number().int().min(1).max(MAX_SAFE).default(1),
+      max: z.number().int().min(1).max(MAX_SAFE).default(MAX_SAFE),
+    })
+    .refine((options) => options.start <= options.max, 'start must not exceed max'),
 } satisfies Record<FieldType, z.ZodType>;
 
 export type FieldOptions<T extends FieldType = FieldType> = z.output<(typeof FIELD_OPTIONS)[T]>;
@@ -179,17 +200,34 @@ const NUMBER_POLICY = 'must be a finite JSON number';
 
 function numberValue(options: FieldOptions<'number'>) {
   const integerDigits = options.precision - options.scale;
-  return z.number({ error: NUMBER_POLICY }).refine(Number.isFinite, NUMBER_POLICY).superRefine((value, context) => {
-    const [whole, fraction] = decimalDigits(value);
-    if (fraction > options.scale) context.addIssue({ code: 'custom', message: `must have at most ${options.scale} decimal places (values are never rounded)` });
-    if (whole > integerDigits && Math.abs(value) >= 1) context.addIssue({ code: 'custom', message: `must have at most ${integerDigits} digits before the decimal point` });
-    if (options.min !== undefined && value < options.min) context.addIssue({ code: 'custom', message: `must be at least ${options.min}` });
-    if (options.max !== undefined && value > options.max) context.addIssue({ code: 'custom', message: `must be at most ${options.max}` });
-  });
+  return z
+    .number({ error: NUMBER_POLICY })
+    .refine(Number.isFinite, NUMBER_POLICY)
+    .superRefine((value, context) => {
+      const [whole, fraction] = decimalDigits(value);
+      if (fraction > options.scale)
+        context.addIssue({
+          code: 'custom',
+          message: `must have at most ${options.scale} decimal places (values are never rounded)`,
+        });
+      if (whole > integerDigits && Math.abs(value) >= 1)
+        context.addIssue({
+          code: 'custom',
+          message: `must have at most ${integerDigits} digits before the decimal point`,
+        });
+      if (options.min !== undefined && value < options.min)
+        context.addIssue({ code: 'custom', message: `must be at least ${options.min}` });
+      if (options.max !== undefined && value > options.max)
+        context.addIssue({ code: 'custom', message: `must be at most ${options.max}` });
+    });
 }
 
 function integerValue(options: FieldOptions<'integer'>) {
-  let schema = z.number({ error: 'must be a JSON integer' }).int('must be an integer').min(-MAX_SAFE, 'must be a safe integer (|n| < 2^53)').max(MAX_SAFE, 'must be a safe integer (|n| < 2^53)');
+  let schema = z
+    .number({ error: 'must be a JSON integer' })
+    .int('must be an integer')
+    .min(-MAX_SAFE, 'must be a safe integer (|n| < 2^53)')
+    .max(MAX_SAFE, 'must be a safe integer (|n| < 2^53)');
   if (options.min !== undefined) schema = schema.min(options.min, `must be at least ${options.min}`);
   if (options.max !== undefined) schema = schema.max(options.max, `must be at most ${options.max}`);
   return schema;
@@ -197,82 +235,157 @@ function integerValue(options: FieldOptions<'integer'>) {
 
 function choiceValue(options: FieldOptions<'select'>) {
   const allowed = new Set(options.choices);
-  return z.string({ error: 'must be one of the declared choices' }).refine((value) => allowed.has(value), 'must be one of the declared choices');
+  return z
+    .string({ error: 'must be one of the declared choices' })
+    .refine((value) => allowed.has(value), 'must be one of the declared choices');
 }
 
 const TYPES: Record<FieldType, TypeSpec> = {
   text: {
-    family: 'string', column: () => 'text', cast: 'text', read: asText, fromText: identity,
+    family: 'string',
+    column: () => 'text',
+    cast: 'text',
+    read: asText,
+    fromText: identity,
     value: (options: FieldOptions<'text'>) => boundedText(options.maxLength),
     indexBytes: (options: FieldOptions<'text'>) => options.maxLength * 4,
   },
   longText: {
-    family: 'string', column: () => 'text', cast: 'text', read: asText, fromText: identity,
+    family: 'string',
+    column: () => 'text',
+    cast: 'text',
+    read: asText,
+    fromText: identity,
     value: (options: FieldOptions<'longText'>) => boundedText(options.maxLength),
     indexBytes: () => null,
   },
   integer: {
-    family: 'number', column: () => 'bigint', cast: 'bigint', read: asText, fromText: Number,
-    value: integerValue, indexBytes: () => 8,
+    family: 'number',
+    column: () => 'bigint',
+    cast: 'bigint',
+    read: asText,
+    fromText: Number,
+    value: integerValue,
+    indexBytes: () => 8,
   },
   number: {
-    family: 'number', cast: 'numeric', read: asText, fromText: Number,
+    family: 'number',
+    cast: 'numeric',
+    read: asText,
+    fromText: Number,
     column: (options: FieldOptions<'number'>) => `numeric(${options.precision},${options.scale})`,
-    value: numberValue, indexBytes: () => 16,
+    value: numberValue,
+    indexBytes: () => 16,
   },
   boolean: {
-    family: 'boolean', column: () => 'boolean', cast: 'boolean', read: asText, fromText: (text) => text === 'true',
-    value: () => z.boolean({ error: 'must be true or false' }), indexBytes: () => 1,
+    family: 'boolean',
+    column: () => 'boolean',
+    cast: 'boolean',
+    read: asText,
+    fromText: (text) => text === 'true',
+    value: () => z.boolean({ error: 'must be true or false' }),
+    indexBytes: () => 1,
   },
   date: {
-    family: 'date', column: () => 'date', cast: 'date', fromText: identity,
+    family: 'date',
+    column: () => 'date',
+    cast: 'date',
+    fromText: identity,
     read: (column) => `to_char(${column}, 'YYYY-MM-DD')`,
-    value: () => z.string({ error: 'must be a date YYYY-MM-DD' }).refine(isCalendarDate, 'must be a calendar date YYYY-MM-DD'),
+    value: () =>
+      z.string({ error: 'must be a date YYYY-MM-DD' }).refine(isCalendarDate, 'must be a calendar date YYYY-MM-DD'),
     indexBytes: () => 4,
   },
   datetime: {
-    family: 'datetime', column: () => 'timestamptz(3)', cast: 'timestamptz', fromText: identity,
+    family: 'datetime',
+    column: () => 'timestamptz(3)',
+    cast: 'timestamptz',
+    fromText: identity,
     read: (column) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
-    value: () => z.string({ error: 'must be a UTC timestamp' }).refine(isUtcTimestamp, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SS.mmmZ'),
+    value: () =>
+      z
+        .string({ error: 'must be a UTC timestamp' })
+        .refine(isUtcTimestamp, 'must be a UTC timestamp YYYY-MM-DDTHH:MM:SS.mmmZ'),
     indexBytes: () => 8,
   },
   email: {
-    family: 'string', column: () => 'text', cast: 'text', read: asText, fromText: identity,
-    value: () => z.string({ error: 'must be an e-mail address' }).max(254, 'must be at most 254 characters').pipe(z.email('must be an e-mail address')),
+    family: 'string',
+    column: () => 'text',
+    cast: 'text',
+    read: asText,
+    fromText: identity,
+    value: () =>
+      z
+        .string({ error: 'must be an e-mail address' })
+        .max(254, 'must be at most 254 characters')
+        .pipe(z.email('must be an e-mail address')),
     indexBytes: () => 254,
   },
   url: {
-    family: 'string', column: () => 'text', cast: 'text', read: asText, fromText: identity,
-    value: () => z.string({ error: 'must be an absolute http(s) URL' }).max(2048, 'must be at most 2048 characters')
-      .regex(/^[\x21-\x7E]+$/, 'must be ASCII (percent-encode other characters)')
-      .pipe(z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })),
+    family: 'string',
+    column: () => 'text',
+    cast: 'text',
+    read: asText,
+    fromText: identity,
+    value: () =>
+      z
+        .string({ error: 'must be an absolute http(s) URL' })
+        .max(2048, 'must be at most 2048 characters')
+        .regex(/^[\x21-\x7E]+$/, 'must be ASCII (percent-encode other characters)')
+        .pipe(z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })),
     indexBytes: () => 2048,
   },
   select: {
-    family: 'string', column: () => 'text', cast: 'text', read: asText, fromText: identity,
+    family: 'string',
+    column: () => 'text',
+    cast: 'text',
+    read: asText,
+    fromText: identity,
     value: choiceValue,
     indexBytes: (options: FieldOptions<'select'>) => Math.max(...options.choices.map(utf8Bytes)),
   },
   multiSelect: {
-    family: 'array', column: () => 'text[]', cast: 'text[]', fromText: (text) => JSON.parse(text) as CellValue,
+    family: 'array',
+    column: () => 'text[]',
+    cast: 'text[]',
+    fromText: (text) => JSON.parse(text) as CellValue,
     read: (column) => `array_to_json(${column})::text`,
-    value: (options: FieldOptions<'multiSelect'>) => z.array(choiceValue(options), { error: 'must be an array of declared choices' })
-      .refine((values) => new Set(values).size === values.length, 'must not repeat a choice'),
+    value: (options: FieldOptions<'multiSelect'>) =>
+      z
+        .array(choiceValue(options), { error: 'must be an array of declared choices' })
+        .refine((values) => new Set(values).size === values.length, 'must not repeat a choice'),
     indexBytes: () => null,
   },
   json: {
-    family: 'json', column: () => 'jsonb', cast: 'jsonb', read: asText, fromText: (text) => JSON.parse(text) as CellValue,
-    value: (options: FieldOptions<'json'>) => z.custom<CellValue>(() => true).superRefine((value, context) => {
-      if (jsonDepth(value) > options.maxDepth) context.addIssue({ code: 'custom', message: `must nest at most ${options.maxDepth} levels` });
-      if (utf8Bytes(JSON.stringify(value)) > options.maxBytes) context.addIssue({ code: 'custom', message: `must be at most ${options.maxBytes} bytes as JSON` });
-      if (jsonHasNul(value)) context.addIssue({ code: 'custom', message: UNSTORABLE_TEXT });
-      if (jsonHasNonFinite(value)) context.addIssue({ code: 'custom', message: 'must not contain numbers beyond the range of a double' });
-    }).transform(inJsonbOrder),
+    family: 'json',
+    column: () => 'jsonb',
+    cast: 'jsonb',
+    read: asText,
+    fromText: (text) => JSON.parse(text) as CellValue,
+    value: (options: FieldOptions<'json'>) =>
+      z
+        .custom<CellValue>(() => true)
+        .superRefine((value, context) => {
+          if (jsonDepth(value) > options.maxDepth)
+            context.addIssue({ code: 'custom', message: `must nest at most ${options.maxDepth} levels` });
+          if (utf8Bytes(JSON.stringify(value)) > options.maxBytes)
+            context.addIssue({ code: 'custom', message: `must be at most ${options.maxBytes} bytes as JSON` });
+          if (jsonHasNul(value)) context.addIssue({ code: 'custom', message: UNSTORABLE_TEXT });
+          if (jsonHasNonFinite(value))
+            context.addIssue({ code: 'custom', message: 'must not contain numbers beyond the range of a double' });
+        })
+        .transform(inJsonbOrder),
     indexBytes: () => null,
   },
   autoNumber: {
-    family: 'number', column: () => 'bigint', cast: 'bigint', read: asText, fromText: Number, generated: true,
-    value: () => z.never(), indexBytes: () => 8,
+    family: 'number',
+    column: () => 'bigint',
+    cast: 'bigint',
+    read: asText,
+    fromText: Number,
+    generated: true,
+    value: () => z.never(),
+    indexBytes: () => 8,
   },
 };
 
@@ -299,26 +412,43 @@ export function toParam(field: FieldDefinition, value: CellValue): unknown {
 }
 
 /** Names may address cells in requests, so they must not be mistaken for field ids. */
-export const FieldName = z.string().min(1).max(64)
+export const FieldName = z
+  .string()
+  .min(1)
+  .max(64)
   .refine((name) => name.trim() === name, 'must not start or end with whitespace')
   .refine((name) => !/[\u0000-\u001f\u007f]/.test(name), 'must not contain control characters')
   .refine((name) => !isId(name), 'must not look like a field id (a ULID)');
 
 /** One field in a create-table request: a union discriminated by `type`, so each type's options are checked. */
-export const FieldInput = z.discriminatedUnion('type', FIELD_TYPES.map((type) =>
-  z.strictObject({
-    name: FieldName,
-    type: z.literal(type),
-    required: type === 'autoNumber'
-      ? z.literal(false, { error: 'autoNumber values are generated; it cannot be required' }).optional()
-      : z.boolean().optional(),
-    // select and multiSelect have no sensible default: their choices must be declared.
-    options: type === 'select' || type === 'multiSelect' ? FIELD_OPTIONS[type] : FIELD_OPTIONS[type].optional(),
-  })) as unknown as [z.ZodObject, ...z.ZodObject[]], { error: `type must be one of ${FIELD_TYPES.join(', ')}` });
+export const FieldInput = z.discriminatedUnion(
+  'type',
+  FIELD_TYPES.map((type) =>
+    z.strictObject({
+      name: FieldName,
+      type: z.literal(type),
+      required:
+        type === 'autoNumber'
+          ? z.literal(false, { error: 'autoNumber values are generated; it cannot be required' }).optional()
+          : z.boolean().optional(),
+      // select and multiSelect have no sensible default: their choices must be declared.
+      options: type === 'select' || type === 'multiSelect' ? FIELD_OPTIONS[type] : FIELD_OPTIONS[type].optional(),
+    }),
+  ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+  { error: `type must be one of ${FIELD_TYPES.join(', ')}` },
+);
 
-export type FieldInput = { name: string; type: FieldType; required?: boolean | undefined; options?: Record<string, unknown> | undefined };
+export type FieldInput = {
+  name: string;
+  type: FieldType;
+  required?: boolean | undefined;
+  options?: Record<string, unknown> | undefined;
+};
 
 /** Options with their defaults applied, as stored in the catalog. */
-export function resolvedOptions(type: FieldType, options: Record<string, unknown> | undefined): Record<string, unknown> {
+export function resolvedOptions(
+  type: FieldType,
+  options: Record<string, unknown> | undefined,
+): Record<string, unknown> {
   return FIELD_OPTIONS[type].parse(options ?? {}) as Record<string, unknown>;
 }

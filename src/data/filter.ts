@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import type { FieldProblem } from '../kernel/errors.ts';
-import { isStorableText, typeSpecOf, UNSTORABLE_TEXT, valueSchemaOf, type FieldDefinition, type ValueFamily } from './field-types.ts';
+import {
+  isStorableText,
+  typeSpecOf,
+  UNSTORABLE_TEXT,
+  valueSchemaOf,
+  type FieldDefinition,
+  type ValueFamily,
+} from './field-types.ts';
 import { columnOf } from './identifiers.ts';
 
 /**
@@ -10,14 +17,36 @@ import { columnOf } from './identifiers.ts';
  */
 
 export const FILTER_OPS = [
-  'eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'between', 'in', 'isNull', 'isNotNull', 'prefix', 'contains', 'iContains',
-  'pathExists', 'pathEq', 'jsonContains',
+  'eq',
+  'ne',
+  'lt',
+  'lte',
+  'gt',
+  'gte',
+  'between',
+  'in',
+  'isNull',
+  'isNotNull',
+  'prefix',
+  'contains',
+  'iContains',
+  'pathExists',
+  'pathEq',
+  'jsonContains',
 ] as const;
 export type FilterOp = (typeof FILTER_OPS)[number];
 
-export interface FilterLeaf { field: string; op: FilterOp; value?: unknown; path?: (string | number)[] }
+export interface FilterLeaf {
+  field: string;
+  op: FilterOp;
+  value?: unknown;
+  path?: (string | number)[];
+}
 export type FilterExpression = FilterLeaf | { and: FilterExpression[] } | { or: FilterExpression[] };
-export interface OrderByItem { field: string; direction: 'asc' | 'desc' }
+export interface OrderByItem {
+  field: string;
+  direction: 'asc' | 'desc';
+}
 
 /** Spec §8. */
 const MAX_GROUP_ITEMS = 100;
@@ -42,8 +71,22 @@ const MAX_IN_VALUES = 1000;
  */
 export const FILTER_COST_BUDGET = 500;
 export const FILTER_OP_WEIGHTS: Readonly<Record<FilterOp, number>> = {
-  eq: 1, ne: 1, lt: 1, lte: 1, gt: 1, gte: 1, between: 1, in: 1, isNull: 1, isNotNull: 1,
-  prefix: 5, contains: 10, iContains: 20, pathExists: 10, pathEq: 10, jsonContains: 10,
+  eq: 1,
+  ne: 1,
+  lt: 1,
+  lte: 1,
+  gt: 1,
+  gte: 1,
+  between: 1,
+  in: 1,
+  isNull: 1,
+  isNotNull: 1,
+  prefix: 5,
+  contains: 10,
+  iContains: 20,
+  pathExists: 10,
+  pathEq: 10,
+  jsonContains: 10,
 };
 /**
  * Values one filter may bind (every single value, both ends of a between, every `in` item and JSON path item).
@@ -55,17 +98,17 @@ type PathKey = string | number;
 
 const FieldReference = z.string().min(1).max(64);
 
-const PathItem = z.union([
-  z.string().max(MAX_PATH_KEY_LENGTH),
-  z.number().int().min(0).max(MAX_PATH_INDEX),
-], { error: `must be a string of at most ${MAX_PATH_KEY_LENGTH} characters or an integer 0..${MAX_PATH_INDEX}` });
-
-const leafShape = (value: z.ZodType) => z.strictObject({
-  field: FieldReference,
-  op: z.enum(FILTER_OPS),
-  value: value.optional(),
-  path: z.array(PathItem).max(MAX_PATH_ITEMS).optional(),
+const PathItem = z.union([z.string().max(MAX_PATH_KEY_LENGTH), z.number().int().min(0).max(MAX_PATH_INDEX)], {
+  error: `must be a string of at most ${MAX_PATH_KEY_LENGTH} characters or an integer 0..${MAX_PATH_INDEX}`,
 });
+
+const leafShape = (value: z.ZodType) =>
+  z.strictObject({
+    field: FieldReference,
+    op: z.enum(FILTER_OPS),
+    value: value.optional(),
+    path: z.array(PathItem).max(MAX_PATH_ITEMS).optional(),
+  });
 
 /** The value is checked separately (`jsonValueIssue`), without recursion and with readable messages. */
 const LeafWithoutValue = leafShape(z.unknown());
@@ -76,11 +119,13 @@ const GROUP_SHAPES = {
 };
 
 /** The declared shape: what the OpenAPI document shows and what types the output. */
-const Expression: z.ZodType<FilterExpression> = z.lazy(() => z.union([
-  leafShape(z.json()),
-  z.strictObject({ and: z.array(Expression).min(1).max(MAX_GROUP_ITEMS) }),
-  z.strictObject({ or: z.array(Expression).min(1).max(MAX_GROUP_ITEMS) }),
-]));
+const Expression: z.ZodType<FilterExpression> = z.lazy(() =>
+  z.union([
+    leafShape(z.json()),
+    z.strictObject({ and: z.array(Expression).min(1).max(MAX_GROUP_ITEMS) }),
+    z.strictObject({ or: z.array(Expression).min(1).max(MAX_GROUP_ITEMS) }),
+  ]),
+);
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -92,7 +137,10 @@ function groupKeyOf(node: unknown): 'and' | 'or' | null {
 }
 
 const prefixed = (path: PathKey[], issues: readonly z.core.$ZodIssue[]): FieldProblem[] =>
-  issues.map((issue) => ({ path: [...path, ...issue.path.map((key) => (typeof key === 'number' ? key : String(key)))], message: issue.message }));
+  issues.map((issue) => ({
+    path: [...path, ...issue.path.map((key) => (typeof key === 'number' ? key : String(key)))],
+    message: issue.message,
+  }));
 
 /** Any finite JSON value nesting at most MAX_VALUE_DEPTH containers, walked with an explicit stack. */
 function jsonValueIssue(value: unknown): FieldProblem | null {
@@ -104,10 +152,14 @@ function jsonValueIssue(value: unknown): FieldProblem | null {
       if (!Number.isFinite(node)) return { path, message: 'must be a finite number' };
       continue;
     }
-    const isContainer = Array.isArray(node) || (isRecord(node) && [Object.prototype, null].includes(Object.getPrototypeOf(node)));
-    if (!isContainer) return { path, message: 'must be JSON: null, a boolean, a number, a string, an array or an object' };
+    const isContainer =
+      Array.isArray(node) || (isRecord(node) && [Object.prototype, null].includes(Object.getPrototypeOf(node)));
+    if (!isContainer)
+      return { path, message: 'must be JSON: null, a boolean, a number, a string, an array or an object' };
     if (depth >= MAX_VALUE_DEPTH) return { path, message: `must nest at most ${MAX_VALUE_DEPTH} levels` };
-    const entries: [PathKey, unknown][] = Array.isArray(node) ? Array.from(node, (item, index) => [index, item]) : Object.entries(node);
+    const entries: [PathKey, unknown][] = Array.isArray(node)
+      ? Array.from(node, (item, index) => [index, item])
+      : Object.entries(node);
     for (const [key, item] of entries) pending.push({ node: item, path: [...path, key], depth: depth + 1 });
   }
   return null;
@@ -117,7 +169,9 @@ function leafIssues(node: unknown, path: PathKey[]): FieldProblem[] {
   const parsed = LeafWithoutValue.safeParse(node);
   const issues = parsed.success ? [] : prefixed(path, parsed.error.issues);
   const valueIssue = isRecord(node) && node.value !== undefined ? jsonValueIssue(node.value) : null;
-  return valueIssue ? [...issues, { path: [...path, 'value', ...valueIssue.path], message: valueIssue.message }] : issues;
+  return valueIssue
+    ? [...issues, { path: [...path, 'value', ...valueIssue.path], message: valueIssue.message }]
+    : issues;
 }
 
 /**
@@ -133,7 +187,8 @@ function structuralIssues(root: unknown): FieldProblem[] {
     const key = groupKeyOf(node);
     if (key === null) {
       leaves += 1;
-      if (leaves > MAX_LEAVES) return [...issues, { path: [], message: `must have at most ${MAX_LEAVES} conditions in all` }];
+      if (leaves > MAX_LEAVES)
+        return [...issues, { path: [], message: `must have at most ${MAX_LEAVES} conditions in all` }];
       issues.push(...leafIssues(node, path));
       continue;
     }
@@ -160,17 +215,32 @@ export const FilterExpression: z.ZodType<FilterExpression> = z.preprocess((input
 }, Expression);
 
 /** Spec 2.3 query.orderBy. */
-export const OrderBy: z.ZodType<OrderByItem[]> = z.array(z.strictObject({
-  field: FieldReference,
-  direction: z.enum(['asc', 'desc']),
-})).max(MAX_ORDER_BY);
+export const OrderBy: z.ZodType<OrderByItem[]> = z
+  .array(
+    z.strictObject({
+      field: FieldReference,
+      direction: z.enum(['asc', 'desc']),
+    }),
+  )
+  .max(MAX_ORDER_BY);
 
 /** A field reference is a field id (exact) or, failing that, a field name (exact, case-sensitive). */
 export function resolveField(fields: readonly FieldDefinition[], reference: string): FieldDefinition | undefined {
   return fields.find((field) => field.id === reference) ?? fields.find((field) => field.name === reference);
 }
 
-const ORDERED = ['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'between', 'in', 'isNull', 'isNotNull'] as const satisfies FilterOp[];
+const ORDERED = [
+  'eq',
+  'ne',
+  'lt',
+  'lte',
+  'gt',
+  'gte',
+  'between',
+  'in',
+  'isNull',
+  'isNotNull',
+] as const satisfies FilterOp[];
 
 const OPS_BY_FAMILY: Record<ValueFamily, readonly FilterOp[]> = {
   string: [...ORDERED, 'prefix', 'contains', 'iContains'],
@@ -184,9 +254,22 @@ const OPS_BY_FAMILY: Record<ValueFamily, readonly FilterOp[]> = {
 
 /** What `value` holds for each operator: a scalar of the field's type, two of them, a list, any JSON, or nothing. */
 const VALUE_SHAPE: Record<FilterOp, 'none' | 'one' | 'pair' | 'list' | 'json'> = {
-  eq: 'one', ne: 'one', lt: 'one', lte: 'one', gt: 'one', gte: 'one', between: 'pair', in: 'list',
-  isNull: 'none', isNotNull: 'none', prefix: 'one', contains: 'one', iContains: 'one',
-  pathExists: 'none', pathEq: 'json', jsonContains: 'json',
+  eq: 'one',
+  ne: 'one',
+  lt: 'one',
+  lte: 'one',
+  gt: 'one',
+  gte: 'one',
+  between: 'pair',
+  in: 'list',
+  isNull: 'none',
+  isNotNull: 'none',
+  prefix: 'one',
+  contains: 'one',
+  iContains: 'one',
+  pathExists: 'none',
+  pathEq: 'json',
+  jsonContains: 'json',
 };
 
 const PATH_OPS: readonly FilterOp[] = ['pathExists', 'pathEq', 'jsonContains'];
@@ -200,7 +283,9 @@ function choiceProblem(field: FieldDefinition, op: FilterOp, value: string): str
   const choices = field.options.choices;
   // Every multiSelect operator with an operand (contains, in) names choices; select's prefix and substring do not.
   const namesChoice = field.type === 'multiSelect' || (field.type === 'select' && SELECT_EQUALITY_OPS.includes(op));
-  return namesChoice && Array.isArray(choices) && !choices.includes(value) ? 'must be one of the declared choices' : null;
+  return namesChoice && Array.isArray(choices) && !choices.includes(value)
+    ? 'must be one of the declared choices'
+    : null;
 }
 
 /** The problem with one scalar operand of `op` on `field`, or null when it is fine. */
@@ -238,7 +323,8 @@ function jsonHasNul(value: unknown): boolean {
 function valueProblems(field: FieldDefinition, leaf: FilterLeaf): FieldProblem[] {
   const { op, value } = leaf;
   const shape = VALUE_SHAPE[op];
-  if (shape === 'none') return value === undefined ? [] : [{ path: ['value'], message: `must be absent: ${op} takes no value` }];
+  if (shape === 'none')
+    return value === undefined ? [] : [{ path: ['value'], message: `must be absent: ${op} takes no value` }];
   if (value === undefined) return [{ path: ['value'], message: `is required for ${op}` }];
   switch (shape) {
     case 'one': {
@@ -262,24 +348,37 @@ function pathProblems(leaf: FilterLeaf): FieldProblem[] {
   const { op, path } = leaf;
   const required = op === 'pathExists' || op === 'pathEq';
   if (path === undefined) return required ? [{ path: ['path'], message: `is required for ${op}` }] : [];
-  if (!PATH_OPS.includes(op)) return [{ path: ['path'], message: `must be absent: only ${PATH_OPS.join(', ')} take a path` }];
+  if (!PATH_OPS.includes(op))
+    return [{ path: ['path'], message: `must be absent: only ${PATH_OPS.join(', ')} take a path` }];
   if (required && path.length === 0) return [{ path: ['path'], message: `must have at least one item for ${op}` }];
-  return path.flatMap((item, index) => (typeof item === 'string' && !isStorableText(item) ? [{ path: ['path', index], message: NUL_MESSAGE }] : []));
+  return path.flatMap((item, index) =>
+    typeof item === 'string' && !isStorableText(item) ? [{ path: ['path', index], message: NUL_MESSAGE }] : [],
+  );
 }
 
 function leafProblems(leaf: FilterLeaf, fields: readonly FieldDefinition[]): FieldProblem[] {
   const field = resolveField(fields, leaf.field);
-  if (!field) return [{ path: ['field'], message: `must be the id or name of a field of this table; ${JSON.stringify(leaf.field)} is neither` }];
+  if (!field)
+    return [
+      {
+        path: ['field'],
+        message: `must be the id or name of a field of this table; ${JSON.stringify(leaf.field)} is neither`,
+      },
+    ];
   const allowed = OPS_BY_FAMILY[familyOf(field)];
   if (!allowed.includes(leaf.op)) {
-    return [{ path: ['op'], message: `${leaf.op} does not apply to a ${field.type} field; use one of ${allowed.join(', ')}` }];
+    return [
+      { path: ['op'], message: `${leaf.op} does not apply to a ${field.type} field; use one of ${allowed.join(', ')}` },
+    ];
   }
   return [...pathProblems(leaf), ...valueProblems(field, leaf)];
 }
 
 function problemsAt(expression: FilterExpression, fields: readonly FieldDefinition[], at: PathKey[]): FieldProblem[] {
-  const within = (problems: FieldProblem[]) => problems.map((problem) => ({ ...problem, path: [...at, ...problem.path] }));
-  if ('and' in expression) return expression.and.flatMap((item, index) => problemsAt(item, fields, [...at, 'and', index]));
+  const within = (problems: FieldProblem[]) =>
+    problems.map((problem) => ({ ...problem, path: [...at, ...problem.path] }));
+  if ('and' in expression)
+    return expression.and.flatMap((item, index) => problemsAt(item, fields, [...at, 'and', index]));
   if ('or' in expression) return expression.or.flatMap((item, index) => problemsAt(item, fields, [...at, 'or', index]));
   return within(leafProblems(expression, fields));
 }
@@ -297,7 +396,10 @@ export function checkOrderBy(orderBy: readonly OrderByItem[], fields: readonly F
   return orderBy.flatMap((item, index): FieldProblem[] => {
     const field = resolveField(fields, item.field);
     const path = [index, 'field'];
-    if (!field) return [{ path, message: `must be the id or name of a field of this table; ${JSON.stringify(item.field)} is neither` }];
+    if (!field)
+      return [
+        { path, message: `must be the id or name of a field of this table; ${JSON.stringify(item.field)} is neither` },
+      ];
     if (UNORDERABLE.includes(familyOf(field))) return [{ path, message: `cannot sort by a ${field.type} field` }];
     if (seen.has(field.id)) return [{ path, message: 'must not repeat a field already sorted by' }];
     seen.add(field.id);
@@ -308,7 +410,11 @@ export function checkOrderBy(orderBy: readonly OrderByItem[], fields: readonly F
 /** Binds one scalar and returns its placeholder (or, for DDL, a literal) with the cast applied. */
 export type Bind = (value: string | number | boolean | null, cast: string) => string;
 
-interface LeafContext { column: string; field: FieldDefinition; bind: Bind }
+interface LeafContext {
+  column: string;
+  field: FieldDefinition;
+  bind: Bind;
+}
 
 /** Safe integers use the column's own cast (bigint stays bigint, so its index applies); other numbers numeric. */
 function bindOperand({ field, bind }: LeafContext, value: unknown): string {
@@ -327,23 +433,36 @@ function likePattern({ bind }: LeafContext, value: unknown, before: string, afte
   return bind(`${before}${literal}${after}`, 'text');
 }
 
-const bindList = (context: LeafContext, values: unknown): string[] => (values as unknown[]).map((value) => bindOperand(context, value));
+const bindList = (context: LeafContext, values: unknown): string[] =>
+  (values as unknown[]).map((value) => bindOperand(context, value));
 
 function bindPath({ bind }: LeafContext, path: readonly PathKey[]): string {
   return `ARRAY[${path.map((item) => bind(String(item), 'text')).join(', ')}]::text[]`;
 }
 
-const COMPARISON_SQL: Partial<Record<FilterOp, string>> = { eq: '=', ne: 'IS DISTINCT FROM', lt: '<', lte: '<=', gt: '>', gte: '>=' };
+const COMPARISON_SQL: Partial<Record<FilterOp, string>> = {
+  eq: '=',
+  ne: 'IS DISTINCT FROM',
+  lt: '<',
+  lte: '<=',
+  gt: '>',
+  gte: '>=',
+};
 
 function multiSelectSql(context: LeafContext, leaf: FilterLeaf): string {
   const { column } = context;
   switch (leaf.op) {
-    case 'contains': return `${bindOperand(context, leaf.value)} = ANY(${column})`;
-    case 'in': return `${column} && ARRAY[${bindList(context, leaf.value).join(', ')}]::text[]`;
+    case 'contains':
+      return `${bindOperand(context, leaf.value)} = ANY(${column})`;
+    case 'in':
+      return `${column} && ARRAY[${bindList(context, leaf.value).join(', ')}]::text[]`;
     // An empty multi-select looks exactly like an unset one, so both count as empty.
-    case 'isNull': return `coalesce(cardinality(${column}), 0) = 0`;
-    case 'isNotNull': return `cardinality(${column}) > 0`;
-    default: throw new Error(`compileFilter: ${leaf.op} does not apply to multiSelect`);
+    case 'isNull':
+      return `coalesce(cardinality(${column}), 0) = 0`;
+    case 'isNotNull':
+      return `cardinality(${column}) > 0`;
+    default:
+      throw new Error(`compileFilter: ${leaf.op} does not apply to multiSelect`);
   }
 }
 
@@ -352,12 +471,18 @@ function jsonSql(context: LeafContext, leaf: FilterLeaf): string {
   const target = leaf.path && leaf.path.length > 0 ? `(${column} #> ${bindPath(context, leaf.path)})` : column;
   const document = () => bind(JSON.stringify(leaf.value), 'jsonb');
   switch (leaf.op) {
-    case 'isNull': return `${column} IS NULL`;
-    case 'isNotNull': return `${column} IS NOT NULL`;
-    case 'pathExists': return `${target} IS NOT NULL`;
-    case 'pathEq': return `${target} = ${document()}`;
-    case 'jsonContains': return `${target} @> ${document()}`;
-    default: throw new Error(`compileFilter: ${leaf.op} does not apply to json`);
+    case 'isNull':
+      return `${column} IS NULL`;
+    case 'isNotNull':
+      return `${column} IS NOT NULL`;
+    case 'pathExists':
+      return `${target} IS NOT NULL`;
+    case 'pathEq':
+      return `${target} = ${document()}`;
+    case 'jsonContains':
+      return `${target} @> ${document()}`;
+    default:
+      throw new Error(`compileFilter: ${leaf.op} does not apply to json`);
   }
 }
 
@@ -371,13 +496,20 @@ function scalarSql(context: LeafContext, leaf: FilterLeaf): string {
       // Parenthesised because BETWEEN's own AND would otherwise read like a conjunction.
       return `(${column} BETWEEN ${low} AND ${high})`;
     }
-    case 'in': return `${column} IN (${bindList(context, leaf.value).join(', ')})`;
-    case 'isNull': return `${column} IS NULL`;
-    case 'isNotNull': return `${column} IS NOT NULL`;
-    case 'prefix': return `${column} LIKE ${likePattern(context, leaf.value, '', '%')} ESCAPE '\\'`;
-    case 'contains': return `${column} LIKE ${likePattern(context, leaf.value, '%', '%')} ESCAPE '\\'`;
-    case 'iContains': return `${column} ILIKE ${likePattern(context, leaf.value, '%', '%')} ESCAPE '\\'`;
-    default: throw new Error(`compileFilter: ${leaf.op} does not apply to ${context.field.type}`);
+    case 'in':
+      return `${column} IN (${bindList(context, leaf.value).join(', ')})`;
+    case 'isNull':
+      return `${column} IS NULL`;
+    case 'isNotNull':
+      return `${column} IS NOT NULL`;
+    case 'prefix':
+      return `${column} LIKE ${likePattern(context, leaf.value, '', '%')} ESCAPE '\\'`;
+    case 'contains':
+      return `${column} LIKE ${likePattern(context, leaf.value, '%', '%')} ESCAPE '\\'`;
+    case 'iContains':
+      return `${column} ILIKE ${likePattern(context, leaf.value, '%', '%')} ESCAPE '\\'`;
+    default:
+      throw new Error(`compileFilter: ${leaf.op} does not apply to ${context.field.type}`);
   }
 }
 
@@ -391,7 +523,12 @@ function leafSql(leaf: FilterLeaf, fields: readonly FieldDefinition[], bind: Bin
   return scalarSql(context, leaf);
 }
 
-function expressionSql(expression: FilterExpression, fields: readonly FieldDefinition[], bind: Bind, alias: string | undefined): string {
+function expressionSql(
+  expression: FilterExpression,
+  fields: readonly FieldDefinition[],
+  bind: Bind,
+  alias: string | undefined,
+): string {
   const group = (items: FilterExpression[], joiner: string) =>
     `(${items.map((item) => expressionSql(item, fields, bind, alias)).join(joiner)})`;
   if ('and' in expression) return group(expression.and, ' AND ');
@@ -403,8 +540,14 @@ function expressionSql(expression: FilterExpression, fields: readonly FieldDefin
  * SQL boolean expression for a filter that `checkFilter` accepts (it throws otherwise: a caller bug). Values reach
  * the SQL only through `bind`; columns only through `columnOf`. `alias` must be a plain SQL identifier.
  */
-export function compileFilter(expression: FilterExpression, fields: readonly FieldDefinition[], bind: Bind, alias?: string): string {
-  if (alias !== undefined && !/^[a-z_][a-z0-9_]*$/.test(alias)) throw new Error(`compileFilter: alias must be a plain identifier, got ${JSON.stringify(alias)}`);
+export function compileFilter(
+  expression: FilterExpression,
+  fields: readonly FieldDefinition[],
+  bind: Bind,
+  alias?: string,
+): string {
+  if (alias !== undefined && !/^[a-z_][a-z0-9_]*$/.test(alias))
+    throw new Error(`compileFilter: alias must be a plain identifier, got ${JSON.stringify(alias)}`);
   const problems = checkFilter(expression, fields);
   if (problems.length > 0) throw new Error(`compileFilter needs a checked filter: ${JSON.stringify(problems)}`);
   return expressionSql(expression, fields, bind, alias);
@@ -412,7 +555,14 @@ export function compileFilter(expression: FilterExpression, fields: readonly Fie
 
 function boundValuesOf(leaf: FilterLeaf): number {
   const shape = VALUE_SHAPE[leaf.op];
-  const values = shape === 'none' ? 0 : shape === 'pair' || shape === 'list' ? (Array.isArray(leaf.value) ? leaf.value.length : 1) : 1;
+  const values =
+    shape === 'none'
+      ? 0
+      : shape === 'pair' || shape === 'list'
+        ? Array.isArray(leaf.value)
+          ? leaf.value.length
+          : 1
+        : 1;
   return values + (leaf.path?.length ?? 0);
 }
 
@@ -433,12 +583,16 @@ export function filterBudgetProblems(expression: FilterExpression, fields: reado
   if (cost > FILTER_COST_BUDGET) {
     problems.push({
       path: [],
-      message: `costs ${cost}, over the budget of ${FILTER_COST_BUDGET} per filter (each condition weighs 1; prefix 5, `
-        + 'contains 10, iContains 20 on text; pathExists, pathEq and jsonContains 10): use fewer text-search conditions',
+      message:
+        `costs ${cost}, over the budget of ${FILTER_COST_BUDGET} per filter (each condition weighs 1; prefix 5, ` +
+        'contains 10, iContains 20 on text; pathExists, pathEq and jsonContains 10): use fewer text-search conditions',
     });
   }
   if (values > MAX_FILTER_VALUES) {
-    problems.push({ path: [], message: `binds ${values} values, over the limit of ${MAX_FILTER_VALUES} per filter (in lists, between pairs and JSON paths count each item)` });
+    problems.push({
+      path: [],
+      message: `binds ${values} values, over the limit of ${MAX_FILTER_VALUES} per filter (in lists, between pairs and JSON paths count each item)`,
+    });
   }
   return problems;
 }

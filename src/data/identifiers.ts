@@ -14,10 +14,12 @@ function fromId(prefix: string, id: string): string {
 export const schemaOf = (databaseId: string): string => fromId('d', databaseId);
 
 /** The physical table of a workspace table, schema-qualified. */
-export const rowsTableOf = (databaseId: string, tableId: string): string => `${schemaOf(databaseId)}.${fromId('t', tableId)}`;
+export const rowsTableOf = (databaseId: string, tableId: string): string =>
+  `${schemaOf(databaseId)}.${fromId('t', tableId)}`;
 
 /** The append-only cell history of a workspace table, schema-qualified. */
-export const historyTableOf = (databaseId: string, tableId: string): string => `${schemaOf(databaseId)}.${fromId('h', tableId)}`;
+export const historyTableOf = (databaseId: string, tableId: string): string =>
+  `${schemaOf(databaseId)}.${fromId('h', tableId)}`;
 
 /** The column of a field. */
 export const columnOf = (fieldId: string): string => fromId('f', fieldId);
@@ -26,13 +28,16 @@ export const columnOf = (fieldId: string): string => fromId('f', fieldId);
 export const columnKeyOf = (fieldId: string): string => fromId('f', fieldId).slice(1, -1);
 
 /** The sequence behind an autoNumber field, schema-qualified. */
-export const sequenceOf = (databaseId: string, fieldId: string): string => `${schemaOf(databaseId)}.${fromId('s', fieldId)}`;
+export const sequenceOf = (databaseId: string, fieldId: string): string =>
+  `${schemaOf(databaseId)}.${fromId('s', fieldId)}`;
 
 /** The composite type a hashed unique key is cast to (src/data/unique-keys.ts), schema-qualified. */
-export const keyTypeOf = (databaseId: string, ruleId: string): string => `${schemaOf(databaseId)}.${fromId('r', ruleId)}`;
+export const keyTypeOf = (databaseId: string, ruleId: string): string =>
+  `${schemaOf(databaseId)}.${fromId('r', ruleId)}`;
 
 /** The trigger function that serialises writers of one hashed key (src/data/unique-keys.ts), schema-qualified. */
-export const keyLockOf = (databaseId: string, ruleId: string): string => `${schemaOf(databaseId)}.${fromId('l', ruleId)}`;
+export const keyLockOf = (databaseId: string, ruleId: string): string =>
+  `${schemaOf(databaseId)}.${fromId('l', ruleId)}`;
 
 /** Unqualified names of indexes and constraints, which PostgreSQL reports back in errors. */
 export const uniqueIndexOf = (ruleId: string): string => fromId('u', ruleId);

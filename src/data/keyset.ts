@@ -18,7 +18,8 @@ export interface Position {
 }
 
 /** One direction's ordering, NULLs included; sort indexes are built with exactly this (src/data/sort-indexes.ts). */
-export const orderingOf = (direction: SortKey['direction']): string => (direction === 'asc' ? 'ASC NULLS LAST' : 'DESC NULLS FIRST');
+export const orderingOf = (direction: SortKey['direction']): string =>
+  direction === 'asc' ? 'ASC NULLS LAST' : 'DESC NULLS FIRST';
 
 export function orderByClause(keys: readonly SortKey[], alias: string): string {
   const parts = keys.map(({ field, direction }) => `${alias}.${columnOf(field.id)} ${orderingOf(direction)}`);
@@ -32,7 +33,8 @@ export function sortKeyProjection(keys: readonly SortKey[], alias: string): stri
 
 function strictlyAfter(column: string, key: SortKey, value: string | null, params: Params): string {
   const cast = typeSpecOf(key.field.type).cast;
-  if (key.direction === 'asc') return value === null ? 'false' : `(${column} > ${params.add(value, cast)} OR ${column} IS NULL)`;
+  if (key.direction === 'asc')
+    return value === null ? 'false' : `(${column} > ${params.add(value, cast)} OR ${column} IS NULL)`;
   return value === null ? `${column} IS NOT NULL` : `${column} < ${params.add(value, cast)}`;
 }
 
@@ -67,15 +69,21 @@ export function rangesAfter(keys: readonly SortKey[], position: Position, alias:
     const value = position.values[index] ?? null;
     return value === null ? null : params.add(value, typeSpecOf(key.field.type).cast);
   });
-  const prefix = (length: number) => columns.slice(0, length).map((column, index) => (values[index] === null ? `${column} IS NULL` : `${column} = ${values[index]}`));
+  const prefix = (length: number) =>
+    columns
+      .slice(0, length)
+      .map((column, index) => (values[index] === null ? `${column} IS NULL` : `${column} = ${values[index]}`));
   const ranges = [[...prefix(keys.length), `${alias}.id > ${params.add(position.rowId, ID)}`].join(' AND ')];
   for (let index = keys.length - 1; index >= 0; index -= 1) {
     const key = keys[index]!;
     const column = columns[index]!;
     const value = values[index] ?? null;
-    const bounds = key.direction === 'desc'
-      ? [value === null ? `${column} IS NOT NULL` : `${column} < ${value}`]
-      : value === null ? [] : [`${column} > ${value}`, ...(notNull(key) ? [] : [`${column} IS NULL`])];
+    const bounds =
+      key.direction === 'desc'
+        ? [value === null ? `${column} IS NOT NULL` : `${column} < ${value}`]
+        : value === null
+          ? []
+          : [`${column} > ${value}`, ...(notNull(key) ? [] : [`${column} IS NULL`])];
     for (const bound of bounds) ranges.push([...prefix(index), bound].join(' AND '));
   }
   return ranges;

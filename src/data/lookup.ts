@@ -11,16 +11,26 @@ import { Params, type Statement } from './statement.ts';
  * of the key that found it; a key no row holds answers nothing.
  */
 export function keyRecords(rule: KeyRule, keys: readonly (readonly CellValue[])[]): Record<string, CellValue>[] {
-  return keys.map((key, position) => ({ id: position, ...Object.fromEntries(rule.fields.map((field, index) => [columnKeyOf(field.id), key[index] ?? null])) }));
+  return keys.map((key, position) => ({
+    id: position,
+    ...Object.fromEntries(rule.fields.map((field, index) => [columnKeyOf(field.id), key[index] ?? null])),
+  }));
 }
 
 function keyset(params: Params, rule: KeyRule, keys: readonly (readonly CellValue[])[]): string {
-  const columns = rule.fields.map((field: FieldDefinition) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
+  const columns = rule.fields.map(
+    (field: FieldDefinition) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`,
+  );
   return `jsonb_to_recordset(${params.add(JSON.stringify(keyRecords(rule, keys)), 'jsonb')}) AS k(id int, ${columns.join(', ')})`;
 }
 
 /** The rows holding `keys`, each as JSON text `j` with the `shown` fields, and `k`: the key's position. */
-export function lookupRows(table: PhysicalTable, rule: KeyRule, keys: readonly (readonly CellValue[])[], shown: readonly FieldDefinition[]): Statement {
+export function lookupRows(
+  table: PhysicalTable,
+  rule: KeyRule,
+  keys: readonly (readonly CellValue[])[],
+  shown: readonly FieldDefinition[],
+): Statement {
   const params = new Params();
   const sql = `SELECT k.id AS k, ${rowJsonProjection(shown, 't')} AS j
       FROM ${keyset(params, rule, keys)} JOIN ${rowsTableOf(table.databaseId, table.tableId)} t ON ${keyMatch(table, rule)}`;

@@ -16,15 +16,29 @@ import { hashedKeyExpression, keyPresent, type KeyEnforcement } from './unique-k
 /** A row as the batch sends it: the id, then every written field's canonical value keyed by its column name. */
 export type RowPayload = Record<string, CellValue>;
 
-export function rowPayload(fields: readonly FieldDefinition[], rowId: string, values: ReadonlyMap<string, CellValue>, extra: Record<string, CellValue> = {}): RowPayload {
+export function rowPayload(
+  fields: readonly FieldDefinition[],
+  rowId: string,
+  values: ReadonlyMap<string, CellValue>,
+  extra: Record<string, CellValue> = {},
+): RowPayload {
   const payload: RowPayload = { id: rowId, ...extra };
   for (const field of fields) payload[columnKeyOf(field.id)] = values.get(field.id) ?? null;
   return payload;
 }
 
 /** `jsonb_to_recordset(<placeholder>) AS alias(id bpchar, …columns)`, typed by the fields' own column types. */
-function recordset(payload: string, fields: readonly FieldDefinition[], alias: string, extra: readonly string[] = []): string {
-  const columns = ['id bpchar', ...extra, ...fields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`)];
+function recordset(
+  payload: string,
+  fields: readonly FieldDefinition[],
+  alias: string,
+  extra: readonly string[] = [],
+): string {
+  const columns = [
+    'id bpchar',
+    ...extra,
+    ...fields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`),
+  ];
   return `jsonb_to_recordset(${payload}) AS ${alias}(${columns.join(', ')})`;
 }
 
@@ -38,7 +52,13 @@ function schemaGuard(params: Params, tableId: string, schemaVersion: number): st
 }
 
 /** History rows for `cells` (field id, version, value SQL) of each row of `source`. */
-function historyInsert(table: PhysicalTable, bound: BoundEvent, operation: string, source: string, cells: string): string {
+function historyInsert(
+  table: PhysicalTable,
+  bound: BoundEvent,
+  operation: string,
+  source: string,
+  cells: string,
+): string {
   return `INSERT INTO ${historyTableOf(table.databaseId, table.tableId)}
       (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
     SELECT cell.row_id, cell.version, cell.field_id, '${operation}', cell.value, ${bound.mutationId}, ${bound.actorId}, ${bound.actorKind},
@@ -96,7 +116,12 @@ export function matchKeys(table: PhysicalTable, rule: KeyRule, keys: readonly Ro
 }
 
 /** The batch positions whose new key another row, not changed by the batch, already holds. */
-export function takenKeys(table: PhysicalTable, rule: KeyRule, keys: readonly RowPayload[], changedRowIds: readonly string[]): Statement {
+export function takenKeys(
+  table: PhysicalTable,
+  rule: KeyRule,
+  keys: readonly RowPayload[],
+  changedRowIds: readonly string[],
+): Statement {
   const params = new Params();
   const sql = `SELECT k.id AS op FROM ${keyRecordset(params, keys, rule)}
      WHERE EXISTS (SELECT 1 FROM ${rowsTableOf(table.databaseId, table.tableId)} t
@@ -110,7 +135,13 @@ export function takenKeys(table: PhysicalTable, rule: KeyRule, keys: readonly Ro
  * Only rows inside the rule's `where` take part, in the batch and in the table alike. Answers each refused position
  * with the earliest batch position writing the same key (`conflictsWith`), or null when an unchanged row holds it.
  */
-export function conditionalKeyConflicts(table: PhysicalTable, rule: KeyRule, where: FilterExpression, rows: readonly RowPayload[], changedRowIds: readonly string[]): Statement {
+export function conditionalKeyConflicts(
+  table: PhysicalTable,
+  rule: KeyRule,
+  where: FilterExpression,
+  rows: readonly RowPayload[],
+  changedRowIds: readonly string[],
+): Statement {
   const params = new Params();
   const ids = rule.fields.map((field) => field.id);
   const columns = table.fields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
@@ -151,10 +182,20 @@ export function incomingKeys(tableId: string): Statement {
  * The batch positions whose row's current key (`keys`: the referenced fields' values, `id` = the position) rows of
  * the referencing table still hold, leaving out the rows in `ignoredRowIds` (rows of this table the batch deletes).
  */
-export function referencedRows(databaseId: string, key: IncomingKey, referencedFields: readonly FieldDefinition[], keys: readonly RowPayload[], ignoredRowIds: readonly string[]): Statement {
+export function referencedRows(
+  databaseId: string,
+  key: IncomingKey,
+  referencedFields: readonly FieldDefinition[],
+  keys: readonly RowPayload[],
+  ignoredRowIds: readonly string[],
+): Statement {
   const params = new Params();
-  const columns = referencedFields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
-  const matches = key.fieldIds.map((id, index) => `r.${columnOf(id)} = k.${columnOf(key.referencedFieldIds[index]!)}`).join(' AND ');
+  const columns = referencedFields.map(
+    (field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`,
+  );
+  const matches = key.fieldIds
+    .map((id, index) => `r.${columnOf(id)} = k.${columnOf(key.referencedFieldIds[index]!)}`)
+    .join(' AND ');
   const sql = `SELECT k.id AS op FROM jsonb_to_recordset(${params.add(JSON.stringify(keys), 'jsonb')}) AS k(id int, ${columns.join(', ')})
      WHERE EXISTS (SELECT 1 FROM ${rowsTableOf(databaseId, key.tableId)} r WHERE ${matches} AND r.id <> ALL(${params.add(ignoredRowIds, 'bpchar[]')}))
      ORDER BY k.id`;
@@ -162,10 +203,16 @@ export function referencedRows(databaseId: string, key: IncomingKey, referencedF
 }
 
 /** The batch positions whose foreign key values the referenced table does not hold. */
-export function missingReferences(databaseId: string, key: { fields: readonly FieldDefinition[]; referencedTableId: string; referencedFieldIds: readonly string[] }, keys: readonly RowPayload[]): Statement {
+export function missingReferences(
+  databaseId: string,
+  key: { fields: readonly FieldDefinition[]; referencedTableId: string; referencedFieldIds: readonly string[] },
+  keys: readonly RowPayload[],
+): Statement {
   const params = new Params();
   const columns = key.fields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
-  const matches = key.fields.map((field, index) => `t.${columnOf(key.referencedFieldIds[index]!)} = k.${columnOf(field.id)}`).join(' AND ');
+  const matches = key.fields
+    .map((field, index) => `t.${columnOf(key.referencedFieldIds[index]!)} = k.${columnOf(field.id)}`)
+    .join(' AND ');
   const sql = `SELECT k.id AS op FROM jsonb_to_recordset(${params.add(JSON.stringify(keys), 'jsonb')}) AS k(id int, ${columns.join(', ')})
      WHERE NOT EXISTS (SELECT 1 FROM ${rowsTableOf(databaseId, key.referencedTableId)} t WHERE ${matches})
      ORDER BY k.id`;
@@ -244,7 +291,9 @@ export function insertRows(table: PhysicalTable, write: BatchWrite, rows: readon
   const params = new Params();
   const bound = bindEvent(params, write.event);
   const columns = table.fields.map((field) => columnOf(field.id));
-  const cells = table.fields.map((field) => `(s.id, 1::bigint, ${params.add(field.id, 'text')}, e.payload->'${columnKeyOf(field.id)}')`);
+  const cells = table.fields.map(
+    (field) => `(s.id, 1::bigint, ${params.add(field.id, 'text')}, e.payload->'${columnKeyOf(field.id)}')`,
+  );
   const payload = params.add(JSON.stringify(rows), 'jsonb');
   const sql = `WITH inserted AS (
       INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, created_at, updated_at${columns.map((column) => `, ${column}`).join('')})
@@ -258,7 +307,12 @@ export function insertRows(table: PhysicalTable, write: BatchWrite, rows: readon
 }
 
 /** The batch's one `records.changed` event, with the number of rows it changed (and the row, when it is one). */
-export function batchActivity(table: PhysicalTable, event: RowEvent, affectedRows: number, rowId: string | null): Statement {
+export function batchActivity(
+  table: PhysicalTable,
+  event: RowEvent,
+  affectedRows: number,
+  rowId: string | null,
+): Statement {
   const params = new Params();
   const bound = bindEvent(params, event);
   const sql = `INSERT INTO public.activity_events

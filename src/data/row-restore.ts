@@ -1,7 +1,13 @@
 import type { CellValue } from './field-types.ts';
 import { columnOf, historyTableOf, rowsTableOf } from './identifiers.ts';
 import {
-  activityInsert, bindEvent, cellValueSql, historyInsert, schemaGuard, type PhysicalTable, type RowEvent,
+  activityInsert,
+  bindEvent,
+  cellValueSql,
+  historyInsert,
+  schemaGuard,
+  type PhysicalTable,
+  type RowEvent,
 } from './rows.ts';
 import { ID, Params, utcTimestamp, type Statement } from './statement.ts';
 
@@ -66,17 +72,28 @@ export interface RestoreRow {
  * at `schemaVersion`; otherwise nothing. `ON CONFLICT (id) DO NOTHING`: a concurrent restore of the same row
  * that committed first makes this one insert nothing (a version conflict) instead of failing on the primary key.
  */
-export function restoreRow(table: PhysicalTable, input: RestoreRow, also?: (params: Params, source: string) => string): Statement {
+export function restoreRow(
+  table: PhysicalTable,
+  input: RestoreRow,
+  also?: (params: Params, source: string) => string,
+): Statement {
   const params = new Params();
   const bound = bindEvent(params, input.event);
   const history = historyTableOf(table.databaseId, table.tableId);
   const rowId = params.add(input.rowId, ID);
   const deleted = params.add(input.deletedVersion.toString(), 'bigint');
   const columns = ['id', 'version', 'created_at', 'updated_at', ...table.fields.map((field) => columnOf(field.id))];
-  const values = [rowId, `${deleted} + 1`, params.add(input.createdAt, 'timestamptz'), bound.at,
-    ...table.fields.map((field) => cellValueSql(params, field, input.values.get(field.id) ?? null))];
-  const cells = table.fields.map((field) =>
-    `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb')})`);
+  const values = [
+    rowId,
+    `${deleted} + 1`,
+    params.add(input.createdAt, 'timestamptz'),
+    bound.at,
+    ...table.fields.map((field) => cellValueSql(params, field, input.values.get(field.id) ?? null)),
+  ];
+  const cells = table.fields.map(
+    (field) =>
+      `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb')})`,
+  );
   const sql = `WITH inserted AS (
       INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (${columns.join(', ')})
       SELECT ${values.join(', ')}

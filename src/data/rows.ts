@@ -1,7 +1,15 @@
 import { toParam, typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
 import { isId } from '../kernel/ids.ts';
 import { columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
-import { afterPosition, orderByClause, orderingOf, rangesAfter, sortKeyProjection, type Position, type SortKey } from './keyset.ts';
+import {
+  afterPosition,
+  orderByClause,
+  orderingOf,
+  rangesAfter,
+  sortKeyProjection,
+  type Position,
+  type SortKey,
+} from './keyset.ts';
 import { ID, jsonObject, Params, utcTimestamp, type Statement } from './statement.ts';
 
 /**
@@ -52,7 +60,9 @@ export type RowShape = {
 
 /** The projection every row read uses: system columns, then each field as text in position order (`c0`, `c1`, …). */
 export function rowProjection(fields: readonly FieldDefinition[], alias: string): string {
-  const cells = fields.map((field, index) => `${typeSpecOf(field.type).read(`${alias}.${columnOf(field.id)}`)} AS c${index}`);
+  const cells = fields.map(
+    (field, index) => `${typeSpecOf(field.type).read(`${alias}.${columnOf(field.id)}`)} AS c${index}`,
+  );
   return [
     `${alias}.id`,
     `${alias}.version::text AS version`,
@@ -70,9 +80,14 @@ export function rowProjection(fields: readonly FieldDefinition[], alias: string)
 function cellJson(field: FieldDefinition, column: string): string {
   const spec = typeSpecOf(field.type);
   switch (spec.family) {
-    case 'string': case 'date': case 'datetime': return `to_json(${spec.read(column)})::text`;
-    case 'array': return spec.read(column);
-    default: return `${column}::text`;
+    case 'string':
+    case 'date':
+    case 'datetime':
+      return `to_json(${spec.read(column)})::text`;
+    case 'array':
+      return spec.read(column);
+    default:
+      return `${column}::text`;
   }
 }
 
@@ -89,7 +104,12 @@ export function rowJsonProjection(fields: readonly FieldDefinition[], alias: str
     ['version', quoted(`${alias}.version::text`)],
     ['createdAt', quoted(utcTimestamp(`${alias}.created_at`))],
     ['updatedAt', quoted(utcTimestamp(`${alias}.updated_at`))],
-    ['values', jsonObject(fields.map((field) => [field.id, `coalesce(${cellJson(field, `${alias}.${columnOf(field.id)}`)}, 'null')`]))],
+    [
+      'values',
+      jsonObject(
+        fields.map((field) => [field.id, `coalesce(${cellJson(field, `${alias}.${columnOf(field.id)}`)}, 'null')`]),
+      ),
+    ],
   ]);
 }
 
@@ -115,7 +135,13 @@ export function bindEvent(params: Params, event: RowEvent) {
 }
 export type BoundEvent = ReturnType<typeof bindEvent>;
 
-export function historyInsert(table: PhysicalTable, bound: BoundEvent, operation: string, source: string, cells: string): string {
+export function historyInsert(
+  table: PhysicalTable,
+  bound: BoundEvent,
+  operation: string,
+  source: string,
+  cells: string,
+): string {
   return `INSERT INTO ${historyTableOf(table.databaseId, table.tableId)}
       (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
     SELECT s.id, s.version, cell.field_id, '${operation}', cell.value, ${bound.mutationId}, ${bound.actorId}, ${bound.actorKind},
@@ -123,7 +149,13 @@ export function historyInsert(table: PhysicalTable, bound: BoundEvent, operation
       FROM ${source} s CROSS JOIN LATERAL (${cells}) AS cell(field_id, value)`;
 }
 
-export function activityInsert(params: Params, table: PhysicalTable, event: RowEvent, bound: BoundEvent, source: string): string {
+export function activityInsert(
+  params: Params,
+  table: PhysicalTable,
+  event: RowEvent,
+  bound: BoundEvent,
+  source: string,
+): string {
   return `INSERT INTO public.activity_events
       (id, org_id, occurred_at, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name,
        database_id, table_id, row_id, affected_rows, mutation_id)
@@ -168,10 +200,16 @@ export function insertRow(table: PhysicalTable, input: InsertRow, extras: Insert
   const params = new Params();
   const bound = bindEvent(params, input.event);
   const columns = ['id', 'created_at', 'updated_at', ...table.fields.map((field) => columnOf(field.id))];
-  const values = [params.add(input.rowId, 'text'), bound.at, bound.at,
-    ...table.fields.map((field) => cellValueSql(params, field, input.values.get(field.id) ?? null))];
-  const cells = table.fields.map((field) =>
-    `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb')})`);
+  const values = [
+    params.add(input.rowId, 'text'),
+    bound.at,
+    bound.at,
+    ...table.fields.map((field) => cellValueSql(params, field, input.values.get(field.id) ?? null)),
+  ];
+  const cells = table.fields.map(
+    (field) =>
+      `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id) ?? null), 'jsonb')})`,
+  );
   const sql = `WITH inserted AS (
       INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (${columns.join(', ')})
       SELECT ${values.join(', ')} WHERE ${schemaGuard(params, table.tableId, input.schemaVersion)}${gate ? ` AND ${gate(params)}` : ''}
@@ -250,11 +288,15 @@ export function updateRow(table: PhysicalTable, input: UpdateRow): Statement {
   const params = new Params();
   const bound = bindEvent(params, input.event);
   const changed = table.fields.filter((field) => input.values.has(field.id));
-  const assignments = changed.map((field) => `${columnOf(field.id)} = ${cellValueSql(params, field, input.values.get(field.id)!)}`);
+  const assignments = changed.map(
+    (field) => `${columnOf(field.id)} = ${cellValueSql(params, field, input.values.get(field.id)!)}`,
+  );
   const previous = changed.map((field, index) => `old.${columnOf(field.id)} AS old_${index}`);
-  const cells = changed.map((field, index) =>
-    `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id)), 'jsonb')},
-      s.old_${index} IS DISTINCT FROM s.${columnOf(field.id)})`);
+  const cells = changed.map(
+    (field, index) =>
+      `(${params.add(field.id, 'text')}, ${params.add(JSON.stringify(input.values.get(field.id)), 'jsonb')},
+      s.old_${index} IS DISTINCT FROM s.${columnOf(field.id)})`,
+  );
   const rows = rowsTableOf(table.databaseId, table.tableId);
   const rowId = params.add(input.rowId, ID);
   const sql = `WITH updated AS (
@@ -320,8 +362,10 @@ export interface PageGuard {
 function guardCondition(guard: PageGuard, params: Params): string {
   const table = params.add(guard.tableId, ID);
   const org = params.add(guard.orgId, ID);
-  const conditions = [`EXISTS (SELECT 1 FROM public.data_tables g WHERE g.id = ${table} AND g.database_id = ${params.add(guard.databaseId, ID)}
-      AND g.org_id = ${org} AND g.state = 'active' AND g.schema_version = ${params.add(guard.schemaVersion, 'int')})`];
+  const conditions = [
+    `EXISTS (SELECT 1 FROM public.data_tables g WHERE g.id = ${table} AND g.database_id = ${params.add(guard.databaseId, ID)}
+      AND g.org_id = ${org} AND g.state = 'active' AND g.schema_version = ${params.add(guard.schemaVersion, 'int')})`,
+  ];
   if (guard.view) {
     conditions.push(`EXISTS (SELECT 1 FROM public.saved_views g WHERE g.id = ${params.add(guard.view.id, ID)} AND g.table_id = ${table}
       AND g.org_id = ${org} AND g.version = ${params.add(guard.view.version, 'bigint')}
@@ -397,17 +441,30 @@ function selectIndexedPage(table: PhysicalTable, query: RowPageQuery, after: Pos
   const params = new Params();
   const filter = query.filter ? query.filter(params) : null;
   const limit = params.add(query.limit + 1, 'int');
-  const projection = [pageProjection(table, query),
-    ...query.keys.map((key, index) => `r.${columnOf(key.field.id)} AS s${index}`)].join(', ');
-  const branches = rangesAfter(query.keys, after, 'r', params).map((range, index) =>
-    `(SELECT ${index} AS b, ${projection} FROM ${rowsTableOf(table.databaseId, table.tableId)} r
-       WHERE ${filter ? `${filter} AND ` : ''}${range} ORDER BY ${orderByClause(query.keys, 'r')} LIMIT ${limit})`);
-  const order = ['p.b', ...query.keys.map((key, index) => `p.s${index} ${orderingOf(key.direction)}`), 'p.id'].join(', ');
+  const projection = [
+    pageProjection(table, query),
+    ...query.keys.map((key, index) => `r.${columnOf(key.field.id)} AS s${index}`),
+  ].join(', ');
+  const branches = rangesAfter(query.keys, after, 'r', params).map(
+    (range, index) =>
+      `(SELECT ${index} AS b, ${projection} FROM ${rowsTableOf(table.databaseId, table.tableId)} r
+       WHERE ${filter ? `${filter} AND ` : ''}${range} ORDER BY ${orderByClause(query.keys, 'r')} LIMIT ${limit})`,
+  );
+  const order = ['p.b', ...query.keys.map((key, index) => `p.s${index} ${orderingOf(key.direction)}`), 'p.id'].join(
+    ', ',
+  );
   // Not `p.*`: the `s` columns have the fields' own types, and a statement prepared before a field's conversion
   // would fail with "cached plan must not change result type" when its result type changed.
-  const rowColumns = query.json ? ['id', 'j'] : ['id', 'version', 'created_at', 'updated_at', ...table.fields.map((_field, index) => `c${index}`)];
-  const columns = [...rowColumns, ...query.keys.map((_key, index) => `k${index}`)].map((column) => `p.${column}`).join(', ');
-  return { sql: `SELECT ${columns} FROM (${branches.join(' UNION ALL ')}) p ORDER BY ${order} LIMIT ${limit}`, params: params.values };
+  const rowColumns = query.json
+    ? ['id', 'j']
+    : ['id', 'version', 'created_at', 'updated_at', ...table.fields.map((_field, index) => `c${index}`)];
+  const columns = [...rowColumns, ...query.keys.map((_key, index) => `k${index}`)]
+    .map((column) => `p.${column}`)
+    .join(', ');
+  return {
+    sql: `SELECT ${columns} FROM (${branches.join(' UNION ALL ')}) p ORDER BY ${order} LIMIT ${limit}`,
+    params: params.values,
+  };
 }
 
 /** The sort values of one row, for a cursor that left them out. */
@@ -431,10 +488,17 @@ export interface HistoryRecord {
 }
 
 /** A row's cell history, newest version first, then by field id; keyset on (version, field_id). */
-export function selectHistoryPage(table: PhysicalTable, rowId: string, after: { version: string; fieldId: string } | null, limit: number): Statement {
+export function selectHistoryPage(
+  table: PhysicalTable,
+  rowId: string,
+  after: { version: string; fieldId: string } | null,
+  limit: number,
+): Statement {
   const params = new Params();
   const row = params.add(rowId, ID);
-  const position = after ? `AND (version, field_id) < (${params.add(after.version, 'bigint')}, ${params.add(after.fieldId, ID)})` : '';
+  const position = after
+    ? `AND (version, field_id) < (${params.add(after.version, 'bigint')}, ${params.add(after.fieldId, ID)})`
+    : '';
   const sql = `SELECT field_id, version::text AS version, operation, value::text AS value, mutation_id, actor_id, actor_kind, actor_name,
            ${utcTimestamp('changed_at')} AS changed_at
       FROM ${historyTableOf(table.databaseId, table.tableId)}

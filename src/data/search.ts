@@ -56,7 +56,9 @@ export interface SearchPlan {
 
 /** Every word in some searched field: one condition per word over each document (an indexed one uses its index). */
 export function searchCondition(plan: SearchPlan, words: readonly string[], params: Params, alias = 'r'): string {
-  const documents = [plan.indexed, plan.scanned].filter((fields) => fields.length > 0).map((fields) => searchDocument(fields, alias));
+  const documents = [plan.indexed, plan.scanned]
+    .filter((fields) => fields.length > 0)
+    .map((fields) => searchDocument(fields, alias));
   if (documents.length === 0) return 'false';
   const conditions = words.map((word) => {
     const pattern = containsWord(params, word);

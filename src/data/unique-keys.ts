@@ -26,7 +26,12 @@ export function keyBytes(fields: readonly FieldDefinition[]): number {
 const plain = (sql: string): Statement => ({ sql, params: [] });
 
 /** The key of a hashed rule as one composite value, over the columns of `alias` (or unqualified). */
-export function hashedKeyExpression(databaseId: string, ruleId: string, fieldIds: readonly string[], alias?: string): string {
+export function hashedKeyExpression(
+  databaseId: string,
+  ruleId: string,
+  fieldIds: readonly string[],
+  alias?: string,
+): string {
   const columns = fieldIds.map((id) => (alias ? `${alias}.${columnOf(id)}` : columnOf(id)));
   return `ROW(${columns.join(', ')})::${keyTypeOf(databaseId, ruleId)}`;
 }
@@ -40,7 +45,13 @@ export function keyPresent(fieldIds: readonly string[], alias?: string): string 
  * The hashed rule: its composite type, the key lock, then the constraint. Not CONCURRENTLY (PostgreSQL has no such
  * form for a constraint): the build holds the table's ACCESS EXCLUSIVE lock while the hash index is built.
  */
-export function buildHashedKey(databaseId: string, tableId: string, ruleId: string, fields: readonly FieldDefinition[], predicate: string | null): Statement[] {
+export function buildHashedKey(
+  databaseId: string,
+  tableId: string,
+  ruleId: string,
+  fields: readonly FieldDefinition[],
+  predicate: string | null,
+): Statement[] {
   const members = fields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
   const ids = fields.map((field) => field.id);
   const where = [keyPresent(ids), ...(predicate ? [`(${predicate})`] : [])].join(' AND ');

@@ -22,7 +22,11 @@ export interface EmbeddedPostgres {
 }
 
 type Log = (line: string) => void;
-interface Runtime { bin: string; ids?: { uid: number; gid: number }; log: Log }
+interface Runtime {
+  bin: string;
+  ids?: { uid: number; gid: number };
+  log: Log;
+}
 
 const USER = 'wds';
 const PASSWORD_FILE = 'wds-password'; // inside the 0700 cluster dir, so every start reuses the superuser password
@@ -33,7 +37,11 @@ const RETRYABLE = /Address already in use|lock file ".*" already exists|shared m
 const exec = promisify(execFile);
 
 /** `port`: listen there (a restart on the same address, as fault tests need) instead of on a fresh free port. */
-export async function startEmbeddedPostgres(options: { dataDir: string; log?: Log; port?: number }): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  log?: Log;
+  port?: number;
+}): Promise<EmbeddedPostgres> {
   const dataDir = path.resolve(options.dataDir);
   const log = options.log ?? (() => undefined);
   try {
@@ -43,7 +51,11 @@ export async function startEmbeddedPostgres(options: { dataDir: string; log?: Lo
     if (process.getuid?.() === 0) {
       // PostgreSQL refuses to run as root, and `postgres` may not reach node_modules or dataDir (e.g. in a 0700
       // /root), so binaries and cluster go to ROOT_HOME and dataDir becomes a symlink to the cluster.
-      rt = { bin: path.join(await installBinaries(native.dir, native.version), 'bin'), ids: await postgresIds(log), log };
+      rt = {
+        bin: path.join(await installBinaries(native.dir, native.version), 'bin'),
+        ids: await postgresIds(log),
+        log,
+      };
       pgdata = await linkClusterDir(dataDir);
     } else await fs.mkdir(path.dirname(dataDir), { recursive: true });
     if (!existsSync(path.join(pgdata, 'PG_VERSION'))) await initCluster(rt, pgdata);
@@ -55,7 +67,9 @@ export async function startEmbeddedPostgres(options: { dataDir: string; log?: Lo
     const { child, port } = await launchWithRetry(rt, pgdata, options.port);
     return { url: urlFor(port), dataDir, stop: stopper(child) };
   } catch (err) {
-    throw new Error(`embedded PostgreSQL (${dataDir}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(`embedded PostgreSQL (${dataDir}): ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
   }
 }
 
@@ -128,9 +142,21 @@ async function initCluster(rt: Runtime, pgdata: string): Promise<void> {
     await fs.mkdir(data, { mode: 0o700 });
     if (rt.ids) for (const p of [tmp, pwfile, data]) await fs.chown(p, rt.ids.uid, rt.ids.gid);
     // The builtin C.UTF-8 locale is Unicode-aware and the same everywhere, unlike OS locales (no en_US on this box).
-    const { child, tail } = spawnPg(rt, 'initdb', ['-D', data, `--username=${USER}`, `--pwfile=${pwfile}`, '--no-instructions',
-      '--auth=scram-sha-256', '--encoding=UTF8', '--locale=C', '--locale-provider=builtin', '--builtin-locale=C.UTF-8']);
-    const code = await new Promise<number | null>((resolve, reject) => child.once('error', reject).once('close', resolve));
+    const { child, tail } = spawnPg(rt, 'initdb', [
+      '-D',
+      data,
+      `--username=${USER}`,
+      `--pwfile=${pwfile}`,
+      '--no-instructions',
+      '--auth=scram-sha-256',
+      '--encoding=UTF8',
+      '--locale=C',
+      '--locale-provider=builtin',
+      '--builtin-locale=C.UTF-8',
+    ]);
+    const code = await new Promise<number | null>((resolve, reject) =>
+      child.once('error', reject).once('close', resolve),
+    );
     if (code !== 0) throw failure(`initdb exited with code ${code}`, tail);
     await fs.rename(pwfile, path.join(data, PASSWORD_FILE));
     await fs.rename(data, pgdata);
@@ -154,9 +180,13 @@ async function runningServerPort(pgdata: string): Promise<number | null> {
   }
 }
 
-async function launchWithRetry(rt: Runtime, pgdata: string, fixedPort?: number): Promise<{ child: ChildProcess; port: number }> {
+async function launchWithRetry(
+  rt: Runtime,
+  pgdata: string,
+  fixedPort?: number,
+): Promise<{ child: ChildProcess; port: number }> {
   for (let attempt = 1; ; attempt++) {
-    const port = fixedPort ?? await freePort();
+    const port = fixedPort ?? (await freePort());
     try {
       return { child: await launch(rt, pgdata, port), port };
     } catch (err) {
@@ -177,7 +207,16 @@ async function freePort(): Promise<number> {
 /** Resolves once postgres accepts connections: TCP on 127.0.0.1 only, and no Unix socket in a shared /tmp. */
 function launch(rt: Runtime, pgdata: string, port: number): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const args = ['-D', pgdata, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
+    const args = [
+      '-D',
+      pgdata,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+    ];
     const { child, tail } = spawnPg(rt, 'postgres', args, (line) => line.includes(READY) && resolve(child));
     child.once('error', reject).once('close', (code, sig) => reject(failure(`postgres exited (${code ?? sig})`, tail)));
   });
@@ -193,7 +232,11 @@ function spawnPg(rt: Runtime, name: string, args: string[], onLine?: Log): { chi
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C', ...(process.env.TZ && { TZ: process.env.TZ }) };
   const child = spawn(argv[0]!, argv.slice(1), { ...rt.ids, cwd: '/', env, stdio: ['ignore', 'pipe', 'pipe'] });
   const tail: string[] = []; // the last lines, for error messages
-  const onOutput = (line: string) => { if (tail.push(line) > 15) tail.shift(); rt.log(line); onLine?.(line); };
+  const onOutput = (line: string) => {
+    if (tail.push(line) > 15) tail.shift();
+    rt.log(line);
+    onLine?.(line);
+  };
   for (const input of [child.stdout!, child.stderr!]) createInterface({ input }).on('line', onOutput);
   return { child, tail };
 }

@@ -146,9 +146,13 @@ export class ChannelListener {
     });
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client));
-    this.listening = client.connect()
+    this.listening = client
+      .connect()
       .then(() => client.query(`LISTEN ${pg.escapeIdentifier(this.channel)}`))
-      .then(() => this.wakeAll(), (error: unknown) => this.lost(client, error));
+      .then(
+        () => this.wakeAll(),
+        (error: unknown) => this.lost(client, error),
+      );
   }
 
   private wakeAll(): void {

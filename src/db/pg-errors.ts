@@ -32,6 +32,7 @@ export function sqlStateOf(error: unknown): string | undefined {
 export function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'P2002') return true;
-  const cause = (error as { meta?: { driverAdapterError?: { cause?: { originalCode?: string } } } } | null)?.meta?.driverAdapterError?.cause;
+  const cause = (error as { meta?: { driverAdapterError?: { cause?: { originalCode?: string } } } } | null)?.meta
+    ?.driverAdapterError?.cause;
   return cause?.originalCode === SQLSTATE.uniqueViolation;
 }

@@ -15,9 +15,18 @@ const pools = new WeakMap<PrismaClient, pg.Pool>();
  * which measured as the largest CPU cost of a row write (docs/decisions/data-plane.md). `$disconnect` ends the pool.
  * `statementTimeoutMs` is the per-statement budget of every connection (QUERY_TIMEOUT_MS).
  */
-export function createPrisma(connectionString: string, poolSize = 10, statementTimeoutMs = 0, log?: Logger): PrismaClient {
+export function createPrisma(
+  connectionString: string,
+  poolSize = 10,
+  statementTimeoutMs = 0,
+  log?: Logger,
+): PrismaClient {
   // The request budget rides on every connection as a startup parameter (src/db/statement-budget.ts); 0 = none.
-  const pool = new pg.Pool({ connectionString, max: poolSize, ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}) });
+  const pool = new pg.Pool({
+    connectionString,
+    max: poolSize,
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+  });
   // PostgreSQL may end an idle connection (a restart, a failover, idle_session_timeout): the pool drops it, the
   // next query opens another, and the pool emits 'error'. An 'error' nobody listens to ends a Node process, and
   // Prisma's adapter only listens once its first query has run; the hot paths use this pool before that.

@@ -37,7 +37,10 @@ export function pgExecutor(client: pg.PoolClient | pg.Pool): SqlExecutor {
   return {
     query: async <Row>(sql: string, params: readonly unknown[] = []) => {
       const name = preparedName(sql);
-      const config = name === undefined ? { text: sql, values: params as unknown[] } : { name, text: sql, values: params as unknown[] };
+      const config =
+        name === undefined
+          ? { text: sql, values: params as unknown[] }
+          : { name, text: sql, values: params as unknown[] };
       return (await client.query(config)).rows as Row[];
     },
   };
@@ -111,8 +114,12 @@ export async function inPgTransactionOn<T>(
 ): Promise<T> {
   const { client } = held;
   try {
-    const results = await client.query(['BEGIN', ...opening].join('; ')) as unknown as pg.QueryResult | pg.QueryResult[];
-    const opened = (Array.isArray(results) ? results.slice(1) : []).map((result) => result.rows as Record<string, unknown>[]);
+    const results = (await client.query(['BEGIN', ...opening].join('; '))) as unknown as
+      | pg.QueryResult
+      | pg.QueryResult[];
+    const opened = (Array.isArray(results) ? results.slice(1) : []).map(
+      (result) => result.rows as Record<string, unknown>[],
+    );
     const { value, finalStatement } = await work(pgClientExecutor(client), opened);
     await client.query(finalStatement ? `${finalStatement}; COMMIT` : 'COMMIT');
     return value;

@@ -66,7 +66,11 @@ function graphqlEndpoint(yoga: GraphServer, config: Config): RequestHandler[] {
     // `handle` converts the Node request, runs the operation and writes the response.
     (req, res) => {
       const credential = resolvedCredentialOf(res);
-      return yoga.handle(req, res, { requestId: res.locals.requestId, log: res.locals.log, ...(credential ? { credential } : {}) });
+      return yoga.handle(req, res, {
+        requestId: res.locals.requestId,
+        log: res.locals.log,
+        ...(credential ? { credential } : {}),
+      });
     },
   ];
 }
@@ -79,18 +83,24 @@ const unknownRoute: RequestHandler = (req, res) => {
 const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   if (error instanceof DomainError) return sendDomainError(req, res, error);
   const type = (error as { type?: string }).type;
-  if (type === 'entity.too.large') return sendError(req, res, { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is too large.' });
-  if (type === 'entity.parse.failed') return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request body is not valid JSON.' });
+  if (type === 'entity.too.large')
+    return sendError(req, res, { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is too large.' });
+  if (type === 'entity.parse.failed')
+    return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request body is not valid JSON.' });
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
     return sendError(req, res, { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request bodies must be UTF-8 JSON.' });
   }
   if (type === 'request.aborted') return; // the client went away; nobody to answer
   // A body that does not decode as its Content-Encoding says (`gzip` over plain text): body-parser's bare 400.
   if ((error as { status?: unknown }).status === 400) {
-    return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request body could not be read as its Content-Encoding says.' });
+    return sendError(req, res, {
+      code: 'BAD_REQUEST',
+      message: 'The request body could not be read as its Content-Encoding says.',
+    });
   }
   // Express cannot decode a path parameter such as `%E0%A4%A`: a malformed request, not our failure.
-  if (error instanceof URIError) return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request path is not valid percent-encoding.' });
+  if (error instanceof URIError)
+    return sendError(req, res, { code: 'BAD_REQUEST', message: 'The request path is not valid percent-encoding.' });
   if (isDatabaseUnavailable(error)) {
     res.locals.log?.warn({ err: error }, 'the database is unavailable');
     return sendDomainError(req, res, databaseUnavailableError());
@@ -104,7 +114,10 @@ const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
  * gzipped). Never a server-sent event stream (each frame must reach the client when written), nor an artifact
  * download: its Content-Digest and Content-Length describe the stored bytes, and clients check them.
  */
-function compressible(req: Parameters<typeof compression.filter>[0], res: Parameters<typeof compression.filter>[1]): boolean {
+function compressible(
+  req: Parameters<typeof compression.filter>[0],
+  res: Parameters<typeof compression.filter>[1],
+): boolean {
   if (res.getHeader('Content-Digest') !== undefined) return false;
   if (String(res.getHeader('Content-Type') ?? '').startsWith('text/event-stream')) return false;
   return compression.filter(req, res);
@@ -131,8 +144,17 @@ export function createApp({ prisma, config, logger, redis, shutdown }: AppDepend
   if (metrics) app.get('/metrics', metrics.serve);
   app.use(['/v1', '/graphql'], corsAllowList(config.CORS_ORIGINS));
   app.use(bodyReadDeadline(config.BODY_READ_TIMEOUT_MS));
-  app.use(['/v1', '/graphql', '/oauth'], resolveCaller(prisma, config), rateLimit(config, redis),
-    inFlightLimit(prisma, config, logger, redis ? new RedisSlotStore(redis, slotLeaseMs(config)) : new MemorySlotStore()));
+  app.use(
+    ['/v1', '/graphql', '/oauth'],
+    resolveCaller(prisma, config),
+    rateLimit(config, redis),
+    inFlightLimit(
+      prisma,
+      config,
+      logger,
+      redis ? new RedisSlotStore(redis, slotLeaseMs(config)) : new MemorySlotStore(),
+    ),
+  );
   app.get('/v1/openapi.json', (_req, res) => {
     res.json(openApi);
   });

@@ -3,7 +3,11 @@ import type { Socket } from 'node:net';
 import { httpStatusOf, type ErrorCode } from '../kernel/errors.ts';
 import { newId } from '../kernel/ids.ts';
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
 
 /** What Node's HTTP parser refused, as an envelope code and message (its own answer is a bare status line). */
 function answerFor(error: NodeJS.ErrnoException): { code: ErrorCode; message: string } {
@@ -13,7 +17,8 @@ function answerFor(error: NodeJS.ErrnoException): { code: ErrorCode; message: st
       message: 'The request line and headers exceed 16 KiB; send large filters in a body (POST …/rows/query).',
     };
   }
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.' };
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { code: 'REQUEST_TIMEOUT', message: 'The request was not received in time.' };
   return { code: 'BAD_REQUEST', message: 'The request is not valid HTTP/1.1.' };
 }
 

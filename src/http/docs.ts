@@ -8,12 +8,23 @@ import { Router, type Response } from 'express';
  * /v1/openapi.json, served from this service so that it works offline, like GraphiQL. The page's script is a file,
  * not inline, so the Content-Security-Policy can keep `script-src 'self'`; the bundle injects its own styles.
  */
-const BUNDLE = join(dirname(createRequire(import.meta.url).resolve('@scalar/api-reference')), 'browser', 'standalone.js');
+const BUNDLE = join(
+  dirname(createRequire(import.meta.url).resolve('@scalar/api-reference')),
+  'browser',
+  'standalone.js',
+);
 export const DOCS_ASSET_PATH = '/docs/assets';
 
 const CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data: blob:",
-  "font-src 'self' data:", "connect-src 'self'", "worker-src 'self' blob:", "base-uri 'none'", "form-action 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "base-uri 'none'",
+  "form-action 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
 
@@ -35,8 +46,13 @@ const PAGE = `<!doctype html>
 
 // Nothing leaves the page: no web fonts, no Scalar proxy or telemetry; "try it" calls this service directly.
 const INIT = `Scalar.createApiReference('#app', ${JSON.stringify({
-  url: '/v1/openapi.json', withDefaultFonts: false, telemetry: false, hideClientButton: true, showDeveloperTools: 'never',
-  agent: { disabled: true }, metaData: { title: 'Workspace Data Service — API reference' },
+  url: '/v1/openapi.json',
+  withDefaultFonts: false,
+  telemetry: false,
+  hideClientButton: true,
+  showDeveloperTools: 'never',
+  agent: { disabled: true },
+  metaData: { title: 'Workspace Data Service — API reference' },
 })});
 `;
 
@@ -50,7 +66,9 @@ function sendScript(res: Response, content: string | Buffer): void {
 export function docsRoutes(): Router {
   const router = Router({ strict: true });
   router.get('/docs', (_req, res) => {
-    res.set({ 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': CSP, 'Cache-Control': 'no-cache' }).send(PAGE);
+    res
+      .set({ 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': CSP, 'Cache-Control': 'no-cache' })
+      .send(PAGE);
   });
   router.get(`${DOCS_ASSET_PATH}/scalar.js`, async (_req, res) => {
     bundle ??= readFile(BUNDLE);

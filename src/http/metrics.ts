@@ -39,14 +39,24 @@ export function httpMetrics(prisma: PrismaClient, token: string): HttpMetrics {
   const register = new Registry();
   collectDefaultMetrics({ register });
   const labelNames = ['method', 'route', 'status'] as const;
-  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered, by route template and status.', labelNames, registers: [register] });
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by route template and status.',
+    labelNames,
+    registers: [register],
+  });
   const durations = new Histogram({
-    name: 'http_request_duration_seconds', help: 'Time to answer an HTTP request, by route template and status.',
-    labelNames, buckets: DURATION_BUCKETS, registers: [register],
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route template and status.',
+    labelNames,
+    buckets: DURATION_BUCKETS,
+    registers: [register],
   });
   const pool = sqlPoolOf(prisma);
   new Gauge({
-    name: 'db_pool_connections', help: 'Catalog pool connections: in use, idle, and requests waiting for one.', labelNames: ['state'],
+    name: 'db_pool_connections',
+    help: 'Catalog pool connections: in use, idle, and requests waiting for one.',
+    labelNames: ['state'],
     registers: [register],
     collect() {
       this.set({ state: 'in_use' }, pool.totalCount - pool.idleCount);
@@ -55,12 +65,15 @@ export function httpMetrics(prisma: PrismaClient, token: string): HttpMetrics {
     },
   });
   new Gauge({
-    name: 'jobs', help: `Jobs queued and running now, and failed in the last ${FAILED_WINDOW_SECONDS} seconds, by kind.`,
-    labelNames: ['kind', 'state'], registers: [register],
+    name: 'jobs',
+    help: `Jobs queued and running now, and failed in the last ${FAILED_WINDOW_SECONDS} seconds, by kind.`,
+    labelNames: ['kind', 'state'],
+    registers: [register],
     async collect() {
       this.reset();
       const { sql, params } = jobCountsByKind();
-      for (const row of await pgExecutor(pool).query<JobCountRow>(sql, params)) this.set({ kind: row.kind, state: row.state }, row.count);
+      for (const row of await pgExecutor(pool).query<JobCountRow>(sql, params))
+        this.set({ kind: row.kind, state: row.state }, row.count);
     },
   });
 
@@ -76,7 +89,10 @@ export function httpMetrics(prisma: PrismaClient, token: string): HttpMetrics {
 
   const serve = async (req: Request, res: Response) => {
     if (!bearerMatches(req.get('authorization'), token)) {
-      return sendError(req, res, { code: 'UNAUTHENTICATED', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.' });
+      return sendError(req, res, {
+        code: 'UNAUTHENTICATED',
+        message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.',
+      });
     }
     res.set({ 'Content-Type': register.contentType, 'Cache-Control': 'no-store' }).send(await register.metrics());
   };

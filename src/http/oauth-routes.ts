@@ -6,7 +6,16 @@ import { OAUTH_SCOPES } from '../kernel/authority.ts';
 import type { Caller } from '../kernel/caller.ts';
 import { resolveCredential } from '../identity/credentials.ts';
 import { requireCsrfProof } from '../identity/csrf.ts';
-import { approve, checkAuthorization, deny, RedirectedError, revokeEndpoint, tokenEndpoint, type AuthorizeParams, type TokenParams } from '../identity/oauth/grants.ts';
+import {
+  approve,
+  checkAuthorization,
+  deny,
+  RedirectedError,
+  revokeEndpoint,
+  tokenEndpoint,
+  type AuthorizeParams,
+  type TokenParams,
+} from '../identity/oauth/grants.ts';
 import { OAuthError } from '../identity/oauth/protocol.ts';
 import { CSRF_HEADER } from '../identity/session-tokens.ts';
 import { sendDomainError } from './error-response.ts';
@@ -43,9 +52,14 @@ function sendOAuthError(res: Response, error: OAuthError): void {
 }
 
 /** The signed-in browser user who consents; API keys and OAuth tokens cannot grant further tokens. */
-async function consentingUser(prisma: PrismaClient, config: Config, req: Request): Promise<Caller & { userId: string }> {
+async function consentingUser(
+  prisma: PrismaClient,
+  config: Config,
+  req: Request,
+): Promise<Caller & { userId: string }> {
   const caller = await resolveCredential(prisma, new Headers(credentialHeaders(req)), config.OAUTH_AUDIENCE);
-  if (!caller?.userId || caller.credential.type !== 'session') throw new DomainError('UNAUTHENTICATED', 'Sign in (POST /v1/auth/login) to authorize an application.');
+  if (!caller?.userId || caller.credential.type !== 'session')
+    throw new DomainError('UNAUTHENTICATED', 'Sign in (POST /v1/auth/login) to authorize an application.');
   return caller as Caller & { userId: string };
 }
 
@@ -90,42 +104,57 @@ export function oauthRoutes(prisma: PrismaClient, config: Config): Router {
   router.get('/.well-known/oauth-authorization-server', (req, res) => {
     const issuer = config.PUBLIC_URL ?? `${req.protocol}://${req.get('host')}`;
     // Read from Host only when PUBLIC_URL is unset: then no shared cache may keep one Host's answer for another.
-    res.set('Cache-Control', config.PUBLIC_URL ? 'public, max-age=3600' : 'no-store').json(authorizationServerMetadata(issuer));
+    res
+      .set('Cache-Control', config.PUBLIC_URL ? 'public, max-age=3600' : 'no-store')
+      .json(authorizationServerMetadata(issuer));
   });
   const form = express.urlencoded({ extended: false, limit: 16_384 });
   const json = express.json({ limit: 16_384 });
 
   // Describes the request for the consent screen (the frontend's); errors the client must see are redirected.
-  router.get('/oauth/authorize', (req, res) => handle(req, res, async () => {
-    const request = await checkAuthorization(prisma, config, stringsOf(req.query) as AuthorizeParams);
-    await consentingUser(prisma, config, req);
-    res.set('Cache-Control', 'no-store').json({
-      client: { id: request.client.id, name: request.client.name }, redirectUri: request.redirectUri, scopes: request.scopes, state: request.state ?? null,
-    });
-  }));
+  router.get('/oauth/authorize', (req, res) =>
+    handle(req, res, async () => {
+      const request = await checkAuthorization(prisma, config, stringsOf(req.query) as AuthorizeParams);
+      await consentingUser(prisma, config, req);
+      res.set('Cache-Control', 'no-store').json({
+        client: { id: request.client.id, name: request.client.name },
+        redirectUri: request.redirectUri,
+        scopes: request.scopes,
+        state: request.state ?? null,
+      });
+    }),
+  );
 
   // The user's decision: the same parameters plus `decision=approve|deny`; CSRF token in the header or the form.
-  router.post('/oauth/authorize', form, json, (req, res) => handle(req, res, async () => {
-    const body = stringsOf(req.body);
-    const request = await checkAuthorization(prisma, config, body as AuthorizeParams);
-    const csrf = req.get(CSRF_HEADER) ?? body.csrf_token;
-    if (csrf !== undefined) req.headers[CSRF_HEADER] = csrf;
-    const user = await consentingUser(prisma, config, req);
-    requireCsrfProof(user, 'Consent needs the session’s CSRF token (X-CSRF-Token or csrf_token).');
-    const location = body.decision === 'approve' ? await approve(prisma, config, request, user.userId) : deny(request);
-    res.redirect(303, location);
-  }));
+  router.post('/oauth/authorize', form, json, (req, res) =>
+    handle(req, res, async () => {
+      const body = stringsOf(req.body);
+      const request = await checkAuthorization(prisma, config, body as AuthorizeParams);
+      const csrf = req.get(CSRF_HEADER) ?? body.csrf_token;
+      if (csrf !== undefined) req.headers[CSRF_HEADER] = csrf;
+      const user = await consentingUser(prisma, config, req);
+      requireCsrfProof(user, 'Consent needs the session’s CSRF token (X-CSRF-Token or csrf_token).');
+      const location =
+        body.decision === 'approve' ? await approve(prisma, config, request, user.userId) : deny(request);
+      res.redirect(303, location);
+    }),
+  );
 
-  router.post('/oauth/token', form, (req, res) => handle(req, res, async () => {
-    if (!req.is('application/x-www-form-urlencoded')) throw new OAuthError('invalid_request', 'The token request must be application/x-www-form-urlencoded.');
-    const tokens = await tokenEndpoint(prisma, config, stringsOf(req.body) as TokenParams, basicCredentials(req));
-    res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json(tokens);
-  }));
+  router.post('/oauth/token', form, (req, res) =>
+    handle(req, res, async () => {
+      if (!req.is('application/x-www-form-urlencoded'))
+        throw new OAuthError('invalid_request', 'The token request must be application/x-www-form-urlencoded.');
+      const tokens = await tokenEndpoint(prisma, config, stringsOf(req.body) as TokenParams, basicCredentials(req));
+      res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json(tokens);
+    }),
+  );
 
-  router.post('/oauth/revoke', form, (req, res) => handle(req, res, async () => {
-    await revokeEndpoint(prisma, stringsOf(req.body), basicCredentials(req));
-    res.set('Cache-Control', 'no-store').status(200).end();
-  }));
+  router.post('/oauth/revoke', form, (req, res) =>
+    handle(req, res, async () => {
+      await revokeEndpoint(prisma, stringsOf(req.body), basicCredentials(req));
+      res.set('Cache-Control', 'no-store').status(200).end();
+    }),
+  );
 
   // A body the parsers cannot read (bad JSON or encoding, unknown charset) is RFC 6749 §5.2 `invalid_request`, in
   // the protocol's own error shape: OAuth clients read `error` as a string. Too large stays the app's 413.

@@ -23,8 +23,15 @@ import { requireJson } from './rest/router.ts';
 function parsed<T extends z.ZodType>(req: Request, res: Response, schema: T): z.output<T> | undefined {
   const result = schema.safeParse(req.body ?? {});
   if (result.success) return result.data;
-  const problems = problemsFromIssues(result.error.issues).map((problem) => ({ ...problem, path: ['body', ...problem.path] }));
-  sendError(req, res, { code: 'VALIDATION_FAILED', message: 'The request body did not pass validation.', details: { problems } });
+  const problems = problemsFromIssues(result.error.issues).map((problem) => ({
+    ...problem,
+    path: ['body', ...problem.path],
+  }));
+  sendError(req, res, {
+    code: 'VALIDATION_FAILED',
+    message: 'The request body did not pass validation.',
+    details: { problems },
+  });
   return undefined;
 }
 
@@ -41,30 +48,36 @@ export function sessionRoutes(prisma: PrismaClient, config: Config): Router {
   const router = Router({ strict: true });
   const json = [requireJson, ...jsonBody(16_384)];
 
-  router.post('/v1/auth/login', ...json, (req, res) => answer(req, res, async () => {
-    const body = parsed(req, res, LoginBody);
-    if (!body) return;
-    const issued = await login(prisma, config, body, req.get('user-agent'));
-    res.setHeader('Set-Cookie', sessionCookie(issued.token, issued.maxAgeSeconds));
-    res.setHeader('Cache-Control', 'no-store');
-    res.status(201).json(issued.body);
-  }));
+  router.post('/v1/auth/login', ...json, (req, res) =>
+    answer(req, res, async () => {
+      const body = parsed(req, res, LoginBody);
+      if (!body) return;
+      const issued = await login(prisma, config, body, req.get('user-agent'));
+      res.setHeader('Set-Cookie', sessionCookie(issued.token, issued.maxAgeSeconds));
+      res.setHeader('Cache-Control', 'no-store');
+      res.status(201).json(issued.body);
+    }),
+  );
 
-  router.post('/v1/auth/step-up', ...json, (req, res) => answer(req, res, async () => {
-    const body = parsed(req, res, StepUpBody);
-    if (!body) return;
-    const caller = await resolveCredential(prisma, new Headers(credentialHeaders(req)), config.OAUTH_AUDIENCE);
-    const session = caller?.credential.session;
-    if (!caller?.userId || !session) throw new DomainError('UNAUTHENTICATED', 'Step-up needs a browser session.');
-    requireCsrfProof(caller);
-    res.json(await stepUp(prisma, config, { id: caller.credential.id, userId: caller.userId }, body));
-  }));
+  router.post('/v1/auth/step-up', ...json, (req, res) =>
+    answer(req, res, async () => {
+      const body = parsed(req, res, StepUpBody);
+      if (!body) return;
+      const caller = await resolveCredential(prisma, new Headers(credentialHeaders(req)), config.OAUTH_AUDIENCE);
+      const session = caller?.credential.session;
+      if (!caller?.userId || !session) throw new DomainError('UNAUTHENTICATED', 'Step-up needs a browser session.');
+      requireCsrfProof(caller);
+      res.json(await stepUp(prisma, config, { id: caller.credential.id, userId: caller.userId }, body));
+    }),
+  );
 
-  router.post('/v1/auth/verify-email', ...json, (req, res) => answer(req, res, async () => {
-    const body = parsed(req, res, VerifyEmailBody);
-    if (!body) return;
-    res.json(await verifyEmail(prisma, body.token));
-  }));
+  router.post('/v1/auth/verify-email', ...json, (req, res) =>
+    answer(req, res, async () => {
+      const body = parsed(req, res, VerifyEmailBody);
+      if (!body) return;
+      res.json(await verifyEmail(prisma, body.token));
+    }),
+  );
 
   return router;
 }

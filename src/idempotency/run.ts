@@ -3,7 +3,14 @@ import { z } from 'zod';
 import type pg from 'pg';
 import { setChangeActor } from '../catalog/changes.ts';
 import { sqlPoolOf, type PrismaClient, type TransactionClient } from '../db/prisma.ts';
-import { inPgTransactionOn, pgExecutor, prismaExecutor, withPgConnection, type SqlExecutor, type TransactionResult } from '../db/sql.ts';
+import {
+  inPgTransactionOn,
+  pgExecutor,
+  prismaExecutor,
+  withPgConnection,
+  type SqlExecutor,
+  type TransactionResult,
+} from '../db/sql.ts';
 import { isStatementTimeout } from '../db/statement-budget.ts';
 import { Params } from '../data/statement.ts';
 import { credentialRequired, DomainError, httpStatusOf, type ErrorCode } from '../kernel/errors.ts';
@@ -16,7 +23,11 @@ import type { Config } from '../kernel/config.ts';
 import { SQLSTATE, sqlStateOf } from '../db/pg-errors.ts';
 
 /** Spec §8: 8..255 characters. Visible ASCII only, so keys survive HTTP headers and logs unchanged. */
-export const IdempotencyKey = z.string().min(8).max(255).regex(/^[\x21-\x7E]+$/, 'must be visible ASCII');
+export const IdempotencyKey = z
+  .string()
+  .min(8)
+  .max(255)
+  .regex(/^[\x21-\x7E]+$/, 'must be visible ASCII');
 
 /** What a run needs of a request: who is calling, the catalog client and the record TTL (a GraphQL context is one). */
 export interface IdempotencyScope {
@@ -25,9 +36,7 @@ export interface IdempotencyScope {
   config: Pick<Config, 'IDEMPOTENCY_TTL_HOURS'>;
 }
 
-type Outcome =
-  | { ok: true; data: Json }
-  | { ok: false; error: { code: ErrorCode; message: string; details?: Json } };
+type Outcome = { ok: true; data: Json } | { ok: false; error: { code: ErrorCode; message: string; details?: Json } };
 
 export interface IdempotentCall {
   /** The GraphQL mutation name: part of the fingerprint, so one key cannot serve two operations. */
@@ -44,7 +53,9 @@ export function canonicalJson(value: unknown): string {
   if (value instanceof Date) return JSON.stringify(value.toISOString());
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);
@@ -82,7 +93,8 @@ function failureOf(error: DomainError): Outcome {
 }
 
 /** An expected failure (a 4xx): the transaction is rolled back and the outcome recorded in a fresh one. */
-const isExpected = (error: unknown): error is DomainError => error instanceof DomainError && httpStatusOf(error.code) < 500;
+const isExpected = (error: unknown): error is DomainError =>
+  error instanceof DomainError && httpStatusOf(error.code) < 500;
 
 /**
  * A last statement an effect may hand over to run in the same round trip as COMMIT. Row writes put their capacity
@@ -134,13 +146,21 @@ function openingOf(slot: Slot): string[] {
   ];
 }
 
-interface StoredRecord { actor_key: string; key: string; fingerprint: string; operation: string; outcome: Outcome }
+interface StoredRecord {
+  actor_key: string;
+  key: string;
+  fingerprint: string;
+  operation: string;
+  outcome: Outcome;
+}
 
 /** The stored outcome for this key, or null; throws when the key is in flight or was used for another request. */
 function storedOutcome(slot: Slot, opened: Record<string, unknown>[][]): Outcome | null {
   const [[lock] = [], records = []] = opened as [{ locked: boolean }[], StoredRecord[]];
   if (!lock?.locked) {
-    throw new DomainError('IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still being processed.', { retryAfter: 1 });
+    throw new DomainError('IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still being processed.', {
+      retryAfter: 1,
+    });
   }
   // The slot is a 64-bit digest: compare the full key so that a collision can never replay someone else's outcome.
   const row = records.find((record) => record.actor_key === slot.actorKey && record.key === slot.key);
@@ -161,14 +181,23 @@ function recordSql(slot: Slot, outcome: Outcome, params: Params, source?: string
   // One clock for both instants, so the retention is exactly the configured TTL.
   const createdAt = new Date();
   const values = [
-    params.add(slot.actorKey, 'text'), params.add(slot.key, 'text'), params.add(slot.number, 'bigint'), params.add(slot.operation, 'text'),
-    params.add(slot.fingerprint, 'text'), params.add(JSON.stringify(outcome), 'jsonb'), params.add(createdAt.toISOString(), 'timestamptz'),
+    params.add(slot.actorKey, 'text'),
+    params.add(slot.key, 'text'),
+    params.add(slot.number, 'bigint'),
+    params.add(slot.operation, 'text'),
+    params.add(slot.fingerprint, 'text'),
+    params.add(JSON.stringify(outcome), 'jsonb'),
+    params.add(createdAt.toISOString(), 'timestamptz'),
     params.add(new Date(createdAt.getTime() + slot.ttlMs).toISOString(), 'timestamptz'),
   ].join(', ');
   return `INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, created_at, expires_at)
-    SELECT ${values}${source ? ` FROM ${source}` : ''}${replace ? `
+    SELECT ${values}${source ? ` FROM ${source}` : ''}${
+      replace
+        ? `
     ON CONFLICT (actor_key, key) DO UPDATE SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
-      outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at` : ''}`;
+      outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`
+        : ''
+    }`;
 }
 
 async function save(executor: SqlExecutor, slot: Slot, outcome: Outcome): Promise<void> {
@@ -194,7 +223,11 @@ async function expectedFailureOf(error: unknown, guard: CommitGuard | undefined)
   return refusal ? failureOf(refusal) : null;
 }
 
-async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: IdempotentTransaction) => Promise<Json>): Promise<Outcome> {
+async function runOnce(
+  transaction: Transaction,
+  slot: Slot,
+  effect: (tx: IdempotentTransaction) => Promise<Json>,
+): Promise<Outcome> {
   let guard: CommitGuard | undefined;
   try {
     return await transaction(openingOf(slot), async (executor, opened) => {
@@ -207,7 +240,13 @@ async function runOnce(transaction: Transaction, slot: Slot, effect: (tx: Idempo
         return recordSql(slot, { ok: true, data: result }, params, source);
       };
       try {
-        data = await effect({ executor, guardCommit: (next) => { guard = next; }, recordWith });
+        data = await effect({
+          executor,
+          guardCommit: (next) => {
+            guard = next;
+          },
+          recordWith,
+        });
       } catch (error) {
         // A refusal that says when to come back (Retry-After, e.g. SCHEMA_MAINTENANCE) is transient: it is not
         // recorded, so a retry with the same key gets a fresh answer once the obstacle has gone.
@@ -274,24 +313,32 @@ function slotOf(scope: IdempotencyScope, call: IdempotentCall): Slot {
  * fingerprint replays the stored outcome, with another fingerprint it is a 409. Unexpected errors (5xx) roll
  * everything back and leave the key unused, so a retry may succeed.
  */
-export async function idempotent<T extends Json>(scope: IdempotencyScope, call: IdempotentCall, effect: (tx: TransactionClient) => Promise<T>): Promise<T> {
+export async function idempotent<T extends Json>(
+  scope: IdempotencyScope,
+  call: IdempotentCall,
+  effect: (tx: TransactionClient) => Promise<T>,
+): Promise<T> {
   const slot = slotOf(scope, call);
   let current: TransactionClient | undefined;
-  const transaction: Transaction = (opening, work) => scope.prisma.$transaction(async (tx) => {
-    current = tx;
-    const executor = prismaExecutor(tx);
-    // Table and schema changes this transaction makes reach the change feed under the caller's name (issue 27);
-    // a sign-up (accepting an invitation) has no caller and changes no table.
-    if (scope.caller) {
-      const actor = setChangeActor({ id: scope.caller.actorId, kind: scope.caller.kind }, newId());
-      await executor.query(actor.sql, actor.params);
-    }
-    const opened: Record<string, unknown>[][] = [];
-    for (const statement of opening) opened.push(await executor.query(statement));
-    const { value, finalStatement } = await work(executor, opened);
-    if (finalStatement) await tx.$executeRawUnsafe(finalStatement);
-    return value;
-  }, { timeout: 30_000, maxWait: 10_000 });
+  const transaction: Transaction = (opening, work) =>
+    scope.prisma.$transaction(
+      async (tx) => {
+        current = tx;
+        const executor = prismaExecutor(tx);
+        // Table and schema changes this transaction makes reach the change feed under the caller's name (issue 27);
+        // a sign-up (accepting an invitation) has no caller and changes no table.
+        if (scope.caller) {
+          const actor = setChangeActor({ id: scope.caller.actorId, kind: scope.caller.kind }, newId());
+          await executor.query(actor.sql, actor.params);
+        }
+        const opened: Record<string, unknown>[][] = [];
+        for (const statement of opening) opened.push(await executor.query(statement));
+        const { value, finalStatement } = await work(executor, opened);
+        if (finalStatement) await tx.$executeRawUnsafe(finalStatement);
+        return value;
+      },
+      { timeout: 30_000, maxWait: 10_000 },
+    );
   return replay(await runOnce(transaction, slot, () => effect(current!))) as T;
 }
 
@@ -321,7 +368,11 @@ export interface OneStatementWrite {
  * and answers, or records, exactly what it always did. Only a spent statement budget is answered at once: running
  * the request again would double the work of a caller that is already too slow.
  */
-async function attemptOneStatement<T extends Json>(connection: pg.PoolClient, slot: Slot, write: (once: OneStatementWrite) => Promise<T | null>): Promise<T | null> {
+async function attemptOneStatement<T extends Json>(
+  connection: pg.PoolClient,
+  slot: Slot,
+  write: (once: OneStatementWrite) => Promise<T | null>,
+): Promise<T | null> {
   const once: OneStatementWrite = {
     executor: pgExecutor(connection),
     gate: (params) => {

@@ -2,7 +2,10 @@ import type { Config } from '../kernel/config.ts';
 import type { PrismaClient, TransactionClient } from '../db/prisma.ts';
 import { DomainError } from '../kernel/errors.ts';
 
-type LockoutConfig = Pick<Config, 'LOGIN_LOCKOUT_THRESHOLD' | 'LOGIN_LOCKOUT_BASE_SECONDS' | 'LOGIN_LOCKOUT_MAX_SECONDS'>;
+type LockoutConfig = Pick<
+  Config,
+  'LOGIN_LOCKOUT_THRESHOLD' | 'LOGIN_LOCKOUT_BASE_SECONDS' | 'LOGIN_LOCKOUT_MAX_SECONDS'
+>;
 
 /**
  * One lockout for every check of a user's secrets: password logins, step-up and TOTP codes at two-factor
@@ -11,7 +14,11 @@ type LockoutConfig = Pick<Config, 'LOGIN_LOCKOUT_THRESHOLD' | 'LOGIN_LOCKOUT_BAS
  * of 5, 25 parallel wrong passwords get five 401s and twenty 429s (before, all 25 were checked, then locked).
  * A success clears the count (`clearFailures`).
  */
-export async function countAttempt(db: PrismaClient | TransactionClient, config: LockoutConfig, userId: string): Promise<void> {
+export async function countAttempt(
+  db: PrismaClient | TransactionClient,
+  config: LockoutConfig,
+  userId: string,
+): Promise<void> {
   const counted = await db.$queryRaw<{ failed_logins: number }[]>`
     UPDATE users
        SET failed_logins = failed_logins + 1,
@@ -23,7 +30,9 @@ export async function countAttempt(db: PrismaClient | TransactionClient, config:
   if (counted.length > 0) return;
   const [row] = await db.$queryRaw<{ seconds: number }[]>`
     SELECT GREATEST(1, CEIL(EXTRACT(EPOCH FROM locked_until - now())))::int AS seconds FROM users WHERE id = ${userId}::bpchar`;
-  throw new DomainError('RATE_LIMITED', 'Too many failed attempts; try again later.', { retryAfter: row?.seconds ?? 1 });
+  throw new DomainError('RATE_LIMITED', 'Too many failed attempts; try again later.', {
+    retryAfter: row?.seconds ?? 1,
+  });
 }
 
 /** The attempt succeeded: the count starts again. */

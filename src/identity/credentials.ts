@@ -39,7 +39,8 @@ interface KeyRow {
 // A team key's authority is its own ceiling under the `admin` role of the org it belongs to.
 async function findKey(prisma: PrismaClient, hash: string): Promise<KeyRow | undefined> {
   // Plain `pg` on Prisma's pool: this runs on every request, and Prisma's per-query cost showed in profiles.
-  const rows = await pgExecutor(sqlPoolOf(prisma)).query<KeyRow>(`
+  const rows = await pgExecutor(sqlPoolOf(prisma)).query<KeyRow>(
+    `
     SELECT k.id, k.prefix, k.scope::text AS scope, k.org_id, k.user_id, k.name AS key_name, u.name AS user_name,
            k.access::text AS access, k.include_admin,
            (k.expires_at IS NOT NULL AND k.expires_at <= now()) AS expired,
@@ -49,7 +50,9 @@ async function findKey(prisma: PrismaClient, hash: string): Promise<KeyRow | und
       FROM api_keys k
       LEFT JOIN users u ON u.id = k.user_id
       LEFT JOIN members m ON m.org_id = k.org_id AND m.user_id = k.user_id
-     WHERE k.secret_hash = $1::bpchar`, [hash]);
+     WHERE k.secret_hash = $1::bpchar`,
+    [hash],
+  );
   return rows[0];
 }
 
@@ -78,7 +81,11 @@ function callerOf(row: KeyRow): Caller {
  * The caller of a request: the bearer credential when there is one, else the browser session cookie.
  * Returns null when neither was presented.
  */
-export async function resolveCredential(prisma: PrismaClient, headers: Headers, audience: string): Promise<Caller | null> {
+export async function resolveCredential(
+  prisma: PrismaClient,
+  headers: Headers,
+  audience: string,
+): Promise<Caller | null> {
   const authorization = headers.get('authorization');
   if (authorization) return resolveBearer(prisma, authorization, audience);
   const session = cookieValue(headers.get('cookie'), SESSION_COOKIE);
@@ -93,7 +100,11 @@ export async function resolveCredential(prisma: PrismaClient, headers: Headers, 
  * Returns null when no credential was presented; throws CredentialRejected for a malformed, unknown, expired,
  * revoked or wrong-audience one.
  */
-export async function resolveBearer(prisma: PrismaClient, authorization: string | null, audience: string): Promise<Caller | null> {
+export async function resolveBearer(
+  prisma: PrismaClient,
+  authorization: string | null,
+  audience: string,
+): Promise<Caller | null> {
   if (authorization === null || authorization === '') return null;
   const match = /^Bearer ([^\s]+)$/i.exec(authorization);
   if (match && looksLike('access', match[1]!)) {

@@ -3,7 +3,17 @@ import { DomainError } from '../kernel/errors.ts';
 
 /** What the delivery hook receives: one message per token, for the deployment's mailer to send (issue 19). */
 export type DeliveryMessage =
-  | { kind: 'invitation'; email: string; token: string; expiresAt: string; invitationId: string; orgId: string; orgName: string; role: string; invitedByUserId: string }
+  | {
+      kind: 'invitation';
+      email: string;
+      token: string;
+      expiresAt: string;
+      invitationId: string;
+      orgId: string;
+      orgName: string;
+      role: string;
+      invitedByUserId: string;
+    }
   | { kind: 'email-verification'; email: string; token: string; expiresAt: string; userId: string };
 
 export function deliveryConfigured(config: Config): boolean {
@@ -31,9 +41,13 @@ export async function deliver(config: Config, message: DeliveryMessage): Promise
     status = response.status;
     await response.body?.cancel();
   } catch {
-    throw new DomainError('DEPENDENCY_UNAVAILABLE', 'The delivery hook did not answer in time; nothing was created.', { details: { dependency: 'delivery-hook' } });
+    throw new DomainError('DEPENDENCY_UNAVAILABLE', 'The delivery hook did not answer in time; nothing was created.', {
+      details: { dependency: 'delivery-hook' },
+    });
   }
   if (status < 200 || status > 299) {
-    throw new DomainError('DEPENDENCY_UNAVAILABLE', 'The delivery hook refused the message; nothing was created.', { details: { dependency: 'delivery-hook', status } });
+    throw new DomainError('DEPENDENCY_UNAVAILABLE', 'The delivery hook refused the message; nothing was created.', {
+      details: { dependency: 'delivery-hook', status },
+    });
   }
 }

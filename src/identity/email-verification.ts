@@ -11,7 +11,9 @@ import { sha256Hex } from './secrets.ts';
  * prints it for operators who deliver by hand. Shared by the resolver, the plain `/v1/auth/verify-email` handler
  * and the CLI, so it loads no GraphQL.
  */
-export const EmailVerificationToken = z.string().regex(/^wdsv_[A-Za-z0-9_-]{43}$/, 'must be an e-mail verification token');
+export const EmailVerificationToken = z
+  .string()
+  .regex(/^wdsv_[A-Za-z0-9_-]{43}$/, 'must be an e-mail verification token');
 export const VerifyEmailBody = z.strictObject({ token: EmailVerificationToken });
 
 export interface IssuedVerification {
@@ -20,11 +22,17 @@ export interface IssuedVerification {
 }
 
 /** A new token for the user's current address; earlier unspent ones stop working (only the newest mail counts). */
-export async function issueEmailVerification(tx: TransactionClient, user: { id: string; email: string }, ttlHours: number): Promise<IssuedVerification> {
+export async function issueEmailVerification(
+  tx: TransactionClient,
+  user: { id: string; email: string },
+  ttlHours: number,
+): Promise<IssuedVerification> {
   const token = `wdsv_${randomBytes(32).toString('base64url')}`;
   const expiresAt = new Date(Date.now() + ttlHours * 3_600_000);
   await tx.emailVerification.deleteMany({ where: { userId: user.id, usedAt: null } });
-  await tx.emailVerification.create({ data: { id: newId(), userId: user.id, email: user.email, tokenHash: sha256Hex(token), expiresAt } });
+  await tx.emailVerification.create({
+    data: { id: newId(), userId: user.id, email: user.email, tokenHash: sha256Hex(token), expiresAt },
+  });
   return { token, expiresAt };
 }
 
@@ -43,7 +51,10 @@ export async function verifyEmail(prisma: PrismaClient, token: string): Promise<
       ? await tx.user.updateMany({ where: { id: spent.user_id, email: spent.email }, data: { verified: true } })
       : { count: 0 };
     if (!spent || updated.count === 0) {
-      throw new DomainError('RESOURCE_NOT_FOUND', 'The verification token is unknown, used or expired; request a new one.');
+      throw new DomainError(
+        'RESOURCE_NOT_FOUND',
+        'The verification token is unknown, used or expired; request a new one.',
+      );
     }
     return { email: spent.email, verified: true as const };
   });

@@ -17,7 +17,10 @@ export const MEMBERSHIPS_COLUMN = `coalesce(json_agg(json_build_object('orgId', 
 
 /** The full authority of each current role (a credential's own ceiling, such as OAuth scopes, applies on top). */
 export function authorityByOrg(memberships: readonly Membership[]): Map<string, OrgAuthority> {
-  return new Map(memberships.map(({ orgId, role, memberId }) => [
-    orgId, { orgId, role, memberId, capabilities: new Set(CAPABILITIES_BY_ROLE[role]) },
-  ]));
+  return new Map(
+    memberships.map(({ orgId, role, memberId }) => [
+      orgId,
+      { orgId, role, memberId, capabilities: new Set(CAPABILITIES_BY_ROLE[role]) },
+    ]),
+  );
 }

@@ -18,7 +18,9 @@ function derive(password: string, salt: Buffer, options: { logN: number; r: numb
   const N = 2 ** options.logN;
   const scryptOptions: ScryptOptions = { N, r: options.r, p: options.p, maxmem: 256 * N * options.r };
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, scryptOptions, (error, key) => (error ? reject(error) : resolve(key)));
+    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, scryptOptions, (error, key) =>
+      error ? reject(error) : resolve(key),
+    );
   });
 }
 
@@ -36,6 +38,10 @@ export async function verifyPassword(password: string, stored: string | null): P
   const [scheme, logN, r, p, salt, hash] = (stored ?? DECOY).split('$');
   if (scheme !== 'scrypt' || !salt || !hash) return false;
   const expected = Buffer.from(hash, 'base64url');
-  const actual = await derive(password, Buffer.from(salt, 'base64url'), { logN: Number(logN), r: Number(r), p: Number(p) });
+  const actual = await derive(password, Buffer.from(salt, 'base64url'), {
+    logN: Number(logN),
+    r: Number(r),
+    p: Number(p),
+  });
   return actual.length === expected.length && timingSafeEqual(actual, expected) && stored !== null;
 }

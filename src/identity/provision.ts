@@ -59,16 +59,27 @@ export async function addUser(
   return prisma.$transaction(async (tx) => {
     const org = await tx.org.findUnique({ where: { id: input.orgId }, select: { id: true } });
     if (!org) throw new ProvisionError(`No organisation with id ${input.orgId}.`);
-    const existing = await tx.user.findUnique({ where: { email: input.email }, select: { verified: true, passwordHash: true } });
+    const existing = await tx.user.findUnique({
+      where: { email: input.email },
+      select: { verified: true, passwordHash: true },
+    });
     // Anyone who can invite can create an account for any address and choose its password: an existing account
     // whose mailbox was never proven may belong to someone else, so the operator must say they checked it.
     if (existing && !existing.verified && existing.passwordHash !== null && !input.acceptUnverified) {
-      throw new ProvisionError(`${input.email} has an unverified account with a password someone else may have chosen; confirm its owner, then repeat with --accept-unverified.`);
+      throw new ProvisionError(
+        `${input.email} has an unverified account with a password someone else may have chosen; confirm its owner, then repeat with --accept-unverified.`,
+      );
     }
     const userId = await findOrCreateUser(tx, input.email, input.name);
-    const already = await tx.member.findUnique({ where: { orgId_userId: { orgId: org.id, userId } }, select: { id: true } });
+    const already = await tx.member.findUnique({
+      where: { orgId_userId: { orgId: org.id, userId } },
+      select: { id: true },
+    });
     if (already) throw new ProvisionError(`${input.email} is already a member of ${input.orgId}.`);
-    const member = await tx.member.create({ data: { id: newId(), orgId: org.id, userId, role: input.role }, select: { id: true } });
+    const member = await tx.member.create({
+      data: { id: newId(), orgId: org.id, userId, role: input.role },
+      select: { id: true },
+    });
     const apiKey = await createPersonalKey(tx, org.id, userId, input.role);
     return { userId, memberId: member.id, apiKey };
   });
@@ -79,7 +90,10 @@ export async function addUser(
  * so every interactive credential ends with it: browser sessions, OAuth grants (access and refresh tokens) and
  * unredeemed authorization codes. API keys are listed and revoked by their owner and stay.
  */
-export async function setPassword(prisma: PrismaClient, input: { email: string; password: string }): Promise<{ userId: string }> {
+export async function setPassword(
+  prisma: PrismaClient,
+  input: { email: string; password: string },
+): Promise<{ userId: string }> {
   const passwordHash = await hashPassword(input.password);
   return prisma.$transaction(async (tx) => {
     const updated = await tx.user.updateManyAndReturn({
@@ -102,9 +116,15 @@ export async function setPassword(prisma: PrismaClient, input: { email: string; 
  * another channel). Spending it at `POST /v1/auth/verify-email` marks the account verified; the operator must send
  * it to the address itself, never to whoever asked, or it proves nothing.
  */
-export async function issueVerificationToken(prisma: PrismaClient, input: { email: string; ttlHours: number }): Promise<{ userId: string; email: string; token: string; expiresAt: string }> {
+export async function issueVerificationToken(
+  prisma: PrismaClient,
+  input: { email: string; ttlHours: number },
+): Promise<{ userId: string; email: string; token: string; expiresAt: string }> {
   return prisma.$transaction(async (tx) => {
-    const user = await tx.user.findUnique({ where: { email: input.email }, select: { id: true, email: true, verified: true } });
+    const user = await tx.user.findUnique({
+      where: { email: input.email },
+      select: { id: true, email: true, verified: true },
+    });
     if (!user) throw new ProvisionError(`No user with e-mail ${input.email}.`);
     if (user.verified) throw new ProvisionError(`${input.email} is already verified.`);
     const issued = await issueEmailVerification(tx, user, input.ttlHours);

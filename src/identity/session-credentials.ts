@@ -20,7 +20,8 @@ interface SessionRow {
 
 // One round trip: the session, its user and every membership with its *current* role.
 async function findSession(prisma: PrismaClient, hash: string): Promise<SessionRow | undefined> {
-  const rows = await pgExecutor(sqlPoolOf(prisma)).query<SessionRow>(`
+  const rows = await pgExecutor(sqlPoolOf(prisma)).query<SessionRow>(
+    `
     SELECT s.id, s.user_id, u.name AS user_name, s.csrf_token_hash, s.strong_auth_at,
            (s.expires_at <= now()) AS expired, (s.revoked_at IS NOT NULL) AS revoked,
            (s.last_seen_at < now() - interval '60 seconds') AS stale_last_seen,
@@ -29,7 +30,9 @@ async function findSession(prisma: PrismaClient, hash: string): Promise<SessionR
       JOIN users u ON u.id = s.user_id
       LEFT JOIN members m ON m.user_id = s.user_id
      WHERE s.token_hash = $1::bpchar
-     GROUP BY s.id, u.id`, [hash]);
+     GROUP BY s.id, u.id`,
+    [hash],
+  );
   return rows[0];
 }
 
@@ -46,7 +49,10 @@ function sessionCaller(row: SessionRow, csrfHeader: string | null): Caller {
       type: 'session',
       id: row.id,
       prefix: 'session',
-      session: { strongAuthAt: new Date(row.strong_auth_at), csrfVerified: csrfMatches(csrfHeader, row.csrf_token_hash) },
+      session: {
+        strongAuthAt: new Date(row.strong_auth_at),
+        csrfVerified: csrfMatches(csrfHeader, row.csrf_token_hash),
+      },
     },
     scopes: 'all',
     orgs,
@@ -54,12 +60,17 @@ function sessionCaller(row: SessionRow, csrfHeader: string | null): Caller {
 }
 
 /** The caller of a session cookie, or why it was refused. */
-export async function resolveSession(prisma: PrismaClient, token: string, csrfHeader: string | null): Promise<Caller | CredentialProblem> {
+export async function resolveSession(
+  prisma: PrismaClient,
+  token: string,
+  csrfHeader: string | null,
+): Promise<Caller | CredentialProblem> {
   if (!looksLikeSessionToken(token)) return 'malformed';
   const row = await findSession(prisma, sha256Hex(token));
   if (!row) return 'unknown';
   if (row.revoked) return 'revoked';
   if (row.expired) return 'expired';
-  if (row.stale_last_seen) await prisma.$executeRaw`UPDATE sessions SET last_seen_at = now() WHERE id = ${row.id}::bpchar`;
+  if (row.stale_last_seen)
+    await prisma.$executeRaw`UPDATE sessions SET last_seen_at = now() WHERE id = ${row.id}::bpchar`;
   return sessionCaller(row, csrfHeader);
 }

@@ -5,7 +5,14 @@ import type { PrismaClient, TransactionClient } from '../db/prisma.ts';
 const PERIOD_SECONDS = 30;
 
 function totpOf(base32: string, label = 'account'): TOTP {
-  return new TOTP({ issuer: 'Workspace Data Service', label, algorithm: 'SHA1', digits: 6, period: PERIOD_SECONDS, secret: Secret.fromBase32(base32) });
+  return new TOTP({
+    issuer: 'Workspace Data Service',
+    label,
+    algorithm: 'SHA1',
+    digits: 6,
+    period: PERIOD_SECONDS,
+    secret: Secret.fromBase32(base32),
+  });
 }
 
 export function newTotpSecret(): string {
@@ -27,7 +34,12 @@ function stepOf(base32: string, code: string, now = Date.now()): number | null {
  * Accepts a code at most once (RFC 6238 §5.2): it must match, and its time step must be later than the last
  * accepted one, recorded in the same statement so that two requests cannot both use it.
  */
-export async function consumeTotp(db: PrismaClient | TransactionClient, userId: string, base32: string, code: string): Promise<boolean> {
+export async function consumeTotp(
+  db: PrismaClient | TransactionClient,
+  userId: string,
+  base32: string,
+  code: string,
+): Promise<boolean> {
   const step = stepOf(base32, code);
   if (step === null) return false;
   const accepted = await db.$executeRaw`

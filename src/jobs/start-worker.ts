@@ -55,7 +55,11 @@ function startSweeper(prisma: PrismaClient, config: Config, log: Logger): Worker
 function jobPool(prisma: PrismaClient, config: Config): pg.Pool {
   const { connectionString } = (sqlPoolOf(prisma) as unknown as { options: { connectionString?: string } }).options;
   const budget = config.JOB_QUERY_TIMEOUT_MS;
-  return new pg.Pool({ connectionString, max: config.JOB_CONCURRENCY * 3 + 1, ...(budget > 0 ? { statement_timeout: budget } : {}) });
+  return new pg.Pool({
+    connectionString,
+    max: config.JOB_CONCURRENCY * 3 + 1,
+    ...(budget > 0 ? { statement_timeout: budget } : {}),
+  });
 }
 
 function connectionStringOf(pool: pg.Pool): string | undefined {
@@ -71,12 +75,21 @@ export function startWorker(prisma: PrismaClient, config: Config, log: Logger): 
   const pool = jobPool(prisma, config);
   guardPool(pool, log, 'jobs');
   const runner = startJobRunner({
-    pool, prisma, config, log, handlers: JOB_HANDLERS,
-    concurrency: config.JOB_CONCURRENCY, leaseSeconds: config.JOB_LEASE_SECONDS, pollMs: config.JOB_POLL_MS,
+    pool,
+    prisma,
+    config,
+    log,
+    handlers: JOB_HANDLERS,
+    concurrency: config.JOB_CONCURRENCY,
+    leaseSeconds: config.JOB_LEASE_SECONDS,
+    pollMs: config.JOB_POLL_MS,
   });
   const scheduler = startBackupScheduler(pool, config, log);
   // Webhook deliveries hold a connection each for the length of an HTTP call (its advisory lock): a pool of their own.
-  const webhookPool = new pg.Pool({ connectionString: connectionStringOf(pool), max: config.WEBHOOK_CONCURRENCY * 2 + 2 });
+  const webhookPool = new pg.Pool({
+    connectionString: connectionStringOf(pool),
+    max: config.WEBHOOK_CONCURRENCY * 2 + 2,
+  });
   webhookPool.on('error', (error) => log.warn({ err: error }, 'idle webhook connection failed'));
   const deliverer = startWebhookDeliverer({ pool: webhookPool, config, log });
   return {

@@ -15,10 +15,29 @@ export const CAPABILITIES_BY_ROLE: Record<Role, readonly Capability[]> = {
 
 /** The 23 OAuth scopes of spec §5. API keys and sessions hold all of them (their ceiling is their access). */
 export const OAUTH_SCOPES = [
-  'profile:manage', 'account:security', 'org:read', 'org:manage', 'members:read', 'members:manage',
-  'keys:manage', 'team-keys:manage', 'databases:read', 'databases:manage', 'tables:read', 'tables:manage',
-  'schema:manage', 'rows:read', 'schema:read', 'rows:write', 'history:read', 'exports:read', 'jobs:read',
-  'jobs:cancel', 'jobs:retry', 'backups:read', 'backups:manage',
+  'profile:manage',
+  'account:security',
+  'org:read',
+  'org:manage',
+  'members:read',
+  'members:manage',
+  'keys:manage',
+  'team-keys:manage',
+  'databases:read',
+  'databases:manage',
+  'tables:read',
+  'tables:manage',
+  'schema:manage',
+  'rows:read',
+  'schema:read',
+  'rows:write',
+  'history:read',
+  'exports:read',
+  'jobs:read',
+  'jobs:cancel',
+  'jobs:retry',
+  'backups:read',
+  'backups:manage',
 ] as const;
 
 export type OAuthScope = (typeof OAUTH_SCOPES)[number];

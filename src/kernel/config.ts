@@ -93,17 +93,32 @@ const ConfigSchema = z.object({
   /** How long an invitation's token can be accepted. */
   INVITATION_TTL_HOURS: z.coerce.number().int().min(1).default(168),
   /** Where one-time tokens (invitations, mailbox verification) are POSTed as JSON instead of being answered; unset: no hook. */
-  DELIVERY_WEBHOOK_URL: z.string().url().refine((value) => /^https?:\/\//i.test(value), 'must be an http(s) URL').optional(),
+  DELIVERY_WEBHOOK_URL: z
+    .string()
+    .url()
+    .refine((value) => /^https?:\/\//i.test(value), 'must be an http(s) URL')
+    .optional(),
   /** A delivery that has not answered 2xx within this many milliseconds fails the request (502). */
   DELIVERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(5_000),
   /** How long a mailbox verification token can be spent. */
   EMAIL_VERIFICATION_TTL_HOURS: z.coerce.number().int().min(1).default(24),
   /** Origins allowed to call /v1 and /graphql from a browser (CORS), comma-separated; empty: no CORS at all. */
   /** The service's public base URL (`https://api.example.com`): the OAuth issuer; unset, read from each request's Host. */
-  PUBLIC_URL: z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, '')).optional(),
+  PUBLIC_URL: z
+    .url({ protocol: /^https?$/ })
+    .transform((url) => url.replace(/\/+$/, ''))
+    .optional(),
   /** Serves GET /metrics (Prometheus) to `Authorization: Bearer <METRICS_TOKEN>`; unset: /metrics is 404. */
   METRICS_TOKEN: z.string().min(16).max(256).optional(),
-  CORS_ORIGINS: z.string().default('').transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean)),
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    ),
   /** Run the job worker inside the HTTP process (`npm start`); `npm run worker` runs it alone. */
   /** Where backups are written when no S3 bucket is configured (default `DATA_DIR/backups`). */
   BACKUP_DIR: z.string().min(1).optional(),
@@ -130,7 +145,10 @@ const ConfigSchema = z.object({
   /** Networks (CIDRs, comma-separated) webhooks may reach although they are private, loopback or link-local. */
   WEBHOOK_ALLOWED_NETWORKS: z.string().default(''),
   /** Allows `http:` webhook URLs (development, tests); otherwise only `https:`. */
-  WEBHOOK_ALLOW_HTTP: z.enum(['true', 'false']).default('false').transform((value) => value === 'true'),
+  WEBHOOK_ALLOW_HTTP: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((value) => value === 'true'),
   /** Delays before each retry of a failed webhook message; after the last one fails, the endpoint is disabled. */
   WEBHOOK_RETRY_SCHEDULE: z.string().default('5s,30s,2m,10m,30m,2h,5h,10h'),
   /** A webhook attempt with no complete answer within this many milliseconds fails (and is retried). */
@@ -139,12 +157,18 @@ const ConfigSchema = z.object({
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** 32 bytes, base64: the key that seals webhook signing secrets at rest; unset → a key kept in the database. */
   WEBHOOK_SECRET_KEY: z.string().optional(),
-  RUN_WORKER: z.enum(['true', 'false']).default('true').transform((value) => value === 'true'),
+  RUN_WORKER: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((value) => value === 'true'),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof Config, string>> = {}): Config {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<Record<keyof Config, string>> = {},
+): Config {
   const source = Object.fromEntries(
     Object.entries({ ...env, ...overrides }).filter(([, value]) => value !== undefined && value !== ''),
   );

@@ -27,7 +27,12 @@ const FIELDS: readonly FieldSpec[] = [
   { name: 'minute', min: 0, max: 59 },
   { name: 'hour', min: 0, max: 23 },
   { name: 'day-of-month', min: 1, max: 31 },
-  { name: 'month', min: 1, max: 12, names: ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'] },
+  {
+    name: 'month',
+    min: 1,
+    max: 12,
+    names: ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'],
+  },
   // 0 and 7 are both Sunday (Vixie cron).
   { name: 'day-of-week', min: 0, max: 7, names: ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] },
 ];
@@ -75,7 +80,10 @@ function expandItem(item: string, field: FieldSpec): number[] {
   }
   const low = star ? field.min : valueOf(first!, field);
   const high = star ? field.max : last === undefined ? low : valueOf(last, field);
-  if (low > high) throw new FieldError(`the range "${item}" runs backwards${field.names?.[0] === 'SUN' ? ' (Sunday is 0 or 7)' : ''}`);
+  if (low > high)
+    throw new FieldError(
+      `the range "${item}" runs backwards${field.names?.[0] === 'SUN' ? ' (Sunday is 0 or 7)' : ''}`,
+    );
   const step = stepText === undefined ? 1 : Number(stepText);
   if (step < 1 || step > field.max) throw new FieldError(`the step in "${item}" must be 1-${field.max}`);
   const values: number[] = [];
@@ -94,7 +102,12 @@ export function parseCron(expression: string): CronParse {
   const text = expression.trim();
   if (text === '') return { ok: false, problems: ['must not be empty'] };
   if (text.startsWith('@')) {
-    return { ok: false, problems: [`"${text.split(/\s/)[0]}": macros are not supported; write the five fields (${FIELD_LIST}), e.g. "0 0 * * *" for @daily`] };
+    return {
+      ok: false,
+      problems: [
+        `"${text.split(/\s/)[0]}": macros are not supported; write the five fields (${FIELD_LIST}), e.g. "0 0 * * *" for @daily`,
+      ],
+    };
   }
   const parts = text.split(/[ \t]+/);
   if (parts.length !== FIELDS.length) {
@@ -111,7 +124,13 @@ export function parseCron(expression: string): CronParse {
     }
   });
   if (problems.length > 0) return { ok: false, problems };
-  const [minutes, hours, daysOfMonth, months, daysOfWeek] = values as [number[], number[], number[], number[], number[]];
+  const [minutes, hours, daysOfMonth, months, daysOfWeek] = values as [
+    number[],
+    number[],
+    number[],
+    number[],
+    number[],
+  ];
   const dayRule = parts[2]!.startsWith('*') || parts[4]!.startsWith('*') ? 'both' : 'either';
   const schedule: CronSchedule = { minutes, hours, daysOfMonth, months, daysOfWeek, dayRule };
   // When the day of month must match, it must exist in some chosen month (`0 0 30 2 *` would never run).
@@ -128,8 +147,14 @@ function formatterFor(zone: string): Intl.DateTimeFormat {
   let formatter = formatters.get(zone);
   if (!formatter) {
     formatter = new Intl.DateTimeFormat('en-US', {
-      timeZone: zone, hourCycle: 'h23',
-      year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
     });
     // Keyed by the name as sent; case variants of one zone are distinct keys, so keep the map bounded.
     if (formatters.size >= 1_000) formatters.clear();
@@ -183,9 +208,13 @@ function enumerationOf(schedule: CronSchedule): { expression: string; weekdays: 
   // cron-parser ORs the day fields unless one is a literal `*`, so it can express "either" and "both" with a
   // full field; "both" with two partial fields (`*/2` and `MON`) enumerates the days of month and filters here.
   if (schedule.dayRule === 'either') {
-    return { expression: `${times} ${schedule.daysOfMonth.join(',')} ${months} ${schedule.daysOfWeek.join(',')}`, weekdays: null };
+    return {
+      expression: `${times} ${schedule.daysOfMonth.join(',')} ${months} ${schedule.daysOfWeek.join(',')}`,
+      weekdays: null,
+    };
   }
-  if (allDays) return { expression: `${times} * ${months} ${allWeekdays ? '*' : schedule.daysOfWeek.join(',')}`, weekdays: null };
+  if (allDays)
+    return { expression: `${times} * ${months} ${allWeekdays ? '*' : schedule.daysOfWeek.join(',')}`, weekdays: null };
   const weekdays = allWeekdays ? null : new Set(schedule.daysOfWeek);
   return { expression: `${times} ${schedule.daysOfMonth.join(',')} ${months} *`, weekdays };
 }
@@ -204,10 +233,14 @@ export function nextRuns(cron: string, timezone: string, after: Date, count = 3)
   const { expression, weekdays } = enumerationOf(parsed.schedule);
   // Local wall-clock times after the local time of `after`. Instants never decrease as wall times increase under
   // the DST rule above, so the first `count` distinct instants later than `after` are the answer.
-  const candidates = CronExpressionParser.parse(expression, { tz: 'UTC', currentDate: new Date(wallClock(after.getTime(), timezone)) });
+  const candidates = CronExpressionParser.parse(expression, {
+    tz: 'UTC',
+    currentDate: new Date(wallClock(after.getTime(), timezone)),
+  });
   const runs: number[] = [];
   for (let examined = 0; runs.length < count; examined += 1) {
-    if (examined === MAX_CANDIDATES) throw new Error(`No ${count} runs found for "${cron}" within ${MAX_CANDIDATES} candidates`);
+    if (examined === MAX_CANDIDATES)
+      throw new Error(`No ${count} runs found for "${cron}" within ${MAX_CANDIDATES} candidates`);
     const wall = candidates.next().getTime();
     if (weekdays && !weekdays.has(new Date(wall).getUTCDay())) {
       candidates.reset(new Date(wall - (wall % DAY_MS) + DAY_MS - 60_000)); // skip to the last minute of that day
@@ -227,6 +260,7 @@ export function nextRuns(cron: string, timezone: string, after: Date, count = 3)
 export function shortestGap(cron: string, timezone: string, after: Date, count = 1_000): number {
   const runs = nextRuns(cron, timezone, after, count);
   let shortest = Infinity;
-  for (let index = 1; index < runs.length; index += 1) shortest = Math.min(shortest, runs[index]!.getTime() - runs[index - 1]!.getTime());
+  for (let index = 1; index < runs.length; index += 1)
+    shortest = Math.min(shortest, runs[index]!.getTime() - runs[index - 1]!.getTime());
   return shortest;
 }

@@ -123,7 +123,10 @@ export interface FieldProblem {
   fieldId?: string;
 }
 
-export function validationFailed(problems: FieldProblem[], message = 'The request did not pass validation.'): DomainError {
+export function validationFailed(
+  problems: FieldProblem[],
+  message = 'The request did not pass validation.',
+): DomainError {
   return new DomainError('VALIDATION_FAILED', message, { details: { problems } });
 }
 

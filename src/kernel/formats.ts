@@ -6,7 +6,10 @@ import { ID_PATTERN } from './ids.ts';
 export const Id = z.string().regex(ID_PATTERN, 'must be a 26-character ULID');
 export const VersionString = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a decimal version string');
 /** An e-mail address as users and invitations store it: lowercased. */
-export const Email = z.email().max(254).transform((email) => email.toLowerCase());
+export const Email = z
+  .email()
+  .max(254)
+  .transform((email) => email.toLowerCase());
 export const SchemaVersion = z.number().int().min(1).max(2_147_483_647);
 
 /** Spec 2.1 Timestamp: UTC `YYYY-MM-DDTHH:MM:SS.mmmZ`, exactly three fractional digits, year not 0000. */
@@ -18,7 +21,10 @@ export function isRealInstant(value: string): boolean {
   const time = Date.parse(value);
   return !Number.isNaN(time) && new Date(time).toISOString() === value;
 }
-export const Timestamp = z.string().regex(TIMESTAMP_PATTERN, TIMESTAMP_MESSAGE).refine(isRealInstant, TIMESTAMP_MESSAGE);
+export const Timestamp = z
+  .string()
+  .regex(TIMESTAMP_PATTERN, TIMESTAMP_MESSAGE)
+  .refine(isRealInstant, TIMESTAMP_MESSAGE);
 
 const MAX_STORED_VERSION = 9_223_372_036_854_775_807n; // PostgreSQL bigint
 
@@ -35,5 +41,13 @@ export function storedVersion(expected: string): bigint | null {
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
 /** Spec 2.10 activity categories. */
-export const ACTIVITY_CATEGORIES = ['records', 'schema', 'imports', 'exports', 'backups', 'restores', 'webhooks'] as const;
+export const ACTIVITY_CATEGORIES = [
+  'records',
+  'schema',
+  'imports',
+  'exports',
+  'backups',
+  'restores',
+  'webhooks',
+] as const;
 export type ActivityCategory = (typeof ACTIVITY_CATEGORIES)[number];

@@ -56,7 +56,9 @@ export function unstorablePaths(value: unknown, options: UnstorableOptions = {})
       continue;
     }
     if (current === null || typeof current !== 'object') continue;
-    const entries: [string | number, unknown][] = Array.isArray(current) ? current.map((item, index) => [index, item]) : Object.entries(current);
+    const entries: [string | number, unknown][] = Array.isArray(current)
+      ? current.map((item, index) => [index, item])
+      : Object.entries(current);
     for (const [key, child] of entries.reverse()) {
       if (typeof key === 'string' && !isStorableText(key)) found.push([...path, storableText(key)]);
       else stack.push([child, [...path, key]]);

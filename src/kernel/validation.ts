@@ -17,7 +17,11 @@ export function problemsFromIssues(issues: readonly Issue[]): FieldProblem[] {
 }
 
 /** Parses with a zod schema or throws 422 VALIDATION_FAILED naming every problem by JSON path. */
-export function parseOrThrow<Schema extends z.ZodType>(schema: Schema, value: unknown, pathPrefix: (string | number)[] = []): z.output<Schema> {
+export function parseOrThrow<Schema extends z.ZodType>(
+  schema: Schema,
+  value: unknown,
+  pathPrefix: (string | number)[] = [],
+): z.output<Schema> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   throw validationFailed(

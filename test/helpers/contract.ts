@@ -56,7 +56,10 @@ function loadContract(): Contract {
 
 function resolve(document: Json, value: Json): Json {
   if (typeof value?.$ref !== 'string') return value;
-  return value.$ref.slice(2).split('/').reduce((node: Json, key: string) => node[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
+  return value.$ref
+    .slice(2)
+    .split('/')
+    .reduce((node: Json, key: string) => node[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
 }
 
 function mediaTypeOf(contentType: string | null): string | null {
@@ -110,16 +113,23 @@ export function contractProblem(answer: ContractAnswer): string | null {
   const operation = operationOf(checked, method, pathname);
   if (!operation) return `${answer.method} ${pathname} is not an operation of the OpenAPI document`;
   const responses = operation.methods[method].responses as Json;
-  const key = Object.hasOwn(responses, String(answer.status)) ? String(answer.status) : Object.hasOwn(responses, 'default') ? 'default' : null;
+  const key = Object.hasOwn(responses, String(answer.status))
+    ? String(answer.status)
+    : Object.hasOwn(responses, 'default')
+      ? 'default'
+      : null;
   if (key === null) return `status ${answer.status} is not listed (${Object.keys(responses).join(', ')})`;
   if (answer.method.toUpperCase() === 'HEAD') return null;
   const response = resolve(checked.document, responses[key]);
   const content = response.content as Json | undefined;
   const mediaType = mediaTypeOf(answer.contentType);
-  if (!content) return !answer.text ? null : `status ${answer.status} is documented without a body, but one came (${mediaType})`;
-  if (mediaType === null) return `status ${answer.status} answered no Content-Type (documented: ${Object.keys(content).join(', ')})`;
+  if (!content)
+    return !answer.text ? null : `status ${answer.status} is documented without a body, but one came (${mediaType})`;
+  if (mediaType === null)
+    return `status ${answer.status} answered no Content-Type (documented: ${Object.keys(content).join(', ')})`;
   const documented = Object.hasOwn(content, mediaType) ? mediaType : Object.hasOwn(content, '*/*') ? '*/*' : null;
-  if (documented === null) return `status ${answer.status} answered ${mediaType} (documented: ${Object.keys(content).join(', ')})`;
+  if (documented === null)
+    return `status ${answer.status} answered ${mediaType} (documented: ${Object.keys(content).join(', ')})`;
   if (!isJson(mediaType) || answer.text === null) return null;
   let body: unknown;
   try {
@@ -127,19 +137,25 @@ export function contractProblem(answer: ContractAnswer): string | null {
   } catch {
     return `status ${answer.status} answered ${mediaType} that is not JSON`;
   }
-  const responsePointer = typeof responses[key].$ref === 'string'
-    ? responses[key].$ref.slice(1)
-    : `/paths/${pointerSegment(operation.template)}/${method}/responses/${key}`;
+  const responsePointer =
+    typeof responses[key].$ref === 'string'
+      ? responses[key].$ref.slice(1)
+      : `/paths/${pointerSegment(operation.template)}/${method}/responses/${key}`;
   const validate = validatorFor(checked, `${responsePointer}/content/${pointerSegment(documented)}/schema`);
   if (validate(body)) return null;
-  const errors = (validate.errors ?? []).slice(0, 5).map((error) => `${error.instancePath || '/'} ${error.message} ${JSON.stringify(error.params)}`);
+  const errors = (validate.errors ?? [])
+    .slice(0, 5)
+    .map((error) => `${error.instancePath || '/'} ${error.message} ${JSON.stringify(error.params)}`);
   return `status ${answer.status} body breaks its schema: ${errors.join('; ')}`;
 }
 
 /** Throws when the answer breaks the document; the message names the request and shows the body. */
 export function expectContract(answer: ContractAnswer): void {
   const problem = contractProblem(answer);
-  if (problem) throw new Error(`OpenAPI contract: ${answer.method} ${new URL(answer.url, 'http://localhost').pathname}: ${problem}\n${(answer.text ?? '').slice(0, 500)}`);
+  if (problem)
+    throw new Error(
+      `OpenAPI contract: ${answer.method} ${new URL(answer.url, 'http://localhost').pathname}: ${problem}\n${(answer.text ?? '').slice(0, 500)}`,
+    );
 }
 
 /**

@@ -22,12 +22,17 @@ async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `wds_test_${newId().toLowerCase()}`;
   const template = inject('templateDatabase');
-  await admin((client) => client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(template)}`));
+  await admin((client) =>
+    client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(template)}`),
+  );
   const url = new URL(inject('serverUrl'));
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     name,
-    drop: () => admin((client) => client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).then(() => undefined),
+    drop: () =>
+      admin((client) => client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).then(
+        () => undefined,
+      ),
   };
 }

@@ -17,6 +17,8 @@ export function expectTimestamp(value: unknown): void {
 
 /** `details.problems` of a VALIDATION_FAILED error names these JSON paths (in any order). */
 export function expectProblemPaths(response: ApiResponse, paths: (string | number)[][]): void {
-  const reported = (response.body.error.details.problems as { path: (string | number)[] }[]).map((problem) => problem.path);
+  const reported = (response.body.error.details.problems as { path: (string | number)[] }[]).map(
+    (problem) => problem.path,
+  );
   expect(reported).toEqual(expect.arrayContaining(paths));
 }

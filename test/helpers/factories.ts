@@ -15,7 +15,11 @@ export interface TestOrg {
 
 /** A new org whose admin holds a full-access personal key (the same path as `cli bootstrap`). */
 export async function createOrg(prisma: PrismaClient, name = `Org ${unique()}`): Promise<TestOrg> {
-  const { orgId, userId, apiKey } = await bootstrapOrg(prisma, { orgName: name, email: `admin-${unique()}@example.com`, name: 'Ada Admin' });
+  const { orgId, userId, apiKey } = await bootstrapOrg(prisma, {
+    orgName: name,
+    email: `admin-${unique()}@example.com`,
+    name: 'Ada Admin',
+  });
   return { orgId, adminUserId: userId, adminKey: apiKey };
 }
 
@@ -24,12 +28,24 @@ export async function addMember(prisma: PrismaClient, orgId: string, role: Role,
 }
 
 /** A workspace-owned key; it has no personal identity. */
-export async function createTeamKey(prisma: PrismaClient, org: TestOrg, access: 'read' | 'write' = 'write'): Promise<string> {
+export async function createTeamKey(
+  prisma: PrismaClient,
+  org: TestOrg,
+  access: 'read' | 'write' = 'write',
+): Promise<string> {
   const secret = issueApiKeySecret();
   await prisma.apiKey.create({
     data: {
-      id: newId(), scope: 'team', orgId: org.orgId, userId: null, createdByUserId: org.adminUserId, name: 'Team key',
-      prefix: secret.prefix, secretHash: secret.hash, access, includeAdmin: false,
+      id: newId(),
+      scope: 'team',
+      orgId: org.orgId,
+      userId: null,
+      createdByUserId: org.adminUserId,
+      name: 'Team key',
+      prefix: secret.prefix,
+      secretHash: secret.hash,
+      access,
+      includeAdmin: false,
     },
   });
   return secret.token;

@@ -8,10 +8,13 @@ import { vi } from 'vitest';
 
 /** Polls (every 25 ms, up to 60 s) until the count query answers more than zero. */
 export async function waitFor(client: pg.Client, countSql: string, params: unknown[] = []): Promise<void> {
-  await vi.waitFor(async () => {
-    const { rows } = await client.query<{ n: number }>(countSql, params);
-    if (rows[0]!.n === 0) throw new Error(`timed out waiting for: ${countSql}`);
-  }, { timeout: 60_000, interval: 25 });
+  await vi.waitFor(
+    async () => {
+      const { rows } = await client.query<{ n: number }>(countSql, params);
+      if (rows[0]!.n === 0) throw new Error(`timed out waiting for: ${countSql}`);
+    },
+    { timeout: 60_000, interval: 25 },
+  );
 }
 
 async function connect(databaseUrl: string): Promise<pg.Client> {
@@ -37,8 +40,11 @@ export async function withClient<T>(databaseUrl: string, work: (client: pg.Clien
 const HERE = 'database = (SELECT oid FROM pg_database WHERE datname = current_database())';
 
 /** Resolves once a statement of this database waits for a row or table lock (not an advisory one). */
-export const lockWaiter = (client: pg.Client) => waitFor(client,
-  `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event <> 'advisory'`);
+export const lockWaiter = (client: pg.Client) =>
+  waitFor(
+    client,
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event <> 'advisory'`,
+  );
 
 export interface JobUpdateHold {
   /** Resolves once a matching UPDATE waits on the hold (its transaction holds the job row meanwhile). */
@@ -66,14 +72,20 @@ export async function holdJobUpdate(databaseUrl: string, when: string): Promise<
   await client.query(`SELECT pg_advisory_lock(${lock})`);
   await client.query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql
     AS $$ BEGIN PERFORM pg_advisory_xact_lock(${lock}); RETURN NEW; END $$`);
-  await client.query(`CREATE TRIGGER ${name} BEFORE UPDATE ON public.jobs FOR EACH ROW WHEN (${when}) EXECUTE FUNCTION ${name}()`);
+  await client.query(
+    `CREATE TRIGGER ${name} BEFORE UPDATE ON public.jobs FOR EACH ROW WHEN (${when}) EXECUTE FUNCTION ${name}()`,
+  );
   let locked = true;
   const unlock = async () => {
     if (locked) await client.query(`SELECT pg_advisory_unlock(${lock})`);
     locked = false;
   };
   return {
-    reached: () => waitFor(client, `SELECT count(*)::int AS n FROM pg_locks WHERE ${HERE} AND locktype = 'advisory' AND objid = ${lock} AND NOT granted`),
+    reached: () =>
+      waitFor(
+        client,
+        `SELECT count(*)::int AS n FROM pg_locks WHERE ${HERE} AND locktype = 'advisory' AND objid = ${lock} AND NOT granted`,
+      ),
     queuedBehind: () => lockWaiter(client),
     unlock,
     release: async () => {

@@ -39,10 +39,15 @@ function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
 const groupAlive = (pid: number) => signalGroup(pid, 0);
 
 async function untilGone(pid: number, deadlineMs: number): Promise<boolean> {
-  return vi.waitFor(() => {
-    if (groupAlive(pid)) throw new Error(`process group ${pid} is still running`);
-    return true;
-  }, { timeout: deadlineMs, interval: 50 }).catch(() => false);
+  return vi
+    .waitFor(
+      () => {
+        if (groupAlive(pid)) throw new Error(`process group ${pid} is still running`);
+        return true;
+      },
+      { timeout: deadlineMs, interval: 50 },
+    )
+    .catch(() => false);
 }
 
 /** The environment a process gets: the test's own, without the service settings the test run may carry. */
@@ -53,7 +58,11 @@ function serviceEnv(env: Env): NodeJS.ProcessEnv {
 }
 
 function spawnService(script: 'start' | 'worker', env: Env): ServiceProcess {
-  const child: ChildProcess = spawn('npm', ['run', '-s', script], { detached: true, stdio: ['ignore', 'pipe', 'inherit'], env: serviceEnv(env) });
+  const child: ChildProcess = spawn('npm', ['run', '-s', script], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: serviceEnv(env),
+  });
   const pid = child.pid!;
   running.add(pid);
   const lines: string[] = [];
@@ -88,17 +97,32 @@ export interface ApiProcess extends TestServer, ServiceProcess {}
  * `npm start` on a free port over `database`, its worker off (`RUN_WORKER=false`), ready once `GET /readyz` answers
  * 200. Usable wherever the test helpers take a TestServer; `prisma` is the test's own client on the same database.
  */
-export async function startApiProcess(database: TestDatabase, prisma: PrismaClient, env: Env = {}): Promise<ApiProcess> {
+export async function startApiProcess(
+  database: TestDatabase,
+  prisma: PrismaClient,
+  env: Env = {},
+): Promise<ApiProcess> {
   const port = await freePort();
   const settings = { DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', RUN_WORKER: 'false', ...env };
   const service = spawnService('start', settings);
   const url = `http://127.0.0.1:${port}`;
   // Ready (true), or gone before it was (false): either ends the wait; 90 s without either is not ready either.
-  const ready = await vi.waitFor(async () => {
-    if (await fetch(`${url}/readyz`).then((response) => response.status === 200, () => false)) return true;
-    if (!groupAlive(service.pid)) return false;
-    throw new Error(`npm start on port ${port} is not ready yet`);
-  }, { timeout: 90_000, interval: 100 }).catch(() => false);
+  const ready = await vi
+    .waitFor(
+      async () => {
+        if (
+          await fetch(`${url}/readyz`).then(
+            (response) => response.status === 200,
+            () => false,
+          )
+        )
+          return true;
+        if (!groupAlive(service.pid)) return false;
+        throw new Error(`npm start on port ${port} is not ready yet`);
+      },
+      { timeout: 90_000, interval: 100 },
+    )
+    .catch(() => false);
   if (!ready) {
     await service.stop();
     throw new Error(`npm start on port ${port} did not become ready`);
@@ -110,7 +134,8 @@ export async function startApiProcess(database: TestDatabase, prisma: PrismaClie
     database,
     config: loadConfig({}, settings as Partial<Record<keyof Config, string>>),
     request: (method, path, options = {}) => send(url, method, path, options),
-    graphql: (query, variables = {}, options = {}) => send(url, 'POST', '/graphql', { ...options, body: { query, variables } }),
+    graphql: (query, variables = {}, options = {}) =>
+      send(url, 'POST', '/graphql', { ...options, body: { query, variables } }),
     close: service.stop,
   };
 }
@@ -133,11 +158,16 @@ export function logged(service: ServiceProcess, message: string): Record<string,
  */
 export async function startWorkerProcess(database: TestDatabase, env: Env = {}): Promise<ServiceProcess> {
   const service = spawnService('worker', { DATABASE_URL: database.url, LOG_LEVEL: 'info', ...env });
-  const started = await vi.waitFor(() => {
-    if (logged(service, 'worker started').length > 0) return true;
-    if (!groupAlive(service.pid)) return false;
-    throw new Error('npm run worker has not started yet');
-  }, { timeout: 90_000, interval: 100 }).catch(() => false);
+  const started = await vi
+    .waitFor(
+      () => {
+        if (logged(service, 'worker started').length > 0) return true;
+        if (!groupAlive(service.pid)) return false;
+        throw new Error('npm run worker has not started yet');
+      },
+      { timeout: 90_000, interval: 100 },
+    )
+    .catch(() => false);
   if (!started) {
     await service.stop();
     throw new Error('npm run worker did not start');

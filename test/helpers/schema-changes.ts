@@ -16,7 +16,9 @@ export function schemaChangeApi(suite: Suite) {
   return {
     apply(table: TestTable, change: ChangeBody): Promise<ApiResponse> {
       return suite.server.request('POST', `${table.path}/schema/operations`, {
-        token: admin(), idempotencyKey: idempotencyKey(), body: { expectedSchemaVersion: table.schemaVersion, change },
+        token: admin(),
+        idempotencyKey: idempotencyKey(),
+        body: { expectedSchemaVersion: table.schemaVersion, change },
       });
     },
     accepted(response: ApiResponse): { jobId: string; statusUrl: string } {
@@ -40,7 +42,11 @@ export async function appliedChange(suite: Suite, table: TestTable, change: Chan
   const job = await api.finished(api.accepted(await api.apply(table, change)).statusUrl);
   expect(job.state, JSON.stringify(job)).toBe('succeeded');
   const schema = await api.schemaOf(table);
-  return { ...table, schemaVersion: schema.schemaVersion, fields: Object.fromEntries(schema.fields.map((field) => [field.name, field.id])) };
+  return {
+    ...table,
+    schemaVersion: schema.schemaVersion,
+    fields: Object.fromEntries(schema.fields.map((field) => [field.name, field.id])),
+  };
 }
 
 export interface ConversionLeftovers {

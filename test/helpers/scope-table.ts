@@ -111,4 +111,3 @@ export const ISSUE_5_SCOPES: Record<string, OAuthScope> = {
   importRows: 'rows:write',
   applySchemaChange: 'schema:manage',
 };
-

@@ -46,7 +46,12 @@ export interface TestServer {
 }
 
 /** One HTTP request to `baseUrl`; the body parsed as JSON when it is JSON. */
-export async function send(baseUrl: string, method: string, path: string, options: RequestOptions): Promise<ApiResponse> {
+export async function send(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions,
+): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
@@ -71,20 +76,26 @@ export async function send(baseUrl: string, method: string, path: string, option
  * The real service on a real port, over its own freshly migrated database. Limits default to off so that tests
  * of other rules are not throttled; tests of the limits pass their own values.
  */
-export async function startTestServer(overrides: Partial<Record<keyof Config, string>> = {}, logger?: Logger): Promise<TestServer> {
+export async function startTestServer(
+  overrides: Partial<Record<keyof Config, string>> = {},
+  logger?: Logger,
+): Promise<TestServer> {
   const database = await createTestDatabase();
-  const config = loadConfig({}, {
-    DATABASE_URL: database.url,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    RATE_LIMIT_RPS: '0',
-    CONCURRENCY_LIMIT: '0',
-    ORG_CONCURRENCY_LIMIT: '0',
-    DATABASE_POOL_SIZE: '5',
-    JOB_POLL_MS: '100',
-    // Backups that any test takes land in a temporary directory, never in the working tree's DATA_DIR.
-    BACKUP_DIR: mkdtempSync(join(tmpdir(), 'wds-test-backups-')),
-    ...overrides,
-  });
+  const config = loadConfig(
+    {},
+    {
+      DATABASE_URL: database.url,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      RATE_LIMIT_RPS: '0',
+      CONCURRENCY_LIMIT: '0',
+      ORG_CONCURRENCY_LIMIT: '0',
+      DATABASE_POOL_SIZE: '5',
+      JOB_POLL_MS: '100',
+      // Backups that any test takes land in a temporary directory, never in the working tree's DATA_DIR.
+      BACKUP_DIR: mkdtempSync(join(tmpdir(), 'wds-test-backups-')),
+      ...overrides,
+    },
+  );
   const effectiveLogger = logger ?? createLogger(config.LOG_LEVEL);
   const prisma = createPrisma(database.url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS, effectiveLogger);
   const server: Server = createServer(createApp({ prisma, config, logger: effectiveLogger }));
@@ -101,7 +112,8 @@ export async function startTestServer(overrides: Partial<Record<keyof Config, st
     database,
     config,
     request: (method, path, options = {}) => send(url, method, path, options),
-    graphql: (query, variables = {}, options = {}) => send(url, 'POST', '/graphql', { ...options, body: { query, variables } }),
+    graphql: (query, variables = {}, options = {}) =>
+      send(url, 'POST', '/graphql', { ...options, body: { query, variables } }),
     close: async () => {
       await worker?.stop();
       server.closeAllConnections();

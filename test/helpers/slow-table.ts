@@ -14,21 +14,27 @@ export const textSearches = (count: number) => ({
 });
 
 /** A read that matches nothing and must scan every row with 25 text searches each: seconds of real work. */
-export const slowRowsPath = (table: TestTable) => `${table.path}/rows?limit=1&where=${encodeURIComponent(JSON.stringify(textSearches(25)))}`;
+export const slowRowsPath = (table: TestTable) =>
+  `${table.path}/rows?limit=1&where=${encodeURIComponent(JSON.stringify(textSearches(25)))}`;
 
 /**
  * A one-field table (Name, text) holding `rows` rows, seeded in one statement on a connection of our own (the
  * service's connections carry the statement budget, which may be set low).
  */
 export async function createSlowTable(server: TestServer, org: TestOrg, rows = 200_000): Promise<TestTable> {
-  const table = await createTable(server, org, [{ name: 'Name', type: 'text', options: { maxLength: 100 } }], { name: 'Big' });
+  const table = await createTable(server, org, [{ name: 'Name', type: 'text', options: { maxLength: 100 } }], {
+    name: 'Big',
+  });
   const client = new pg.Client({ connectionString: server.database.url });
   await client.connect();
   try {
     const target = rowsTableOf(table.databaseId, table.tableId);
-    await client.query(`
+    await client.query(
+      `
       INSERT INTO ${target} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)})
-      SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), md5(g::text) || ' customer ' || g FROM generate_series(1, $1::int) AS g`, [rows]);
+      SELECT '0' || lpad(g::text, 25, '0'), 1, now(), now(), md5(g::text) || ' customer ' || g FROM generate_series(1, $1::int) AS g`,
+      [rows],
+    );
     await client.query(`ANALYZE ${target}`);
   } finally {
     await client.end();
@@ -40,19 +46,27 @@ export async function createSlowTable(server: TestServer, org: TestOrg, rows = 2
  * Polls PostgreSQL (every 25 ms, on one connection of our own, up to `deadlineMs`) until the number of the service's
  * statements scanning this table with a text search satisfies `holds`; returns that number.
  */
-export async function waitForScans(server: TestServer, table: TestTable, holds: (count: number) => boolean, deadlineMs = 30_000): Promise<number> {
+export async function waitForScans(
+  server: TestServer,
+  table: TestTable,
+  holds: (count: number) => boolean,
+  deadlineMs = 30_000,
+): Promise<number> {
   const client = new pg.Client({ connectionString: server.database.url });
   await client.connect();
   try {
-    return await vi.waitFor(async () => {
-      const { rows } = await client.query<{ count: number }>(
-        `SELECT count(*)::int AS count FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1`,
-        [`%FROM ${rowsTableOf(table.databaseId, table.tableId)}%ILIKE%`],
-      );
-      const count = rows[0]!.count;
-      if (holds(count)) return count;
-      throw new Error(`scans of the table stayed at ${count}`);
-    }, { timeout: deadlineMs, interval: 25 });
+    return await vi.waitFor(
+      async () => {
+        const { rows } = await client.query<{ count: number }>(
+          `SELECT count(*)::int AS count FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1`,
+          [`%FROM ${rowsTableOf(table.databaseId, table.tableId)}%ILIKE%`],
+        );
+        const count = rows[0]!.count;
+        if (holds(count)) return count;
+        throw new Error(`scans of the table stayed at ${count}`);
+      },
+      { timeout: deadlineMs, interval: 25 },
+    );
   } finally {
     await client.end();
   }

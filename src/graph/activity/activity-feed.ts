@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
-  selectActors, selectFeedPage, selectResources, type ActorRecord, type FeedEntryRecord, type FeedFilter, type FeedScopeRecord, type ResourceRecord,
+  selectActors,
+  selectFeedPage,
+  selectResources,
+  type ActorRecord,
+  type FeedEntryRecord,
+  type FeedFilter,
+  type FeedScopeRecord,
+  type ResourceRecord,
 } from '../../catalog/activity-feed.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { ACTIVITY_CATEGORIES, Id, Timestamp } from '../../kernel/formats.ts';
@@ -28,21 +35,30 @@ function agrees(resource: string | undefined, kind: 'database' | 'table', id: st
 const Resource = z.string().regex(/^(database|table):[0-9A-HJKMNP-TV-Z]{26}$/, 'must be database:<ID> or table:<ID>');
 
 /** Spec 4.11's parameters, named (the spec leaves them unnamed): shared by GraphQL arguments and the REST query. */
-export const ActivityQuery = z.strictObject({
-  databaseId: Id.optional(),
-  tableId: Id.optional(),
-  category: z.enum(ACTIVITY_CATEGORIES).optional(),
-  event: z.string().refine((event) => ACTIVITY_EVENTS.includes(event), 'must be an event kind of spec §6').optional(),
-  q: z.string().min(1).max(256).optional(),
-  resource: Resource.optional(),
-  cursor: z.string().min(1).max(200).optional(),
-  from: Timestamp.optional(),
-  to: Timestamp.optional(),
-  limit: PageLimit.optional(),
-}).refine((query) => !query.from || !query.to || query.from < query.to, { path: ['to'], message: 'must be after from' })
-  .refine((query) => agrees(query.resource, 'database', query.databaseId) && agrees(query.resource, 'table', query.tableId), {
-    path: ['resource'], message: 'names another database or table than databaseId / tableId',
-  });
+export const ActivityQuery = z
+  .strictObject({
+    databaseId: Id.optional(),
+    tableId: Id.optional(),
+    category: z.enum(ACTIVITY_CATEGORIES).optional(),
+    event: z
+      .string()
+      .refine((event) => ACTIVITY_EVENTS.includes(event), 'must be an event kind of spec §6')
+      .optional(),
+    q: z.string().min(1).max(256).optional(),
+    resource: Resource.optional(),
+    cursor: z.string().min(1).max(200).optional(),
+    from: Timestamp.optional(),
+    to: Timestamp.optional(),
+    limit: PageLimit.optional(),
+  })
+  .refine((query) => !query.from || !query.to || query.from < query.to, { path: ['to'], message: 'must be after from' })
+  .refine(
+    (query) => agrees(query.resource, 'database', query.databaseId) && agrees(query.resource, 'table', query.tableId),
+    {
+      path: ['resource'],
+      message: 'names another database or table than databaseId / tableId',
+    },
+  );
 export type ActivityQuery = z.infer<typeof ActivityQuery>;
 
 export const ActivityFilterQuery = z.strictObject({
@@ -54,15 +70,30 @@ export const ActivityFilterQuery = z.strictObject({
 type Named = { id: string; name: string; state: string };
 
 export type ActivityEntryShape = {
-  id: string; category: string; occurredAt: string; summary: string; event: string; status: string;
+  id: string;
+  category: string;
+  occurredAt: string;
+  summary: string;
+  event: string;
+  status: string;
   actor: { id: string; key: string; kind: string; name: string; avatarUrl: string };
-  database: Named | null; table: Named | null;
-  rowId: string | null; affectedRows: number | null; jobId: string | null; fileName: string | null; destination: string | null;
+  database: Named | null;
+  table: Named | null;
+  rowId: string | null;
+  affectedRows: number | null;
+  jobId: string | null;
+  fileName: string | null;
+  destination: string | null;
 };
 
 export type ActivityPageShape = {
-  data: ActivityEntryShape[]; asOf: string; startCursor: string; nextCursor: string | null; hasMore: boolean;
-  availableCategories: string[]; scope: { database: Named | null; table: Named | null };
+  data: ActivityEntryShape[];
+  asOf: string;
+  startCursor: string;
+  nextCursor: string | null;
+  hasMore: boolean;
+  availableCategories: string[];
+  scope: { database: Named | null; table: Named | null };
 };
 
 export type FilterOptionShape = { value: string; label: string; kind: string; avatarUrl: string; description: string };
@@ -72,7 +103,10 @@ const NamedRef = builder.objectRef<Named>('NamedResource').implement({
 });
 const ActivityActor = builder.objectRef<ActivityEntryShape['actor']>('ActivityActor').implement({
   fields: (t) => ({
-    id: t.exposeID('id'), key: t.exposeString('key'), kind: t.exposeString('kind'), name: t.exposeString('name'),
+    id: t.exposeID('id'),
+    key: t.exposeString('key'),
+    kind: t.exposeString('kind'),
+    name: t.exposeString('name'),
     avatarUrl: t.exposeString('avatarUrl'),
   }),
 });
@@ -116,13 +150,21 @@ const ActivityPage = builder.objectRef<ActivityPageShape>('ActivityPage').implem
 const FilterOption = builder.objectRef<FilterOptionShape>('ActivityFilterOption').implement({
   description: 'Spec 2.11.',
   fields: (t) => ({
-    value: t.exposeString('value'), label: t.exposeString('label'), kind: t.exposeString('kind'),
-    avatarUrl: t.exposeString('avatarUrl'), description: t.exposeString('description'),
+    value: t.exposeString('value'),
+    label: t.exposeString('label'),
+    kind: t.exposeString('kind'),
+    avatarUrl: t.exposeString('avatarUrl'),
+    description: t.exposeString('description'),
   }),
 });
-const FilterOptionPage = builder.objectRef<{ data: FilterOptionShape[]; hasMore: boolean }>('ActivityFilterOptionPage').implement({
-  fields: (t) => ({ data: t.field({ type: [FilterOption], resolve: (page) => page.data }), hasMore: t.exposeBoolean('hasMore') }),
-});
+const FilterOptionPage = builder
+  .objectRef<{ data: FilterOptionShape[]; hasMore: boolean }>('ActivityFilterOptionPage')
+  .implement({
+    fields: (t) => ({
+      data: t.field({ type: [FilterOption], resolve: (page) => page.data }),
+      hasMore: t.exposeBoolean('hasMore'),
+    }),
+  });
 
 /** The filters a feed cursor is bound to: everything but the cursor and the page size. */
 function filterOf(orgId: string, query: ActivityQuery): FeedFilter {
@@ -152,7 +194,9 @@ function scopeOf(filter: FeedFilter, found: Partial<FeedScopeRecord> | undefined
   if (filter.tableId && !found?.table_id) throw notFound('table');
   if (filter.databaseId && !found?.database_id) throw notFound('database');
   return {
-    database: found?.database_id ? { id: found.database_id, name: found.database_name!, state: found.database_state! } : null,
+    database: found?.database_id
+      ? { id: found.database_id, name: found.database_name!, state: found.database_state! }
+      : null,
     table: found?.table_id ? { id: found.table_id, name: found.table_name!, state: found.table_state! } : null,
   };
 }
@@ -183,27 +227,44 @@ async function feedPage(context: Context, orgId: string, query: ActivityQuery): 
   };
 }
 
-const spread = (statement: { sql: string; params: unknown[] }): [string, unknown[]] => [statement.sql, statement.params];
+const spread = (statement: { sql: string; params: unknown[] }): [string, unknown[]] => [
+  statement.sql,
+  statement.params,
+];
 
 function actorOption(record: ActorRecord): FilterOptionShape {
   const kind = record.actor_kind === 'team-key' ? 'Team key' : 'User';
   return {
-    value: record.actor_id, label: record.actor_name, kind: 'actor', avatarUrl: '',
+    value: record.actor_id,
+    label: record.actor_name,
+    kind: 'actor',
+    avatarUrl: '',
     description: record.actor_key ? `${kind} · key ${record.actor_key}` : kind,
   };
 }
 
 function resourceOption(record: ResourceRecord): FilterOptionShape {
   return {
-    value: `${record.kind}:${record.id}`, label: record.name, kind: record.kind, avatarUrl: '',
+    value: `${record.kind}:${record.id}`,
+    label: record.name,
+    kind: record.kind,
+    avatarUrl: '',
     description: record.kind === 'table' ? `Table in ${record.database_name ?? ''}` : 'Database',
   };
 }
 
 const queryArgs = builder.args((t) => ({
   orgId: t.id({ required: true, validate: Id }),
-  databaseId: t.id(), tableId: t.id(), category: t.string(), event: t.string(), q: t.string(), resource: t.string(),
-  cursor: t.string(), from: t.string(), to: t.string(), limit: t.int(),
+  databaseId: t.id(),
+  tableId: t.id(),
+  category: t.string(),
+  event: t.string(),
+  q: t.string(),
+  resource: t.string(),
+  cursor: t.string(),
+  from: t.string(),
+  to: t.string(),
+  limit: t.int(),
 }));
 
 /** GraphQL arguments through the same zod rules as the REST query (so /graphql gets the same 422s). */
@@ -223,17 +284,26 @@ builder.queryFields((t) => ({
   }),
   activityFilterOptions: t.field({
     type: FilterOptionPage,
-    description: 'Actors or resources in the org’s history matching `q` (endpoint 12); `hasMore` asks to narrow the search.',
-    args: { orgId: t.arg.id({ required: true, validate: Id }), type: t.arg.string({ required: true }), q: t.arg.string(), limit: t.arg.int() },
+    description:
+      'Actors or resources in the org’s history matching `q` (endpoint 12); `hasMore` asks to narrow the search.',
+    args: {
+      orgId: t.arg.id({ required: true, validate: Id }),
+      type: t.arg.string({ required: true }),
+      q: t.arg.string(),
+      limit: t.arg.int(),
+    },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'org:read' }),
     resolve: async (_root, args, context) => {
       const query = parsedQuery(ActivityFilterQuery, args);
       const limit = query.limit ?? FILTER_OPTIONS_PAGE_SIZE;
       const text = query.q === '' ? undefined : query.q;
       const orgId = String(args.orgId);
-      const options = query.type === 'actors'
-        ? (await dataPlane(context).query<ActorRecord>(...spread(selectActors(orgId, text, limit)))).map(actorOption)
-        : (await dataPlane(context).query<ResourceRecord>(...spread(selectResources(orgId, text, limit)))).map(resourceOption);
+      const options =
+        query.type === 'actors'
+          ? (await dataPlane(context).query<ActorRecord>(...spread(selectActors(orgId, text, limit)))).map(actorOption)
+          : (await dataPlane(context).query<ResourceRecord>(...spread(selectResources(orgId, text, limit)))).map(
+              resourceOption,
+            );
       return { data: options.slice(0, limit), hasMore: options.length > limit };
     },
   }),

@@ -7,12 +7,19 @@ import { MAX_CRON_LENGTH, nextRuns, parseCron } from '../../kernel/cron.ts';
 
 /** Spec 4.9 (endpoint 7): the next runs of a five-field cron schedule in an explicit timezone (rules: src/kernel/cron.ts). */
 export const PreviewBackupScheduleBody = z.strictObject({
-  cron: z.string().max(MAX_CRON_LENGTH).superRefine((cron, context) => {
-    if (cron.length > MAX_CRON_LENGTH) return;
-    const parsed = parseCron(cron);
-    if (!parsed.ok) for (const message of parsed.problems) context.addIssue({ code: 'custom', message });
-  }),
-  timezone: z.string().min(1).max(100).refine(isKnownTimezone, 'unknown timezone: use an IANA name such as Europe/Berlin, or UTC'),
+  cron: z
+    .string()
+    .max(MAX_CRON_LENGTH)
+    .superRefine((cron, context) => {
+      if (cron.length > MAX_CRON_LENGTH) return;
+      const parsed = parseCron(cron);
+      if (!parsed.ok) for (const message of parsed.problems) context.addIssue({ code: 'custom', message });
+    }),
+  timezone: z
+    .string()
+    .min(1)
+    .max(100)
+    .refine(isKnownTimezone, 'unknown timezone: use an IANA name such as Europe/Berlin, or UTC'),
 });
 
 interface BackupSchedulePreviewShape {
@@ -22,13 +29,20 @@ interface BackupSchedulePreviewShape {
 const BackupSchedulePreview = builder.objectRef<BackupSchedulePreviewShape>('BackupSchedulePreview').implement({
   description: 'The next runs of a backup schedule (spec 2.9).',
   fields: (t) => ({
-    nextRuns: t.field({ type: ['Timestamp'], description: 'The next three runs after now, ascending.', resolve: (preview) => preview.nextRuns }),
+    nextRuns: t.field({
+      type: ['Timestamp'],
+      description: 'The next three runs after now, ascending.',
+      resolve: (preview) => preview.nextRuns,
+    }),
   }),
 });
 
 const PreviewBackupScheduleInput = builder.inputType('PreviewBackupScheduleInput', {
   fields: (t) => ({
-    cron: t.string({ required: true, description: 'Five fields: minute hour day-of-month month day-of-week (Vixie cron).' }),
+    cron: t.string({
+      required: true,
+      description: 'Five fields: minute hour day-of-month month day-of-week (Vixie cron).',
+    }),
     timezone: t.string({ required: true, description: 'IANA time zone name, or UTC.' }),
   }),
   validate: PreviewBackupScheduleBody,
@@ -37,7 +51,8 @@ const PreviewBackupScheduleInput = builder.inputType('PreviewBackupScheduleInput
 builder.queryFields((t) => ({
   backupSchedulePreview: t.field({
     type: BackupSchedulePreview,
-    description: 'The next three runs of a cron schedule in a timezone, for a database’s backups. Reads nothing but the database’s existence.',
+    description:
+      'The next three runs of a cron schedule in a timezone, for a database’s backups. Reads nothing but the database’s existence.',
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
       databaseId: t.arg.id({ required: true, validate: Id }),

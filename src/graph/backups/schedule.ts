@@ -39,8 +39,12 @@ const ScheduleRef = builder.objectRef<{ cron: string; timezone: string }>('Backu
   fields: (t) => ({ cron: t.exposeString('cron'), timezone: t.exposeString('timezone') }),
 });
 const PolicyRef = builder.objectRef<BackupScheduleShape['policy']>('BackupPolicy').implement({
-  description: 'Retention: the newest `keepLast` backups are kept, and none older than `keepDays` (null: no such limit).',
-  fields: (t) => ({ keepLast: t.exposeInt('keepLast', { nullable: true }), keepDays: t.exposeInt('keepDays', { nullable: true }) }),
+  description:
+    'Retention: the newest `keepLast` backups are kept, and none older than `keepDays` (null: no such limit).',
+  fields: (t) => ({
+    keepLast: t.exposeInt('keepLast', { nullable: true }),
+    keepDays: t.exposeInt('keepDays', { nullable: true }),
+  }),
 });
 const BackupSchedule = builder.objectRef<BackupScheduleShape>('BackupSchedule').implement({
   description: 'A database’s backup schedule, retention policy, next three runs and last success.',
@@ -48,10 +52,17 @@ const BackupSchedule = builder.objectRef<BackupScheduleShape>('BackupSchedule').
     databaseId: t.exposeID('databaseId'),
     schedule: t.field({ type: ScheduleRef, nullable: true, resolve: (settings) => settings.schedule }),
     policy: t.field({ type: PolicyRef, resolve: (settings) => settings.policy }),
-    nextRuns: t.field({ type: ['Timestamp'], description: 'The next three runs; empty without a schedule.', resolve: (settings) => settings.nextRuns }),
+    nextRuns: t.field({
+      type: ['Timestamp'],
+      description: 'The next three runs; empty without a schedule.',
+      resolve: (settings) => settings.nextRuns,
+    }),
     lastSuccessAt: t.field({ type: 'Timestamp', nullable: true, resolve: (settings) => settings.lastSuccessAt }),
     overdueSince: t.field({ type: 'Timestamp', nullable: true, resolve: (settings) => settings.overdueSince }),
-    failedJobId: t.exposeID('failedJobId', { nullable: true, description: 'The failed backup job of an open `backup.failed` alert.' }),
+    failedJobId: t.exposeID('failedJobId', {
+      nullable: true,
+      description: 'The failed backup job of an open `backup.failed` alert.',
+    }),
     version: t.exposeString('version'),
   }),
 });
@@ -62,7 +73,10 @@ const SaveBackupScheduleInput = builder.inputType('SaveBackupScheduleInput', {
 });
 const BackupPolicyInput = builder.inputType('BackupPolicyInput', {
   fields: (t) => ({ keepLast: t.int(), keepDays: t.int() }),
-  validate: z.strictObject({ keepLast: z.number().int().min(1).max(10_000).nullish(), keepDays: z.number().int().min(1).max(36_500).nullish() }),
+  validate: z.strictObject({
+    keepLast: z.number().int().min(1).max(10_000).nullish(),
+    keepDays: z.number().int().min(1).max(36_500).nullish(),
+  }),
 });
 
 async function settingsOf(db: TransactionClient | Context['prisma'], databaseId: string): Promise<BackupScheduleShape> {
@@ -85,7 +99,13 @@ function actorColumns(caller: Caller) {
   return { actorId: actor.id, actorKind: actor.kind, actorKey: actor.key, actorName: actor.name };
 }
 
-async function updatePolicy(tx: TransactionClient, context: Context, orgId: string, databaseId: string, policy: z.infer<typeof BackupPolicyBody>): Promise<BackupScheduleShape> {
+async function updatePolicy(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  databaseId: string,
+  policy: z.infer<typeof BackupPolicyBody>,
+): Promise<BackupScheduleShape> {
   const caller = requireCaller(context);
   await requireDatabase(tx, orgId, databaseId);
   await tx.backupSettings.upsert({
@@ -97,20 +117,34 @@ async function updatePolicy(tx: TransactionClient, context: Context, orgId: stri
   await tx.$executeRaw`UPDATE public.backups SET expires_at = created_at + make_interval(secs => ${(policy.keepDays ?? context.config.BACKUP_TTL_DAYS) * 86_400})
                         WHERE database_id = ${databaseId}::bpchar AND pruned_at IS NULL`;
   await recordActivity(tx, caller, {
-    orgId, databaseId, category: 'backups', event: 'database.backup_policy.update',
+    orgId,
+    databaseId,
+    category: 'backups',
+    event: 'database.backup_policy.update',
     summary: `Backup retention: keep last ${policy.keepLast ?? 'any'}, at most ${policy.keepDays ?? 'any'} days`,
   });
   return settingsOf(tx, databaseId);
 }
 
-async function deleteSchedule(tx: TransactionClient, context: Context, orgId: string, databaseId: string): Promise<BackupScheduleShape> {
+async function deleteSchedule(
+  tx: TransactionClient,
+  context: Context,
+  orgId: string,
+  databaseId: string,
+): Promise<BackupScheduleShape> {
   await requireDatabase(tx, orgId, databaseId);
   const { count } = await tx.backupSettings.updateMany({
     where: { databaseId, cron: { not: null } },
     data: { cron: null, timezone: null, nextRunAt: null, overdueSince: null, version: { increment: 1 } },
   });
   if (count === 0) throw notFound('backup schedule');
-  await recordActivity(tx, requireCaller(context), { orgId, databaseId, category: 'backups', event: 'database.backup_schedule.delete', summary: 'Deleted the backup schedule' });
+  await recordActivity(tx, requireCaller(context), {
+    orgId,
+    databaseId,
+    category: 'backups',
+    event: 'database.backup_schedule.delete',
+    summary: 'Deleted the backup schedule',
+  });
   return settingsOf(tx, databaseId);
 }
 
@@ -122,9 +156,15 @@ function requireMinimumInterval(context: Context, cron: string, timezone: string
   const minutes = context.config.BACKUP_MIN_INTERVAL_MINUTES;
   const gap = shortestGap(cron, timezone, new Date());
   if (gap >= minutes * 60_000) return;
-  throw validationFailed([{
-    path: ['cron'], message: `runs ${Math.round(gap / 60_000)} minute(s) apart at the closest; backups may run at most once every ${minutes} minutes`,
-  }], `Backups may run at most once every ${minutes} minutes.`);
+  throw validationFailed(
+    [
+      {
+        path: ['cron'],
+        message: `runs ${Math.round(gap / 60_000)} minute(s) apart at the closest; backups may run at most once every ${minutes} minutes`,
+      },
+    ],
+    `Backups may run at most once every ${minutes} minutes.`,
+  );
 }
 
 /** The database a backup field addresses. */
@@ -132,7 +172,10 @@ const databaseArgs = builder.args((t) => ({
   orgId: t.id({ required: true, validate: Id }),
   databaseId: t.id({ required: true, validate: Id }),
 }));
-const adminOf = (orgId: unknown, oauth: 'backups:read' | 'backups:manage') => ({ org: { orgId: String(orgId), capability: 'admin' as const }, oauth });
+const adminOf = (orgId: unknown, oauth: 'backups:read' | 'backups:manage') => ({
+  org: { orgId: String(orgId), capability: 'admin' as const },
+  oauth,
+});
 
 builder.queryFields((t) => ({
   backupSchedule: t.field({
@@ -150,43 +193,68 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   saveBackupSchedule: t.field({
     type: JobHandle,
-    description: 'Sets the database’s backup schedule (job `saveBackupSchedule`, event `database.backup_schedule.update`); same grammar and DST rules as the preview.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...databaseArgs, input: t.arg({ type: SaveBackupScheduleInput, required: true }) },
+    description:
+      'Sets the database’s backup schedule (job `saveBackupSchedule`, event `database.backup_schedule.update`); same grammar and DST rules as the preview.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...databaseArgs,
+      input: t.arg({ type: SaveBackupScheduleInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => startScopes('saveBackupSchedule', orgId),
     resolve: (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       const body = SaveBackupScheduleBody.parse(args.input);
       requireMinimumInterval(context, body.cron, body.timezone);
-      return idempotent(context, { operation: 'saveBackupSchedule', key: args.idempotencyKey, input: { orgId, databaseId, ...body } }, async (tx) => {
-        await requireDatabase(tx, orgId, databaseId);
-        return enqueueJob(tx, requireCaller(context), {
-          kind: 'saveBackupSchedule', category: 'backups', orgId, databaseId, payload: body,
-          summary: `Queued the backup schedule "${body.cron}" (${body.timezone})`, queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
-        });
-      });
+      return idempotent(
+        context,
+        { operation: 'saveBackupSchedule', key: args.idempotencyKey, input: { orgId, databaseId, ...body } },
+        async (tx) => {
+          await requireDatabase(tx, orgId, databaseId);
+          return enqueueJob(tx, requireCaller(context), {
+            kind: 'saveBackupSchedule',
+            category: 'backups',
+            orgId,
+            databaseId,
+            payload: body,
+            summary: `Queued the backup schedule "${body.cron}" (${body.timezone})`,
+            queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
+          });
+        },
+      );
     },
   }),
   deleteBackupSchedule: t.field({
     type: BackupSchedule,
-    description: 'Stops scheduled backups of the database (event `database.backup_schedule.delete`); its backups and policy stay.',
+    description:
+      'Stops scheduled backups of the database (event `database.backup_schedule.delete`); its backups and policy stay.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...databaseArgs },
     authScopes: (_root, { orgId }) => adminOf(orgId, 'backups:manage'),
     resolve: (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
-      return idempotent(context, { operation: 'deleteBackupSchedule', key: args.idempotencyKey, input: { orgId, databaseId } }, (tx) =>
-        deleteSchedule(tx, context, orgId, databaseId));
+      return idempotent(
+        context,
+        { operation: 'deleteBackupSchedule', key: args.idempotencyKey, input: { orgId, databaseId } },
+        (tx) => deleteSchedule(tx, context, orgId, databaseId),
+      );
     },
   }),
   updateBackupPolicy: t.field({
     type: BackupSchedule,
     description: 'Sets the database’s backup retention (event `database.backup_policy.update`).',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...databaseArgs, input: t.arg({ type: BackupPolicyInput, required: true }) },
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...databaseArgs,
+      input: t.arg({ type: BackupPolicyInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => adminOf(orgId, 'backups:manage'),
     resolve: (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       const policy = { keepLast: args.input.keepLast ?? null, keepDays: args.input.keepDays ?? null };
-      return idempotent(context, { operation: 'updateBackupPolicy', key: args.idempotencyKey, input: { orgId, databaseId, ...policy } }, (tx) =>
-        updatePolicy(tx, context, orgId, databaseId, policy));
+      return idempotent(
+        context,
+        { operation: 'updateBackupPolicy', key: args.idempotencyKey, input: { orgId, databaseId, ...policy } },
+        (tx) => updatePolicy(tx, context, orgId, databaseId, policy),
+      );
     },
   }),
 }));

@@ -1,7 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  encodeChangeCursor, readChanges, readHead, type Change, type ChangePage,
-} from '../../catalog/changes.ts';
+import { encodeChangeCursor, readChanges, readHead, type Change, type ChangePage } from '../../catalog/changes.ts';
 import { ChangesQuery, RowChangesQuery } from '../../contracts/changes.ts';
 import type { ChangeSignal } from '../../db/listener.ts';
 import { Id } from '../../kernel/formats.ts';
@@ -23,9 +21,12 @@ const ChangeActor = builder.objectRef<Change['actor']>('ChangeActor').implement(
 });
 
 export const ChangeObject = builder.objectRef<Change>('Change').implement({
-  description: 'One committed change of a database: a row created, updated, deleted or restored, or a table or schema change.',
+  description:
+    'One committed change of a database: a row created, updated, deleted or restored, or a table or schema change.',
   fields: (t) => ({
-    cursor: t.exposeString('cursor', { description: 'Follow the feed from here (`after`), or resume a stream (`Last-Event-ID`).' }),
+    cursor: t.exposeString('cursor', {
+      description: 'Follow the feed from here (`after`), or resume a stream (`Last-Event-ID`).',
+    }),
     kind: t.exposeString('kind'),
     tableId: t.exposeID('tableId'),
     rowId: t.id({ nullable: true, resolve: (change) => change.rowId ?? null }),
@@ -56,16 +57,26 @@ function defined(args: Record<string, unknown>): Record<string, unknown> {
 }
 
 function reader(context: Context, databaseId: string, tableId: string | undefined) {
-  return (after: string | null, limit: number) => readChanges(dataPlane(context), {
-    databaseId, after, limit, tableIds: tableId ? [tableId] : null, retentionDays: context.config.CHANGE_RETENTION_DAYS,
-  });
+  return (after: string | null, limit: number) =>
+    readChanges(dataPlane(context), {
+      databaseId,
+      after,
+      limit,
+      tableIds: tableId ? [tableId] : null,
+      retentionDays: context.config.CHANGE_RETENTION_DAYS,
+    });
 }
 
 /**
  * A page; with `wait`, an empty page is held until a change commits or the wait ends. The signal listens before
  * the first read, so a change committed between the read and the wait still wakes it.
  */
-async function changesPage(context: Context, orgId: string, databaseId: string, query: ChangesQuery): Promise<ChangePage> {
+async function changesPage(
+  context: Context,
+  orgId: string,
+  databaseId: string,
+  query: ChangesQuery,
+): Promise<ChangePage> {
   await requireDatabase(context.prisma, orgId, databaseId);
   const read = reader(context, databaseId, query.tableId);
   if (query.wait === undefined) return read(query.after ?? null, query.limit);
@@ -92,7 +103,11 @@ async function changesPage(context: Context, orgId: string, databaseId: string, 
  * reading a page whenever the last is used up and waiting for NOTIFY when the feed has nothing newer. A hand-written
  * iterator, like `jobUpdated`'s: a generator waiting for the next change would not run its cleanup on disconnect.
  */
-function changeEvents(read: ReturnType<typeof reader>, start: string, signal: ChangeSignal): AsyncIterableIterator<Change> {
+function changeEvents(
+  read: ReturnType<typeof reader>,
+  start: string,
+  signal: ChangeSignal,
+): AsyncIterableIterator<Change> {
   let cursor = start;
   let buffer: Change[] = [];
   let finished = false;
@@ -128,20 +143,27 @@ function changeEvents(read: ReturnType<typeof reader>, start: string, signal: Ch
 }
 
 const listArgs = builder.args((t) => ({
-  orgId: t.id({ required: true, validate: Id }), databaseId: t.id({ required: true, validate: Id }), tableId: t.id(),
-  after: t.string(), limit: t.int(), wait: t.int(),
+  orgId: t.id({ required: true, validate: Id }),
+  databaseId: t.id({ required: true, validate: Id }),
+  tableId: t.id(),
+  after: t.string(),
+  limit: t.int(),
+  wait: t.int(),
 }));
 
 const streamArgs = builder.args((t) => ({
-  orgId: t.id({ required: true, validate: Id }), databaseId: t.id({ required: true, validate: Id }), tableId: t.id(),
+  orgId: t.id({ required: true, validate: Id }),
+  databaseId: t.id({ required: true, validate: Id }),
+  tableId: t.id(),
   after: t.string(),
 }));
 
 builder.queryFields((t) => ({
   databaseChanges: t.field({
     type: ChangePageObject,
-    description: 'The database’s changes after `after` (from the oldest retained without it), in commit order. '
-      + '`wait` (1-30 s) holds an empty page until a change commits.',
+    description:
+      'The database’s changes after `after` (from the oldest retained without it), in commit order. ' +
+      '`wait` (1-30 s) holds an empty page until a change commits.',
     args: listArgs,
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: (_root, args, context) => {
@@ -176,7 +198,8 @@ builder.subscriptionFields((t) => ({
       const signal = await context.changeSignals.subscribe(String(databaseId));
       try {
         // Reading the first page now turns a bad or expired cursor into an error answer, not a stream that fails.
-        const start = query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
+        const start =
+          query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
         await read(start, 1);
         return changeEvents(read, start, signal);
       } catch (error) {

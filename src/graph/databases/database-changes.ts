@@ -13,7 +13,14 @@ import type { Context } from '../server/context.ts';
 import { Database, nameTaken, ResourceName, toDatabaseShape, type DatabaseShape } from './databases.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
-import { purgeTime, run, schedulePurge, toTrashEntryShape, TrashEntry, type TrashEntryShape } from '../trash/entries.ts';
+import {
+  purgeTime,
+  run,
+  schedulePurge,
+  toTrashEntryShape,
+  TrashEntry,
+  type TrashEntryShape,
+} from '../trash/entries.ts';
 
 /** Renaming a database (`database.update`) and moving it to the trash (`database.delete`, issue 13). */
 export const UpdateDatabaseBody = z.strictObject({ expectedVersion: VersionString, name: ResourceName });
@@ -44,12 +51,27 @@ async function lockDatabase(tx: TransactionClient, orgId: string, databaseId: st
   return row;
 }
 
-async function renameDatabase(tx: TransactionClient, caller: Caller, orgId: string, databaseId: string, body: z.infer<typeof UpdateDatabaseBody>): Promise<DatabaseShape> {
+async function renameDatabase(
+  tx: TransactionClient,
+  caller: Caller,
+  orgId: string,
+  databaseId: string,
+  body: z.infer<typeof UpdateDatabaseBody>,
+): Promise<DatabaseShape> {
   const before = await lockDatabase(tx, orgId, databaseId, body.expectedVersion);
   try {
     await tx.$executeRaw`SAVEPOINT rename_database`;
-    const row = await tx.database.update({ where: { id: databaseId }, data: { name: body.name, version: { increment: 1 } } });
-    await recordActivity(tx, caller, { orgId, category: 'schema', event: 'database.update', summary: `Renamed database ${before.name} to ${body.name}`, databaseId });
+    const row = await tx.database.update({
+      where: { id: databaseId },
+      data: { name: body.name, version: { increment: 1 } },
+    });
+    await recordActivity(tx, caller, {
+      orgId,
+      category: 'schema',
+      event: 'database.update',
+      summary: `Renamed database ${before.name} to ${body.name}`,
+      databaseId,
+    });
     return toDatabaseShape(row);
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
@@ -58,22 +80,46 @@ async function renameDatabase(tx: TransactionClient, caller: Caller, orgId: stri
   }
 }
 
-async function trash(tx: TransactionClient, context: Context, caller: Caller, orgId: string, databaseId: string, expectedVersion: string): Promise<TrashEntryShape> {
+async function trash(
+  tx: TransactionClient,
+  context: Context,
+  caller: Caller,
+  orgId: string,
+  databaseId: string,
+  expectedVersion: string,
+): Promise<TrashEntryShape> {
   const { name } = await lockDatabase(tx, orgId, databaseId, expectedVersion);
   const purgeAfter = purgeTime(context);
   const purgeJobId = newId();
-  const [database, tables] = trashDatabase(databaseId, { actorId: caller.actorId, actorName: caller.name, purgeAfter, purgeJobId });
+  const [database, tables] = trashDatabase(databaseId, {
+    actorId: caller.actorId,
+    actorName: caller.name,
+    purgeAfter,
+    purgeJobId,
+  });
   await run(tx, database!);
   const trashedTables = await run(tx, tables!);
   await recordActivity(tx, caller, {
-    orgId, category: 'schema', event: 'database.delete', databaseId,
+    orgId,
+    category: 'schema',
+    event: 'database.delete',
+    databaseId,
     summary: `Moved database ${name} and its ${trashedTables.length} table(s) to the trash until ${purgeAfter.toISOString()}`,
   });
   await schedulePurge(tx, context, caller, { kind: 'database', orgId, databaseId, name }, purgeAfter, purgeJobId);
   const [row] = await tx.$queryRaw<{ version: bigint; deleted_at: Date }[]>(selectTrashedDatabase(databaseId));
   return toTrashEntryShape(orgId, {
-    kind: 'database', id: databaseId, name, databaseId: null, databaseName: null, version: row!.version.toString(),
-    deletedAt: row!.deleted_at, deletedById: caller.actorId, deletedByName: caller.name, purgeAfter, purgeJobId,
+    kind: 'database',
+    id: databaseId,
+    name,
+    databaseId: null,
+    databaseName: null,
+    version: row!.version.toString(),
+    deletedAt: row!.deleted_at,
+    deletedById: caller.actorId,
+    deletedByName: caller.name,
+    purgeAfter,
+    purgeJobId,
   });
 }
 
@@ -86,27 +132,41 @@ const databaseArgs = builder.args((t) => ({
 builder.mutationFields((t) => ({
   updateDatabase: t.field({
     type: Database,
-    description: 'Renames a database still at `expectedVersion` (event `database.update`). Needs schema-management authority.',
+    description:
+      'Renames a database still at `expectedVersion` (event `database.update`). Needs schema-management authority.',
     args: { ...databaseArgs, input: t.arg({ type: UpdateDatabaseInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'databases:manage' }),
+    authScopes: (_root, { orgId }) => ({
+      org: { orgId: String(orgId), capability: 'manage' },
+      oauth: 'databases:manage',
+    }),
     resolve: (_root, args, context) => {
       const body = UpdateDatabaseBody.parse(args.input);
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
-      return idempotent(context, { operation: 'updateDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...body } }, (tx) =>
-        renameDatabase(tx, requireCaller(context), orgId, databaseId, body));
+      return idempotent(
+        context,
+        { operation: 'updateDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...body } },
+        (tx) => renameDatabase(tx, requireCaller(context), orgId, databaseId, body),
+      );
     },
   }),
   deleteDatabase: t.field({
     type: TrashEntry,
-    description: 'Moves a database and its tables to the trash at once (event `database.delete`); the `deleteDatabase` job '
-      + 'purges it after TRASH_RETENTION_DAYS unless it is restored first.',
+    description:
+      'Moves a database and its tables to the trash at once (event `database.delete`); the `deleteDatabase` job ' +
+      'purges it after TRASH_RETENTION_DAYS unless it is restored first.',
     args: { ...databaseArgs, input: t.arg({ type: DeleteInput, required: true }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'databases:manage' }),
+    authScopes: (_root, { orgId }) => ({
+      org: { orgId: String(orgId), capability: 'manage' },
+      oauth: 'databases:manage',
+    }),
     resolve: (_root, args, context) => {
       const body = DeleteBody.parse(args.input);
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
-      return idempotent(context, { operation: 'deleteDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...body } }, (tx) =>
-        trash(tx, context, requireCaller(context), orgId, databaseId, body.expectedVersion));
+      return idempotent(
+        context,
+        { operation: 'deleteDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...body } },
+        (tx) => trash(tx, context, requireCaller(context), orgId, databaseId, body.expectedVersion),
+      );
     },
   }),
 }));

@@ -49,7 +49,15 @@ const CreateDatabaseInput = builder.inputType('CreateDatabaseInput', {
   validate: CreateDatabaseBody,
 });
 
-interface DatabaseRow { id: string; orgId: string; name: string; state: string; version: bigint; createdAt: Date; updatedAt: Date }
+interface DatabaseRow {
+  id: string;
+  orgId: string;
+  name: string;
+  state: string;
+  version: bigint;
+  createdAt: Date;
+  updatedAt: Date;
+}
 
 export function toDatabaseShape(row: DatabaseRow): DatabaseShape {
   return {
@@ -64,18 +72,33 @@ export function toDatabaseShape(row: DatabaseRow): DatabaseShape {
 }
 
 export function nameTaken(kind: string, name: string): DomainError {
-  return new DomainError('UNIQUE_CONFLICT', `A ${kind} named "${name}" already exists here; names are unique ignoring case.`, {
-    details: { resource: kind, fields: ['name'], name },
-  });
+  return new DomainError(
+    'UNIQUE_CONFLICT',
+    `A ${kind} named "${name}" already exists here; names are unique ignoring case.`,
+    {
+      details: { resource: kind, fields: ['name'], name },
+    },
+  );
 }
 
-async function createDatabase(tx: TransactionClient, caller: Caller, orgId: string, name: string): Promise<DatabaseShape> {
+async function createDatabase(
+  tx: TransactionClient,
+  caller: Caller,
+  orgId: string,
+  name: string,
+): Promise<DatabaseShape> {
   const id = newId();
   try {
     await tx.$executeRaw`SAVEPOINT create_database`;
     const row = await tx.database.create({ data: { id, orgId, name } });
     for (const statement of createDatabaseSchema(id)) await tx.$executeRawUnsafe(statement.sql, ...statement.params);
-    await recordActivity(tx, caller, { orgId, category: 'schema', event: 'database.create', summary: `Created database ${name}`, databaseId: id });
+    await recordActivity(tx, caller, {
+      orgId,
+      category: 'schema',
+      event: 'database.create',
+      summary: `Created database ${name}`,
+      databaseId: id,
+    });
     return toDatabaseShape(row);
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
@@ -106,7 +129,9 @@ builder.queryFields((t) => ({
     args: { orgId: t.arg.id({ required: true, validate: Id }), databaseId: t.arg.id({ required: true, validate: Id }) },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'databases:read' }),
     resolve: async (_root, { orgId, databaseId }, context) => {
-      const row = await context.prisma.database.findFirst({ where: { id: String(databaseId), orgId: String(orgId), state: 'active' } });
+      const row = await context.prisma.database.findFirst({
+        where: { id: String(databaseId), orgId: String(orgId), state: 'active' },
+      });
       if (!row) throw notFound('database');
       return toDatabaseShape(row);
     },
@@ -132,12 +157,17 @@ builder.mutationFields((t) => ({
       orgId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: CreateDatabaseInput, required: true }),
     },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'databases:manage' }),
+    authScopes: (_root, { orgId }) => ({
+      org: { orgId: String(orgId), capability: 'manage' },
+      oauth: 'databases:manage',
+    }),
     resolve: (_root, { idempotencyKey, orgId, input }, context) => {
       const body = CreateDatabaseBody.parse(input);
       const target = String(orgId);
-      return idempotent(context, { operation: 'createDatabase', key: idempotencyKey, input: { orgId: target, ...body } }, (tx) =>
-        createDatabase(tx, requireCaller(context), target, body.name),
+      return idempotent(
+        context,
+        { operation: 'createDatabase', key: idempotencyKey, input: { orgId: target, ...body } },
+        (tx) => createDatabase(tx, requireCaller(context), target, body.name),
       );
     },
   }),

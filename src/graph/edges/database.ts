@@ -9,11 +9,16 @@ import { edgePageArgs, pageArgsOf } from './page-args.ts';
 
 /** The orgs of a page of databases, in one statement. */
 function orgOf(context: Context, orgId: string): Promise<OrgShape> {
-  const loader = requestLoader<string, OrgShape>(context, 'orgsById', async (ids) => {
-    const rows = await context.prisma.org.findMany({ where: { id: { in: [...ids] } } });
-    const byId = new Map(rows.map((row) => [row.id, toOrgShape(row)]));
-    return ids.map((id) => byId.get(id) ?? notFound('organisation'));
-  }, (id) => id);
+  const loader = requestLoader<string, OrgShape>(
+    context,
+    'orgsById',
+    async (ids) => {
+      const rows = await context.prisma.org.findMany({ where: { id: { in: [...ids] } } });
+      const byId = new Map(rows.map((row) => [row.id, toOrgShape(row)]));
+      return ids.map((id) => byId.get(id) ?? notFound('organisation'));
+    },
+    (id) => id,
+  );
   return loader.load(orgId);
 }
 
@@ -29,7 +34,8 @@ builder.objectFields(Database, (t) => ({
   tables: t.field({
     type: TablePage,
     nullable: true,
-    description: 'The database’s tables, oldest first (as the `tables` query); pages of many databases are read together.',
+    description:
+      'The database’s tables, oldest first (as the `tables` query); pages of many databases are read together.',
     args: edgePageArgs,
     authScopes: (database) => ({ org: { orgId: database.orgId, capability: 'read' }, oauth: 'tables:read' }),
     resolve: (database, args, context) => pageOfTables(context, database.orgId, database.id, pageArgsOf(args)),

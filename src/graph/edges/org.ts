@@ -36,6 +36,7 @@ builder.objectFields(Org, (t) => ({
       kind: t.arg.string({ validate: JobKindFilter.optional() }),
     },
     authScopes: (org) => ({ org: { orgId: org.id, capability: 'read' }, oauth: 'jobs:read' }),
-    resolve: (org, args, context) => listJobs(context, org.id, { ...pageArgsOf(args), state: args.state ?? null, kind: args.kind ?? null }),
+    resolve: (org, args, context) =>
+      listJobs(context, org.id, { ...pageArgsOf(args), state: args.state ?? null, kind: args.kind ?? null }),
   }),
 }));

@@ -17,11 +17,17 @@ builder.objectFields(Row, (t) => ({
     args: edgePageArgs,
     authScopes: (row) => {
       const table = tableOfRowRead(row);
-      return table ? { org: { orgId: table.orgId, capability: 'read' }, oauth: 'history:read' } : { authenticated: true };
+      return table
+        ? { org: { orgId: table.orgId, capability: 'read' }, oauth: 'history:read' }
+        : { authenticated: true };
     },
     resolve: (row, args, context) => {
       const table = tableOfRowRead(row);
-      if (!table) throw new DomainError('BAD_REQUEST', 'History follows from rows that were read; for a row a mutation answered, use `rowHistory`.');
+      if (!table)
+        throw new DomainError(
+          'BAD_REQUEST',
+          'History follows from rows that were read; for a row a mutation answered, use `rowHistory`.',
+        );
       return readHistoryPage(context, table, row.id, pageArgsOf(args));
     },
   }),

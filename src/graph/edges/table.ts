@@ -10,7 +10,13 @@ import { readRowPage, RowOrderInput, RowPage } from '../rows/row-pages.ts';
 import { aggregateTable, AggregatePage, AggregateRowsInput } from '../rows/row-aggregate.ts';
 import { AggregateRowsBody } from '../../contracts/rows-aggregate.ts';
 import { SearchText } from '../../contracts/rows-search.ts';
-import { ForeignKey, schemaOfTable, TableSchemaObject, toTableSchemaShape, UniqueRule } from '../tables/schema-endpoint.ts';
+import {
+  ForeignKey,
+  schemaOfTable,
+  TableSchemaObject,
+  toTableSchemaShape,
+  UniqueRule,
+} from '../tables/schema-endpoint.ts';
 import { Table, type TableShape } from '../tables/tables.ts';
 import { pageOfViews, SavedViewPage } from '../views/operations.ts';
 import { edgePageArgs, pageArgsOf } from './page-args.ts';
@@ -20,20 +26,33 @@ import { edgePageArgs, pageArgsOf } from './page-args.ts';
  * org, and reads the table's definition at the version the parent was read at, batched across a page of tables.
  */
 function versionOf(table: TableShape): TableVersion {
-  return { id: table.id, orgId: table.orgId, databaseId: table.databaseId, schemaVersion: table.schemaVersion, indexVersion: table.indexVersion };
+  return {
+    id: table.id,
+    orgId: table.orgId,
+    databaseId: table.databaseId,
+    schemaVersion: table.schemaVersion,
+    indexVersion: table.indexVersion,
+  };
 }
 
 function databaseOf(context: Context, table: TableShape): Promise<DatabaseShape> {
-  const loader = requestLoader<string, DatabaseShape>(context, 'databasesById', async (ids) => {
-    const rows = await context.prisma.database.findMany({ where: { id: { in: [...ids] }, state: 'active' } });
-    const byId = new Map(rows.map((row) => [row.id, toDatabaseShape(row)]));
-    return ids.map((id) => byId.get(id) ?? notFound('database'));
-  }, (id) => id);
+  const loader = requestLoader<string, DatabaseShape>(
+    context,
+    'databasesById',
+    async (ids) => {
+      const rows = await context.prisma.database.findMany({ where: { id: { in: [...ids] }, state: 'active' } });
+      const byId = new Map(rows.map((row) => [row.id, toDatabaseShape(row)]));
+      return ids.map((id) => byId.get(id) ?? notFound('database'));
+    },
+    (id) => id,
+  );
   return loader.load(table.databaseId);
 }
 
-const readsTable = (table: TableShape, scope: 'databases:read' | 'schema:read' | 'rows:read') =>
-  ({ org: { orgId: table.orgId, capability: 'read' as const }, oauth: scope });
+const readsTable = (table: TableShape, scope: 'databases:read' | 'schema:read' | 'rows:read') => ({
+  org: { orgId: table.orgId, capability: 'read' as const },
+  oauth: scope,
+});
 
 builder.objectFields(Table, (t) => ({
   database: t.field({
@@ -54,14 +73,16 @@ builder.objectFields(Table, (t) => ({
     type: [UniqueRule],
     nullable: true,
     authScopes: (table) => readsTable(table, 'schema:read'),
-    resolve: async (table, _args, context) => toTableSchemaShape(await schemaOfTable(context, versionOf(table))).uniqueRules,
+    resolve: async (table, _args, context) =>
+      toTableSchemaShape(await schemaOfTable(context, versionOf(table))).uniqueRules,
   }),
   foreignKeys: t.field({
     type: [ForeignKey],
     nullable: true,
     description: 'Foreign keys from this table (as the `foreignKeys` query).',
     authScopes: (table) => readsTable(table, 'schema:read'),
-    resolve: async (table, _args, context) => toTableSchemaShape(await schemaOfTable(context, versionOf(table))).foreignKeys,
+    resolve: async (table, _args, context) =>
+      toTableSchemaShape(await schemaOfTable(context, versionOf(table))).foreignKeys,
   }),
   views: t.field({
     type: SavedViewPage,
@@ -70,15 +91,20 @@ builder.objectFields(Table, (t) => ({
     args: edgePageArgs,
     authScopes: (table) => readsTable(table, 'rows:read'),
     resolve: async (table, args, context) => {
-      const scope = { caller: requireCaller(context), authority: requireOrg(context, table.orgId), schema: await schemaOfTable(context, versionOf(table)) };
+      const scope = {
+        caller: requireCaller(context),
+        authority: requireOrg(context, table.orgId),
+        schema: await schemaOfTable(context, versionOf(table)),
+      };
       return pageOfViews(context, scope, pageArgsOf(args));
     },
   }),
   rows: t.field({
     type: RowPage,
     nullable: true,
-    description: 'Rows matching `where` in `orderBy` order, optionally through a saved view: the `rows` query’s filters, '
-      + 'budgets, view rules and cursors. Each table’s page is one statement on its own table.',
+    description:
+      'Rows matching `where` in `orderBy` order, optionally through a saved view: the `rows` query’s filters, ' +
+      'budgets, view rules and cursors. Each table’s page is one statement on its own table.',
     args: {
       ...edgePageArgs,
       viewId: t.arg.id({ validate: Id.optional() }),
@@ -87,9 +113,14 @@ builder.objectFields(Table, (t) => ({
       search: t.arg.string({ validate: SearchText.optional() }),
     },
     authScopes: (table) => readsTable(table, 'rows:read'),
-    resolve: async (table, args, context) => readRowPage(context, await schemaOfTable(context, versionOf(table)), {
-      ...pageArgsOf(args), viewId: args.viewId, where: args.where, orderBy: args.orderBy, search: args.search,
-    }),
+    resolve: async (table, args, context) =>
+      readRowPage(context, await schemaOfTable(context, versionOf(table)), {
+        ...pageArgsOf(args),
+        viewId: args.viewId,
+        where: args.where,
+        orderBy: args.orderBy,
+        search: args.search,
+      }),
   }),
   aggregate: t.field({
     type: AggregatePage,

@@ -10,11 +10,19 @@ import { SavedView, type SavedViewShape } from '../views/views.ts';
  * org. The tables of a page of views are one read.
  */
 function tableOf(context: Context, view: SavedViewShape): Promise<TableShape> {
-  const loader = requestLoader<string, TableShape>(context, 'tablesById', async (ids) => {
-    const rows = await context.prisma.dataTable.findMany({ where: { id: { in: [...ids] }, state: 'active' }, include: withFields });
-    const byId = new Map(rows.map((row) => [row.id, toTableShape(row)]));
-    return ids.map((id) => byId.get(id) ?? notFound('table'));
-  }, (id) => id);
+  const loader = requestLoader<string, TableShape>(
+    context,
+    'tablesById',
+    async (ids) => {
+      const rows = await context.prisma.dataTable.findMany({
+        where: { id: { in: [...ids] }, state: 'active' },
+        include: withFields,
+      });
+      const byId = new Map(rows.map((row) => [row.id, toTableShape(row)]));
+      return ids.map((id) => byId.get(id) ?? notFound('table'));
+    },
+    (id) => id,
+  );
   return loader.load(view.tableId);
 }
 

@@ -25,27 +25,54 @@ import { viewLens, type ViewLens } from '../views/views.ts';
  * archive. The request is checked and resolved here (fields, filter, the view's definition as of now) and the job
  * (src/jobs/kinds/export-*.ts) reads one snapshot and produces the downloadable artifact.
  */
-const ExportFileName = z.string().min(1).max(128)
+const ExportFileName = z
+  .string()
+  .min(1)
+  .max(128)
   .refine((name) => name.trim() === name, 'must not start or end with whitespace')
-  .refine((name) => !/[\u0000-\u001f\u007f/\\]/.test(name), 'must be a file name without control characters or path separators')
+  .refine(
+    (name) => !/[\u0000-\u001f\u007f/\\]/.test(name),
+    'must be a file name without control characters or path separators',
+  )
   .refine((name) => !BIDI_CONTROLS.test(name), BIDI_CONTROL_MESSAGE);
 
 export const ExportRowsBody = z.strictObject({
   format: z.enum(['csv', 'jsonl', 'xlsx']),
-  viewId: Id.optional().describe('Export what this saved view shows: its filter (and `where`), its order unless `orderBy` is given, its column order and hidden columns.'),
+  viewId: Id.optional().describe(
+    'Export what this saved view shows: its filter (and `where`), its order unless `orderBy` is given, its column order and hidden columns.',
+  ),
   where: z.unknown().optional().describe('A filter expression (spec 2.4).'),
   orderBy: OrderBy.optional(),
-  fieldIds: z.array(z.string().min(1).max(64)).min(1).max(500).optional().describe('The exported fields (ids or names), in this column order; default: every field (through a view: its visible columns).'),
+  fieldIds: z
+    .array(z.string().min(1).max(64))
+    .min(1)
+    .max(500)
+    .optional()
+    .describe(
+      'The exported fields (ids or names), in this column order; default: every field (through a view: its visible columns).',
+    ),
   fieldNames: z.boolean().optional().describe('JSONL: key `values` by field name instead of field id.'),
-  escapeFormulas: z.boolean().optional().describe('CSV: prefix with `\'` every text cell (and header) that begins with =, +, -, @, a tab or a carriage return, so a spreadsheet does not run it as a formula (default true); false exports the raw values, for programs.'),
-  fileName: ExportFileName.optional().describe('The artifact’s file name (default: the table’s name and the format’s extension).'),
+  escapeFormulas: z
+    .boolean()
+    .optional()
+    .describe(
+      "CSV: prefix with `'` every text cell (and header) that begins with =, +, -, @, a tab or a carriage return, so a spreadsheet does not run it as a formula (default true); false exports the raw values, for programs.",
+    ),
+  fileName: ExportFileName.optional().describe(
+    'The artifact’s file name (default: the table’s name and the format’s extension).',
+  ),
 });
 type ExportRowsBody = z.infer<typeof ExportRowsBody>;
 
 export const ExportDatabaseBody = z.strictObject({
   format: z.enum(['csv', 'jsonl']),
   fileName: ExportFileName.optional().describe('The archive’s file name (default: the database’s name with `.zip`).'),
-  escapeFormulas: z.boolean().optional().describe('CSV: prefix with `\'` every text cell (and header) that begins with =, +, -, @, a tab or a carriage return, so a spreadsheet does not run it as a formula (default true); false exports the raw values, for programs.'),
+  escapeFormulas: z
+    .boolean()
+    .optional()
+    .describe(
+      "CSV: prefix with `'` every text cell (and header) that begins with =, +, -, @, a tab or a carriage return, so a spreadsheet does not run it as a formula (default true); false exports the raw values, for programs.",
+    ),
 });
 type ExportDatabaseBody = z.infer<typeof ExportDatabaseBody>;
 
@@ -78,7 +105,12 @@ const ExportDatabaseInput = builder.inputType('ExportDatabaseInput', {
 
 /** A user's name made into a safe default file name (the same rule as ExportFileName). */
 function defaultFileName(name: string, extension: string): string {
-  const safe = name.replace(/[\u0000-\u001f\u007f/\\]/g, '_').replace(BIDI_CONTROLS_GLOBAL, '').trim().slice(0, 120) || 'export';
+  const safe =
+    name
+      .replace(/[\u0000-\u001f\u007f/\\]/g, '_')
+      .replace(BIDI_CONTROLS_GLOBAL, '')
+      .trim()
+      .slice(0, 120) || 'export';
   return `${safe}.${extension}`;
 }
 
@@ -90,7 +122,8 @@ function columnsOf(schema: TableSchema, body: ExportRowsBody, lens: ViewLens | n
     const fields = body.fieldIds.map((reference, index) => {
       const field = resolveField(schema.fields, reference);
       if (!field) problems.push({ path: ['fieldIds', index], message: 'is not a field of this table' });
-      else if (seen.has(field.id)) problems.push({ path: ['fieldIds', index], message: 'names a field twice', fieldId: field.id });
+      else if (seen.has(field.id))
+        problems.push({ path: ['fieldIds', index], message: 'names a field twice', fieldId: field.id });
       if (field) seen.add(field.id);
       return field!;
     });
@@ -98,7 +131,9 @@ function columnsOf(schema: TableSchema, body: ExportRowsBody, lens: ViewLens | n
     return fields;
   }
   if (!lens) return schema.fields;
-  const ordered = lens.columnOrder.map((id) => schema.fieldsById.get(id)).filter((field): field is FieldDefinition => field !== undefined);
+  const ordered = lens.columnOrder
+    .map((id) => schema.fieldsById.get(id))
+    .filter((field): field is FieldDefinition => field !== undefined);
   const rest = schema.fields.filter((field) => !lens.columnOrder.includes(field.id));
   return [...ordered, ...rest].filter((field) => !lens.hidden.has(field.id));
 }
@@ -109,7 +144,11 @@ async function planExport(context: Context, address: TableAddress, body: ExportR
   const asked = checkRowQuery(schema, body.where, body.orderBy);
   const query = lens ? throughView(lens, asked) : asked;
   const overBudget = query.where ? filterBudgetProblems(query.where, schema.fields) : [];
-  if (overBudget.length) throw validationFailed(overBudget.map((problem) => ({ ...problem, path: ['where', ...problem.path] })), 'The filter is over its cost budget; simplify it.');
+  if (overBudget.length)
+    throw validationFailed(
+      overBudget.map((problem) => ({ ...problem, path: ['where', ...problem.path] })),
+      'The filter is over its cost budget; simplify it.',
+    );
   const table = await context.prisma.dataTable.findUnique({ where: { id: address.tableId }, select: { name: true } });
   if (!table) throw notFound('table');
   const payload = {
@@ -119,7 +158,10 @@ async function planExport(context: Context, address: TableAddress, body: ExportR
     fileName: body.fileName ?? defaultFileName(table.name, body.format),
     fieldIds: columnsOf(schema, body, lens).map((field) => field.id),
     where: query.where ?? null,
-    orderBy: query.orderBy.map((item) => ({ fieldId: resolveField(schema.fields, item.field)!.id, direction: item.direction })),
+    orderBy: query.orderBy.map((item) => ({
+      fieldId: resolveField(schema.fields, item.field)!.id,
+      direction: item.direction,
+    })),
     fieldNames: body.fieldNames ?? false,
     viewId: body.viewId ?? null,
     escapeFormulas: body.escapeFormulas ?? true,
@@ -127,20 +169,45 @@ async function planExport(context: Context, address: TableAddress, body: ExportR
   return { ...payload, reads: readsOf(schema.fields, payload) };
 }
 
-function enqueueExport(tx: TransactionClient, context: Context, caller: Caller, payload: ExportRowsPayload): Promise<JobHandleShape> {
+function enqueueExport(
+  tx: TransactionClient,
+  context: Context,
+  caller: Caller,
+  payload: ExportRowsPayload,
+): Promise<JobHandleShape> {
   const kind = payload.viewId ? 'exportView' : 'exportRows';
   return enqueueJob(tx, caller, {
-    kind, category: 'exports', orgId: payload.orgId, databaseId: payload.databaseId, tableId: payload.tableId, payload,
-    fileName: payload.fileName, summary: `Queued an export of ${payload.fileName}`, queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
+    kind,
+    category: 'exports',
+    orgId: payload.orgId,
+    databaseId: payload.databaseId,
+    tableId: payload.tableId,
+    payload,
+    fileName: payload.fileName,
+    summary: `Queued an export of ${payload.fileName}`,
+    queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
   });
 }
 
 /** `viewsOf`: whose personal views the archive holds besides the shared ones (a team key has none). */
-async function planDatabaseExport(context: Context, caller: Caller, orgId: string, databaseId: string, body: ExportDatabaseBody): Promise<ExportDatabasePayload> {
-  const database = await context.prisma.database.findFirst({ where: { id: databaseId, orgId, state: 'active' }, select: { name: true } });
+async function planDatabaseExport(
+  context: Context,
+  caller: Caller,
+  orgId: string,
+  databaseId: string,
+  body: ExportDatabaseBody,
+): Promise<ExportDatabasePayload> {
+  const database = await context.prisma.database.findFirst({
+    where: { id: databaseId, orgId, state: 'active' },
+    select: { name: true },
+  });
   if (!database) throw notFound('database');
   return {
-    orgId, databaseId, format: body.format, fileName: body.fileName ?? defaultFileName(database.name, 'zip'), viewsOf: caller.userId,
+    orgId,
+    databaseId,
+    format: body.format,
+    fileName: body.fileName ?? defaultFileName(database.name, 'zip'),
+    viewsOf: caller.userId,
     escapeFormulas: body.escapeFormulas ?? true,
   };
 }
@@ -148,19 +215,28 @@ async function planDatabaseExport(context: Context, caller: Caller, orgId: strin
 builder.mutationFields((t) => ({
   exportRows: t.field({
     type: JobHandle,
-    description: 'Exports a table’s rows (or a saved view’s) to one CSV, JSONL or XLSX file: a job (`exportRows`, `exportView` with a view) whose artifact is the file.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: ExportRowsInput, required: true }) },
+    description:
+      'Exports a table’s rows (or a saved view’s) to one CSV, JSONL or XLSX file: a job (`exportRows`, `exportView` with a view) whose artifact is the file.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      input: t.arg({ type: ExportRowsInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => startScopes('exportRows', orgId),
     resolve: async (_root, args, context) => {
       const body = ExportRowsBody.parse(args.input);
       const address = addressOf(args);
-      return idempotent(context, { operation: 'exportRows', key: args.idempotencyKey, input: { ...address, ...body } }, async (tx) =>
-        enqueueExport(tx, context, requireCaller(context), await planExport(context, address, body)));
+      return idempotent(
+        context,
+        { operation: 'exportRows', key: args.idempotencyKey, input: { ...address, ...body } },
+        async (tx) => enqueueExport(tx, context, requireCaller(context), await planExport(context, address, body)),
+      );
     },
   }),
   exportDatabase: t.field({
     type: JobHandle,
-    description: 'Exports a whole database to one ZIP archive (`schema.json` and one CSV or JSONL file per table): an `exportDatabase` job.',
+    description:
+      'Exports a whole database to one ZIP archive (`schema.json` and one CSV or JSONL file per table): an `exportDatabase` job.',
     args: {
       idempotencyKey: t.arg.string({ required: true }),
       orgId: t.arg.id({ required: true, validate: Id }),
@@ -171,14 +247,24 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, context) => {
       const body = ExportDatabaseBody.parse(args.input);
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
-      return idempotent(context, { operation: 'exportDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...body } }, async (tx) => {
-        const caller = requireCaller(context);
-        const payload = await planDatabaseExport(context, caller, orgId, databaseId, body);
-        return enqueueJob(tx, caller, {
-          kind: 'exportDatabase', category: 'exports', orgId, databaseId, payload, fileName: payload.fileName,
-          summary: `Queued an export of ${payload.fileName}`, queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
-        });
-      });
+      return idempotent(
+        context,
+        { operation: 'exportDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...body } },
+        async (tx) => {
+          const caller = requireCaller(context);
+          const payload = await planDatabaseExport(context, caller, orgId, databaseId, body);
+          return enqueueJob(tx, caller, {
+            kind: 'exportDatabase',
+            category: 'exports',
+            orgId,
+            databaseId,
+            payload,
+            fileName: payload.fileName,
+            summary: `Queued an export of ${payload.fileName}`,
+            queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
+          });
+        },
+      );
     },
   }),
 }));

@@ -38,7 +38,11 @@ export const INVITATION_STATES = ['pending', 'accepted', 'cancelled', 'expired']
 export const InvitationToken = z.string().regex(/^wdsi_[A-Za-z0-9_-]{43}$/, 'must be an invitation token');
 export const CreateInvitationBody = z.strictObject({ email: Email, role: z.enum(ROLES) });
 /** With a personal credential: `{token}`. Without one, a new user signs up: `{token, name, password}`. */
-export const AcceptInvitationBody = z.strictObject({ token: InvitationToken, name: MemberName.optional(), password: Password.optional() });
+export const AcceptInvitationBody = z.strictObject({
+  token: InvitationToken,
+  name: MemberName.optional(),
+  password: Password.optional(),
+});
 
 const Invitation = builder.objectRef<InvitationShape>('Invitation').implement({
   description: 'An invitation to join an organisation with a role. Its token is shown once, when it is created.',
@@ -57,13 +61,16 @@ const Invitation = builder.objectRef<InvitationShape>('Invitation').implement({
 
 const InvitationPage = pageRef('InvitationPage', Invitation, 'A page of invitations, newest first.');
 
-const CreatedInvitation = builder.objectRef<{ invitation: InvitationShape; token: string | null }>('CreatedInvitation').implement({
-  description: 'A new invitation and its one-time token (null when an Idempotency-Key replays the creation, or when the delivery hook carried it).',
-  fields: (t) => ({
-    invitation: t.field({ type: Invitation, resolve: (created) => created.invitation }),
-    token: t.string({ nullable: true, resolve: (created) => created.token }),
-  }),
-});
+const CreatedInvitation = builder
+  .objectRef<{ invitation: InvitationShape; token: string | null }>('CreatedInvitation')
+  .implement({
+    description:
+      'A new invitation and its one-time token (null when an Idempotency-Key replays the creation, or when the delivery hook carried it).',
+    fields: (t) => ({
+      invitation: t.field({ type: Invitation, resolve: (created) => created.invitation }),
+      token: t.string({ nullable: true, resolve: (created) => created.token }),
+    }),
+  });
 
 const CreateInvitationInput = builder.inputType('CreateInvitationInput', {
   fields: (t) => ({ email: t.string({ required: true }), role: t.string({ required: true }) }),
@@ -71,13 +78,24 @@ const CreateInvitationInput = builder.inputType('CreateInvitationInput', {
 });
 
 const AcceptInvitationInput = builder.inputType('AcceptInvitationInput', {
-  fields: (t) => ({ token: t.string({ required: true }), name: t.string({ required: false }), password: t.string({ required: false }) }),
+  fields: (t) => ({
+    token: t.string({ required: true }),
+    name: t.string({ required: false }),
+    password: t.string({ required: false }),
+  }),
   validate: AcceptInvitationBody,
 });
 
 interface InvitationRow {
-  id: string; orgId: string; email: string; role: Role; invitedByUserId: string; createdAt: Date; expiresAt: Date;
-  acceptedAt: Date | null; cancelledAt: Date | null;
+  id: string;
+  orgId: string;
+  email: string;
+  role: Role;
+  invitedByUserId: string;
+  createdAt: Date;
+  expiresAt: Date;
+  acceptedAt: Date | null;
+  cancelledAt: Date | null;
 }
 
 function stateOf(row: InvitationRow, now = Date.now()): (typeof INVITATION_STATES)[number] {
@@ -103,28 +121,45 @@ function toInvitationShape(row: InvitationRow): InvitationShape {
 const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
 
 function alreadyMember(email: string): DomainError {
-  return new DomainError('UNIQUE_CONFLICT', `${email} is already a member of this organisation.`, { details: { resource: 'member', fields: ['email'] } });
+  return new DomainError('UNIQUE_CONFLICT', `${email} is already a member of this organisation.`, {
+    details: { resource: 'member', fields: ['email'] },
+  });
 }
 
-async function createInvitation(context: Context, tx: TransactionClient, orgId: string, body: z.infer<typeof CreateInvitationBody>) {
+async function createInvitation(
+  context: Context,
+  tx: TransactionClient,
+  orgId: string,
+  body: z.infer<typeof CreateInvitationBody>,
+) {
   const member = await tx.member.findFirst({ where: { orgId, user: { email: body.email } }, select: { id: true } });
   if (member) throw alreadyMember(body.email);
   // An expired invitation no longer blocks a new one for the same address.
-  await tx.invitation.updateMany({ where: { orgId, email: body.email, acceptedAt: null, cancelledAt: null, expiresAt: { lte: new Date() } }, data: { cancelledAt: new Date() } });
+  await tx.invitation.updateMany({
+    where: { orgId, email: body.email, acceptedAt: null, cancelledAt: null, expiresAt: { lte: new Date() } },
+    data: { cancelledAt: new Date() },
+  });
   const token = `wdsi_${randomBytes(32).toString('base64url')}`;
   let row: InvitationRow;
   try {
     await tx.$executeRaw`SAVEPOINT create_invitation`;
     row = await tx.invitation.create({
       data: {
-        id: newId(), orgId, email: body.email, role: body.role, tokenHash: tokenHash(token), invitedByUserId: requirePersonalIdentity(context).userId,
+        id: newId(),
+        orgId,
+        email: body.email,
+        role: body.role,
+        tokenHash: tokenHash(token),
+        invitedByUserId: requirePersonalIdentity(context).userId,
         expiresAt: new Date(Date.now() + context.config.INVITATION_TTL_HOURS * 3_600_000),
       },
     });
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     await tx.$executeRaw`ROLLBACK TO SAVEPOINT create_invitation`;
-    throw new DomainError('UNIQUE_CONFLICT', `${body.email} already has a pending invitation; cancel it first.`, { details: { resource: 'invitation', fields: ['email'] } });
+    throw new DomainError('UNIQUE_CONFLICT', `${body.email} already has a pending invitation; cancel it first.`, {
+      details: { resource: 'invitation', fields: ['email'] },
+    });
   }
   const invitation = toInvitationShape(row);
   if (deliveryConfigured(context.config)) await deliverInvitation(context, tx, invitation, token);
@@ -132,11 +167,23 @@ async function createInvitation(context: Context, tx: TransactionClient, orgId: 
 }
 
 /** Runs inside the creating transaction: a failed delivery (502) rolls the invitation back. */
-async function deliverInvitation(context: Context, tx: TransactionClient, invitation: InvitationShape, token: string): Promise<void> {
+async function deliverInvitation(
+  context: Context,
+  tx: TransactionClient,
+  invitation: InvitationShape,
+  token: string,
+): Promise<void> {
   const org = await tx.org.findUniqueOrThrow({ where: { id: invitation.orgId }, select: { name: true } });
   await deliver(context.config, {
-    kind: 'invitation', email: invitation.email, token, expiresAt: invitation.expiresAt, invitationId: invitation.id,
-    orgId: invitation.orgId, orgName: org.name, role: invitation.role, invitedByUserId: invitation.invitedByUserId,
+    kind: 'invitation',
+    email: invitation.email,
+    token,
+    expiresAt: invitation.expiresAt,
+    invitationId: invitation.id,
+    orgId: invitation.orgId,
+    orgName: org.name,
+    role: invitation.role,
+    invitedByUserId: invitation.invitedByUserId,
   });
 }
 
@@ -149,7 +196,12 @@ async function openInvitation(tx: TransactionClient, token: string): Promise<Inv
   return row;
 }
 
-async function joiningUser(context: Context, tx: TransactionClient, invitation: InvitationRow, signUp: { name?: string | undefined; passwordHash?: string | undefined }): Promise<string> {
+async function joiningUser(
+  context: Context,
+  tx: TransactionClient,
+  invitation: InvitationRow,
+  signUp: { name?: string | undefined; passwordHash?: string | undefined },
+): Promise<string> {
   if (context.caller) {
     const { userId } = requirePersonalIdentity(context);
     const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { email: true } });
@@ -159,23 +211,54 @@ async function joiningUser(context: Context, tx: TransactionClient, invitation: 
     return userId;
   }
   if (!signUp.name || !signUp.passwordHash) {
-    throw new DomainError('VALIDATION_FAILED', 'Without a credential, accepting creates your account: give name and password.', {
-      details: { problems: [{ path: ['name'], message: 'required without a credential' }, { path: ['password'], message: 'required without a credential' }] },
-    });
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'Without a credential, accepting creates your account: give name and password.',
+      {
+        details: {
+          problems: [
+            { path: ['name'], message: 'required without a credential' },
+            { path: ['password'], message: 'required without a credential' },
+          ],
+        },
+      },
+    );
   }
   if (await tx.user.findUnique({ where: { email: invitation.email }, select: { id: true } })) {
-    throw new DomainError('UNIQUE_CONFLICT', 'An account with this e-mail address exists: log in, then accept.', { details: { resource: 'user', fields: ['email'] } });
+    throw new DomainError('UNIQUE_CONFLICT', 'An account with this e-mail address exists: log in, then accept.', {
+      details: { resource: 'user', fields: ['email'] },
+    });
   }
   // Unverified: the token went back to the inviter, so accepting proves nothing about the mailbox (issue 19).
-  const { id } = await tx.user.create({ data: { id: newId(), email: invitation.email, name: signUp.name, passwordHash: signUp.passwordHash, verified: false }, select: { id: true } });
+  const { id } = await tx.user.create({
+    data: {
+      id: newId(),
+      email: invitation.email,
+      name: signUp.name,
+      passwordHash: signUp.passwordHash,
+      verified: false,
+    },
+    select: { id: true },
+  });
   return id;
 }
 
-async function acceptInvitation(context: Context, tx: TransactionClient, token: string, signUp: { name?: string | undefined; passwordHash?: string | undefined }): Promise<MemberShape> {
+async function acceptInvitation(
+  context: Context,
+  tx: TransactionClient,
+  token: string,
+  signUp: { name?: string | undefined; passwordHash?: string | undefined },
+): Promise<MemberShape> {
   const invitation = await openInvitation(tx, token);
   const userId = await joiningUser(context, tx, invitation, signUp);
-  if (await tx.member.findUnique({ where: { orgId_userId: { orgId: invitation.orgId, userId } }, select: { id: true } })) throw alreadyMember(invitation.email);
-  await tx.invitation.update({ where: { id: invitation.id }, data: { acceptedAt: new Date(), acceptedByUserId: userId } });
+  if (
+    await tx.member.findUnique({ where: { orgId_userId: { orgId: invitation.orgId, userId } }, select: { id: true } })
+  )
+    throw alreadyMember(invitation.email);
+  await tx.invitation.update({
+    where: { id: invitation.id },
+    data: { acceptedAt: new Date(), acceptedByUserId: userId },
+  });
   const member = await tx.member.create({
     data: { id: newId(), orgId: invitation.orgId, userId, role: invitation.role },
     select: memberSelect,
@@ -184,13 +267,20 @@ async function acceptInvitation(context: Context, tx: TransactionClient, token: 
 }
 
 const PagePosition = z.strictObject({ id: Id });
-const manage = (orgId: unknown) => ({ org: { orgId: String(orgId), capability: 'admin' as const }, oauth: 'members:manage' as const });
+const manage = (orgId: unknown) => ({
+  org: { orgId: String(orgId), capability: 'admin' as const },
+  oauth: 'members:manage' as const,
+});
 
 builder.queryFields((t) => ({
   invitations: t.field({
     type: InvitationPage,
     description: 'The organisation’s invitations, newest first (admins).',
-    args: { orgId: t.arg.id({ required: true, validate: Id }), limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    args: {
+      orgId: t.arg.id({ required: true, validate: Id }),
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
     authScopes: (_root, { orgId }) => manage(orgId),
     resolve: async (_root, args, context) => {
       const orgId = String(args.orgId);
@@ -198,7 +288,11 @@ builder.queryFields((t) => ({
       const key = await cursorKey(context.prisma);
       const scope = `invitations:${orgId}`;
       const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.invitation.findMany({ where: { orgId, ...(before ? { id: { lt: before } } : {}) }, orderBy: { id: 'desc' }, take: limit + 1 });
+      const rows = await context.prisma.invitation.findMany({
+        where: { orgId, ...(before ? { id: { lt: before } } : {}) },
+        orderBy: { id: 'desc' },
+        take: limit + 1,
+      });
       return pageOf(rows, limit, toInvitationShape, (last) => encodeCursor(key, scope, { id: last.id }));
     },
   }),
@@ -207,8 +301,13 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   createInvitation: t.field({
     type: CreatedInvitation,
-    description: 'Invites an address with a role (admins). With a delivery hook the token goes to the invitee through it; without one it is in this answer only.',
-    args: { idempotencyKey: t.arg.string({ required: true }), orgId: t.arg.id({ required: true, validate: Id }), input: t.arg({ type: CreateInvitationInput, required: true }) },
+    description:
+      'Invites an address with a role (admins). With a delivery hook the token goes to the invitee through it; without one it is in this answer only.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      orgId: t.arg.id({ required: true, validate: Id }),
+      input: t.arg({ type: CreateInvitationInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => manage(orgId),
     resolve: async (_root, { idempotencyKey, orgId, input }, context) => {
       const body = CreateInvitationBody.parse(input);
@@ -218,8 +317,10 @@ builder.mutationFields((t) => ({
       const caller = requirePersonalIdentity(context);
       checkDelegation(caller, requireOrg(context, target), ceilingOfRole(body.role));
       requireFreshStrongAuth(context);
-      const { value, secret } = await idempotentWithSecret(context, { operation: 'createInvitation', key: idempotencyKey, input: { orgId: target, ...body } }, (tx) =>
-        createInvitation(context, tx, target, body),
+      const { value, secret } = await idempotentWithSecret(
+        context,
+        { operation: 'createInvitation', key: idempotencyKey, input: { orgId: target, ...body } },
+        (tx) => createInvitation(context, tx, target, body),
       );
       // With a delivery hook the token went to the mailbox only: the inviter never holds it.
       return { invitation: value, token: deliveryConfigured(context.config) ? null : secret };
@@ -227,29 +328,47 @@ builder.mutationFields((t) => ({
   }),
   acceptInvitation: t.field({
     type: Member,
-    description: 'Joins the invitation’s organisation with its role: as the caller, or (without a credential) as a new user.',
-    args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: AcceptInvitationInput, required: true }) },
+    description:
+      'Joins the invitation’s organisation with its role: as the caller, or (without a credential) as a new user.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      input: t.arg({ type: AcceptInvitationInput, required: true }),
+    },
     resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = AcceptInvitationBody.parse(input);
       if (context.caller) {
         requirePersonalIdentity(context);
         requireScope(context, 'profile:manage');
       }
-      const signUp = { name: body.name, passwordHash: !context.caller && body.password ? await hashPassword(body.password) : undefined };
-      const call = { operation: 'acceptInvitation', key: idempotencyKey, input: { token: tokenHash(body.token), name: body.name ?? null }, actorKey: `invitation:${tokenHash(body.token).slice(0, 48)}` };
+      const signUp = {
+        name: body.name,
+        passwordHash: !context.caller && body.password ? await hashPassword(body.password) : undefined,
+      };
+      const call = {
+        operation: 'acceptInvitation',
+        key: idempotencyKey,
+        input: { token: tokenHash(body.token), name: body.name ?? null },
+        actorKey: `invitation:${tokenHash(body.token).slice(0, 48)}`,
+      };
       return idempotent(context, call, (tx) => acceptInvitation(context, tx, body.token, signUp));
     },
   }),
   cancelInvitation: t.field({
     type: Deletion,
     description: 'Cancels a pending invitation (endpoint 8). An accepted invitation cannot be cancelled (409).',
-    args: { idempotencyKey: t.arg.string({ required: true }), orgId: t.arg.id({ required: true, validate: Id }), id: t.arg.id({ required: true, validate: Id }) },
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      orgId: t.arg.id({ required: true, validate: Id }),
+      id: t.arg.id({ required: true, validate: Id }),
+    },
     authScopes: (_root, { orgId }) => manage(orgId),
     resolve: (_root, { idempotencyKey, orgId, id }, context) => {
       const target = { orgId: String(orgId), id: String(id) };
       requireCaller(context);
       return idempotent(context, { operation: 'cancelInvitation', key: idempotencyKey, input: target }, async (tx) => {
-        const [row] = await tx.$queryRaw<{ accepted: boolean; cancelled: boolean }[]>(lockInvitationState(target.orgId, target.id));
+        const [row] = await tx.$queryRaw<{ accepted: boolean; cancelled: boolean }[]>(
+          lockInvitationState(target.orgId, target.id),
+        );
         if (!row || row.cancelled) throw notFound('invitation');
         if (row.accepted) throw new DomainError('INVITATION_ACCEPTED', 'An accepted invitation cannot be cancelled.');
         await tx.invitation.update({ where: { id: target.id }, data: { cancelledAt: new Date() } });

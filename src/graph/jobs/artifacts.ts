@@ -19,7 +19,9 @@ export type ArtifactDownloadShape = StoredArtifact & { orgId: string; contentTyp
 
 /** Text artifacts travel as UTF-8; anything else (XLSX, ZIP) as base64. */
 function encodingOf(contentType: string): 'utf8' | 'base64' {
-  return contentType.startsWith('text/') || contentType === 'application/x-ndjson' || contentType === 'application/json' ? 'utf8' : 'base64';
+  return contentType.startsWith('text/') || contentType === 'application/x-ndjson' || contentType === 'application/json'
+    ? 'utf8'
+    : 'base64';
 }
 
 /**
@@ -33,24 +35,36 @@ function requireArtifactReader(context: Context, job: { kind: string; actorId: s
   const scopes: OAuthScope[] = job.kind === 'exportDatabase' ? ['rows:read', 'schema:read'] : ['rows:read'];
   for (const scope of scopes) requireScope(context, scope);
   if (JOB_CATEGORIES[job.kind as JobKind] === 'exports' && job.actorId !== requireCaller(context).actorId) {
-    throw new DomainError('FORBIDDEN', 'An export’s file can be downloaded only by whoever asked for the export; ask for your own export.', {
-      details: { reason: 'export_creator_only' },
-    });
+    throw new DomainError(
+      'FORBIDDEN',
+      'An export’s file can be downloaded only by whoever asked for the export; ask for your own export.',
+      {
+        details: { reason: 'export_creator_only' },
+      },
+    );
   }
 }
 
 async function contentOf(artifact: ArtifactDownloadShape, context: Context): Promise<string> {
   if (artifact.size > GRAPHQL_CONTENT_LIMIT) {
     const url = artifactUrlOf(artifact.orgId, artifact.jobId, artifact.name);
-    throw new DomainError('PAYLOAD_TOO_LARGE', `This artifact has ${artifact.size} bytes; GraphQL returns the content of artifacts up to ${GRAPHQL_CONTENT_LIMIT} bytes. Download it from ${url}.`, {
-      details: { size: artifact.size, limit: GRAPHQL_CONTENT_LIMIT, url },
-    });
+    throw new DomainError(
+      'PAYLOAD_TOO_LARGE',
+      `This artifact has ${artifact.size} bytes; GraphQL returns the content of artifacts up to ${GRAPHQL_CONTENT_LIMIT} bytes. Download it from ${url}.`,
+      {
+        details: { size: artifact.size, limit: GRAPHQL_CONTENT_LIMIT, url },
+      },
+    );
   }
   const pieces: Buffer[] = [];
   try {
     for await (const piece of verifiedContent(dataPlane(context), artifact)) pieces.push(piece);
   } catch (error) {
-    if (error instanceof DomainError) context.log.error({ jobId: artifact.jobId, artifact: artifact.name, details: error.details }, 'artifact content does not match its recorded digest');
+    if (error instanceof DomainError)
+      context.log.error(
+        { jobId: artifact.jobId, artifact: artifact.name, details: error.details },
+        'artifact content does not match its recorded digest',
+      );
     throw error;
   }
   return Buffer.concat(pieces).toString(encodingOf(artifact.contentType));
@@ -70,9 +84,10 @@ const ArtifactDownload = builder.objectRef<ArtifactDownloadShape>('JobArtifactDo
       resolve: (artifact) => encodingOf(artifact.contentType),
     }),
     content: t.string({
-      description: 'The bytes, encoded as `encoding` says, checked against the recorded size and sha256 (ARTIFACT_UNVERIFIED otherwise). '
-        + 'Only for artifacts up to 8 MiB (8,388,608 bytes); larger ones answer PAYLOAD_TOO_LARGE: download them from the REST route, which streams. '
-        + `Costs ${BULK_FIELD_COST} of the query cost, so an operation reads at most one artifact's content.`,
+      description:
+        'The bytes, encoded as `encoding` says, checked against the recorded size and sha256 (ARTIFACT_UNVERIFIED otherwise). ' +
+        'Only for artifacts up to 8 MiB (8,388,608 bytes); larger ones answer PAYLOAD_TOO_LARGE: download them from the REST route, which streams. ' +
+        `Costs ${BULK_FIELD_COST} of the query cost, so an operation reads at most one artifact's content.`,
       extensions: { cost: BULK_FIELD_COST },
       resolve: (artifact, _args, context) => contentOf(artifact, context),
     }),
@@ -82,8 +97,9 @@ const ArtifactDownload = builder.objectRef<ArtifactDownloadShape>('JobArtifactDo
 builder.queryFields((t) => ({
   jobArtifact: t.field({
     type: ArtifactDownload,
-    description: 'A job artifact for download: 410 ARTIFACT_EXPIRED after its expiry, 409 ARTIFACT_UNVERIFIED when its content no longer matches its digest. '
-      + 'Needs `rows:read` (a database archive also `schema:read`); an export’s file only for whoever asked for the export (403 otherwise).',
+    description:
+      'A job artifact for download: 410 ARTIFACT_EXPIRED after its expiry, 409 ARTIFACT_UNVERIFIED when its content no longer matches its digest. ' +
+      'Needs `rows:read` (a database archive also `schema:read`); an export’s file only for whoever asked for the export (403 otherwise).',
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
       jobId: t.arg.id({ required: true, validate: Id }),
@@ -99,12 +115,22 @@ builder.queryFields((t) => ({
       });
       if (!artifact) throw notFound('artifact');
       if (artifact.expiresAt.getTime() <= Date.now()) {
-        throw new DomainError('ARTIFACT_EXPIRED', 'This artifact has expired; run the job again to produce a new one.', {
-          details: { expiredAt: artifact.expiresAt.toISOString() },
-        });
+        throw new DomainError(
+          'ARTIFACT_EXPIRED',
+          'This artifact has expired; run the job again to produce a new one.',
+          {
+            details: { expiredAt: artifact.expiresAt.toISOString() },
+          },
+        );
       }
       return {
-        orgId, jobId, name: artifact.name, contentType: artifact.contentType, size: Number(artifact.sizeBytes), sha256: artifact.sha256, chunks: artifact.chunks,
+        orgId,
+        jobId,
+        name: artifact.name,
+        contentType: artifact.contentType,
+        size: Number(artifact.sizeBytes),
+        sha256: artifact.sha256,
+        chunks: artifact.chunks,
       };
     },
   }),

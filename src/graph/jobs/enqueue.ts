@@ -21,7 +21,9 @@ export const JobHandle = builder.objectRef<JobHandleShape>('JobHandle').implemen
   fields: (t) => ({
     jobId: t.exposeID('jobId'),
     state: t.exposeString('state', { description: '`queued` when accepted.' }),
-    statusUrl: t.exposeString('statusUrl', { description: 'The job status address, relative to the service’s base URL.' }),
+    statusUrl: t.exposeString('statusUrl', {
+      description: 'The job status address, relative to the service’s base URL.',
+    }),
   }),
 });
 
@@ -61,9 +63,15 @@ export async function checkQueueCapacity(tx: TransactionClient, orgId: string, l
   const [row] = await sql.query<{ queued: number }>(count!.sql, count!.params);
   const queued = row?.queued ?? 0;
   if (queued >= limit) {
-    throw new DomainError('CAPACITY_LIMIT', `This organisation already has ${queued} jobs queued (at most ${limit}); retry when some have started.`, {
-      details: { limit, queued }, retryAfter: 5, status: 429,
-    });
+    throw new DomainError(
+      'CAPACITY_LIMIT',
+      `This organisation already has ${queued} jobs queued (at most ${limit}); retry when some have started.`,
+      {
+        details: { limit, queued },
+        retryAfter: 5,
+        status: 429,
+      },
+    );
   }
 }
 
@@ -71,12 +79,24 @@ export async function checkQueueCapacity(tx: TransactionClient, orgId: string, l
  * Enqueues a job in the request's transaction, with its `job.<kind>.queued` event: the job exists exactly when the
  * request's effect does, and workers are woken when the transaction commits.
  */
-export async function enqueueJob(tx: TransactionClient, caller: Caller, request: JobRequest, jobId = newId()): Promise<JobHandleShape> {
+export async function enqueueJob(
+  tx: TransactionClient,
+  caller: Caller,
+  request: JobRequest,
+  jobId = newId(),
+): Promise<JobHandleShape> {
   const sql = prismaExecutor(tx);
   if (!request.runAt) await checkQueueCapacity(tx, request.orgId, request.queueLimit);
   const statement = insertJob({
-    id: jobId, orgId: request.orgId, kind: request.kind, databaseId: request.databaseId ?? null, tableId: request.tableId ?? null,
-    payload: request.payload, serialKey: request.serialKey ?? null, maxAttempts: MAX_ATTEMPTS, actor: actorOf(caller),
+    id: jobId,
+    orgId: request.orgId,
+    kind: request.kind,
+    databaseId: request.databaseId ?? null,
+    tableId: request.tableId ?? null,
+    payload: request.payload,
+    serialKey: request.serialKey ?? null,
+    maxAttempts: MAX_ATTEMPTS,
+    actor: actorOf(caller),
     runAt: request.runAt ?? null,
   });
   try {
@@ -88,7 +108,10 @@ export async function enqueueJob(tx: TransactionClient, caller: Caller, request:
     throw (request.serialConflict ?? schemaMaintenance)();
   }
   await recordActivity(tx, caller, {
-    orgId: request.orgId, category: request.category, event: `job.${request.kind}.queued`, summary: request.summary,
+    orgId: request.orgId,
+    category: request.category,
+    event: `job.${request.kind}.queued`,
+    summary: request.summary,
     ...(request.databaseId ? { databaseId: request.databaseId } : {}),
     ...(request.tableId ? { tableId: request.tableId } : {}),
     ...(request.fileName ? { fileName: request.fileName } : {}),
@@ -100,7 +123,11 @@ export async function enqueueJob(tx: TransactionClient, caller: Caller, request:
 }
 
 export function schemaMaintenance(): DomainError {
-  return new DomainError('SCHEMA_MAINTENANCE', 'Another schema change of this table is queued or running; retry when it has finished.', {
-    retryAfter: 1,
-  });
+  return new DomainError(
+    'SCHEMA_MAINTENANCE',
+    'Another schema change of this table is queued or running; retry when it has finished.',
+    {
+      retryAfter: 1,
+    },
+  );
 }

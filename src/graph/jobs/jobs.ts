@@ -2,7 +2,14 @@ import { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
-import { cancelQueued, JOB_STATES, notifyWorkers, requestCancel, requeue, type JobState } from '../../jobs/engine/sql/queue.ts';
+import {
+  cancelQueued,
+  JOB_STATES,
+  notifyWorkers,
+  requestCancel,
+  requeue,
+  type JobState,
+} from '../../jobs/engine/sql/queue.ts';
 import { JOB_CATEGORIES, JOB_KINDS, type JobKind } from '../../jobs/engine/kinds.ts';
 import { PURGE_KINDS } from '../../jobs/kinds/trash/purge.ts';
 import { recordActivity } from '../../catalog/activity.ts';
@@ -74,8 +81,18 @@ export const Job = builder.objectRef<JobShape>('Job').implement({
     updatedAt: t.field({ type: 'Timestamp', resolve: (job) => job.updatedAt }),
     startedAt: t.field({ type: 'Timestamp', nullable: true, resolve: (job) => job.startedAt }),
     finishedAt: t.field({ type: 'Timestamp', nullable: true, resolve: (job) => job.finishedAt }),
-    result: t.field({ type: 'JSON', nullable: true, description: 'The job’s outcome (kind-specific); null until it finishes.', resolve: (job) => job.result }),
-    error: t.field({ type: 'JSON', nullable: true, description: '`{code, message, details?}` when the job failed.', resolve: (job) => job.error }),
+    result: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'The job’s outcome (kind-specific); null until it finishes.',
+      resolve: (job) => job.result,
+    }),
+    error: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: '`{code, message, details?}` when the job failed.',
+      resolve: (job) => job.error,
+    }),
     artifacts: t.field({ type: [Artifact], resolve: (job) => job.artifacts }),
   }),
 });
@@ -83,9 +100,24 @@ export const Job = builder.objectRef<JobShape>('Job').implement({
 export const JobPage = pageRef('JobPage', Job, 'A page of jobs, newest first.');
 
 const jobSelect = {
-  id: true, orgId: true, kind: true, state: true, progressDone: true, progressTotal: true, createdAt: true, updatedAt: true,
-  startedAt: true, finishedAt: true, result: true, error: true, actorId: true,
-  artifacts: { where: { listed: true }, orderBy: { name: 'asc' }, select: { name: true, contentType: true, sizeBytes: true, sha256: true, createdAt: true, expiresAt: true } },
+  id: true,
+  orgId: true,
+  kind: true,
+  state: true,
+  progressDone: true,
+  progressTotal: true,
+  createdAt: true,
+  updatedAt: true,
+  startedAt: true,
+  finishedAt: true,
+  result: true,
+  error: true,
+  actorId: true,
+  artifacts: {
+    where: { listed: true },
+    orderBy: { name: 'asc' },
+    select: { name: true, contentType: true, sizeBytes: true, sha256: true, createdAt: true, expiresAt: true },
+  },
 } as const;
 
 type JobRow = Awaited<ReturnType<typeof findJob>> & object;
@@ -111,8 +143,12 @@ export function toJobShape(row: JobRow): JobShape {
     result: (row.result ?? null) as Json,
     error: (row.error ?? null) as Json,
     artifacts: row.artifacts.map((artifact) => ({
-      name: artifact.name, contentType: artifact.contentType, size: Number(artifact.sizeBytes), sha256: artifact.sha256,
-      createdAt: artifact.createdAt.toISOString(), expiresAt: artifact.expiresAt.toISOString(),
+      name: artifact.name,
+      contentType: artifact.contentType,
+      size: Number(artifact.sizeBytes),
+      sha256: artifact.sha256,
+      createdAt: artifact.createdAt.toISOString(),
+      expiresAt: artifact.expiresAt.toISOString(),
       url: artifactUrlOf(row.orgId, row.id, artifact.name),
     })),
   };
@@ -138,9 +174,13 @@ function requireJobControl(caller: Caller, authority: OrgAuthority, job: JobRow)
 /** A trash purge runs on the service's schedule: restoring the entry is what stops it (docs/decisions/lifecycle.md). */
 function refusePurgeControl(job: JobRow, action: string): void {
   if (!PURGE_KINDS.has(job.kind)) return;
-  throw new DomainError('JOB_STATE_CONFLICT', `A ${job.kind} job purges a trash entry and cannot be ${action}; restore the entry from the trash to keep it.`, {
-    details: { state: job.state, kind: job.kind },
-  });
+  throw new DomainError(
+    'JOB_STATE_CONFLICT',
+    `A ${job.kind} job purges a trash entry and cannot be ${action}; restore the entry from the trash to keep it.`,
+    {
+      details: { state: job.state, kind: job.kind },
+    },
+  );
 }
 
 function stateConflict(job: JobRow, action: string, allowed: string): DomainError {
@@ -153,9 +193,14 @@ function stateConflict(job: JobRow, action: string, allowed: string): DomainErro
  * Where a job's cancel and retry events belong: the database, table and file of its own queued event (written with
  * the job by enqueueJob), so they appear in the table's activity next to the job's other events.
  */
-async function eventContextOf(tx: TransactionClient, jobId: string): Promise<{ databaseId?: string; tableId?: string; fileName?: string }> {
+async function eventContextOf(
+  tx: TransactionClient,
+  jobId: string,
+): Promise<{ databaseId?: string; tableId?: string; fileName?: string }> {
   const queued = await tx.activityEvent.findFirst({
-    where: { jobId, event: { endsWith: '.queued' } }, orderBy: { id: 'asc' }, select: { databaseId: true, tableId: true, fileName: true },
+    where: { jobId, event: { endsWith: '.queued' } },
+    orderBy: { id: 'asc' },
+    select: { databaseId: true, tableId: true, fileName: true },
   });
   return {
     ...(queued?.databaseId ? { databaseId: queued.databaseId } : {}),
@@ -164,7 +209,13 @@ async function eventContextOf(tx: TransactionClient, jobId: string): Promise<{ d
   };
 }
 
-async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAuthority, orgId: string, jobId: string): Promise<JobShape> {
+async function cancelJob(
+  tx: TransactionClient,
+  caller: Caller,
+  authority: OrgAuthority,
+  orgId: string,
+  jobId: string,
+): Promise<JobShape> {
   const job = await loadJob(tx, orgId, jobId);
   requireJobControl(caller, authority, job);
   refusePurgeControl(job, 'cancelled');
@@ -173,8 +224,12 @@ async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAu
   const [cancelled] = await sql.query(queued.sql, queued.params);
   if (cancelled) {
     await recordActivity(tx, caller, {
-      orgId, category: JOB_CATEGORIES[job.kind as JobKind], event: `job.${job.kind}.cancelled`, summary: `Cancelled a queued ${job.kind} job`, jobId,
-      ...await eventContextOf(tx, jobId),
+      orgId,
+      category: JOB_CATEGORIES[job.kind as JobKind],
+      event: `job.${job.kind}.cancelled`,
+      summary: `Cancelled a queued ${job.kind} job`,
+      jobId,
+      ...(await eventContextOf(tx, jobId)),
     });
   } else {
     const running = requestCancel(jobId);
@@ -184,7 +239,14 @@ async function cancelJob(tx: TransactionClient, caller: Caller, authority: OrgAu
   return toJobShape(await loadJob(tx, orgId, jobId));
 }
 
-async function retryJob(context: Context, tx: TransactionClient, caller: Caller, orgId: string, jobId: string, queueLimit: number): Promise<JobShape> {
+async function retryJob(
+  context: Context,
+  tx: TransactionClient,
+  caller: Caller,
+  orgId: string,
+  jobId: string,
+  queueLimit: number,
+): Promise<JobShape> {
   const job = await loadJob(tx, orgId, jobId);
   const authority = requireStartAuthority(context, orgId, job.kind);
   requireJobControl(caller, authority, job);
@@ -204,8 +266,12 @@ async function retryJob(context: Context, tx: TransactionClient, caller: Caller,
   }
   await tx.jobArtifact.deleteMany({ where: { jobId, listed: true } });
   await recordActivity(tx, caller, {
-    orgId, category: JOB_CATEGORIES[job.kind as JobKind], event: `job.${job.kind}.queued`, summary: `Retried a ${job.kind} job`, jobId,
-    ...await eventContextOf(tx, jobId),
+    orgId,
+    category: JOB_CATEGORIES[job.kind as JobKind],
+    event: `job.${job.kind}.queued`,
+    summary: `Retried a ${job.kind} job`,
+    jobId,
+    ...(await eventContextOf(tx, jobId)),
   });
   const notify = notifyWorkers();
   await sql.query(notify.sql, notify.params);
@@ -229,13 +295,22 @@ export async function listJobs(context: Context, orgId: string, args: JobListArg
       orgId,
       ...(args.state ? { state: args.state as JobState } : {}),
       ...(args.kind ? { kind: args.kind } : {}),
-      ...(after ? { OR: [{ createdAt: { lt: new Date(after.createdAt) } }, { createdAt: new Date(after.createdAt), id: { lt: after.id } }] } : {}),
+      ...(after
+        ? {
+            OR: [
+              { createdAt: { lt: new Date(after.createdAt) } },
+              { createdAt: new Date(after.createdAt), id: { lt: after.id } },
+            ],
+          }
+        : {}),
     },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     take: limit + 1,
     select: jobSelect,
   });
-  return pageOf(rows, limit, toJobShape, (last) => encodeCursor(key, scope, { createdAt: last.createdAt.toISOString(), id: last.id }));
+  return pageOf(rows, limit, toJobShape, (last) =>
+    encodeCursor(key, scope, { createdAt: last.createdAt.toISOString(), id: last.id }),
+  );
 }
 
 const jobArgs = builder.args((t) => ({
@@ -249,7 +324,8 @@ builder.queryFields((t) => ({
     description: 'A job’s status, progress, outcome and artifacts.',
     args: jobArgs,
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:read' }),
-    resolve: async (_root, { orgId, jobId }, context) => toJobShape(await loadJob(context.prisma, String(orgId), String(jobId))),
+    resolve: async (_root, { orgId, jobId }, context) =>
+      toJobShape(await loadJob(context.prisma, String(orgId), String(jobId))),
   }),
   jobs: t.field({
     type: JobPage,
@@ -269,25 +345,33 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   cancelJob: t.field({
     type: Job,
-    description: 'Cancels a queued job at once, or asks a running one to stop at its next checkpoint (it then undoes its partial work). Its creator may, with read authority; an admin may cancel anyone’s.',
+    description:
+      'Cancels a queued job at once, or asks a running one to stop at its next checkpoint (it then undoes its partial work). Its creator may, with read authority; an admin may cancel anyone’s.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...jobArgs },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:cancel' }),
     resolve: (_root, { idempotencyKey, orgId, jobId }, context) => {
       const [org, job] = [String(orgId), String(jobId)];
       const authority = requireCapability(context, org, 'read');
-      return idempotent(context, { operation: 'cancelJob', key: idempotencyKey, input: { orgId: org, jobId: job } }, (tx) =>
-        cancelJob(tx, requireCaller(context), authority, org, job));
+      return idempotent(
+        context,
+        { operation: 'cancelJob', key: idempotencyKey, input: { orgId: org, jobId: job } },
+        (tx) => cancelJob(tx, requireCaller(context), authority, org, job),
+      );
     },
   }),
   retryJob: t.field({
     type: Job,
-    description: 'Runs a failed or cancelled job again from the start. Needs `jobs:retry` and every check that starts a job of its kind (capability, scope, step-up), with the caller’s current role.',
+    description:
+      'Runs a failed or cancelled job again from the start. Needs `jobs:retry` and every check that starts a job of its kind (capability, scope, step-up), with the caller’s current role.',
     args: { idempotencyKey: t.arg.string({ required: true }), ...jobArgs },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:retry' }),
     resolve: (_root, { idempotencyKey, orgId, jobId }, context) => {
       const [org, job] = [String(orgId), String(jobId)];
-      return idempotent(context, { operation: 'retryJob', key: idempotencyKey, input: { orgId: org, jobId: job } }, (tx) =>
-        retryJob(context, tx, requireCaller(context), org, job, context.config.JOB_QUEUE_LIMIT_PER_ORG));
+      return idempotent(
+        context,
+        { operation: 'retryJob', key: idempotencyKey, input: { orgId: org, jobId: job } },
+        (tx) => retryJob(context, tx, requireCaller(context), org, job, context.config.JOB_QUEUE_LIMIT_PER_ORG),
+      );
     },
   }),
 }));

@@ -18,7 +18,11 @@ export interface StartAuthority {
   stepUp: boolean;
 }
 
-const of = (capability: Capability, scope: OAuthScope, stepUp = false): StartAuthority => ({ capability, scope, stepUp });
+const of = (capability: Capability, scope: OAuthScope, stepUp = false): StartAuthority => ({
+  capability,
+  scope,
+  stepUp,
+});
 
 export const START_AUTHORITY: Readonly<Record<JobKind, StartAuthority>> = {
   previewImportRows: of('write', 'rows:write'),
@@ -47,7 +51,10 @@ export const START_AUTHORITY: Readonly<Record<JobKind, StartAuthority>> = {
 };
 
 /** The auth scopes of a mutation that starts `kind` (builder.ts's `org` and `oauth` scopes). */
-export function startScopes(kind: JobKind, orgId: unknown): { org: { orgId: string; capability: Capability }; oauth: OAuthScope } {
+export function startScopes(
+  kind: JobKind,
+  orgId: unknown,
+): { org: { orgId: string; capability: Capability }; oauth: OAuthScope } {
   const { capability, scope } = START_AUTHORITY[kind];
   return { org: { orgId: String(orgId), capability }, oauth: scope };
 }

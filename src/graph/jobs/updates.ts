@@ -27,7 +27,12 @@ function stateOf(job: JobShape): string {
  * generator: a generator waiting for the next change would not run its cleanup when the client leaves.
  */
 function jobEvents(
-  context: Context, orgId: string, jobId: string, signal: ChangeSignal, lease: StreamLease, first: JobShape,
+  context: Context,
+  orgId: string,
+  jobId: string,
+  signal: ChangeSignal,
+  lease: StreamLease,
+  first: JobShape,
 ): AsyncIterableIterator<JobShape | StreamEnd> {
   let current: JobShape | null = first;
   let reported: string | null = null;
@@ -49,7 +54,8 @@ function jobEvents(
         while (!finished) {
           if (lease.revoked) return endWith(lease.revoked);
           // Every stream of this job woken by one change shares one read (src/db/listener.ts).
-          const job: JobShape = current ?? await context.jobUpdates.shared(jobId, orgId, () => readJob(context, orgId, jobId));
+          const job: JobShape =
+            current ?? (await context.jobUpdates.shared(jobId, orgId, () => readJob(context, orgId, jobId)));
           current = null;
           if (ENDED.has(job.state as JobState)) finished = true;
           if (stateOf(job) !== reported) {
@@ -59,7 +65,11 @@ function jobEvents(
           // Shutting down: the stream's last event tells the client to reconnect (to another process, or this one
           // restarted); it resumes from the job's current record, so nothing is lost.
           if (signal.draining) {
-            return endWith(new DomainError('SERVICE_RESTARTING', 'The service is restarting: reconnect to follow the job.', { retryAfter: 1 }));
+            return endWith(
+              new DomainError('SERVICE_RESTARTING', 'The service is restarting: reconnect to follow the job.', {
+                retryAfter: 1,
+              }),
+            );
           }
           await signal.next();
         }
@@ -80,7 +90,8 @@ function jobEvents(
   };
 }
 
-const readJob = async (context: Context, orgId: string, jobId: string) => toJobShape(await loadJob(context.prisma, orgId, jobId));
+const readJob = async (context: Context, orgId: string, jobId: string) =>
+  toJobShape(await loadJob(context.prisma, orgId, jobId));
 
 /** The error a stream of `orgId`'s jobs ends with once its caller may no longer read them; null while it may. */
 async function authorityLost(context: Context, orgId: string): Promise<DomainError | null> {
@@ -93,10 +104,15 @@ async function authorityLost(context: Context, orgId: string): Promise<DomainErr
   }
   if (!caller) return new DomainError('UNAUTHENTICATED', 'The credential of this stream is no longer valid.');
   if (!caller.orgs.get(orgId)?.capabilities.has('read')) {
-    return new DomainError('ACCESS_DENIED', 'The caller of this stream is no longer a member who may read this organisation.');
+    return new DomainError(
+      'ACCESS_DENIED',
+      'The caller of this stream is no longer a member who may read this organisation.',
+    );
   }
   if (caller.scopes !== 'all' && !caller.scopes.has('jobs:read')) {
-    return new DomainError('INSUFFICIENT_SCOPE', 'The token of this stream no longer carries jobs:read.', { details: { requiredScope: 'jobs:read' } });
+    return new DomainError('INSUFFICIENT_SCOPE', 'The token of this stream no longer carries jobs:read.', {
+      details: { requiredScope: 'jobs:read' },
+    });
   }
   return null;
 }
@@ -104,7 +120,8 @@ async function authorityLost(context: Context, orgId: string): Promise<DomainErr
 builder.subscriptionFields((t) => ({
   jobUpdated: t.field({
     type: Job,
-    description: 'The job now and on every change of its state or progress; ends after the job does (at once for an ended job).',
+    description:
+      'The job now and on every change of its state or progress; ends after the job does (at once for an ended job).',
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
       jobId: t.arg.id({ required: true, validate: Id }),
@@ -114,13 +131,25 @@ builder.subscriptionFields((t) => ({
       const [orgId, jobId] = [String(args.orgId), String(args.jobId)];
       const credential = context.caller!.credential;
       let wake = () => undefined as void;
-      const lease = context.streams.acquire(`${credential.type}:${credential.id}`, orgId, () => authorityLost(context, orgId), () => wake());
+      const lease = context.streams.acquire(
+        `${credential.type}:${credential.id}`,
+        orgId,
+        () => authorityLost(context, orgId),
+        () => wake(),
+      );
       let signal: ChangeSignal | undefined;
       try {
         signal = await context.jobUpdates.subscribe(jobId);
         const opened = signal;
         wake = () => opened.close();
-        return jobEvents(context, orgId, jobId, opened, lease, await context.jobUpdates.shared(jobId, orgId, () => readJob(context, orgId, jobId)));
+        return jobEvents(
+          context,
+          orgId,
+          jobId,
+          opened,
+          lease,
+          await context.jobUpdates.shared(jobId, orgId, () => readJob(context, orgId, jobId)),
+        );
       } catch (error) {
         signal?.close();
         lease.release();

@@ -9,7 +9,18 @@ import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageL
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { pageOf } from '../shared/pages.ts';
-import { ApiKeyPage, checkDelegation, CreatedApiKey, createOnce, insertKey, KeyCeiling, KeyName, keySelect, revokeKey, toKeyShape } from './shape.ts';
+import {
+  ApiKeyPage,
+  checkDelegation,
+  CreatedApiKey,
+  createOnce,
+  insertKey,
+  KeyCeiling,
+  KeyName,
+  keySelect,
+  revokeKey,
+  toKeyShape,
+} from './shape.ts';
 
 /** `POST /v1/me/keys`: a key that acts as the caller inside one org, within the caller's current authority there. */
 export const CreatePersonalKeyBody = z.strictObject({ name: KeyName, orgId: Id, ...KeyCeiling });
@@ -31,7 +42,10 @@ builder.queryFields((t) => ({
   myKeys: t.withAuth({ personal: true, oauth: 'keys:manage' }).field({
     type: ApiKeyPage,
     description: 'Metadata of the caller’s personal keys, newest first, revoked ones included (endpoint 13).',
-    args: { limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    args: {
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
     resolve: async (_root, args, context) => {
       const userId = context.caller.userId;
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
@@ -53,7 +67,10 @@ builder.mutationFields((t) => ({
   createMyKey: t.withAuth({ personal: true, oauth: 'keys:manage' }).field({
     type: CreatedApiKey,
     description: 'Creates a personal key. Asking for more than your current authority is DELEGATION_EXCEEDS_AUTHORITY.',
-    args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: CreatePersonalKeyInput, required: true }) },
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      input: t.arg({ type: CreatePersonalKeyInput, required: true }),
+    },
     resolve: (_root, { idempotencyKey, input }, context) => {
       const body = CreatePersonalKeyBody.parse(input);
       const authority = requireOrg(context, body.orgId);
@@ -61,7 +78,16 @@ builder.mutationFields((t) => ({
       requireFreshStrongAuth(context);
       const userId = context.caller.userId;
       return createOnce(context, { operation: 'createMyKey', key: idempotencyKey, input: body }, (tx) =>
-        insertKey(tx, { scope: 'personal', orgId: body.orgId, userId, createdByUserId: userId, name: body.name, access: body.access, includeAdmin: body.includeAdmin, expiresAt: body.expiresAt }),
+        insertKey(tx, {
+          scope: 'personal',
+          orgId: body.orgId,
+          userId,
+          createdByUserId: userId,
+          name: body.name,
+          access: body.access,
+          includeAdmin: body.includeAdmin,
+          expiresAt: body.expiresAt,
+        }),
       );
     },
   }),
@@ -71,10 +97,15 @@ builder.mutationFields((t) => ({
     args: { idempotencyKey: t.arg.string({ required: true }), id: t.arg.id({ required: true, validate: Id }) },
     resolve: (_root, { idempotencyKey, id }, context) => {
       const target = String(id);
-      return idempotent(context, { operation: 'revokeMyKey', key: idempotencyKey, input: { id: target } }, async (tx) => {
-        if (!(await revokeKey(tx, { id: target, scope: 'personal', userId: context.caller.userId }))) throw notFound('key');
-        return { deleted: true, mutationId: newId() };
-      });
+      return idempotent(
+        context,
+        { operation: 'revokeMyKey', key: idempotencyKey, input: { id: target } },
+        async (tx) => {
+          if (!(await revokeKey(tx, { id: target, scope: 'personal', userId: context.caller.userId })))
+            throw notFound('key');
+          return { deleted: true, mutationId: newId() };
+        },
+      );
     },
   }),
 }));

@@ -52,7 +52,9 @@ export const ApiKey = builder.objectRef<KeyShape>('ApiKey').implement({
     orgId: t.exposeID('orgId'),
     name: t.exposeString('name'),
     userId: t.exposeID('userId', { nullable: true }),
-    createdByUserId: t.exposeID('createdByUserId', { description: 'The person who created the key; a team key outlives them (README, security).' }),
+    createdByUserId: t.exposeID('createdByUserId', {
+      description: 'The person who created the key; a team key outlives them (README, security).',
+    }),
     prefix: t.exposeString('prefix'),
     createdAt: t.field({ type: 'Timestamp', resolve: (key) => key.createdAt }),
     expiresAt: t.field({ type: 'Timestamp', nullable: true, resolve: (key) => key.expiresAt }),
@@ -72,13 +74,35 @@ export const CreatedApiKey = builder.objectRef<CreatedKeyShape>('CreatedApiKey')
 });
 
 export const keySelect = {
-  scope: true, access: true, includeAdmin: true, id: true, orgId: true, name: true, userId: true, createdByUserId: true, prefix: true,
-  createdAt: true, expiresAt: true, revokedAt: true, lastUsedAt: true,
+  scope: true,
+  access: true,
+  includeAdmin: true,
+  id: true,
+  orgId: true,
+  name: true,
+  userId: true,
+  createdByUserId: true,
+  prefix: true,
+  createdAt: true,
+  expiresAt: true,
+  revokedAt: true,
+  lastUsedAt: true,
 } as const;
 
 interface KeyRow {
-  scope: string; access: string; includeAdmin: boolean; id: string; orgId: string; name: string; userId: string | null;
-  createdByUserId: string; prefix: string; createdAt: Date; expiresAt: Date | null; revokedAt: Date | null; lastUsedAt: Date | null;
+  scope: string;
+  access: string;
+  includeAdmin: boolean;
+  id: string;
+  orgId: string;
+  name: string;
+  userId: string | null;
+  createdByUserId: string;
+  prefix: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
 }
 
 export function toKeyShape(row: KeyRow): KeyShape {
@@ -104,13 +128,25 @@ export function toKeyShape(row: KeyRow): KeyShape {
  * within the creator's current authority in the org, and a creator whose credential is limited to some OAuth
  * scopes cannot mint an API key, which would carry all of them.
  */
-export function checkDelegation(caller: Caller, authority: OrgAuthority, ceiling: { access: 'read' | 'write'; includeAdmin: boolean }): void {
+export function checkDelegation(
+  caller: Caller,
+  authority: OrgAuthority,
+  ceiling: { access: 'read' | 'write'; includeAdmin: boolean },
+): void {
   const requested: Capability[] = capabilitiesOfKey(ceiling);
   const beyond = requested.filter((capability) => !authority.capabilities.has(capability));
   if (beyond.length > 0 || caller.scopes !== 'all') {
-    throw new DomainError('DELEGATION_EXCEEDS_AUTHORITY', 'The key would carry more authority than you currently hold.', {
-      details: { requested, held: [...authority.capabilities], ...(caller.scopes === 'all' ? {} : { scopesLimited: true }) },
-    });
+    throw new DomainError(
+      'DELEGATION_EXCEEDS_AUTHORITY',
+      'The key would carry more authority than you currently hold.',
+      {
+        details: {
+          requested,
+          held: [...authority.capabilities],
+          ...(caller.scopes === 'all' ? {} : { scopesLimited: true }),
+        },
+      },
+    );
   }
 }
 
@@ -129,15 +165,27 @@ export interface NewKey {
 export async function insertKey(tx: TransactionClient, key: NewKey): Promise<{ shape: KeyShape; token: string }> {
   const secret = issueApiKeySecret();
   const row = await tx.apiKey.create({
-    data: { id: newId(), ...key, expiresAt: key.expiresAt ? new Date(key.expiresAt) : null, prefix: secret.prefix, secretHash: secret.hash },
+    data: {
+      id: newId(),
+      ...key,
+      expiresAt: key.expiresAt ? new Date(key.expiresAt) : null,
+      prefix: secret.prefix,
+      secretHash: secret.hash,
+    },
     select: keySelect,
   });
   return { shape: toKeyShape(row), token: secret.token };
 }
 
 /** Marks a live key revoked; false when there is no such live key (the caller then answers 404). */
-export async function revokeKey(tx: TransactionClient, where: { id: string; scope: 'personal' | 'team'; orgId?: string; userId?: string }): Promise<boolean> {
-  const { count } = await tx.apiKey.updateMany({ where: { ...where, revokedAt: null }, data: { revokedAt: new Date() } });
+export async function revokeKey(
+  tx: TransactionClient,
+  where: { id: string; scope: 'personal' | 'team'; orgId?: string; userId?: string },
+): Promise<boolean> {
+  const { count } = await tx.apiKey.updateMany({
+    where: { ...where, revokedAt: null },
+    data: { revokedAt: new Date() },
+  });
   return count === 1;
 }
 

@@ -9,7 +9,18 @@ import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageL
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { pageOf } from '../shared/pages.ts';
-import { ApiKeyPage, checkDelegation, CreatedApiKey, createOnce, insertKey, KeyCeiling, KeyName, keySelect, revokeKey, toKeyShape } from './shape.ts';
+import {
+  ApiKeyPage,
+  checkDelegation,
+  CreatedApiKey,
+  createOnce,
+  insertKey,
+  KeyCeiling,
+  KeyName,
+  keySelect,
+  revokeKey,
+  toKeyShape,
+} from './shape.ts';
 
 /** `POST /v1/orgs/{orgId}/keys`: a workspace-owned key. It acts under the org's admin role, capped by its access. */
 export const CreateTeamKeyBody = z.strictObject({ name: KeyName, ...KeyCeiling });
@@ -25,7 +36,10 @@ const CreateTeamKeyInput = builder.inputType('CreateTeamKeyInput', {
 });
 
 const PagePosition = z.strictObject({ id: Id });
-const adminOf = (orgId: unknown) => ({ org: { orgId: String(orgId), capability: 'admin' as const }, oauth: 'team-keys:manage' as const });
+const adminOf = (orgId: unknown) => ({
+  org: { orgId: String(orgId), capability: 'admin' as const },
+  oauth: 'team-keys:manage' as const,
+});
 
 builder.queryFields((t) => ({
   teamKeys: t.field({
@@ -70,8 +84,20 @@ builder.mutationFields((t) => ({
       const caller = requirePersonalIdentity(context);
       checkDelegation(caller, requireOrg(context, target), body);
       requireFreshStrongAuth(context);
-      return createOnce(context, { operation: 'createTeamKey', key: idempotencyKey, input: { orgId: target, ...body } }, (tx) =>
-        insertKey(tx, { scope: 'team', orgId: target, userId: null, createdByUserId: caller.userId, name: body.name, access: body.access, includeAdmin: body.includeAdmin, expiresAt: body.expiresAt }),
+      return createOnce(
+        context,
+        { operation: 'createTeamKey', key: idempotencyKey, input: { orgId: target, ...body } },
+        (tx) =>
+          insertKey(tx, {
+            scope: 'team',
+            orgId: target,
+            userId: null,
+            createdByUserId: caller.userId,
+            name: body.name,
+            access: body.access,
+            includeAdmin: body.includeAdmin,
+            expiresAt: body.expiresAt,
+          }),
       );
     },
   }),

@@ -30,11 +30,24 @@ const MeCredential = builder.objectRef<MeShape['credential']>('MeCredential').im
   fields: (t) => ({
     type: t.exposeString('type', { description: CREDENTIAL_TYPES.map((type) => `\`${type}\``).join(', ') }),
     id: t.exposeID('id'),
-    prefix: t.exposeString('prefix', { description: 'How the activity feed names it: a key’s prefix, `session`, `oauth:<client id>`.' }),
-    scopes: t.exposeStringList('scopes', { description: 'OAuth scopes it carries; keys and sessions carry all of them.' }),
-    access: t.exposeString('access', { nullable: true, description: 'A key’s ceiling, `read` or `write`; null otherwise.' }),
-    includeAdmin: t.exposeBoolean('includeAdmin', { nullable: true, description: 'Whether a key’s ceiling includes admin authority.' }),
-    orgId: t.exposeID('orgId', { nullable: true, description: 'The org a key belongs to; null for sessions and OAuth tokens.' }),
+    prefix: t.exposeString('prefix', {
+      description: 'How the activity feed names it: a key’s prefix, `session`, `oauth:<client id>`.',
+    }),
+    scopes: t.exposeStringList('scopes', {
+      description: 'OAuth scopes it carries; keys and sessions carry all of them.',
+    }),
+    access: t.exposeString('access', {
+      nullable: true,
+      description: 'A key’s ceiling, `read` or `write`; null otherwise.',
+    }),
+    includeAdmin: t.exposeBoolean('includeAdmin', {
+      nullable: true,
+      description: 'Whether a key’s ceiling includes admin authority.',
+    }),
+    orgId: t.exposeID('orgId', {
+      nullable: true,
+      description: 'The org a key belongs to; null for sessions and OAuth tokens.',
+    }),
     clientId: t.exposeID('clientId', { nullable: true, description: 'The OAuth application holding the token.' }),
     expiresAt: t.field({ type: 'Timestamp', nullable: true, resolve: (credential) => credential.expiresAt }),
   }),
@@ -53,7 +66,10 @@ const MyOrg = builder.objectRef<MyOrgShape>('MyOrg').implement({
   fields: (t) => ({
     id: t.exposeID('id'),
     name: t.exposeString('name'),
-    role: t.exposeString('role', { nullable: true, description: '`admin`, `member` or `viewer`; null for a team key.' }),
+    role: t.exposeString('role', {
+      nullable: true,
+      description: '`admin`, `member` or `viewer`; null for a team key.',
+    }),
     capabilities: t.exposeStringList('capabilities', { description: CAPABILITIES.map((c) => `\`${c}\``).join(', ') }),
   }),
 });
@@ -64,14 +80,29 @@ const iso = (date: Date | null | undefined) => date?.toISOString() ?? null;
 
 async function credentialOf(context: Context, caller: Caller): Promise<MeShape['credential']> {
   const { credential } = caller;
-  const scopes = caller.scopes === 'all' ? [...OAUTH_SCOPES] : OAUTH_SCOPES.filter((scope) => caller.scopes !== 'all' && caller.scopes.has(scope));
-  const base = { id: credential.id, prefix: credential.prefix, scopes, access: null, includeAdmin: null, orgId: null, clientId: null };
+  const scopes =
+    caller.scopes === 'all'
+      ? [...OAUTH_SCOPES]
+      : OAUTH_SCOPES.filter((scope) => caller.scopes !== 'all' && caller.scopes.has(scope));
+  const base = {
+    id: credential.id,
+    prefix: credential.prefix,
+    scopes,
+    access: null,
+    includeAdmin: null,
+    orgId: null,
+    clientId: null,
+  };
   if (credential.type === 'api-key') {
     const key = await context.prisma.apiKey.findUnique({ where: { id: credential.id } });
     if (!key) throw notFound('credential');
     return {
-      ...base, type: key.scope === 'team' ? 'team-key' : 'personal-key',
-      access: key.access, includeAdmin: key.includeAdmin, orgId: key.orgId, expiresAt: iso(key.expiresAt),
+      ...base,
+      type: key.scope === 'team' ? 'team-key' : 'personal-key',
+      access: key.access,
+      includeAdmin: key.includeAdmin,
+      orgId: key.orgId,
+      expiresAt: iso(key.expiresAt),
     };
   }
   if (credential.type === 'oauth') {
@@ -86,9 +117,12 @@ async function credentialOf(context: Context, caller: Caller): Promise<MeShape['
 
 async function me(context: Context, caller: Caller): Promise<MeShape> {
   const [user, credential] = await Promise.all([
-    caller.userId === null ? null : context.prisma.user.findUnique({
-      where: { id: caller.userId }, select: { id: true, name: true, email: true, verified: true, twoFactorEnabled: true },
-    }),
+    caller.userId === null
+      ? null
+      : context.prisma.user.findUnique({
+          where: { id: caller.userId },
+          select: { id: true, name: true, email: true, verified: true, twoFactorEnabled: true },
+        }),
     credentialOf(context, caller),
   ]);
   return { user, credential };
@@ -128,8 +162,9 @@ builder.queryFields((t) => ({
   }),
   orgs: t.withAuth({ authenticated: true }).field({
     type: MyOrgPage,
-    description: 'The orgs the credential reaches (a key: its one org; a session or OAuth token: every org of its user), '
-      + 'with the role and what the credential may do there. No OAuth scope needed: it is how an application finds its orgIds.',
+    description:
+      'The orgs the credential reaches (a key: its one org; a session or OAuth token: every org of its user), ' +
+      'with the role and what the credential may do there. No OAuth scope needed: it is how an application finds its orgIds.',
     args: {
       limit: t.arg.int({ validate: PageLimit.optional() }),
       cursor: t.arg.string({ validate: Cursor.optional() }),

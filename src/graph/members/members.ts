@@ -32,7 +32,11 @@ export type MemberShape = {
 
 export const ROLES = ['admin', 'member', 'viewer'] as const;
 export const MemberName = z.string().trim().min(1).max(120);
-export const UpdateMemberBody = z.strictObject({ expectedVersion: VersionString, name: MemberName.optional(), role: z.enum(ROLES).optional() });
+export const UpdateMemberBody = z.strictObject({
+  expectedVersion: VersionString,
+  name: MemberName.optional(),
+  role: z.enum(ROLES).optional(),
+});
 export const DeleteMemberBody = z.strictObject({ expectedVersion: VersionString });
 
 export const Member = builder.objectRef<MemberShape>('Member').implement({
@@ -84,12 +88,22 @@ const DeleteMemberInput = builder.inputType('DeleteMemberInput', {
 });
 
 export const memberSelect = {
-  id: true, orgId: true, userId: true, name: true, role: true, version: true,
+  id: true,
+  orgId: true,
+  userId: true,
+  name: true,
+  role: true,
+  version: true,
   user: { select: { name: true, email: true, verified: true, twoFactorEnabled: true } },
 } as const;
 
 interface MemberRow {
-  id: string; orgId: string; userId: string; name: string | null; role: string; version: bigint;
+  id: string;
+  orgId: string;
+  userId: string;
+  name: string | null;
+  role: string;
+  version: bigint;
   user: { name: string; email: string; verified: boolean; twoFactorEnabled: boolean };
 }
 
@@ -117,7 +131,12 @@ async function lockAdmins(tx: TransactionClient, orgId: string): Promise<string[
   return rows.map((row) => row.id);
 }
 
-async function currentMember(tx: TransactionClient, orgId: string, memberId: string, expectedVersion: string): Promise<MemberRow> {
+async function currentMember(
+  tx: TransactionClient,
+  orgId: string,
+  memberId: string,
+  expectedVersion: string,
+): Promise<MemberRow> {
   // Locked so that two updates with the same expectedVersion cannot both pass the check below.
   await tx.$queryRaw(lockMember(orgId, memberId));
   const row = await tx.member.findFirst({ where: { id: memberId, orgId }, select: memberSelect });
@@ -142,32 +161,56 @@ type UpdateMember = z.infer<typeof UpdateMemberBody>;
  * member) and drops this org's own name for one. An admin renaming someone else names them in this org only: no
  * org's admin may change what a user is called elsewhere (issue 18 §3).
  */
-async function renamed(tx: TransactionClient, row: MemberRow, name: string | undefined, self: boolean): Promise<{ name?: string | null }> {
+async function renamed(
+  tx: TransactionClient,
+  row: MemberRow,
+  name: string | undefined,
+  self: boolean,
+): Promise<{ name?: string | null }> {
   if (name === undefined) return {};
   if (!self) return { name };
   await tx.user.update({ where: { id: row.userId }, data: { name } });
   return { name: null };
 }
 
-async function updateMember(tx: TransactionClient, orgId: string, memberId: string, body: UpdateMember, self: boolean): Promise<MemberShape> {
+async function updateMember(
+  tx: TransactionClient,
+  orgId: string,
+  memberId: string,
+  body: UpdateMember,
+  self: boolean,
+): Promise<MemberShape> {
   const admins = body.role !== undefined && body.role !== 'admin' ? await lockAdmins(tx, orgId) : [];
   const row = await currentMember(tx, orgId, memberId, body.expectedVersion);
-  if (row.role === 'admin' && body.role !== undefined && body.role !== 'admin' && admins.every((id) => id === memberId)) throw lastAdmin();
+  if (row.role === 'admin' && body.role !== undefined && body.role !== 'admin' && admins.every((id) => id === memberId))
+    throw lastAdmin();
   const updated = await tx.member.update({
     where: { id: memberId },
-    data: { version: { increment: 1 }, ...(await renamed(tx, row, body.name, self)), ...(body.role === undefined ? {} : { role: body.role }) },
+    data: {
+      version: { increment: 1 },
+      ...(await renamed(tx, row, body.name, self)),
+      ...(body.role === undefined ? {} : { role: body.role }),
+    },
     select: memberSelect,
   });
   return toMemberShape(updated);
 }
 
-async function removeMember(tx: TransactionClient, orgId: string, memberId: string, expectedVersion: string): Promise<DeletionShape> {
+async function removeMember(
+  tx: TransactionClient,
+  orgId: string,
+  memberId: string,
+  expectedVersion: string,
+): Promise<DeletionShape> {
   const admins = await lockAdmins(tx, orgId);
   const row = await currentMember(tx, orgId, memberId, expectedVersion);
   if (row.role === 'admin' && admins.every((id) => id === memberId)) throw lastAdmin();
   await tx.member.delete({ where: { id: memberId } });
   // The keys would reach nothing without the membership; revoking them keeps the key list truthful.
-  await tx.apiKey.updateMany({ where: { orgId, userId: row.userId, scope: 'personal', revokedAt: null }, data: { revokedAt: new Date() } });
+  await tx.apiKey.updateMany({
+    where: { orgId, userId: row.userId, scope: 'personal', revokedAt: null },
+    data: { revokedAt: new Date() },
+  });
   return { deleted: true, mutationId: newId() };
 }
 
@@ -189,9 +232,13 @@ function authorizeUpdate(context: Context, orgId: string, memberId: string, body
   const requested = capabilitiesOfKey(ceilingOfRole(body.role));
   const beyond = requested.filter((capability) => !authority.capabilities.has(capability));
   if (beyond.length > 0) {
-    throw new DomainError('DELEGATION_EXCEEDS_AUTHORITY', 'The role would carry more authority than your credential holds.', {
-      details: { requested, held: [...authority.capabilities] },
-    });
+    throw new DomainError(
+      'DELEGATION_EXCEEDS_AUTHORITY',
+      'The role would carry more authority than your credential holds.',
+      {
+        details: { requested, held: [...authority.capabilities] },
+      },
+    );
   }
   return { self };
 }
@@ -224,8 +271,10 @@ builder.mutationFields((t) => ({
       const body = UpdateMemberBody.parse(input);
       const target = { orgId: String(orgId), memberId: String(id) };
       const { self } = authorizeUpdate(context, target.orgId, target.memberId, body);
-      return idempotent(context, { operation: 'updateMember', key: idempotencyKey, input: { ...target, ...body } }, (tx) =>
-        updateMember(tx, target.orgId, target.memberId, body, self),
+      return idempotent(
+        context,
+        { operation: 'updateMember', key: idempotencyKey, input: { ...target, ...body } },
+        (tx) => updateMember(tx, target.orgId, target.memberId, body, self),
       );
     },
   }),
@@ -242,8 +291,10 @@ builder.mutationFields((t) => ({
     resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
       const body = DeleteMemberBody.parse(input);
       const target = { orgId: String(orgId), memberId: String(id) };
-      return idempotent(context, { operation: 'deleteMember', key: idempotencyKey, input: { ...target, ...body } }, (tx) =>
-        removeMember(tx, target.orgId, target.memberId, body.expectedVersion),
+      return idempotent(
+        context,
+        { operation: 'deleteMember', key: idempotencyKey, input: { ...target, ...body } },
+        (tx) => removeMember(tx, target.orgId, target.memberId, body.expectedVersion),
       );
     },
   }),

@@ -34,7 +34,13 @@ const UpdateOrgInput = builder.inputType('UpdateOrgInput', {
   validate: UpdateOrgBody,
 });
 
-interface OrgRow { id: string; name: string; version: bigint; createdAt: Date; updatedAt: Date }
+interface OrgRow {
+  id: string;
+  name: string;
+  version: bigint;
+  createdAt: Date;
+  updatedAt: Date;
+}
 
 export function toOrgShape(row: OrgRow): OrgShape {
   return {
@@ -48,10 +54,13 @@ export function toOrgShape(row: OrgRow): OrgShape {
 
 async function renameOrg(tx: TransactionClient, orgId: string, body: UpdateOrgBody): Promise<OrgShape> {
   const expected = storedVersion(body.expectedVersion);
-  const updated = expected === null ? [] : await tx.org.updateManyAndReturn({
-    where: { id: orgId, version: expected },
-    data: { name: body.name, version: { increment: 1 } },
-  });
+  const updated =
+    expected === null
+      ? []
+      : await tx.org.updateManyAndReturn({
+          where: { id: orgId, version: expected },
+          data: { name: body.name, version: { increment: 1 } },
+        });
   if (updated[0]) return toOrgShape(updated[0]);
   const current = await tx.org.findUnique({ where: { id: orgId }, select: { version: true } });
   if (!current) throw notFound('organisation');
@@ -85,8 +94,10 @@ builder.mutationFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'admin' }, oauth: 'org:manage' }),
     resolve: (_root, { idempotencyKey, orgId, input }, context) => {
       const target = String(orgId);
-      return idempotent(context, { operation: 'updateOrg', key: idempotencyKey, input: { orgId: target, ...input } }, (tx) =>
-        renameOrg(tx, target, input),
+      return idempotent(
+        context,
+        { operation: 'updateOrg', key: idempotencyKey, input: { orgId: target, ...input } },
+        (tx) => renameOrg(tx, target, input),
       );
     },
   }),

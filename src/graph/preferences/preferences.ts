@@ -5,7 +5,13 @@ import { idempotent } from '../../idempotency/run.ts';
 import { isKnownTimezone } from '../../kernel/timezones.ts';
 
 /** Spec 2.14 and 2.15: per-user display preferences and the values they may take. */
-export const DATE_FORMATS = ['day-short-month-year', 'short-month-day-year', 'year-month-day', 'day-month-year', 'month-day-year'] as const;
+export const DATE_FORMATS = [
+  'day-short-month-year',
+  'short-month-day-year',
+  'year-month-day',
+  'day-month-year',
+  'month-day-year',
+] as const;
 export const TIME_FORMATS = ['24-hour', '12-hour', '24-hour-seconds', '12-hour-seconds'] as const;
 export const THEMES = ['system', 'light', 'dark'] as const;
 
@@ -14,9 +20,34 @@ export const TIMEZONES: readonly string[] = ['UTC', ...Intl.supportedValuesOf('t
 
 /** The locales the product is offered in, kept to those the runtime can actually format. */
 const OFFERED_LOCALES = [
-  'en-US', 'en-GB', 'en-AU', 'en-CA', 'en-IN', 'de-DE', 'de-AT', 'de-CH', 'fr-FR', 'fr-CA', 'es-ES', 'es-MX',
-  'it-IT', 'nl-NL', 'pt-BR', 'pt-PT', 'sv-SE', 'da-DK', 'nb-NO', 'fi-FI', 'pl-PL', 'cs-CZ', 'tr-TR', 'uk-UA',
-  'ja-JP', 'ko-KR', 'zh-CN', 'zh-TW',
+  'en-US',
+  'en-GB',
+  'en-AU',
+  'en-CA',
+  'en-IN',
+  'de-DE',
+  'de-AT',
+  'de-CH',
+  'fr-FR',
+  'fr-CA',
+  'es-ES',
+  'es-MX',
+  'it-IT',
+  'nl-NL',
+  'pt-BR',
+  'pt-PT',
+  'sv-SE',
+  'da-DK',
+  'nb-NO',
+  'fi-FI',
+  'pl-PL',
+  'cs-CZ',
+  'tr-TR',
+  'uk-UA',
+  'ja-JP',
+  'ko-KR',
+  'zh-CN',
+  'zh-TW',
 ];
 export const LOCALES: readonly string[] = Intl.DateTimeFormat.supportedLocalesOf(OFFERED_LOCALES);
 
@@ -34,8 +65,18 @@ export const DEFAULT_PREFERENCES = {
 /** PATCH body: every member optional, none nullable, nothing else allowed. */
 export const PreferencesPatch = z.strictObject({
   // The listed zones, plus any other name the runtime knows (Node 20 lists `Asia/Calcutta` but not `Asia/Kolkata`).
-  timezone: z.string().min(1).max(100).refine((zone) => timezoneSet.has(zone) || isKnownTimezone(zone), 'unknown timezone (see /v1/preferences/options)').optional(),
-  locale: z.string().min(2).max(64).refine((locale) => localeSet.has(locale), 'unsupported locale (see /v1/preferences/options)').optional(),
+  timezone: z
+    .string()
+    .min(1)
+    .max(100)
+    .refine((zone) => timezoneSet.has(zone) || isKnownTimezone(zone), 'unknown timezone (see /v1/preferences/options)')
+    .optional(),
+  locale: z
+    .string()
+    .min(2)
+    .max(64)
+    .refine((locale) => localeSet.has(locale), 'unsupported locale (see /v1/preferences/options)')
+    .optional(),
   dateFormat: z.enum(DATE_FORMATS).optional(),
   timeFormat: z.enum(TIME_FORMATS).optional(),
   theme: z.enum(THEMES).optional(),
@@ -98,7 +139,11 @@ async function readPreferences(db: TransactionClient, userId: string): Promise<P
   return stored ?? { ...DEFAULT_PREFERENCES };
 }
 
-async function writePreferences(tx: TransactionClient, userId: string, patch: z.infer<typeof PreferencesPatch>): Promise<PreferencesShape> {
+async function writePreferences(
+  tx: TransactionClient,
+  userId: string,
+  patch: z.infer<typeof PreferencesPatch>,
+): Promise<PreferencesShape> {
   const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
   return tx.preference.upsert({
     where: { userId },

@@ -24,22 +24,40 @@ const RowTarget = {
   key: z.array(z.unknown()).min(1).max(16).optional().describe('with matchOn: the rule’s field values in its order'),
   expectedVersion: VersionString.optional().describe('required with rowId, optional with matchOn'),
 };
-function targetIssues(operation: { rowId?: string | undefined; matchOn?: string | undefined; key?: unknown[] | undefined; expectedVersion?: string | undefined }, context: z.core.$RefinementCtx): void {
+function targetIssues(
+  operation: {
+    rowId?: string | undefined;
+    matchOn?: string | undefined;
+    key?: unknown[] | undefined;
+    expectedVersion?: string | undefined;
+  },
+  context: z.core.$RefinementCtx,
+): void {
   if (operation.rowId !== undefined) {
-    if (operation.matchOn !== undefined || operation.key !== undefined) context.addIssue({ code: 'custom', path: ['matchOn'], message: 'must be absent with rowId' });
-    if (operation.expectedVersion === undefined) context.addIssue({ code: 'custom', path: ['expectedVersion'], message: 'is required with rowId' });
+    if (operation.matchOn !== undefined || operation.key !== undefined)
+      context.addIssue({ code: 'custom', path: ['matchOn'], message: 'must be absent with rowId' });
+    if (operation.expectedVersion === undefined)
+      context.addIssue({ code: 'custom', path: ['expectedVersion'], message: 'is required with rowId' });
   } else if (operation.matchOn === undefined) {
     context.addIssue({ code: 'custom', path: ['rowId'], message: 'is required (or matchOn and key)' });
   } else if (operation.key === undefined) {
     context.addIssue({ code: 'custom', path: ['key'], message: 'is required with matchOn' });
   }
 }
-export const BatchOperation = z.discriminatedUnion('op', [
-  z.strictObject({ op: z.literal('create'), values: Values }),
-  z.strictObject({ op: z.literal('update'), ...RowTarget, values: Values }).superRefine(targetIssues),
-  z.strictObject({ op: z.literal('delete'), ...RowTarget }).superRefine(targetIssues),
-  z.strictObject({ op: z.literal('upsert'), matchOn: Id.describe('an unconditional unique rule of the table'), values: Values }),
-], { error: 'op must be one of create, update, delete, upsert' });
+export const BatchOperation = z.discriminatedUnion(
+  'op',
+  [
+    z.strictObject({ op: z.literal('create'), values: Values }),
+    z.strictObject({ op: z.literal('update'), ...RowTarget, values: Values }).superRefine(targetIssues),
+    z.strictObject({ op: z.literal('delete'), ...RowTarget }).superRefine(targetIssues),
+    z.strictObject({
+      op: z.literal('upsert'),
+      matchOn: Id.describe('an unconditional unique rule of the table'),
+      values: Values,
+    }),
+  ],
+  { error: 'op must be one of create, update, delete, upsert' },
+);
 export type BatchOperation = z.infer<typeof BatchOperation>;
 
 export const BatchRowsBody = z.strictObject({
@@ -51,9 +69,24 @@ export type BatchRowsBody = z.infer<typeof BatchRowsBody>;
 /** One operation, checked: what the database phase needs. */
 export type PlannedOperation =
   | { op: 'create'; index: number; values: Map<string, CellValue> }
-  | { op: 'update'; index: number; rowId: string; expectedVersion: string; values: Map<string, CellValue>; match?: KeyMatch }
+  | {
+      op: 'update';
+      index: number;
+      rowId: string;
+      expectedVersion: string;
+      values: Map<string, CellValue>;
+      match?: KeyMatch;
+    }
   | { op: 'delete'; index: number; rowId: string; expectedVersion: string; match?: KeyMatch }
-  | { op: 'upsert'; index: number; rule: UniqueRuleDefinition; key: string; lockId: string; values: Map<string, CellValue>; named: Set<string> };
+  | {
+      op: 'upsert';
+      index: number;
+      rule: UniqueRuleDefinition;
+      key: string;
+      lockId: string;
+      values: Map<string, CellValue>;
+      named: Set<string>;
+    };
 
 /**
  * An update or delete by key: its rule and checked key. `rowId` (and `expectedVersion`, when the request gave none)
@@ -83,7 +116,12 @@ export class BatchFailures {
   readonly list: BatchFailure[] = [];
 
   add(index: number, error: DomainError): void {
-    this.list.push({ index, code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) });
+    this.list.push({
+      index,
+      code: error.code,
+      message: error.message,
+      ...(error.details === undefined ? {} : { details: error.details }),
+    });
   }
 
   invalid(index: number, path: (string | number)[], message: string): void {
@@ -101,9 +139,14 @@ export class BatchFailures {
     const winner = failures.reduce((best, failure) => (rank(failure) < rank(best) ? failure : best));
     const summary = `${new Set(failures.map((failure) => failure.index)).size} of ${total} operations failed; nothing was written.`;
     if (winner.code === 'VALIDATION_FAILED') {
-      const problems = failures.flatMap((failure) => failure.code === 'VALIDATION_FAILED'
-        ? ((failure.details as { problems: FieldProblem[] }).problems).map((problem) => ({ ...problem, path: ['operations', failure.index, ...problem.path] }))
-        : []);
+      const problems = failures.flatMap((failure) =>
+        failure.code === 'VALIDATION_FAILED'
+          ? (failure.details as { problems: FieldProblem[] }).problems.map((problem) => ({
+              ...problem,
+              path: ['operations', failure.index, ...problem.path],
+            }))
+          : [],
+      );
       throw new DomainError('VALIDATION_FAILED', summary, { details: { problems, failures } });
     }
     throw new DomainError(winner.code, summary, { details: { failures } });
@@ -129,26 +172,58 @@ function namedFields(schema: TableSchema, values: Record<string, unknown>): Set<
   return named;
 }
 
-function planUpsert(schema: TableSchema, operation: Extract<BatchOperation, { op: 'upsert' }>, index: number, failures: BatchFailures): PlannedOperation | null {
+function planUpsert(
+  schema: TableSchema,
+  operation: Extract<BatchOperation, { op: 'upsert' }>,
+  index: number,
+  failures: BatchFailures,
+): PlannedOperation | null {
   const rule = schema.uniqueRules.find((candidate) => candidate.id === operation.matchOn);
-  if (!rule) return failures.invalid(index, ['matchOn'], 'is not a unique rule of this table'), null;
+  if (!rule) return (failures.invalid(index, ['matchOn'], 'is not a unique rule of this table'), null);
   if (rule.where !== null && rule.where !== undefined) {
-    return failures.invalid(index, ['matchOn'], 'is a conditional rule; an upsert needs an unconditional one, so that a key names at most one row'), null;
+    return (
+      failures.invalid(
+        index,
+        ['matchOn'],
+        'is a conditional rule; an upsert needs an unconditional one, so that a key names at most one row',
+      ),
+      null
+    );
   }
   const values = checkValues(schema, operation.values, 'create');
   const empty = rule.fieldIds.filter((id) => (values.get(id) ?? null) === null);
   if (empty.length > 0) {
     const names = empty.map((id) => schema.fieldsById.get(id)!.name).join(', ');
-    return failures.invalid(index, ['values'], `must give ${names}: an upsert finds its row by the rule's fields, and an empty key matches no row`), null;
+    return (
+      failures.invalid(
+        index,
+        ['values'],
+        `must give ${names}: an upsert finds its row by the rule's fields, and an empty key matches no row`,
+      ),
+      null
+    );
   }
   const key = keyOf(rule.fieldIds, values);
-  return { op: 'upsert', index, rule, key, lockId: lockIdOf(schema.tableId, rule.id, key), values, named: namedFields(schema, operation.values) };
+  return {
+    op: 'upsert',
+    index,
+    rule,
+    key,
+    lockId: lockIdOf(schema.tableId, rule.id, key),
+    values,
+    named: namedFields(schema, operation.values),
+  };
 }
 
 /** The rule and key of a keyed update or delete, or null (the failure recorded). */
-function planMatch(schema: TableSchema, operation: { matchOn?: string | undefined; key?: unknown[] | undefined; expectedVersion?: string | undefined }, index: number, failures: BatchFailures): KeyMatch | null {
+function planMatch(
+  schema: TableSchema,
+  operation: { matchOn?: string | undefined; key?: unknown[] | undefined; expectedVersion?: string | undefined },
+  index: number,
+  failures: BatchFailures,
+): KeyMatch | null {
   const rule = unconditionalRule(schema, operation.matchOn!, ['matchOn']);
-  if ('path' in rule) return failures.invalid(index, rule.path, rule.message), null;
+  if ('path' in rule) return (failures.invalid(index, rule.path, rule.message), null);
   const problems: FieldProblem[] = [];
   const key = checkedKey(schema, rule, operation.key!, ['key'], problems);
   key.forEach((value, position) => {
@@ -157,18 +232,29 @@ function planMatch(schema: TableSchema, operation: { matchOn?: string | undefine
     }
   });
   if (problems.length > 0) {
-    failures.add(index, new DomainError('VALIDATION_FAILED', 'The key does not fit the rule’s fields.', { details: { problems } }));
+    failures.add(
+      index,
+      new DomainError('VALIDATION_FAILED', 'The key does not fit the rule’s fields.', { details: { problems } }),
+    );
     return null;
   }
   return { rule, key, versionGiven: operation.expectedVersion !== undefined };
 }
 
-function planOne(schema: TableSchema, operation: BatchOperation, index: number, failures: BatchFailures, rowSizeLimit: number): PlannedOperation | null {
+function planOne(
+  schema: TableSchema,
+  operation: BatchOperation,
+  index: number,
+  failures: BatchFailures,
+  rowSizeLimit: number,
+): PlannedOperation | null {
   if ((operation.op === 'update' || operation.op === 'delete') && operation.rowId === undefined) {
     const match = planMatch(schema, operation, index, failures);
     if (!match) return null;
     const target = { index, rowId: '', expectedVersion: operation.expectedVersion ?? '', match };
-    return operation.op === 'update' ? { op: 'update', ...target, values: checkValues(schema, operation.values, 'update') } : { op: 'delete', ...target };
+    return operation.op === 'update'
+      ? { op: 'update', ...target, values: checkValues(schema, operation.values, 'update') }
+      : { op: 'delete', ...target };
   }
   switch (operation.op) {
     case 'create': {
@@ -177,7 +263,13 @@ function planOne(schema: TableSchema, operation: BatchOperation, index: number, 
       return { op: 'create', index, values };
     }
     case 'update':
-      return { op: 'update', index, rowId: operation.rowId!, expectedVersion: operation.expectedVersion!, values: checkValues(schema, operation.values, 'update') };
+      return {
+        op: 'update',
+        index,
+        rowId: operation.rowId!,
+        expectedVersion: operation.expectedVersion!,
+        values: checkValues(schema, operation.values, 'update'),
+      };
     case 'delete':
       return { op: 'delete', index, rowId: operation.rowId!, expectedVersion: operation.expectedVersion! };
     case 'upsert':
@@ -189,21 +281,40 @@ function planOne(schema: TableSchema, operation: BatchOperation, index: number, 
 function refuseRepeats(planned: readonly PlannedOperation[], failures: BatchFailures): void {
   const seen = new Map<string, number>();
   for (const operation of planned) {
-    const target = (operation.op === 'update' || operation.op === 'delete') && operation.match ? `key ${operation.match.rule.id} ${JSON.stringify(operation.match.key)}`
-      : operation.op === 'update' || operation.op === 'delete' ? `row ${operation.rowId}`
-      : operation.op === 'upsert' ? `key ${operation.rule.id} ${operation.key}` : null;
+    const target =
+      (operation.op === 'update' || operation.op === 'delete') && operation.match
+        ? `key ${operation.match.rule.id} ${JSON.stringify(operation.match.key)}`
+        : operation.op === 'update' || operation.op === 'delete'
+          ? `row ${operation.rowId}`
+          : operation.op === 'upsert'
+            ? `key ${operation.rule.id} ${operation.key}`
+            : null;
     if (target === null) continue;
     const earlier = seen.get(target);
     if (earlier === undefined) seen.set(target, operation.index);
     else {
-      const path = operation.op === 'upsert' ? 'values' : (operation.op === 'update' || operation.op === 'delete') && operation.match ? 'key' : 'rowId';
-      failures.invalid(operation.index, [path], `operation ${earlier} of this batch already changes this row; a batch names each row once`);
+      const path =
+        operation.op === 'upsert'
+          ? 'values'
+          : (operation.op === 'update' || operation.op === 'delete') && operation.match
+            ? 'key'
+            : 'rowId';
+      failures.invalid(
+        operation.index,
+        [path],
+        `operation ${earlier} of this batch already changes this row; a batch names each row once`,
+      );
     }
   }
 }
 
 /** Checks every operation against the schema; the ones that fail are left out and recorded in `failures`. */
-export function planBatch(schema: TableSchema, body: BatchRowsBody, failures: BatchFailures, rowSizeLimit: number): PlannedOperation[] {
+export function planBatch(
+  schema: TableSchema,
+  body: BatchRowsBody,
+  failures: BatchFailures,
+  rowSizeLimit: number,
+): PlannedOperation[] {
   const planned: PlannedOperation[] = [];
   body.operations.forEach((operation, index) => {
     try {

@@ -16,7 +16,10 @@ export function checkedWhere(schema: TableSchema, lens: ViewLens | null, where: 
   const query = lens ? throughView(lens, asked) : asked;
   const overBudget = query.where ? filterBudgetProblems(query.where, schema.fields) : [];
   if (overBudget.length) {
-    throw validationFailed(overBudget.map((problem) => ({ ...problem, path: ['where', ...problem.path] })), 'The filter is over its cost budget; simplify it.');
+    throw validationFailed(
+      overBudget.map((problem) => ({ ...problem, path: ['where', ...problem.path] })),
+      'The filter is over its cost budget; simplify it.',
+    );
   }
   return query.where;
 }
@@ -40,7 +43,11 @@ export interface RowSelection {
 }
 
 /** The SQL of a checked filter and a search text, each with the statement's own parameters. */
-export function rowSelection(schema: TableSchema, where: FilterExpression | null, search: string | null | undefined): RowSelection {
+export function rowSelection(
+  schema: TableSchema,
+  where: FilterExpression | null,
+  search: string | null | undefined,
+): RowSelection {
   const words = search ? searchWords(search) : [];
   const plan = words.length > 0 ? searchPlanOf(schema) : null;
   const parts: ((params: Params) => string)[] = [];

@@ -18,21 +18,39 @@ import { currentSchema } from '../tables/schema-endpoint.ts';
  * answered in request order (null where no row holds it: a key with an empty value never does).
  */
 export function keyRuleOf(schema: TableSchema, rule: UniqueRuleDefinition): KeyRule {
-  return { ruleId: rule.id, fields: rule.fieldIds.map((id) => schema.fieldsById.get(id)!), enforcement: rule.enforcement };
+  return {
+    ruleId: rule.id,
+    fields: rule.fieldIds.map((id) => schema.fieldsById.get(id)!),
+    enforcement: rule.enforcement,
+  };
 }
 
 /** The unconditional unique rule `ruleId` names, or the problem at `path`. */
-export function unconditionalRule(schema: TableSchema, ruleId: string, path: (string | number)[]): UniqueRuleDefinition | FieldProblem {
+export function unconditionalRule(
+  schema: TableSchema,
+  ruleId: string,
+  path: (string | number)[],
+): UniqueRuleDefinition | FieldProblem {
   const rule = schema.uniqueRules.find((candidate) => candidate.id === ruleId);
   if (!rule) return { path, message: 'is not a unique rule of this table' };
-  if (rule.where !== null && rule.where !== undefined) return { path, message: 'is a conditional rule; a key names at most one row only under an unconditional one' };
+  if (rule.where !== null && rule.where !== undefined)
+    return { path, message: 'is a conditional rule; a key names at most one row only under an unconditional one' };
   return rule;
 }
 
 /** A key's values checked against the rule's fields (null allowed: it matches nothing), or problems under `path`. */
-export function checkedKey(schema: TableSchema, rule: UniqueRuleDefinition, key: readonly unknown[], path: (string | number)[], problems: FieldProblem[]): CellValue[] {
+export function checkedKey(
+  schema: TableSchema,
+  rule: UniqueRuleDefinition,
+  key: readonly unknown[],
+  path: (string | number)[],
+  problems: FieldProblem[],
+): CellValue[] {
   if (key.length !== rule.fieldIds.length) {
-    problems.push({ path, message: `must have ${rule.fieldIds.length} value(s), one per field of the rule, in its order` });
+    problems.push({
+      path,
+      message: `must have ${rule.fieldIds.length} value(s), one per field of the rule, in its order`,
+    });
     return [];
   }
   return rule.fieldIds.map((fieldId, index) => {
@@ -45,7 +63,11 @@ export function checkedKey(schema: TableSchema, rule: UniqueRuleDefinition, key:
   });
 }
 
-export async function lookupInTable(context: Context, schema: TableSchema, body: LookupRowsBody): Promise<{ data: (RowShape | null)[] }> {
+export async function lookupInTable(
+  context: Context,
+  schema: TableSchema,
+  body: LookupRowsBody,
+): Promise<{ data: (RowShape | null)[] }> {
   const rule = unconditionalRule(schema, body.ruleId, ['ruleId']);
   if ('path' in rule) throw validationFailed([rule]);
   const problems: FieldProblem[] = [];
@@ -54,21 +76,29 @@ export async function lookupInTable(context: Context, schema: TableSchema, body:
   const statement = lookupRows(schema, keyRuleOf(schema, rule), keys, schema.fields);
   const records = await dataPlane(context).query<{ k: number; j: string }>(statement.sql, statement.params);
   const found = new Map(records.map((record) => [record.k, record.j]));
-  return { data: keys.map((_key, index) => {
-    const json = found.get(index);
-    return json === undefined ? null : rowFromTable(schema, JSON.parse(json) as RowShape);
-  }) };
+  return {
+    data: keys.map((_key, index) => {
+      const json = found.get(index);
+      return json === undefined ? null : rowFromTable(schema, JSON.parse(json) as RowShape);
+    }),
+  };
 }
 
 const RowLookup = builder.objectRef<{ data: (RowShape | null)[] }>('RowLookup').implement({
   description: 'One entry per key, in key order: the row holding it, or null.',
-  fields: (t) => ({ data: t.field({ type: [Row], nullable: { list: false, items: true }, resolve: (result) => result.data }) }),
+  fields: (t) => ({
+    data: t.field({ type: [Row], nullable: { list: false, items: true }, resolve: (result) => result.data }),
+  }),
 });
 
 const LookupRowsInput = builder.inputType('LookupRowsInput', {
   fields: (t) => ({
     ruleId: t.id({ required: true }),
-    keys: t.field({ type: ['JSON'], required: true, description: '1..1000 keys, each an array of the rule’s field values in its order' }),
+    keys: t.field({
+      type: ['JSON'],
+      required: true,
+      description: '1..1000 keys, each an array of the rule’s field values in its order',
+    }),
   }),
   validate: LookupRowsBody,
 });
@@ -79,6 +109,7 @@ builder.queryFields((t) => ({
     description: 'Rows by the values of an unconditional unique rule, in key order (null for a key no row holds).',
     args: { ...tableAddressArgs, input: t.arg({ type: LookupRowsInput, required: true }) },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
-    resolve: async (_root, args, context) => lookupInTable(context, await currentSchema(context, addressOf(args)), LookupRowsBody.parse(args.input)),
+    resolve: async (_root, args, context) =>
+      lookupInTable(context, await currentSchema(context, addressOf(args)), LookupRowsBody.parse(args.input)),
   }),
 }));

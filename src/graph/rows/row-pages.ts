@@ -1,9 +1,26 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { checkFilter, checkOrderBy, filterBudgetProblems, FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
+import {
+  checkFilter,
+  checkOrderBy,
+  filterBudgetProblems,
+  FilterExpression,
+  OrderBy,
+  resolveField,
+  type OrderByItem,
+} from '../../data/filter.ts';
 import { countRows } from '../../data/aggregate.ts';
 import type { Position, SortKey } from '../../data/keyset.ts';
-import { selectHistoryPage, selectRowPage, selectRow, selectSortValues, type HistoryRecord, type PageGuard, type RowRecord, type RowShape } from '../../data/rows.ts';
+import {
+  selectHistoryPage,
+  selectRowPage,
+  selectRow,
+  selectSortValues,
+  type HistoryRecord,
+  type PageGuard,
+  type RowRecord,
+  type RowShape,
+} from '../../data/rows.ts';
 import { signatureOf } from '../../data/sort-indexes.ts';
 import type { Statement } from '../../data/statement.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
@@ -38,7 +55,8 @@ export const RowPage = pageRef('RowPage', Row, 'A page of rows in the requested 
 builder.objectFields(RowPage, (t) => ({
   total: t.int({
     nullable: true,
-    description: 'With `includeTotal`, on the first page: how many rows match (the filter, view and search). Null otherwise.',
+    description:
+      'With `includeTotal`, on the first page: how many rows match (the filter, view and search). Null otherwise.',
     resolve: (page) => (page as RowPageShape).total ?? null,
   }),
 }));
@@ -48,7 +66,8 @@ const HistoryActor = builder.objectRef<HistoryEntryShape['actor']>('HistoryActor
 });
 
 const HistoryEntry = builder.objectRef<HistoryEntryShape>('CellHistoryEntry').implement({
-  description: 'One cell at one row version: `operation` is create, update, delete (a deleted row’s cells read null) or restore.',
+  description:
+    'One cell at one row version: `operation` is create, update, delete (a deleted row’s cells read null) or restore.',
   fields: (t) => ({
     rowId: t.exposeID('rowId'),
     fieldId: t.exposeID('fieldId'),
@@ -79,10 +98,16 @@ function positionAfter(keys: readonly SortKey[], last: RowPageRecord): z.infer<t
 }
 
 /** The sort values a cursor left out, read from its row; a row deleted since then leaves nothing to resume from. */
-async function resolvePosition(context: Context, schema: TableSchema, keys: readonly SortKey[], position: z.infer<typeof RowPosition>): Promise<Position> {
+async function resolvePosition(
+  context: Context,
+  schema: TableSchema,
+  keys: readonly SortKey[],
+  position: z.infer<typeof RowPosition>,
+): Promise<Position> {
   if (position.values) return { values: position.values, rowId: position.rowId };
   const [row] = await run<Record<string, string | null>>(context, selectSortValues(schema, keys, position.rowId));
-  if (!row) throw new DomainError('CURSOR_INVALID', 'The row this page ended on was deleted; start again without the cursor.');
+  if (!row)
+    throw new DomainError('CURSOR_INVALID', 'The row this page ended on was deleted; start again without the cursor.');
   return { values: keys.map((_key, index) => row[`k${index}`] ?? null), rowId: position.rowId };
 }
 const HistoryPosition = z.strictObject({ version: z.string().regex(/^[1-9][0-9]{0,18}$/), fieldId: Id });
@@ -94,7 +119,12 @@ function prefixed(problems: FieldProblem[], prefix: string): FieldProblem[] {
 function parsed<T>(schema: z.ZodType<T>, value: unknown, name: string): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  throw validationFailed(result.error.issues.map((issue) => ({ path: [name, ...issue.path.map((key) => (typeof key === 'number' ? key : String(key)))], message: issue.message })));
+  throw validationFailed(
+    result.error.issues.map((issue) => ({
+      path: [name, ...issue.path.map((key) => (typeof key === 'number' ? key : String(key)))],
+      message: issue.message,
+    })),
+  );
 }
 
 export interface RowQuery {
@@ -106,7 +136,9 @@ export interface RowQuery {
 function hasReadyIndex(schema: TableSchema, keys: readonly SortKey[]): boolean {
   if (keys.length === 0) return false;
   const signature = signatureOf(keys.map((key) => ({ fieldId: key.field.id, direction: key.direction })));
-  return schema.indexes.some((index) => index.method === 'btree' && index.state === 'ready' && signatureOf(index.keys) === signature);
+  return schema.indexes.some(
+    (index) => index.method === 'btree' && index.state === 'ready' && signatureOf(index.keys) === signature,
+  );
 }
 
 function sortKeysOf(schema: TableSchema, orderBy: readonly OrderByItem[]): SortKey[] {
@@ -165,13 +197,30 @@ export type RowPageShape = PageShape<RowShape> & { total?: number | null };
  * The table's schema and the view's lens as this server last read them, when both still claim to be current for
  * this address. Only a hint: the page built from them carries a guard that PostgreSQL checks (see `PageGuard`).
  */
-function cachedDefinitions(context: Context, address: TableAddress, viewId: string | null): { schema: TableSchema; lens: ViewLens | null; guard: PageGuard } | null {
+function cachedDefinitions(
+  context: Context,
+  address: TableAddress,
+  viewId: string | null,
+): { schema: TableSchema; lens: ViewLens | null; guard: PageGuard } | null {
   const schema = context.schemas.peek(address.tableId);
   if (!schema || schema.orgId !== address.orgId || schema.databaseId !== address.databaseId) return null;
   const cached = viewId ? context.views.get(viewId) : null;
-  if (viewId && (!cached || cached.tableId !== schema.tableId || cached.orgId !== schema.orgId || cached.schemaVersion !== schema.schemaVersion)) return null;
+  if (
+    viewId &&
+    (!cached ||
+      cached.tableId !== schema.tableId ||
+      cached.orgId !== schema.orgId ||
+      cached.schemaVersion !== schema.schemaVersion)
+  )
+    return null;
   const view = cached ? { id: cached.viewId, version: cached.version, userId: context.caller?.userId ?? null } : null;
-  const guard = { orgId: schema.orgId, databaseId: schema.databaseId, tableId: schema.tableId, schemaVersion: schema.schemaVersion, view };
+  const guard = {
+    orgId: schema.orgId,
+    databaseId: schema.databaseId,
+    tableId: schema.tableId,
+    schemaVersion: schema.schemaVersion,
+    view,
+  };
   return { schema, lens: cached?.lens ?? null, guard };
 }
 
@@ -185,27 +234,49 @@ export async function readRowPage(context: Context, schema: TableSchema, args: R
 }
 
 /** One page of rows; null when a guarded page came back empty (the definitions it trusted may be stale). */
-async function readPageThrough(context: Context, args: RowPageArgs, schema: TableSchema, lens: ViewLens | null, guard: PageGuard | null): Promise<RowPageShape | null> {
+async function readPageThrough(
+  context: Context,
+  args: RowPageArgs,
+  schema: TableSchema,
+  lens: ViewLens | null,
+  guard: PageGuard | null,
+): Promise<RowPageShape | null> {
   const asked = checkRowQuery(schema, args.where, args.orderBy);
   const query = lens ? throughView(lens, asked) : asked;
   // The view's filter and the request's run together, so they share one budget.
   const overBudget = query.where ? filterBudgetProblems(query.where, schema.fields) : [];
-  if (overBudget.length) throw validationFailed(prefixed(overBudget, 'where'), 'The filter is over its cost budget; simplify it.');
+  if (overBudget.length)
+    throw validationFailed(prefixed(overBudget, 'where'), 'The filter is over its cost budget; simplify it.');
   const keys = sortKeysOf(schema, query.orderBy);
   const limit = args.limit ?? DEFAULT_PAGE_SIZE;
   const key = await cursorKey(context.prisma);
   const search = args.search ?? null;
   const scope = `${rowCursorScope(schema, query)}:${lens?.tag ?? ''}${search === null ? '' : `:${createHash('sha256').update(search).digest('base64url')}`}`;
-  const after = args.cursor ? await resolvePosition(context, schema, keys, decodeCursor(key, scope, args.cursor, RowPosition)) : null;
+  const after = args.cursor
+    ? await resolvePosition(context, schema, keys, decodeCursor(key, scope, args.cursor, RowPosition))
+    : null;
   const { filter, rank } = rowSelection(schema, query.where, search);
   const shown = lens ? schema.fields.filter((field) => !lens.hidden.has(field.id)) : schema.fields;
-  const statement = selectRowPage(schema, { guard, filter, keys, after, limit, indexed: hasReadyIndex(schema, keys), json: shown, rank });
+  const statement = selectRowPage(schema, {
+    guard,
+    filter,
+    keys,
+    after,
+    limit,
+    indexed: hasReadyIndex(schema, keys),
+    json: shown,
+    rank,
+  });
   const records = await run<RowPageRecord>(context, statement);
   if (guard && records.length === 0) return null;
   // A page by relevance carries its rank as its one sort value (`k0`).
   const cursorKeys = rank && keys.length === 0 ? [null] : keys;
-  const page: RowPageShape = pageOf(records, limit, (record) => rowFromTable(schema, JSON.parse(record.j) as RowShape), (last) =>
-    encodeCursor(key, scope, positionAfter(cursorKeys as readonly SortKey[], last)));
+  const page: RowPageShape = pageOf(
+    records,
+    limit,
+    (record) => rowFromTable(schema, JSON.parse(record.j) as RowShape),
+    (last) => encodeCursor(key, scope, positionAfter(cursorKeys as readonly SortKey[], last)),
+  );
   if (args.includeTotal && !args.cursor) {
     const [counted] = await run<{ total: string }>(context, countRows(schema, filter));
     page.total = Number(counted!.total);
@@ -214,7 +285,12 @@ async function readPageThrough(context: Context, args: RowPageArgs, schema: Tabl
 }
 
 /** A row's cell history, newest first: the `rowHistory` query and the `Row.history` edge. */
-export async function readHistoryPage(context: Context, schema: TableSchema, rowId: string, page: PageArgs): Promise<PageShape<HistoryEntryShape>> {
+export async function readHistoryPage(
+  context: Context,
+  schema: TableSchema,
+  rowId: string,
+  page: PageArgs,
+): Promise<PageShape<HistoryEntryShape>> {
   const limit = page.limit ?? DEFAULT_PAGE_SIZE;
   const key = await cursorKey(context.prisma);
   const scope = `history:${schema.tableId}:${rowId}`;
@@ -225,16 +301,21 @@ export async function readHistoryPage(context: Context, schema: TableSchema, row
     const [row] = await run<RowRecord>(context, selectRow(schema, rowId));
     if (!row) throw notFound('row');
   }
-  return pageOf(records, limit, (record): HistoryEntryShape => ({
-    rowId,
-    fieldId: record.field_id,
-    version: record.version,
-    operation: record.operation,
-    value: JSON.parse(record.value) as Json,
-    mutationId: record.mutation_id,
-    actor: { id: record.actor_id, kind: record.actor_kind, name: record.actor_name },
-    changedAt: record.changed_at,
-  }), (last) => encodeCursor(key, scope, { version: last.version, fieldId: last.field_id }));
+  return pageOf(
+    records,
+    limit,
+    (record): HistoryEntryShape => ({
+      rowId,
+      fieldId: record.field_id,
+      version: record.version,
+      operation: record.operation,
+      value: JSON.parse(record.value) as Json,
+      mutationId: record.mutation_id,
+      actor: { id: record.actor_id, kind: record.actor_kind, name: record.actor_name },
+      changedAt: record.changed_at,
+    }),
+    (last) => encodeCursor(key, scope, { version: last.version, fieldId: last.field_id }),
+  );
 }
 builder.queryFields((t) => ({
   rows: t.field({
@@ -242,13 +323,20 @@ builder.queryFields((t) => ({
     description: 'Rows matching `where` (spec 2.4) in `orderBy` order, row id last; `limit` 1..100 (default 50).',
     args: {
       ...tableAddressArgs,
-      viewId: t.arg.id({ validate: Id.optional(), description: 'Read through this saved view: its filter (and `where`), its order unless `orderBy` is given, without its hidden columns.' }),
+      viewId: t.arg.id({
+        validate: Id.optional(),
+        description:
+          'Read through this saved view: its filter (and `where`), its order unless `orderBy` is given, without its hidden columns.',
+      }),
       where: t.arg({ type: 'JSON' }),
       orderBy: t.arg({ type: [RowOrderInput] }),
       limit: t.arg.int({ validate: PageLimit.optional() }),
       cursor: t.arg.string({ validate: Cursor.optional() }),
       search: t.arg.string({ validate: SearchText.optional(), description: SearchText.description }),
-      includeTotal: t.arg.boolean({ description: 'Answer `total`, the exact count of the matches, on the first page (a full count: its cost grows with the matches).' }),
+      includeTotal: t.arg.boolean({
+        description:
+          'Answer `total`, the exact count of the matches, on the first page (a full count: its cost grows with the matches).',
+      }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
@@ -258,10 +346,12 @@ builder.queryFields((t) => ({
       // from cached definitions they ride in the page's statement as its guard. A guarded page that comes back empty,
       // or that the cached definitions refused, is read again the long way: 404, 422 or a fresh page, as before.
       const cached = cachedDefinitions(context, address, viewId);
-      const fast = cached ? await readPageThrough(context, args, cached.schema, cached.lens, cached.guard).catch((error: unknown) => {
-        if (error instanceof DomainError) return null;
-        throw error;
-      }) : null;
+      const fast = cached
+        ? await readPageThrough(context, args, cached.schema, cached.lens, cached.guard).catch((error: unknown) => {
+            if (error instanceof DomainError) return null;
+            throw error;
+          })
+        : null;
       if (fast) return fast;
       return readRowPage(context, await currentSchema(context, address), args);
     },
@@ -276,6 +366,7 @@ builder.queryFields((t) => ({
       cursor: t.arg.string({ validate: Cursor.optional() }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'history:read' }),
-    resolve: async (_root, args, context) => readHistoryPage(context, await currentSchema(context, addressOf(args)), String(args.rowId), args),
+    resolve: async (_root, args, context) =>
+      readHistoryPage(context, await currentSchema(context, addressOf(args)), String(args.rowId), args),
   }),
 }));

@@ -22,21 +22,47 @@ export type SimilarRowShape = { row: RowShape; score: number };
 const SIMILAR_TYPES = ['text', 'longText', 'email', 'url', 'select'];
 const DEFAULT_SIMILAR_LIMIT = 10;
 
-export async function similarInTable(context: Context, schema: TableSchema, body: SimilarRowsBody): Promise<{ data: SimilarRowShape[] }> {
+export async function similarInTable(
+  context: Context,
+  schema: TableSchema,
+  body: SimilarRowsBody,
+): Promise<{ data: SimilarRowShape[] }> {
   const field = resolveField(schema.fields, body.fieldId);
-  if (!field) throw validationFailed([{ path: ['fieldId'], message: `must be the id or name of a field of this table; ${JSON.stringify(body.fieldId)} is neither` }]);
+  if (!field)
+    throw validationFailed([
+      {
+        path: ['fieldId'],
+        message: `must be the id or name of a field of this table; ${JSON.stringify(body.fieldId)} is neither`,
+      },
+    ]);
   if (!SIMILAR_TYPES.includes(field.type)) {
-    throw validationFailed([{ path: ['fieldId'], message: `similarity compares text: use a ${SIMILAR_TYPES.join(', ')} field, not a ${field.type} field`, fieldId: field.id }]);
+    throw validationFailed([
+      {
+        path: ['fieldId'],
+        message: `similarity compares text: use a ${SIMILAR_TYPES.join(', ')} field, not a ${field.type} field`,
+        fieldId: field.id,
+      },
+    ]);
   }
   const statement = similarRows(schema, {
-    field, value: body.value, threshold: body.threshold ?? TRIGRAM_OPERATOR_THRESHOLD, limit: body.limit ?? DEFAULT_SIMILAR_LIMIT, shown: schema.fields,
+    field,
+    value: body.value,
+    threshold: body.threshold ?? TRIGRAM_OPERATOR_THRESHOLD,
+    limit: body.limit ?? DEFAULT_SIMILAR_LIMIT,
+    shown: schema.fields,
   });
   const records = await dataPlane(context).query<{ j: string; score: number }>(statement.sql, statement.params);
-  return { data: records.map((record) => ({ row: rowFromTable(schema, JSON.parse(record.j) as RowShape), score: record.score })) };
+  return {
+    data: records.map((record) => ({
+      row: rowFromTable(schema, JSON.parse(record.j) as RowShape),
+      score: record.score,
+    })),
+  };
 }
 
 const SimilarRow = builder.objectRef<SimilarRowShape>('SimilarRow').implement({
-  description: 'A row and how similar its field is to the value: 1 is identical (once case and accents are ignored), 0 shares nothing.',
+  description:
+    'A row and how similar its field is to the value: 1 is identical (once case and accents are ignored), 0 shares nothing.',
   fields: (t) => ({
     row: t.field({ type: Row, resolve: (result) => result.row }),
     score: t.float({ resolve: (result) => result.score }),
@@ -61,9 +87,11 @@ const SimilarRowsInput = builder.inputType('SimilarRowsInput', {
 builder.queryFields((t) => ({
   similarRows: t.field({
     type: SimilarRows,
-    description: 'Rows whose text field is most similar to a value (trigram similarity, case and accents ignored), with scores.',
+    description:
+      'Rows whose text field is most similar to a value (trigram similarity, case and accents ignored), with scores.',
     args: { ...tableAddressArgs, input: t.arg({ type: SimilarRowsInput, required: true }) },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
-    resolve: async (_root, args, context) => similarInTable(context, await currentSchema(context, addressOf(args)), SimilarRowsBody.parse(args.input)),
+    resolve: async (_root, args, context) =>
+      similarInTable(context, await currentSchema(context, addressOf(args)), SimilarRowsBody.parse(args.input)),
   }),
 }));

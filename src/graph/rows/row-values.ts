@@ -25,12 +25,20 @@ function isEmpty(field: FieldDefinition, value: unknown): boolean {
   return value === '' || (Array.isArray(value) && value.length === 0);
 }
 
-function checkCell(schema: TableSchema, field: FieldDefinition, key: string, value: unknown, problems: FieldProblem[]): CellValue | undefined {
-  const at = (message: string, path: (string | number)[] = []) => problems.push({ path: ['values', key, ...path], message, fieldId: field.id });
-  if (typeSpecOf(field.type).generated) return at(`${field.name} is an ${field.type} field; its values are generated`), undefined;
-  if (value === undefined) return at('must not be undefined'), undefined;
+function checkCell(
+  schema: TableSchema,
+  field: FieldDefinition,
+  key: string,
+  value: unknown,
+  problems: FieldProblem[],
+): CellValue | undefined {
+  const at = (message: string, path: (string | number)[] = []) =>
+    problems.push({ path: ['values', key, ...path], message, fieldId: field.id });
+  if (typeSpecOf(field.type).generated)
+    return (at(`${field.name} is an ${field.type} field; its values are generated`), undefined);
+  if (value === undefined) return (at('must not be undefined'), undefined);
   if (isEmpty(field, value)) {
-    if (field.required) return at(`${field.name} is required`), undefined;
+    if (field.required) return (at(`${field.name} is required`), undefined);
     return null;
   }
   const parsed = schema.validators.get(field.id)!.safeParse(value);
@@ -39,14 +47,21 @@ function checkCell(schema: TableSchema, field: FieldDefinition, key: string, val
   return undefined;
 }
 
-export function checkValues(schema: TableSchema, values: Record<string, unknown>, mode: WriteMode): Map<string, CellValue> {
+export function checkValues(
+  schema: TableSchema,
+  values: Record<string, unknown>,
+  mode: WriteMode,
+): Map<string, CellValue> {
   const problems: FieldProblem[] = [];
   const cells = new Map<string, CellValue>();
   const keyOfField = new Map<string, string>();
   for (const [key, value] of Object.entries(values)) {
     const field = fieldFor(schema, key);
     if (!field) {
-      problems.push({ path: ['values', key], message: 'is not a field of this table (use a field id or an exact field name)' });
+      problems.push({
+        path: ['values', key],
+        message: 'is not a field of this table (use a field id or an exact field name)',
+      });
       continue;
     }
     const earlier = keyOfField.get(field.id);
@@ -61,7 +76,8 @@ export function checkValues(schema: TableSchema, values: Record<string, unknown>
   if (mode === 'create') {
     for (const field of schema.fields) {
       if (keyOfField.has(field.id) || typeSpecOf(field.type).generated) continue;
-      if (field.required) problems.push({ path: ['values', field.id], message: `${field.name} is required`, fieldId: field.id });
+      if (field.required)
+        problems.push({ path: ['values', field.id], message: `${field.name} is required`, fieldId: field.id });
       else cells.set(field.id, null);
     }
   } else if (keyOfField.size === 0 && problems.length === 0) {
@@ -75,8 +91,12 @@ export function checkValues(schema: TableSchema, values: Record<string, unknown>
 export function checkRowSize(cells: ReadonlyMap<string, CellValue>, limitBytes: number): void {
   const size = Buffer.byteLength(JSON.stringify(Object.fromEntries(cells)), 'utf8');
   if (size > limitBytes) {
-    throw new DomainError('ROW_SIZE_LIMIT', `The row's values take ${size} bytes; a row may hold at most ${limitBytes}.`, {
-      details: { sizeBytes: size, limitBytes },
-    });
+    throw new DomainError(
+      'ROW_SIZE_LIMIT',
+      `The row's values take ${size} bytes; a row may hold at most ${limitBytes}.`,
+      {
+        details: { sizeBytes: size, limitBytes },
+      },
+    );
   }
 }

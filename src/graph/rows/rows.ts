@@ -3,7 +3,17 @@ import type { SqlExecutor } from '../../db/sql.ts';
 import { recogniseFailure } from '../../data/failures.ts';
 import { typeSpecOf, type CellValue } from '../../data/field-types.ts';
 import {
-  allocateGenerated, claimRowCapacity, deleteRow, insertRow, releaseRowCapacity, rowGuardState, selectRow, toRowShape, updateRow, type RowEvent, type RowRecord,
+  allocateGenerated,
+  claimRowCapacity,
+  deleteRow,
+  insertRow,
+  releaseRowCapacity,
+  rowGuardState,
+  selectRow,
+  toRowShape,
+  updateRow,
+  type RowEvent,
+  type RowRecord,
   type RowShape,
 } from '../../data/rows.ts';
 import type { Statement } from '../../data/statement.ts';
@@ -32,7 +42,10 @@ export const UpdateRowBody = z.strictObject({
   values: z.record(z.string(), z.unknown()),
   expectedSchemaVersion: SchemaVersion.optional(),
 });
-export const DeleteRowBody = z.strictObject({ expectedVersion: VersionString, expectedSchemaVersion: SchemaVersion.optional() });
+export const DeleteRowBody = z.strictObject({
+  expectedVersion: VersionString,
+  expectedSchemaVersion: SchemaVersion.optional(),
+});
 
 export type RowMutationShape = { row: RowShape; mutationId: string };
 export type RowDeletionShape = { id: string; deleted: boolean; version: string; mutationId: string };
@@ -67,7 +80,10 @@ const RowDeletion = builder.objectRef<RowDeletionShape>('RowDeletion').implement
 });
 
 const CreateRowInput = builder.inputType('CreateRowInput', {
-  fields: (t) => ({ expectedSchemaVersion: t.int({ required: true }), values: t.field({ type: 'JSON', required: true }) }),
+  fields: (t) => ({
+    expectedSchemaVersion: t.int({ required: true }),
+    values: t.field({ type: 'JSON', required: true }),
+  }),
   validate: CreateRowBody,
 });
 const UpdateRowInput = builder.inputType('UpdateRowInput', {
@@ -103,7 +119,8 @@ export function rowEvent(context: Context, schema: TableSchema, summary: string)
 }
 
 export function checkSchemaVersion(schema: TableSchema, expected: number | undefined): void {
-  if (expected !== undefined && expected !== schema.schemaVersion) throw schemaVersionConflict(expected, schema.schemaVersion);
+  if (expected !== undefined && expected !== schema.schemaVersion)
+    throw schemaVersionConflict(expected, schema.schemaVersion);
 }
 
 /** Why an insert found the table changed: its schema moved on, or it is gone. */
@@ -115,12 +132,20 @@ export async function explainRefusedInsert(executor: SqlExecutor, schema: TableS
 
 export function rowLimitReached(error: unknown, rowLimit: number): DomainError | null {
   if (recogniseFailure(error)?.kind !== 'tableFull') return null;
-  return new DomainError('ROW_LIMIT_REACHED', `The table holds its maximum of ${rowLimit} rows.`, { details: { limit: rowLimit } });
+  return new DomainError('ROW_LIMIT_REACHED', `The table holds its maximum of ${rowLimit} rows.`, {
+    details: { limit: rowLimit },
+  });
 }
 
-async function explainMissedRow(executor: SqlExecutor, schema: TableSchema, rowId: string, expectedVersion: string): Promise<never> {
+async function explainMissedRow(
+  executor: SqlExecutor,
+  schema: TableSchema,
+  rowId: string,
+  expectedVersion: string,
+): Promise<never> {
   const [state] = await run<{ schema_version: number }>(executor, schema, rowGuardState(schema.tableId));
-  if (state && state.schema_version !== schema.schemaVersion) throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
+  if (state && state.schema_version !== schema.schemaVersion)
+    throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
   const [current] = await run<RowRecord>(executor, schema, selectRow(schema, rowId));
   if (!current) throw notFound('row');
   throw new DomainError('ROW_VERSION_CONFLICT', 'The row was changed by someone else; read it again and retry.', {
@@ -128,7 +153,11 @@ async function explainMissedRow(executor: SqlExecutor, schema: TableSchema, rowI
   });
 }
 
-interface PreparedCreate { values: Map<string, CellValue>; event: RowEvent; result: RowMutationShape }
+interface PreparedCreate {
+  values: Map<string, CellValue>;
+  event: RowEvent;
+  result: RowMutationShape;
+}
 
 /** The checked values of a create, its event and its response (see createRow). */
 function prepareCreate(context: Context, schema: TableSchema, values: Map<string, CellValue>): PreparedCreate {
@@ -136,13 +165,22 @@ function prepareCreate(context: Context, schema: TableSchema, values: Map<string
   return { values, event, result: { row: newRowShape(schema, values, event), mutationId: event.mutationId } };
 }
 
-function checkedValues(context: Context, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Map<string, CellValue> {
+function checkedValues(
+  context: Context,
+  schema: TableSchema,
+  body: z.infer<typeof CreateRowBody>,
+): Map<string, CellValue> {
   const values = checkValues(schema, body.values, 'create');
   checkRowSize(values, context.config.ROW_SIZE_LIMIT_BYTES);
   return values;
 }
 
-async function createRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Promise<RowMutationShape> {
+async function createRow(
+  context: Context,
+  tx: IdempotentTransaction,
+  schema: TableSchema,
+  body: z.infer<typeof CreateRowBody>,
+): Promise<RowMutationShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const values = checkedValues(context, schema, body);
   await allocateGeneratedValues(tx.executor, schema, values);
@@ -150,12 +188,19 @@ async function createRow(context: Context, tx: IdempotentTransaction, schema: Ta
   const rowLimit = context.config.TABLE_ROW_LIMIT;
   // Every cell is known before the insert (canonical values read back identically, src/data/field-types.ts),
   // so the response is built here and recorded for replays by the insert statement itself.
-  const insert = insertRow(schema, { rowId: result.row.id, schemaVersion: schema.schemaVersion, values, event }, {
-    also: (params, source) => tx.recordWith(result, params, source),
-  });
+  const insert = insertRow(
+    schema,
+    { rowId: result.row.id, schemaVersion: schema.schemaVersion, values, event },
+    {
+      also: (params, source) => tx.recordWith(result, params, source),
+    },
+  );
   const [inserted] = await run<{ id: string }>(tx.executor, schema, insert);
   if (!inserted) return explainRefusedInsert(tx.executor, schema);
-  tx.guardCommit({ sql: claimRowCapacity(schema.tableId, rowLimit), explain: async (error) => rowLimitReached(error, rowLimit) });
+  tx.guardCommit({
+    sql: claimRowCapacity(schema.tableId, rowLimit),
+    explain: async (error) => rowLimitReached(error, rowLimit),
+  });
   return result;
 }
 
@@ -164,24 +209,38 @@ async function createRow(context: Context, tx: IdempotentTransaction, schema: Ta
  * and row-limit claim. Null sends the request down createRow's path, which explains every refusal. A table with
  * autoNumber fields always goes that way: a number drawn here and then discarded would leave a gap for nothing.
  */
-async function createRowAtOnce(context: Context, once: OneStatementWrite, schema: TableSchema, body: z.infer<typeof CreateRowBody>): Promise<RowMutationShape | null> {
+async function createRowAtOnce(
+  context: Context,
+  once: OneStatementWrite,
+  schema: TableSchema,
+  body: z.infer<typeof CreateRowBody>,
+): Promise<RowMutationShape | null> {
   if (allocateGenerated(schema) !== null || body.expectedSchemaVersion !== schema.schemaVersion) return null;
   const { values, event, result } = prepareCreate(context, schema, checkedValues(context, schema, body));
-  const insert = insertRow(schema, { rowId: result.row.id, schemaVersion: schema.schemaVersion, values, event }, {
-    gate: once.gate,
-    also: (params, source) => once.recordWith(result, params, source),
-    rowLimit: context.config.TABLE_ROW_LIMIT,
-  });
+  const insert = insertRow(
+    schema,
+    { rowId: result.row.id, schemaVersion: schema.schemaVersion, values, event },
+    {
+      gate: once.gate,
+      also: (params, source) => once.recordWith(result, params, source),
+      rowLimit: context.config.TABLE_ROW_LIMIT,
+    },
+  );
   const [inserted] = await once.executor.query<{ id: string }>(insert.sql, insert.params);
   return inserted ? result : null;
 }
 
 /** Draws autoNumber values, so that the whole row is known before it is written. */
-export async function allocateGeneratedValues(executor: SqlExecutor, schema: TableSchema, values: Map<string, CellValue>): Promise<void> {
+export async function allocateGeneratedValues(
+  executor: SqlExecutor,
+  schema: TableSchema,
+  values: Map<string, CellValue>,
+): Promise<void> {
   const statement = allocateGenerated(schema);
   if (!statement) return;
   const [drawn] = await run<Record<string, string>>(executor, schema, statement);
-  schema.fields.filter((field) => typeSpecOf(field.type).generated)
+  schema.fields
+    .filter((field) => typeSpecOf(field.type).generated)
     .forEach((field, index) => values.set(field.id, Number(drawn![`g${index}`])));
 }
 
@@ -195,25 +254,45 @@ function newRowShape(schema: TableSchema, values: ReadonlyMap<string, CellValue>
   };
 }
 
-async function changeRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, rowId: string, body: z.infer<typeof UpdateRowBody>): Promise<RowMutationShape> {
+async function changeRow(
+  context: Context,
+  tx: IdempotentTransaction,
+  schema: TableSchema,
+  rowId: string,
+  body: z.infer<typeof UpdateRowBody>,
+): Promise<RowMutationShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const values: Map<string, CellValue> = checkValues(schema, body.values, 'update');
   const expectedVersion = storedVersion(body.expectedVersion);
   if (expectedVersion === null) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
   const event = rowEvent(context, schema, 'Updated 1 row');
-  const [record] = await run<RowRecord>(tx.executor, schema, updateRow(schema, { rowId, expectedVersion, values, schemaVersion: schema.schemaVersion, event }));
+  const [record] = await run<RowRecord>(
+    tx.executor,
+    schema,
+    updateRow(schema, { rowId, expectedVersion, values, schemaVersion: schema.schemaVersion, event }),
+  );
   if (!record) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
   const row = toRowShape(schema.fields, record);
   checkRowSize(new Map(Object.entries(row.values)), context.config.ROW_SIZE_LIMIT_BYTES);
   return { row, mutationId: event.mutationId };
 }
 
-async function removeRow(context: Context, tx: IdempotentTransaction, schema: TableSchema, rowId: string, body: z.infer<typeof DeleteRowBody>): Promise<RowDeletionShape> {
+async function removeRow(
+  context: Context,
+  tx: IdempotentTransaction,
+  schema: TableSchema,
+  rowId: string,
+  body: z.infer<typeof DeleteRowBody>,
+): Promise<RowDeletionShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const expectedVersion = storedVersion(body.expectedVersion);
   if (expectedVersion === null) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
   const event = rowEvent(context, schema, 'Deleted 1 row');
-  const [removed] = await run<{ id: string; version: string }>(tx.executor, schema, deleteRow(schema, { rowId, expectedVersion, schemaVersion: schema.schemaVersion, event }));
+  const [removed] = await run<{ id: string; version: string }>(
+    tx.executor,
+    schema,
+    deleteRow(schema, { rowId, expectedVersion, schemaVersion: schema.schemaVersion, event }),
+  );
   if (!removed) return explainMissedRow(tx.executor, schema, rowId, body.expectedVersion);
   tx.guardCommit({ sql: releaseRowCapacity(schema.tableId), explain: async () => null });
   return { id: removed.id, deleted: true, version: removed.version, mutationId: event.mutationId };
@@ -238,23 +317,34 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   createRow: t.field({
     type: RowMutation,
-    description: 'Creates a row (spec 4.8): validation, unique rules, foreign keys, row and size limits, initial cell history, '
-      + 'a `records.changed` event and the idempotency record commit together.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateRowInput, required: true }) },
+    description:
+      'Creates a row (spec 4.8): validation, unique rules, foreign keys, row and size limits, initial cell history, ' +
+      'a `records.changed` event and the idempotency record commit together.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      input: t.arg({ type: CreateRowInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
     resolve: async (_root, args, context) => {
       const body = CreateRowBody.parse(args.input);
       const address = addressOf(args);
       const schema = await schemaExpecting(context, address, body.expectedSchemaVersion);
-      return idempotentSql(context, { operation: 'createRow', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
-        createRow(context, tx, schema, body), (once) => createRowAtOnce(context, once, schema, body));
+      return idempotentSql(
+        context,
+        { operation: 'createRow', key: args.idempotencyKey, input: { ...address, ...body } },
+        (tx) => createRow(context, tx, schema, body),
+        (once) => createRowAtOnce(context, once, schema, body),
+      );
     },
   }),
   updateRow: t.field({
     type: RowMutation,
     description: 'Changes the named cells of a row still at `expectedVersion` (else 409 ROW_VERSION_CONFLICT).',
     args: {
-      idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, rowId: t.arg.id({ required: true, validate: Id }),
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      rowId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: UpdateRowInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
@@ -263,15 +353,20 @@ builder.mutationFields((t) => ({
       const address = addressOf(args);
       const rowId = String(args.rowId);
       const schema = await currentSchema(context, address);
-      return idempotentSql(context, { operation: 'updateRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } }, (tx) =>
-        changeRow(context, tx, schema, rowId, body));
+      return idempotentSql(
+        context,
+        { operation: 'updateRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } },
+        (tx) => changeRow(context, tx, schema, rowId, body),
+      );
     },
   }),
   deleteRow: t.field({
     type: RowDeletion,
     description: 'Deletes a row still at `expectedVersion`; its cell history stays readable.',
     args: {
-      idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, rowId: t.arg.id({ required: true, validate: Id }),
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      rowId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: DeleteRowInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
@@ -280,8 +375,11 @@ builder.mutationFields((t) => ({
       const address = addressOf(args);
       const rowId = String(args.rowId);
       const schema = await currentSchema(context, address);
-      return idempotentSql(context, { operation: 'deleteRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } }, (tx) =>
-        removeRow(context, tx, schema, rowId, body));
+      return idempotentSql(
+        context,
+        { operation: 'deleteRow', key: args.idempotencyKey, input: { ...address, rowId, ...body } },
+        (tx) => removeRow(context, tx, schema, rowId, body),
+      );
     },
   }),
 }));

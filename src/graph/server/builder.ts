@@ -49,14 +49,13 @@ export const builder = new SchemaBuilder<{
       oauth: (scope) => Boolean(requireScope(context, scope)),
     }),
     unauthorizedError: (_parent, context) =>
-      context.caller
-        ? new DomainError('FORBIDDEN', 'Your current role does not allow this.')
-        : credentialRequired(),
+      context.caller ? new DomainError('FORBIDDEN', 'Your current role does not allow this.') : credentialRequired(),
   },
   validation: {
-    validationError: (result) => new DomainError('VALIDATION_FAILED', 'The request did not pass validation.', {
-      details: { problems: problemsFromIssues(result.issues) },
-    }),
+    validationError: (result) =>
+      new DomainError('VALIDATION_FAILED', 'The request did not pass validation.', {
+        details: { problems: problemsFromIssues(result.issues) },
+      }),
   },
   prisma: {
     client: (context) => context.prisma,

@@ -1,14 +1,29 @@
 import { useGraphQlJit } from '@envelop/graphql-jit';
 import {
-  getNamedType, isScalarType, isSpecifiedScalarType, Kind, TypeInfo, visit, visitWithTypeInfo,
-  type ASTNode, type DocumentNode, type GraphQLSchema,
+  getNamedType,
+  isScalarType,
+  isSpecifiedScalarType,
+  Kind,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type ASTNode,
+  type DocumentNode,
+  type GraphQLSchema,
 } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from '../../kernel/log.ts';
 import type { Context } from './context.ts';
 
 const LITERALS = new Set<string>([
-  Kind.INT, Kind.FLOAT, Kind.STRING, Kind.BOOLEAN, Kind.NULL, Kind.ENUM, Kind.LIST, Kind.OBJECT,
+  Kind.INT,
+  Kind.FLOAT,
+  Kind.STRING,
+  Kind.BOOLEAN,
+  Kind.NULL,
+  Kind.ENUM,
+  Kind.LIST,
+  Kind.OBJECT,
 ]);
 
 /**
@@ -23,7 +38,9 @@ const LITERALS = new Set<string>([
  */
 export function compilesExactly(schema: GraphQLSchema, document: DocumentNode, operationName?: string | null): boolean {
   const operations = document.definitions.filter((definition) => definition.kind === Kind.OPERATION_DEFINITION);
-  const operation = operationName ? operations.find((candidate) => candidate.name?.value === operationName) : operations[0];
+  const operation = operationName
+    ? operations.find((candidate) => candidate.name?.value === operationName)
+    : operations[0];
   if (!operation || operation.operation === 'subscription') return false;
   const typeInfo = new TypeInfo(schema);
   let literalDepth = 0;
@@ -31,20 +48,23 @@ export function compilesExactly(schema: GraphQLSchema, document: DocumentNode, o
   const leave = (node: ASTNode) => {
     if (node.kind === Kind.LIST || node.kind === Kind.OBJECT) literalDepth -= 1;
   };
-  visit(document, visitWithTypeInfo(typeInfo, {
-    enter(node) {
-      if (node.kind === Kind.VARIABLE) {
-        if (literalDepth > 0) exact = false;
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      enter(node) {
+        if (node.kind === Kind.VARIABLE) {
+          if (literalDepth > 0) exact = false;
+          return undefined;
+        }
+        if (!LITERALS.has(node.kind)) return undefined;
+        const type = getNamedType(typeInfo.getInputType());
+        if (type && isScalarType(type) && !isSpecifiedScalarType(type)) exact = false;
+        if (node.kind === Kind.LIST || node.kind === Kind.OBJECT) literalDepth += 1;
         return undefined;
-      }
-      if (!LITERALS.has(node.kind)) return undefined;
-      const type = getNamedType(typeInfo.getInputType());
-      if (type && isScalarType(type) && !isSpecifiedScalarType(type)) exact = false;
-      if (node.kind === Kind.LIST || node.kind === Kind.OBJECT) literalDepth += 1;
-      return undefined;
-    },
-    leave,
-  }));
+      },
+      leave,
+    }),
+  );
   return exact;
 }
 
@@ -65,8 +85,15 @@ export function compiledExecution(logger: Logger): Plugin<Context> {
     }
     return verdict;
   };
-  return useGraphQlJit({}, {
-    enableIf: (args) => exact(args.schema, args.document, args.operationName),
-    onError: (result) => logger.warn({ errors: result.errors?.map((error) => error.message) }, 'graphql-jit could not compile a document'),
-  }) as Plugin<Context>;
+  return useGraphQlJit(
+    {},
+    {
+      enableIf: (args) => exact(args.schema, args.document, args.operationName),
+      onError: (result) =>
+        logger.warn(
+          { errors: result.errors?.map((error) => error.message) },
+          'graphql-jit could not compile a document',
+        ),
+    },
+  ) as Plugin<Context>;
 }

@@ -15,7 +15,10 @@ export function requireCaller(context: Context): Caller {
 export function requirePersonalIdentity(context: Context): Caller & { userId: string } {
   const caller = requireCaller(context);
   if (caller.kind !== 'user' || caller.userId === null) {
-    throw new DomainError('PERSONAL_IDENTITY_REQUIRED', 'This operation needs a credential that belongs to a person, not a team key.');
+    throw new DomainError(
+      'PERSONAL_IDENTITY_REQUIRED',
+      'This operation needs a credential that belongs to a person, not a team key.',
+    );
   }
   return caller as Caller & { userId: string };
 }
@@ -23,7 +26,9 @@ export function requirePersonalIdentity(context: Context): Caller & { userId: st
 export function requireScope(context: Context, scope: OAuthScope): Caller {
   const caller = requireCaller(context);
   if (!hasScope(caller, scope)) {
-    throw new DomainError('INSUFFICIENT_SCOPE', `The credential lacks the scope ${scope}.`, { details: { requiredScope: scope } });
+    throw new DomainError('INSUFFICIENT_SCOPE', `The credential lacks the scope ${scope}.`, {
+      details: { requiredScope: scope },
+    });
   }
   return caller;
 }

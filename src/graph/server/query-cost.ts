@@ -1,7 +1,18 @@
 import type { Plugin } from 'graphql-yoga';
 import {
-  getNamedType, isObjectType, isInterfaceType, Kind, type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLField,
-  type GraphQLNamedType, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode, type ValueNode,
+  getNamedType,
+  isObjectType,
+  isInterfaceType,
+  Kind,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValueNode,
 } from 'graphql';
 import { DomainError } from '../../kernel/errors.ts';
 import { DEFAULT_PAGE_SIZE } from '../../catalog/cursor.ts';
@@ -55,7 +66,12 @@ function fieldOf(parent: GraphQLNamedType | undefined, name: string): GraphQLFie
   return parent && (isObjectType(parent) || isInterfaceType(parent)) ? parent.getFields()[name] : undefined;
 }
 
-function selectionCost(selectionSet: SelectionSetNode, parent: GraphQLNamedType | undefined, walk: Walk, seen: ReadonlySet<string>): number {
+function selectionCost(
+  selectionSet: SelectionSetNode,
+  parent: GraphQLNamedType | undefined,
+  walk: Walk,
+  seen: ReadonlySet<string>,
+): number {
   let cost = 0;
   for (const selection of selectionSet.selections) {
     if (selection.kind === Kind.FIELD) {
@@ -80,7 +96,12 @@ function declaredCost(field: GraphQLField<unknown, unknown> | undefined): number
   return typeof cost === 'number' ? cost : SCALAR_COST;
 }
 
-function fieldCost(node: FieldNode, parent: GraphQLNamedType | undefined, walk: Walk, seen: ReadonlySet<string>): number {
+function fieldCost(
+  node: FieldNode,
+  parent: GraphQLNamedType | undefined,
+  walk: Walk,
+  seen: ReadonlySet<string>,
+): number {
   if (node.name.value === '__schema' || node.name.value === '__type') return 0;
   const field = fieldOf(parent, node.name.value);
   if (!node.selectionSet) return declaredCost(field);
@@ -94,13 +115,24 @@ function operationOf(document: DocumentNode, name: string | null | undefined): O
 }
 
 /** What an operation may return, counted as armor counts it but with every page at its effective size. */
-export function operationCost(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Variables): number {
+export function operationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  variables: Variables,
+): number {
   const operation = operationOf(document, operationName);
   if (!operation) return 0;
-  const fragments = new Map(document.definitions.filter((definition) => definition.kind === Kind.FRAGMENT_DEFINITION)
-    .map((fragment) => [fragment.name.value, fragment]));
-  const defaults = new Map(operation.variableDefinitions?.flatMap((definition) =>
-    definition.defaultValue ? [[definition.variable.name.value, definition.defaultValue] as const] : []) ?? []);
+  const fragments = new Map(
+    document.definitions
+      .filter((definition) => definition.kind === Kind.FRAGMENT_DEFINITION)
+      .map((fragment) => [fragment.name.value, fragment]),
+  );
+  const defaults = new Map(
+    operation.variableDefinitions?.flatMap((definition) =>
+      definition.defaultValue ? [[definition.variable.name.value, definition.defaultValue] as const] : [],
+    ) ?? [],
+  );
   const root = schema.getRootType(operation.operation) ?? undefined;
   return selectionCost(operation.selectionSet, root, { schema, fragments, variables, defaults }, new Set());
 }
@@ -112,7 +144,12 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, ope
 export function pageSizeCost(limits: CostLimits, onRefusal: (cost: number) => DomainError): Plugin {
   return {
     onExecute: ({ args, setResultAndStopExecution }) => {
-      const cost = operationCost(args.schema, args.document, args.operationName, (args.variableValues ?? {}) as Variables);
+      const cost = operationCost(
+        args.schema,
+        args.document,
+        args.operationName,
+        (args.variableValues ?? {}) as Variables,
+      );
       if (cost > limits.maxCost) setResultAndStopExecution({ errors: [onRefusal(cost)] });
     },
   };

@@ -45,8 +45,12 @@ function refusal(limit: Limit) {
 
 /** armor's shape limits at validation, then the cost at execution, when the variables are known. */
 export function queryLimits() {
-  return [armorLimits(), pageSizeCost(QUERY_LIMITS, (cost) =>
-    tooComplex('maxCost', `Query Cost limit of ${QUERY_LIMITS.maxCost} exceeded, found ${cost}.`))];
+  return [
+    armorLimits(),
+    pageSizeCost(QUERY_LIMITS, (cost) =>
+      tooComplex('maxCost', `Query Cost limit of ${QUERY_LIMITS.maxCost} exceeded, found ${cost}.`),
+    ),
+  ];
 }
 
 function armorLimits() {

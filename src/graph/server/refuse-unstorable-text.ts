@@ -43,7 +43,14 @@ export function refuseUnstorableText(): Plugin<Context> {
       const paths = sources.flatMap((source) => unstorablePaths(source, { skip: (path) => !checkedHere(path) }));
       if (paths.length === 0) return;
       const problems = paths.slice(0, 20).map((path) => ({ path: reported(path), message: UNSTORABLE_TEXT_MESSAGE }));
-      setResultAndStopExecution({ errors: [validationFailed(problems, 'Text in the request holds U+0000 or an unpaired surrogate, which cannot be stored.')] });
+      setResultAndStopExecution({
+        errors: [
+          validationFailed(
+            problems,
+            'Text in the request holds U+0000 or an unpaired surrogate, which cannot be stored.',
+          ),
+        ],
+      });
     },
   };
 }

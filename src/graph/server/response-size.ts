@@ -40,10 +40,14 @@ export function jsonSizeWithin(value: unknown, limit: number): number {
 }
 
 export function responseTooLarge(limit: number): DomainError {
-  return new DomainError('PAYLOAD_TOO_LARGE', `The answer would be larger than the ${limit}-byte output budget; ask for fewer or smaller values (smaller pages, fewer fields), and download artifacts from their REST route.`, {
-    details: { limit },
-    status: 413,
-  });
+  return new DomainError(
+    'PAYLOAD_TOO_LARGE',
+    `The answer would be larger than the ${limit}-byte output budget; ask for fewer or smaller values (smaller pages, fewer fields), and download artifacts from their REST route.`,
+    {
+      details: { limit },
+      status: 413,
+    },
+  );
 }
 
 /** Refuses an answer whose data is over `limit` bytes of JSON with 413 PAYLOAD_TOO_LARGE instead of sending it. */

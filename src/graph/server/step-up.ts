@@ -28,17 +28,28 @@ export function requireFreshStrongAuth(context: Context): void {
 export async function requireSecurityCredential(context: Context): Promise<void> {
   const credential = requireCaller(context).credential;
   if (credential.type === 'api-key') {
-    throw new DomainError('ACCESS_DENIED', 'Security settings change only from a browser session (or an OAuth token with account:security), not an API key.', {
-      details: { reason: 'interactive_credential_required' },
-    });
+    throw new DomainError(
+      'ACCESS_DENIED',
+      'Security settings change only from a browser session (or an OAuth token with account:security), not an API key.',
+      {
+        details: { reason: 'interactive_credential_required' },
+      },
+    );
   }
   if (credential.type === 'session') return requireFreshStrongAuth(context);
   const statement = grantAuthenticatedAt(credential.id);
-  const [grant] = await context.prisma.$queryRawUnsafe<{ authenticated_at: Date }[]>(statement.sql, ...statement.params);
+  const [grant] = await context.prisma.$queryRawUnsafe<{ authenticated_at: Date }[]>(
+    statement.sql,
+    ...statement.params,
+  );
   const ageSeconds = grant ? (Date.now() - grant.authenticated_at.getTime()) / 1000 : Infinity;
   if (ageSeconds > context.config.STEP_UP_WINDOW_SECONDS) {
-    throw new DomainError('STEP_UP_REQUIRED', 'This application’s grant is too old to change security settings: authorize it again.', {
-      details: { maxAgeSeconds: context.config.STEP_UP_WINDOW_SECONDS },
-    });
+    throw new DomainError(
+      'STEP_UP_REQUIRED',
+      'This application’s grant is too old to change security settings: authorize it again.',
+      {
+        details: { maxAgeSeconds: context.config.STEP_UP_WINDOW_SECONDS },
+      },
+    );
   }
 }

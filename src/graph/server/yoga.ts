@@ -77,13 +77,20 @@ function callerOf(credential: ResolvedCredential): Caller | null {
  * The one GraphQL server: `/graphql` mounts it, and src/http/rest runs its typed operations through its envelop
  * in-process (src/http/rest/execute.ts), so both get the same context, authority, validation and error masking.
  */
-export function createGraphServer(prisma: PrismaClient, config: Config, logger: Logger, shutdown?: AbortSignal): GraphServer {
+export function createGraphServer(
+  prisma: PrismaClient,
+  config: Config,
+  logger: Logger,
+  shutdown?: AbortSignal,
+): GraphServer {
   const schemas = new SchemaCache();
   const views = new ViewLensCache();
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
   const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
   const streams = new StreamRegistry({
-    perCredential: config.EVENT_STREAMS_PER_CREDENTIAL, perOrg: config.EVENT_STREAMS_PER_ORG, recheckMs: config.EVENT_STREAM_RECHECK_MS,
+    perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
+    perOrg: config.EVENT_STREAMS_PER_ORG,
+    recheckMs: config.EVENT_STREAM_RECHECK_MS,
   });
   // On SIGTERM, open job streams (REST and /graphql) end at once with a last event that says to reconnect.
   shutdown?.addEventListener('abort', () => jobUpdates.drain(), { once: true });
@@ -104,7 +111,9 @@ export function createGraphServer(prisma: PrismaClient, config: Config, logger: 
       config,
       requestId,
       log,
-      caller: credential ? callerOf(credential) : await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
+      caller: credential
+        ? callerOf(credential)
+        : await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
       schemas,
       loaders: new Map(),
       views,

@@ -14,7 +14,14 @@ import { pageOf, pageRef } from '../shared/pages.ts';
  * An application the user authorized (`GET/DELETE /v1/me/oauth-grants`): one token family, from the consent
  * through every refresh. `id` is the family id; `scopes` are those of its newest token (a refresh may narrow them).
  */
-export type OAuthGrantShape = { id: string; clientId: string; clientName: string; scopes: string[]; createdAt: string; lastIssuedAt: string };
+export type OAuthGrantShape = {
+  id: string;
+  clientId: string;
+  clientName: string;
+  scopes: string[];
+  createdAt: string;
+  lastIssuedAt: string;
+};
 
 const OAuthGrant = builder.objectRef<OAuthGrantShape>('OAuthGrant').implement({
   description: 'A live authorization of an OAuth application for the caller. Its tokens are never shown.',
@@ -30,7 +37,14 @@ const OAuthGrant = builder.objectRef<OAuthGrantShape>('OAuthGrant').implement({
 
 const OAuthGrantPage = pageRef('OAuthGrantPage', OAuthGrant, 'A page of live OAuth grants, newest first.');
 
-interface GrantRow { id: string; client_id: string; client_name: string; scopes: string[]; created_at: Date; last_issued_at: Date }
+interface GrantRow {
+  id: string;
+  client_id: string;
+  client_name: string;
+  scopes: string[];
+  created_at: Date;
+  last_issued_at: Date;
+}
 
 const PagePosition = z.strictObject({ id: Id });
 
@@ -38,19 +52,33 @@ builder.queryFields((t) => ({
   myOAuthGrants: t.withAuth({ personal: true, oauth: 'account:security' }).field({
     type: OAuthGrantPage,
     description: 'The applications the caller authorized that still hold a live token, newest first.',
-    args: { limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    args: {
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
     resolve: async (_root, args, context) => {
       const userId = context.caller.userId;
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
       const key = await cursorKey(context.prisma);
       const scope = `my-oauth-grants:${userId}`;
-      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ';
+      const before = args.cursor
+        ? decodeCursor(key, scope, args.cursor, PagePosition).id
+        : 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ';
       const page = selectGrantPage(userId, before, limit + 1);
       const rows = await context.prisma.$queryRawUnsafe<GrantRow[]>(page.sql, ...page.params);
-      return pageOf(rows, limit, (row) => ({
-        id: row.id, clientId: row.client_id, clientName: row.client_name, scopes: row.scopes,
-        createdAt: row.created_at.toISOString(), lastIssuedAt: row.last_issued_at.toISOString(),
-      }), (last) => encodeCursor(key, scope, { id: last.id }));
+      return pageOf(
+        rows,
+        limit,
+        (row) => ({
+          id: row.id,
+          clientId: row.client_id,
+          clientName: row.client_name,
+          scopes: row.scopes,
+          createdAt: row.created_at.toISOString(),
+          lastIssuedAt: row.last_issued_at.toISOString(),
+        }),
+        (last) => encodeCursor(key, scope, { id: last.id }),
+      );
     },
   }),
 }));
@@ -63,11 +91,18 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { idempotencyKey, id }, context) => {
       const familyId = String(id);
       await requireSecurityCredential(context);
-      return idempotent(context, { operation: 'revokeMyOAuthGrant', key: idempotencyKey, input: { id: familyId } }, async (tx) => {
-        const { count } = await tx.oAuthToken.updateMany({ where: { familyId, userId: context.caller.userId, revokedAt: null, expiresAt: { gt: new Date() } }, data: { revokedAt: new Date() } });
-        if (count === 0) throw notFound('grant');
-        return { deleted: true, mutationId: newId() };
-      });
+      return idempotent(
+        context,
+        { operation: 'revokeMyOAuthGrant', key: idempotencyKey, input: { id: familyId } },
+        async (tx) => {
+          const { count } = await tx.oAuthToken.updateMany({
+            where: { familyId, userId: context.caller.userId, revokedAt: null, expiresAt: { gt: new Date() } },
+            data: { revokedAt: new Date() },
+          });
+          if (count === 0) throw notFound('grant');
+          return { deleted: true, mutationId: newId() };
+        },
+      );
     },
   }),
 }));

@@ -63,7 +63,10 @@ builder.queryFields((t) => ({
   mySessions: t.withAuth({ personal: true, oauth: 'account:security' }).field({
     type: SessionPage,
     description: 'The caller’s live browser sessions, newest first.',
-    args: { limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    args: {
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
     resolve: async (_root, args, context) => {
       const userId = context.caller.userId;
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
@@ -77,14 +80,19 @@ builder.queryFields((t) => ({
         select: { id: true, userAgent: true, createdAt: true, lastSeenAt: true, expiresAt: true },
       });
       const current = context.caller.credential.type === 'session' ? context.caller.credential.id : null;
-      return pageOf(rows, limit, (row) => ({
-        id: row.id,
-        current: row.id === current,
-        userAgent: row.userAgent,
-        createdAt: row.createdAt.toISOString(),
-        lastSeenAt: row.lastSeenAt.toISOString(),
-        expiresAt: row.expiresAt.toISOString(),
-      }), (last) => encodeCursor(key, scope, { id: last.id }));
+      return pageOf(
+        rows,
+        limit,
+        (row) => ({
+          id: row.id,
+          current: row.id === current,
+          userAgent: row.userAgent,
+          createdAt: row.createdAt.toISOString(),
+          lastSeenAt: row.lastSeenAt.toISOString(),
+          expiresAt: row.expiresAt.toISOString(),
+        }),
+        (last) => encodeCursor(key, scope, { id: last.id }),
+      );
     },
   }),
 }));
@@ -99,14 +107,18 @@ builder.mutationFields((t) => ({
       // Signing out of the session in use is always allowed; ending another one is a security setting.
       const current = context.caller.credential.type === 'session' && context.caller.credential.id === target;
       if (!current) await requireSecurityCredential(context);
-      return idempotent(context, { operation: 'revokeMySession', key: idempotencyKey, input: { id: target } }, async (tx) => {
-        const { count } = await tx.session.updateMany({
-          where: { id: target, userId: context.caller.userId, revokedAt: null, expiresAt: { gt: new Date() } },
-          data: { revokedAt: new Date() },
-        });
-        if (count === 0) throw notFound('session');
-        return { deleted: true, mutationId: newId() };
-      });
+      return idempotent(
+        context,
+        { operation: 'revokeMySession', key: idempotencyKey, input: { id: target } },
+        async (tx) => {
+          const { count } = await tx.session.updateMany({
+            where: { id: target, userId: context.caller.userId, revokedAt: null, expiresAt: { gt: new Date() } },
+            data: { revokedAt: new Date() },
+          });
+          if (count === 0) throw notFound('session');
+          return { deleted: true, mutationId: newId() };
+        },
+      );
     },
   }),
   startTwoFactorEnrolment: t.withAuth({ personal: true, oauth: 'account:security' }).field({
@@ -117,21 +129,32 @@ builder.mutationFields((t) => ({
       await requireSecurityCredential(context);
       const userId = context.caller.userId;
       let email = '';
-      const { value, secret } = await idempotentWithSecret(context, { operation: 'startTwoFactorEnrolment', key: idempotencyKey, input: {} }, async (tx) => {
-        const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { email: true, twoFactorEnabled: true } });
-        if (user.twoFactorEnabled) throw new DomainError('TWO_FACTOR_ENABLED', 'Two-factor authentication is already on.');
-        email = user.email;
-        const totpSecret = newTotpSecret();
-        await tx.user.update({ where: { id: userId }, data: { totpSecret, totpLastStep: null } });
-        return { value: { id: userId, secret: null, otpauthUri: null }, secret: totpSecret };
-      });
+      const { value, secret } = await idempotentWithSecret(
+        context,
+        { operation: 'startTwoFactorEnrolment', key: idempotencyKey, input: {} },
+        async (tx) => {
+          const user = await tx.user.findUniqueOrThrow({
+            where: { id: userId },
+            select: { email: true, twoFactorEnabled: true },
+          });
+          if (user.twoFactorEnabled)
+            throw new DomainError('TWO_FACTOR_ENABLED', 'Two-factor authentication is already on.');
+          email = user.email;
+          const totpSecret = newTotpSecret();
+          await tx.user.update({ where: { id: userId }, data: { totpSecret, totpLastStep: null } });
+          return { value: { id: userId, secret: null, otpauthUri: null }, secret: totpSecret };
+        },
+      );
       return secret === null ? value : { id: value.id, secret, otpauthUri: totpUri(secret, email) };
     },
   }),
   confirmTwoFactor: t.withAuth({ personal: true, oauth: 'account:security' }).field({
     type: TwoFactorStatus,
     description: 'Turns two-factor on with a current code from the enrolled authenticator.',
-    args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      input: t.arg({ type: ConfirmTwoFactorInput, required: true }),
+    },
     resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = ConfirmTwoFactorBody.parse(input);
       await requireSecurityCredential(context);
@@ -139,10 +162,16 @@ builder.mutationFields((t) => ({
       // Counted outside the transaction (a refusal rolls it back) and against the login lockout.
       await countAttempt(context.prisma, context.config, userId);
       return idempotent(context, { operation: 'confirmTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
-        const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
-        if (user.twoFactorEnabled) throw new DomainError('TWO_FACTOR_ENABLED', 'Two-factor authentication is already on.');
+        const user = await tx.user.findUniqueOrThrow({
+          where: { id: userId },
+          select: { totpSecret: true, twoFactorEnabled: true },
+        });
+        if (user.twoFactorEnabled)
+          throw new DomainError('TWO_FACTOR_ENABLED', 'Two-factor authentication is already on.');
         if (!user.totpSecret || !(await consumeTotp(tx, userId, user.totpSecret, body.code))) {
-          throw new DomainError('VALIDATION_FAILED', 'The code does not match the enrolled secret.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
+          throw new DomainError('VALIDATION_FAILED', 'The code does not match the enrolled secret.', {
+            details: { problems: [{ path: ['code'], message: 'does not match' }] },
+          });
         }
         await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: true } });
         await clearFailures(tx, userId);
@@ -153,18 +182,33 @@ builder.mutationFields((t) => ({
   disableTwoFactor: t.withAuth({ personal: true, oauth: 'account:security' }).field({
     type: TwoFactorStatus,
     description: 'Turns two-factor off with a current code (and, from a browser session, a recent step-up).',
-    args: { idempotencyKey: t.arg.string({ required: true }), input: t.arg({ type: ConfirmTwoFactorInput, required: true }) },
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      input: t.arg({ type: ConfirmTwoFactorInput, required: true }),
+    },
     resolve: async (_root, { idempotencyKey, input }, context) => {
       const body = ConfirmTwoFactorBody.parse(input);
       await requireSecurityCredential(context);
       const userId = context.caller.userId;
       await countAttempt(context.prisma, context.config, userId);
       return idempotent(context, { operation: 'disableTwoFactor', key: idempotencyKey, input: body }, async (tx) => {
-        const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { totpSecret: true, twoFactorEnabled: true } });
-        if (!user.twoFactorEnabled || !user.totpSecret || !(await consumeTotp(tx, userId, user.totpSecret, body.code))) {
-          throw new DomainError('VALIDATION_FAILED', 'Two-factor is off, or the code does not match it.', { details: { problems: [{ path: ['code'], message: 'does not match' }] } });
+        const user = await tx.user.findUniqueOrThrow({
+          where: { id: userId },
+          select: { totpSecret: true, twoFactorEnabled: true },
+        });
+        if (
+          !user.twoFactorEnabled ||
+          !user.totpSecret ||
+          !(await consumeTotp(tx, userId, user.totpSecret, body.code))
+        ) {
+          throw new DomainError('VALIDATION_FAILED', 'Two-factor is off, or the code does not match it.', {
+            details: { problems: [{ path: ['code'], message: 'does not match' }] },
+          });
         }
-        await tx.user.update({ where: { id: userId }, data: { twoFactorEnabled: false, totpSecret: null, totpLastStep: null } });
+        await tx.user.update({
+          where: { id: userId },
+          data: { twoFactorEnabled: false, totpSecret: null, totpLastStep: null },
+        });
         await clearFailures(tx, userId);
         return { twoFactorEnabled: false };
       });

@@ -23,7 +23,12 @@ export function pageRef<T>(name: string, item: ObjectRef<any, T>, description: s
 export type PageArgs = { limit?: number | null; cursor?: string | null };
 
 /** A page from `limit + 1` fetched items: the extra one only tells whether another page exists. */
-export function pageOf<Item, T>(fetched: Item[], limit: number, toItem: (item: Item) => T, cursorAfter: (last: Item) => string): PageShape<T> {
+export function pageOf<Item, T>(
+  fetched: Item[],
+  limit: number,
+  toItem: (item: Item) => T,
+  cursorAfter: (last: Item) => string,
+): PageShape<T> {
   const hasMore = fetched.length > limit;
   const items = hasMore ? fetched.slice(0, limit) : fetched;
   const last = items[items.length - 1];

@@ -9,6 +9,10 @@ export const tableAddressArgs = builder.args((t) => ({
   tableId: t.id({ required: true, validate: Id }),
 }));
 
-export function addressOf(args: { orgId: string | number; databaseId: string | number; tableId: string | number }): TableAddress {
+export function addressOf(args: {
+  orgId: string | number;
+  databaseId: string | number;
+  tableId: string | number;
+}): TableAddress {
   return { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) };
 }

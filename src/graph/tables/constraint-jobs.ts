@@ -16,29 +16,61 @@ import { CreateUniqueRuleBody, CreateUniqueRuleInput } from './unique-rules.ts';
 builder.mutationFields((t) => ({
   createUniqueRule: t.field({
     type: JobHandle,
-    description: 'Adds a unique rule as a job (202): existing duplicates fail the job with UNIQUE_CONFLICT listing them. Bumps schemaVersion at its cutover.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateUniqueRuleInput, required: true }) },
+    description:
+      'Adds a unique rule as a job (202): existing duplicates fail the job with UNIQUE_CONFLICT listing them. Bumps schemaVersion at its cutover.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      input: t.arg({ type: CreateUniqueRuleInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => startScopes('createUniqueRule', orgId),
     resolve: (_root, args, context) => {
       const { expectedSchemaVersion, fieldIds, where } = CreateUniqueRuleBody.parse(args.input);
       const address = addressOf(args);
-      return idempotent(context, { operation: 'createUniqueRule', key: args.idempotencyKey, input: { ...address, expectedSchemaVersion, fieldIds, where } }, (tx) =>
-        enqueueSchemaChange(tx, context, address, {
-          expectedSchemaVersion, problemsUnder: null, change: { kind: 'add_unique_rule', fieldIds, ...(where === undefined ? {} : { where }) },
-        }));
+      return idempotent(
+        context,
+        {
+          operation: 'createUniqueRule',
+          key: args.idempotencyKey,
+          input: { ...address, expectedSchemaVersion, fieldIds, where },
+        },
+        (tx) =>
+          enqueueSchemaChange(tx, context, address, {
+            expectedSchemaVersion,
+            problemsUnder: null,
+            change: { kind: 'add_unique_rule', fieldIds, ...(where === undefined ? {} : { where }) },
+          }),
+      );
     },
   }),
   createForeignKey: t.field({
     type: JobHandle,
-    description: 'Links fields to an unconditional unique rule of a table in the same database, as a job (202): existing orphans fail '
-      + 'the job with FOREIGN_KEY_CONFLICT listing them. Bumps schemaVersion at its cutover.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateForeignKeyInput, required: true }) },
+    description:
+      'Links fields to an unconditional unique rule of a table in the same database, as a job (202): existing orphans fail ' +
+      'the job with FOREIGN_KEY_CONFLICT listing them. Bumps schemaVersion at its cutover.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      input: t.arg({ type: CreateForeignKeyInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => startScopes('createForeignKey', orgId),
     resolve: (_root, args, context) => {
       const { expectedSchemaVersion, ...key } = CreateForeignKeyBody.parse(args.input);
       const address = addressOf(args);
-      return idempotent(context, { operation: 'createForeignKey', key: args.idempotencyKey, input: { ...address, expectedSchemaVersion, ...key } }, (tx) =>
-        enqueueSchemaChange(tx, context, address, { expectedSchemaVersion, problemsUnder: null, change: { kind: 'add_foreign_key', ...key } }));
+      return idempotent(
+        context,
+        {
+          operation: 'createForeignKey',
+          key: args.idempotencyKey,
+          input: { ...address, expectedSchemaVersion, ...key },
+        },
+        (tx) =>
+          enqueueSchemaChange(tx, context, address, {
+            expectedSchemaVersion,
+            problemsUnder: null,
+            change: { kind: 'add_foreign_key', ...key },
+          }),
+      );
     },
   }),
 }));

@@ -6,7 +6,16 @@ import { schemaMaintenance } from '../jobs/enqueue.ts';
 import { Id, type Json } from '../../kernel/formats.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { requestLoader } from '../server/loaders.ts';
-import { loadTableHead, schemaVersionConflict, type ForeignKeyDefinition, type SortIndexDefinition, type TableVersion, type TableAddress, type TableSchema, type UniqueRuleDefinition } from '../../catalog/table-schema.ts';
+import {
+  loadTableHead,
+  schemaVersionConflict,
+  type ForeignKeyDefinition,
+  type SortIndexDefinition,
+  type TableVersion,
+  type TableAddress,
+  type TableSchema,
+  type UniqueRuleDefinition,
+} from '../../catalog/table-schema.ts';
 import { Field, toFieldShape, type FieldShape } from './tables.ts';
 import { schemaSerialKey } from '../../jobs/engine/kinds.ts';
 
@@ -35,23 +44,31 @@ export type TableSchemaShape = {
 };
 
 export const UniqueRule = builder.objectRef<UniqueRuleShape>('UniqueRule').implement({
-  description: 'No two rows may share values in these fields (rows with an empty field are exempt). With `where`, only rows matching it count.',
+  description:
+    'No two rows may share values in these fields (rows with an empty field are exempt). With `where`, only rows matching it count.',
   fields: (t) => ({
     id: t.exposeID('id'),
     tableId: t.exposeID('tableId'),
     fieldIds: t.exposeIDList('fieldIds'),
-    where: t.field({ type: 'JSON', nullable: true, description: 'A filter expression (spec 2.4), or null for an unconditional rule.', resolve: (rule) => rule.where }),
+    where: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'A filter expression (spec 2.4), or null for an unconditional rule.',
+      resolve: (rule) => rule.where,
+    }),
     state: t.exposeString('state'),
     referenceable: t.exposeBoolean('referenceable', {
-      description: 'Whether a foreign key can reference this rule: false for a conditional rule, and for a key wider than a btree '
-        + 'index entry (2,600 bytes), which is enforced through a hash.',
+      description:
+        'Whether a foreign key can reference this rule: false for a conditional rule, and for a key wider than a btree ' +
+        'index entry (2,600 bytes), which is enforced through a hash.',
     }),
     createdAt: t.field({ type: 'Timestamp', resolve: (rule) => rule.createdAt }),
   }),
 });
 
 export const ForeignKey = builder.objectRef<ForeignKeyShape>('ForeignKey').implement({
-  description: 'Values of `fieldIds` must exist in the referenced unconditional unique rule of a table in the same database (spec 2.13).',
+  description:
+    'Values of `fieldIds` must exist in the referenced unconditional unique rule of a table in the same database (spec 2.13).',
   fields: (t) => ({
     id: t.exposeID('id'),
     tableId: t.exposeID('tableId'),
@@ -66,18 +83,25 @@ export const ForeignKey = builder.objectRef<ForeignKeyShape>('ForeignKey').imple
 });
 
 const IndexKey = builder.objectRef<SortIndexDefinition['keys'][number]>('IndexKey').implement({
-  fields: (t) => ({ fieldId: t.exposeID('fieldId'), direction: t.exposeString('direction', { description: '`asc` or `desc`' }) }),
+  fields: (t) => ({
+    fieldId: t.exposeID('fieldId'),
+    direction: t.exposeString('direction', { description: '`asc` or `desc`' }),
+  }),
 });
 
 export const SortIndex = builder.objectRef<SortIndexDefinition>('SortIndex').implement({
-  description: 'An index over `keys` then the row id, for reading rows in that order (issue 14). NULLs sort last ascending, first descending.',
+  description:
+    'An index over `keys` then the row id, for reading rows in that order (issue 14). NULLs sort last ascending, first descending.',
   fields: (t) => ({
     id: t.exposeID('id'),
     keys: t.field({ type: [IndexKey], resolve: (index) => index.keys }),
-    origin: t.exposeString('origin', { description: '`explicit` (add_index) or `automatic` (a shared view is sorted this way)' }),
+    origin: t.exposeString('origin', {
+      description: '`explicit` (add_index) or `automatic` (a shared view is sorted this way)',
+    }),
     state: t.exposeString('state', { description: '`building` until the index can serve reads, then `ready`' }),
     method: t.exposeString('method', {
-      description: '`btree` (sort keys), `trigram` (one text field’s folded text: similar rows) or `search` (the folded text of `keys`’ fields: search)',
+      description:
+        '`btree` (sort keys), `trigram` (one text field’s folded text: similar rows) or `search` (the folded text of `keys`’ fields: search)',
     }),
     createdAt: t.field({ type: 'Timestamp', resolve: (index) => index.createdAt }),
   }),
@@ -97,8 +121,13 @@ export const TableSchemaObject = builder.objectRef<TableSchemaShape>('TableSchem
 
 export function toUniqueRuleShape(tableId: string, rule: UniqueRuleDefinition): UniqueRuleShape {
   return {
-    id: rule.id, tableId, fieldIds: rule.fieldIds, where: (rule.where ?? null) as Json, state: rule.state,
-    referenceable: rule.enforcement === 'btree' && (rule.where === null || rule.where === undefined), createdAt: rule.createdAt,
+    id: rule.id,
+    tableId,
+    fieldIds: rule.fieldIds,
+    where: (rule.where ?? null) as Json,
+    state: rule.state,
+    referenceable: rule.enforcement === 'btree' && (rule.where === null || rule.where === undefined),
+    createdAt: rule.createdAt,
   };
 }
 
@@ -128,10 +157,15 @@ export async function currentSchema(context: Context, address: TableAddress): Pr
  * cost nothing, and the rest of a page of tables is read in one statement (SchemaCache.getMany).
  */
 export function schemaOfTable(context: Context, table: TableVersion): Promise<TableSchema> {
-  const loader = requestLoader<TableVersion, TableSchema>(context, 'tableSchemas', async (tables) => {
-    const found = await context.schemas.getMany(context.prisma, tables);
-    return tables.map((head) => found.get(head.id) ?? notFound('table'));
-  }, (head) => `${head.id}@${head.schemaVersion}`);
+  const loader = requestLoader<TableVersion, TableSchema>(
+    context,
+    'tableSchemas',
+    async (tables) => {
+      const found = await context.schemas.getMany(context.prisma, tables);
+      return tables.map((head) => found.get(head.id) ?? notFound('table'));
+    },
+    (head) => `${head.id}@${head.schemaVersion}`,
+  );
   return loader.load(table);
 }
 
@@ -141,9 +175,16 @@ export function schemaOfTable(context: Context, table: TableVersion): Promise<Ta
  * database, so a stale cache can only produce the SCHEMA_VERSION_CONFLICT the client's stale version deserves.
  * A table never moves between orgs or databases, so the cached address is as good as a fresh one.
  */
-export async function schemaExpecting(context: Context, address: TableAddress, expectedSchemaVersion: number): Promise<TableSchema> {
+export async function schemaExpecting(
+  context: Context,
+  address: TableAddress,
+  expectedSchemaVersion: number,
+): Promise<TableSchema> {
   const cached = context.schemas.peek(address.tableId);
-  const usable = cached?.schemaVersion === expectedSchemaVersion && cached.orgId === address.orgId && cached.databaseId === address.databaseId;
+  const usable =
+    cached?.schemaVersion === expectedSchemaVersion &&
+    cached.orgId === address.orgId &&
+    cached.databaseId === address.databaseId;
   return usable ? cached : currentSchema(context, address);
 }
 
@@ -151,10 +192,15 @@ export async function schemaExpecting(context: Context, address: TableAddress, e
  * Locks the table's catalog row for a schema change and checks the caller's `expectedSchemaVersion`. The lock
  * makes schema changes of one table take turns, and makes row writes (which update the same row) wait for them.
  */
-export async function lockTableForSchemaChange(tx: TransactionClient, address: TableAddress, expectedSchemaVersion?: number): Promise<number> {
+export async function lockTableForSchemaChange(
+  tx: TransactionClient,
+  address: TableAddress,
+  expectedSchemaVersion?: number,
+): Promise<number> {
   const [row] = await tx.$queryRaw<{ schema_version: number }[]>(lockTableSchemaVersion(address));
   if (!row) throw notFound('table');
-  if (expectedSchemaVersion !== undefined && expectedSchemaVersion !== row.schema_version) throw schemaVersionConflict(expectedSchemaVersion, row.schema_version);
+  if (expectedSchemaVersion !== undefined && expectedSchemaVersion !== row.schema_version)
+    throw schemaVersionConflict(expectedSchemaVersion, row.schema_version);
   // A schema-change job of this table would otherwise fail at its cutover (the version moved): refuse this one instead.
   const [active] = await tx.$queryRaw<{ id: string }[]>(selectActiveJobBySerialKey(schemaSerialKey(address.tableId)));
   if (active) throw schemaMaintenance();
@@ -178,6 +224,12 @@ builder.queryFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'schema:read' }),
     resolve: async (_root, args, context) =>
-      toTableSchemaShape(await currentSchema(context, { orgId: String(args.orgId), databaseId: String(args.databaseId), tableId: String(args.tableId) })),
+      toTableSchemaShape(
+        await currentSchema(context, {
+          orgId: String(args.orgId),
+          databaseId: String(args.databaseId),
+          tableId: String(args.tableId),
+        }),
+      ),
   }),
 }));

@@ -14,7 +14,14 @@ import { DeleteBody, DeleteInput, versionConflict } from '../databases/database-
 import { nameTaken, ResourceName } from '../databases/databases.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
-import { purgeTime, run, schedulePurge, toTrashEntryShape, TrashEntry, type TrashEntryShape } from '../trash/entries.ts';
+import {
+  purgeTime,
+  run,
+  schedulePurge,
+  toTrashEntryShape,
+  TrashEntry,
+  type TrashEntryShape,
+} from '../trash/entries.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import type { TableAddress } from '../../catalog/table-schema.ts';
 import { lockTableForSchemaChange } from './schema-endpoint.ts';
@@ -40,7 +47,12 @@ async function lockTable(tx: TransactionClient, address: TableAddress, expectedV
   return row;
 }
 
-async function renameTable(tx: TransactionClient, caller: Caller, address: TableAddress, body: z.infer<typeof UpdateTableBody>): Promise<TableShape> {
+async function renameTable(
+  tx: TransactionClient,
+  caller: Caller,
+  address: TableAddress,
+  body: z.infer<typeof UpdateTableBody>,
+): Promise<TableShape> {
   const before = await lockTable(tx, address, body.expectedVersion);
   try {
     await tx.$executeRaw`SAVEPOINT rename_table`;
@@ -51,8 +63,12 @@ async function renameTable(tx: TransactionClient, caller: Caller, address: Table
     throw nameTaken('table', body.name);
   }
   await recordActivity(tx, caller, {
-    orgId: address.orgId, category: 'schema', event: 'table.update', summary: `Renamed table ${before.name} to ${body.name}`,
-    databaseId: address.databaseId, tableId: address.tableId,
+    orgId: address.orgId,
+    category: 'schema',
+    event: 'table.update',
+    summary: `Renamed table ${before.name} to ${body.name}`,
+    databaseId: address.databaseId,
+    tableId: address.tableId,
   });
   return toTableShape(await tx.dataTable.findUniqueOrThrow({ where: { id: address.tableId }, include: withFields }));
 }
@@ -66,55 +82,113 @@ async function refuseIfReferenced(tx: TransactionClient, tableId: string): Promi
     selectKeysReferencingTable(tableId),
   );
   if (keys.length === 0) return;
-  throw new DomainError('FOREIGN_KEY_CONFLICT', 'Foreign keys of other tables reference this table; delete those keys first.', {
-    details: { foreignKeys: keys.map((key) => ({ id: key.id, tableId: key.tableId, tableName: key.tableName, trashed: key.tableState !== 'active' })) },
-  });
+  throw new DomainError(
+    'FOREIGN_KEY_CONFLICT',
+    'Foreign keys of other tables reference this table; delete those keys first.',
+    {
+      details: {
+        foreignKeys: keys.map((key) => ({
+          id: key.id,
+          tableId: key.tableId,
+          tableName: key.tableName,
+          trashed: key.tableState !== 'active',
+        })),
+      },
+    },
+  );
 }
 
-async function trash(tx: TransactionClient, context: Context, caller: Caller, address: TableAddress, expectedVersion: string): Promise<TrashEntryShape> {
+async function trash(
+  tx: TransactionClient,
+  context: Context,
+  caller: Caller,
+  address: TableAddress,
+  expectedVersion: string,
+): Promise<TrashEntryShape> {
   // Takes the catalog row lock and refuses while a schema change of the table is queued or running.
   await lockTableForSchemaChange(tx, address);
   const { name } = await lockTable(tx, address, expectedVersion);
   await refuseIfReferenced(tx, address.tableId);
   const purgeAfter = purgeTime(context);
   const purgeJobId = newId();
-  await run(tx, trashTable(address.tableId, { actorId: caller.actorId, actorName: caller.name, purgeAfter, purgeJobId }));
+  await run(
+    tx,
+    trashTable(address.tableId, { actorId: caller.actorId, actorName: caller.name, purgeAfter, purgeJobId }),
+  );
   await recordActivity(tx, caller, {
-    orgId: address.orgId, category: 'schema', event: 'table.delete', databaseId: address.databaseId, tableId: address.tableId,
+    orgId: address.orgId,
+    category: 'schema',
+    event: 'table.delete',
+    databaseId: address.databaseId,
+    tableId: address.tableId,
     summary: `Moved table ${name} to the trash until ${purgeAfter.toISOString()}`,
   });
-  await schedulePurge(tx, context, caller, { kind: 'table', orgId: address.orgId, databaseId: address.databaseId, tableId: address.tableId, name }, purgeAfter, purgeJobId);
-  const [row] = await tx.$queryRaw<{ version: bigint; deleted_at: Date; database_name: string }[]>(selectTrashedTable(address.tableId));
+  await schedulePurge(
+    tx,
+    context,
+    caller,
+    { kind: 'table', orgId: address.orgId, databaseId: address.databaseId, tableId: address.tableId, name },
+    purgeAfter,
+    purgeJobId,
+  );
+  const [row] = await tx.$queryRaw<{ version: bigint; deleted_at: Date; database_name: string }[]>(
+    selectTrashedTable(address.tableId),
+  );
   return toTrashEntryShape(address.orgId, {
-    kind: 'table', id: address.tableId, name, databaseId: address.databaseId, databaseName: row!.database_name, version: row!.version.toString(),
-    deletedAt: row!.deleted_at, deletedById: caller.actorId, deletedByName: caller.name, purgeAfter, purgeJobId,
+    kind: 'table',
+    id: address.tableId,
+    name,
+    databaseId: address.databaseId,
+    databaseName: row!.database_name,
+    version: row!.version.toString(),
+    deletedAt: row!.deleted_at,
+    deletedById: caller.actorId,
+    deletedByName: caller.name,
+    purgeAfter,
+    purgeJobId,
   });
 }
 
 builder.mutationFields((t) => ({
   updateTable: t.field({
     type: Table,
-    description: 'Renames a table still at `expectedVersion` (event `table.update`); schemaVersion is unchanged. Needs schema-management authority.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: UpdateTableInput, required: true }) },
+    description:
+      'Renames a table still at `expectedVersion` (event `table.update`); schemaVersion is unchanged. Needs schema-management authority.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      input: t.arg({ type: UpdateTableInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'tables:manage' }),
     resolve: (_root, args, context) => {
       const body = UpdateTableBody.parse(args.input);
       const address = addressOf(args);
-      return idempotent(context, { operation: 'updateTable', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
-        renameTable(tx, requireCaller(context), address, body));
+      return idempotent(
+        context,
+        { operation: 'updateTable', key: args.idempotencyKey, input: { ...address, ...body } },
+        (tx) => renameTable(tx, requireCaller(context), address, body),
+      );
     },
   }),
   deleteTable: t.field({
     type: TrashEntry,
-    description: 'Moves a table to the trash at once (event `table.delete`); the `deleteTable` job purges it after '
-      + 'TRASH_RETENTION_DAYS unless it is restored first. Refused (409 FOREIGN_KEY_CONFLICT) while another table’s foreign key references it.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: DeleteInput, required: true }) },
+    description:
+      'Moves a table to the trash at once (event `table.delete`); the `deleteTable` job purges it after ' +
+      'TRASH_RETENTION_DAYS unless it is restored first. Refused (409 FOREIGN_KEY_CONFLICT) while another table’s foreign key references it.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      input: t.arg({ type: DeleteInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'tables:manage' }),
     resolve: (_root, args, context) => {
       const body = DeleteBody.parse(args.input);
       const address = addressOf(args);
-      return idempotent(context, { operation: 'deleteTable', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
-        trash(tx, context, requireCaller(context), address, body.expectedVersion));
+      return idempotent(
+        context,
+        { operation: 'deleteTable', key: args.idempotencyKey, input: { ...address, ...body } },
+        (tx) => trash(tx, context, requireCaller(context), address, body.expectedVersion),
+      );
     },
   }),
 }));

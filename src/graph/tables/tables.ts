@@ -2,7 +2,13 @@ import { selectTablePageIds, type TablePageKey } from '../../catalog/tables.ts';
 import { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { createTable as createTableDdl } from '../../data/ddl.ts';
-import { FieldInput, MAX_FIELDS_PER_TABLE, resolvedOptions, type FieldDefinition, type FieldType } from '../../data/field-types.ts';
+import {
+  FieldInput,
+  MAX_FIELDS_PER_TABLE,
+  resolvedOptions,
+  type FieldDefinition,
+  type FieldType,
+} from '../../data/field-types.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { recordActivity } from '../../catalog/activity.ts';
@@ -52,23 +58,37 @@ const caseInsensitiveDuplicates = (names: string[]) => {
   });
 };
 
-export const CreateTableBody = z.strictObject({
-  name: ResourceName,
-  fields: z.array(FieldInput).min(1).max(MAX_FIELDS_PER_TABLE),
-}).superRefine((body, context) => {
-  caseInsensitiveDuplicates(body.fields.map((field) => String(field.name))).forEach((duplicate, index) => {
-    if (duplicate) context.addIssue({ code: 'custom', path: ['fields', index, 'name'], message: 'field names must be unique ignoring case' });
+export const CreateTableBody = z
+  .strictObject({
+    name: ResourceName,
+    fields: z.array(FieldInput).min(1).max(MAX_FIELDS_PER_TABLE),
+  })
+  .superRefine((body, context) => {
+    caseInsensitiveDuplicates(body.fields.map((field) => String(field.name))).forEach((duplicate, index) => {
+      if (duplicate)
+        context.addIssue({
+          code: 'custom',
+          path: ['fields', index, 'name'],
+          message: 'field names must be unique ignoring case',
+        });
+    });
   });
-});
 
 export const Field = builder.objectRef<FieldShape>('Field').implement({
   description: 'A typed field (column) of a table. Row values are keyed by field id.',
   fields: (t) => ({
     id: t.exposeID('id'),
     name: t.exposeString('name'),
-    type: t.exposeString('type', { description: 'text, longText, integer, number, boolean, date, datetime, email, url, select, multiSelect, json or autoNumber' }),
+    type: t.exposeString('type', {
+      description:
+        'text, longText, integer, number, boolean, date, datetime, email, url, select, multiSelect, json or autoNumber',
+    }),
     required: t.exposeBoolean('required'),
-    options: t.field({ type: 'JSON', description: 'The type’s settings with their defaults applied.', resolve: (field) => field.options }),
+    options: t.field({
+      type: 'JSON',
+      description: 'The type’s settings with their defaults applied.',
+      resolve: (field) => field.options,
+    }),
     position: t.exposeInt('position'),
   }),
 });
@@ -82,7 +102,9 @@ export const Table = builder.objectRef<TableShape>('Table').implement({
     name: t.exposeString('name'),
     state: t.exposeString('state', { description: '`active`' }),
     version: t.exposeString('version'),
-    schemaVersion: t.exposeInt('schemaVersion', { description: 'Bumped by every schema change; row writes send it as `expectedSchemaVersion`.' }),
+    schemaVersion: t.exposeInt('schemaVersion', {
+      description: 'Bumped by every schema change; row writes send it as `expectedSchemaVersion`.',
+    }),
     fields: t.field({ type: [Field], resolve: (table) => table.fields }),
     createdAt: t.field({ type: 'Timestamp', resolve: (table) => table.createdAt }),
     updatedAt: t.field({ type: 'Timestamp', resolve: (table) => table.updatedAt }),
@@ -109,15 +131,27 @@ const CreateTableInput = builder.inputType('CreateTableInput', {
 });
 
 interface TableRow {
-  id: string; orgId: string; databaseId: string; name: string; state: string; version: bigint; schemaVersion: number; indexVersion: number;
-  createdAt: Date; updatedAt: Date;
+  id: string;
+  orgId: string;
+  databaseId: string;
+  name: string;
+  state: string;
+  version: bigint;
+  schemaVersion: number;
+  indexVersion: number;
+  createdAt: Date;
+  updatedAt: Date;
   fields: { id: string; name: string; type: string; required: boolean; options: unknown; position: number }[];
 }
 
 export function toFieldShape(field: TableRow['fields'][number] | FieldDefinition): FieldShape {
   return {
-    id: field.id, name: field.name, type: field.type as FieldType, required: field.required,
-    options: field.options as FieldShape['options'], position: field.position,
+    id: field.id,
+    name: field.name,
+    type: field.type as FieldType,
+    required: field.required,
+    options: field.options as FieldShape['options'],
+    position: field.position,
   };
 }
 
@@ -139,19 +173,44 @@ export function toTableShape(row: TableRow): TableShape {
 
 export const withFields = { fields: { orderBy: { position: 'asc' } } } as const;
 
-export async function requireDatabase(db: PrismaClient | TransactionClient, orgId: string, databaseId: string): Promise<void> {
-  const database = await db.database.findFirst({ where: { id: databaseId, orgId, state: 'active' }, select: { id: true } });
+export async function requireDatabase(
+  db: PrismaClient | TransactionClient,
+  orgId: string,
+  databaseId: string,
+): Promise<void> {
+  const database = await db.database.findFirst({
+    where: { id: databaseId, orgId, state: 'active' },
+    select: { id: true },
+  });
   if (!database) throw notFound('database');
 }
 
 type CreateTableBody = z.infer<typeof CreateTableBody>;
 
-async function createTable(tx: TransactionClient, caller: Caller, orgId: string, databaseId: string, body: CreateTableBody): Promise<TableShape> {
+async function createTable(
+  tx: TransactionClient,
+  caller: Caller,
+  orgId: string,
+  databaseId: string,
+  body: CreateTableBody,
+): Promise<TableShape> {
   await requireDatabase(tx, orgId, databaseId);
   const tableId = newId();
   const fields: FieldDefinition[] = body.fields.map((field, position) => {
-    const input = field as z.infer<typeof FieldInput> & { type: FieldType; name: string; required?: boolean; options?: Record<string, unknown> };
-    return { id: newId(), name: input.name, type: input.type, required: input.required ?? false, options: resolvedOptions(input.type, input.options), position };
+    const input = field as z.infer<typeof FieldInput> & {
+      type: FieldType;
+      name: string;
+      required?: boolean;
+      options?: Record<string, unknown>;
+    };
+    return {
+      id: newId(),
+      name: input.name,
+      type: input.type,
+      required: input.required ?? false,
+      options: resolvedOptions(input.type, input.options),
+      position,
+    };
   });
   try {
     await tx.$executeRaw`SAVEPOINT create_table`;
@@ -162,8 +221,16 @@ async function createTable(tx: TransactionClient, caller: Caller, orgId: string,
     throw nameTaken('table', body.name);
   }
   await tx.field.createMany({ data: fields.map((field) => ({ ...field, options: field.options as object, tableId })) });
-  for (const statement of createTableDdl(databaseId, tableId, fields)) await tx.$executeRawUnsafe(statement.sql, ...statement.params);
-  await recordActivity(tx, caller, { orgId, category: 'schema', event: 'table.create', summary: `Created table ${body.name}`, databaseId, tableId });
+  for (const statement of createTableDdl(databaseId, tableId, fields))
+    await tx.$executeRawUnsafe(statement.sql, ...statement.params);
+  await recordActivity(tx, caller, {
+    orgId,
+    category: 'schema',
+    event: 'table.create',
+    summary: `Created table ${body.name}`,
+    databaseId,
+    tableId,
+  });
   const row = await tx.dataTable.findUniqueOrThrow({ where: { id: tableId }, include: withFields });
   return toTableShape(row);
 }
@@ -173,9 +240,14 @@ const PagePosition = z.strictObject({ id: Id });
 async function loadTablePages(context: Context, keys: readonly TablePageKey[]): Promise<TableRow[][]> {
   const page = selectTablePageIds(keys);
   const picked = await dataPlane(context).query<{ index: number; id: string }>(page.sql, page.params);
-  const rows = picked.length === 0 ? [] : await context.prisma.dataTable.findMany({
-    where: { id: { in: picked.map((pick) => pick.id) } }, include: withFields, orderBy: { id: 'asc' },
-  });
+  const rows =
+    picked.length === 0
+      ? []
+      : await context.prisma.dataTable.findMany({
+          where: { id: { in: picked.map((pick) => pick.id) } },
+          include: withFields,
+          orderBy: { id: 'asc' },
+        });
   const byId = new Map(rows.map((row) => [row.id, row]));
   const pages: TableRow[][] = keys.map(() => []);
   for (const pick of picked) {
@@ -189,12 +261,22 @@ async function loadTablePages(context: Context, keys: readonly TablePageKey[]): 
  * A page of a database's tables, oldest first: the `tables` query and the `Database.tables` edge. Pages of many
  * databases asked in one request are read together (two statements for any number of databases).
  */
-export async function pageOfTables(context: Context, orgId: string, databaseId: string, page: PageArgs): Promise<PageShape<TableShape>> {
+export async function pageOfTables(
+  context: Context,
+  orgId: string,
+  databaseId: string,
+  page: PageArgs,
+): Promise<PageShape<TableShape>> {
   const limit = page.limit ?? DEFAULT_PAGE_SIZE;
   const key = await cursorKey(context.prisma);
   const scope = `tables:${databaseId}`;
   const afterId = page.cursor ? decodeCursor(key, scope, page.cursor, PagePosition).id : null;
-  const loader = requestLoader<TablePageKey, TableRow[]>(context, 'tablePages', (keys) => loadTablePages(context, keys), (k) => JSON.stringify(k));
+  const loader = requestLoader<TablePageKey, TableRow[]>(
+    context,
+    'tablePages',
+    (keys) => loadTablePages(context, keys),
+    (k) => JSON.stringify(k),
+  );
   const rows = await loader.load({ orgId, databaseId, afterId, take: limit + 1 });
   return pageOf(rows, limit, toTableShape, (last) => encodeCursor(key, scope, { id: last.id }));
 }
@@ -237,7 +319,8 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   createTable: t.field({
     type: Table,
-    description: 'Creates a table with its fields at schemaVersion 1 (event `table.create`). Needs schema-management authority.',
+    description:
+      'Creates a table with its fields at schemaVersion 1 (event `table.create`). Needs schema-management authority.',
     args: {
       idempotencyKey: t.arg.string({ required: true }),
       orgId: t.arg.id({ required: true, validate: Id }),
@@ -248,8 +331,10 @@ builder.mutationFields((t) => ({
     resolve: (_root, { idempotencyKey, orgId, databaseId, input }, context) => {
       const body = CreateTableBody.parse(input);
       const [org, database] = [String(orgId), String(databaseId)];
-      return idempotent(context, { operation: 'createTable', key: idempotencyKey, input: { orgId: org, databaseId: database, ...body } }, (tx) =>
-        createTable(tx, requireCaller(context), org, database, body),
+      return idempotent(
+        context,
+        { operation: 'createTable', key: idempotencyKey, input: { orgId: org, databaseId: database, ...body } },
+        (tx) => createTable(tx, requireCaller(context), org, database, body),
       );
     },
   }),

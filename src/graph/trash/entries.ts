@@ -29,7 +29,8 @@ const TrashActor = builder.objectRef<TrashEntryShape['deletedBy']>('TrashActor')
 });
 
 export const TrashEntry = builder.objectRef<TrashEntryShape>('TrashEntry').implement({
-  description: 'A database or table in the trash (issue 13): restorable until `purgeAfter`, when its purge job removes it for good.',
+  description:
+    'A database or table in the trash (issue 13): restorable until `purgeAfter`, when its purge job removes it for good.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The database’s or table’s own id.' }),
     kind: t.exposeString('kind', { description: '`database` or `table`' }),
@@ -83,17 +84,34 @@ export function purgeTime(context: Context): Date {
  * `purgeAfter` and does nothing unless the entry is still in the trash under this job's id when it runs.
  * A table's purge holds the table's schema-change key, so no schema change can be queued against it meanwhile.
  */
-export async function schedulePurge(tx: TransactionClient, context: Context, caller: Caller, target: PurgeTarget, purgeAfter: Date, jobId = newId()) {
+export async function schedulePurge(
+  tx: TransactionClient,
+  context: Context,
+  caller: Caller,
+  target: PurgeTarget,
+  purgeAfter: Date,
+  jobId = newId(),
+) {
   const what = target.kind === 'database' ? 'database' : 'table';
-  return enqueueJob(tx, caller, {
-    kind: target.kind === 'database' ? 'deleteDatabase' : 'deleteTable',
-    category: 'schema',
-    orgId: target.orgId,
-    databaseId: target.databaseId,
-    ...(target.tableId ? { tableId: target.tableId, serialKey: schemaSerialKey(target.tableId) } : {}),
-    payload: { orgId: target.orgId, databaseId: target.databaseId, ...(target.tableId ? { tableId: target.tableId } : {}), name: target.name },
-    summary: `Scheduled the purge of ${what} ${target.name} for ${purgeAfter.toISOString()}`,
-    queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
-    runAt: purgeAfter,
-  }, jobId);
+  return enqueueJob(
+    tx,
+    caller,
+    {
+      kind: target.kind === 'database' ? 'deleteDatabase' : 'deleteTable',
+      category: 'schema',
+      orgId: target.orgId,
+      databaseId: target.databaseId,
+      ...(target.tableId ? { tableId: target.tableId, serialKey: schemaSerialKey(target.tableId) } : {}),
+      payload: {
+        orgId: target.orgId,
+        databaseId: target.databaseId,
+        ...(target.tableId ? { tableId: target.tableId } : {}),
+        name: target.name,
+      },
+      summary: `Scheduled the purge of ${what} ${target.name} for ${purgeAfter.toISOString()}`,
+      queueLimit: context.config.JOB_QUEUE_LIMIT_PER_ORG,
+      runAt: purgeAfter,
+    },
+    jobId,
+  );
 }

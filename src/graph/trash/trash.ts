@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { restoreDatabase, restoreTable, selectTrashEntry, selectTrashPage, type TrashEntryRow } from '../../catalog/trash.ts';
+import {
+  restoreDatabase,
+  restoreTable,
+  selectTrashEntry,
+  selectTrashPage,
+  type TrashEntryRow,
+} from '../../catalog/trash.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { cancelQueued, requestCancel } from '../../jobs/engine/sql/queue.ts';
 import { recordActivity } from '../../catalog/activity.ts';
@@ -19,7 +25,14 @@ import { run, toTrashEntryShape, TrashEntry } from './entries.ts';
  * The org's trash (issue 13): what can still be restored, and the restore itself. A restore flips the catalog rows
  * back (rows, history, rules, keys, views and schema version never moved) and cancels the scheduled purge.
  */
-export type RestoredShape = { id: string; kind: string; name: string; databaseId: string | null; version: string; restoredTables: number };
+export type RestoredShape = {
+  id: string;
+  kind: string;
+  name: string;
+  databaseId: string | null;
+  version: string;
+  restoredTables: number;
+};
 
 const Restored = builder.objectRef<RestoredShape>('RestoredEntry').implement({
   description: 'A database or table brought back from the trash, exactly as it was.',
@@ -29,7 +42,9 @@ const Restored = builder.objectRef<RestoredShape>('RestoredEntry').implement({
     name: t.exposeString('name'),
     databaseId: t.exposeID('databaseId', { nullable: true }),
     version: t.exposeString('version'),
-    restoredTables: t.exposeInt('restoredTables', { description: 'Tables that came back with a database (they were trashed with it); 1 for a table.' }),
+    restoredTables: t.exposeInt('restoredTables', {
+      description: 'Tables that came back with a database (they were trashed with it); 1 for a table.',
+    }),
   }),
 });
 
@@ -58,21 +73,36 @@ async function restore(tx: TransactionClient, caller: Caller, orgId: string, id:
   if (!cancelled) await run(tx, requestCancel(entry.purgeJobId));
   const databaseId = entry.kind === 'database' ? id : entry.databaseId!;
   await recordActivity(tx, caller, {
-    orgId, category: 'schema', event: entry.kind === 'database' ? 'database.restore' : 'table.update', databaseId,
+    orgId,
+    category: 'schema',
+    event: entry.kind === 'database' ? 'database.restore' : 'table.update',
+    databaseId,
     ...(entry.kind === 'table' ? { tableId: id } : {}),
     summary: `Restored ${entry.kind} ${entry.name} from the trash`,
   });
-  const version = entry.kind === 'database'
-    ? (await tx.database.findUniqueOrThrow({ where: { id }, select: { version: true } })).version
-    : (await tx.dataTable.findUniqueOrThrow({ where: { id }, select: { version: true } })).version;
-  return { id, kind: entry.kind, name: entry.name, databaseId: entry.databaseId, version: version.toString(), restoredTables };
+  const version =
+    entry.kind === 'database'
+      ? (await tx.database.findUniqueOrThrow({ where: { id }, select: { version: true } })).version
+      : (await tx.dataTable.findUniqueOrThrow({ where: { id }, select: { version: true } })).version;
+  return {
+    id,
+    kind: entry.kind,
+    name: entry.name,
+    databaseId: entry.databaseId,
+    version: version.toString(),
+    restoredTables,
+  };
 }
 
 builder.queryFields((t) => ({
   trash: t.field({
     type: TrashPage,
     description: 'Databases and tables in the trash: who deleted them, when, and until when they can be restored.',
-    args: { orgId: t.arg.id({ required: true, validate: Id }), limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    args: {
+      orgId: t.arg.id({ required: true, validate: Id }),
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'databases:read' }),
     resolve: async (_root, args, context) => {
       const orgId = String(args.orgId);
@@ -82,10 +112,15 @@ builder.queryFields((t) => ({
       const after = args.cursor ? decodeCursor(key, scope, args.cursor, TrashPosition) : null;
       const statement = selectTrashPage(orgId, after, limit + 1);
       const rows = await context.prisma.$queryRawUnsafe<TrashEntryRow[]>(statement.sql, ...statement.params);
-      return pageOf(rows, limit, (row) => toTrashEntryShape(orgId, row), (last) => {
-        const entry = toTrashEntryShape(orgId, last);
-        return encodeCursor(key, scope, { deletedAt: entry.deletedAt, id: entry.id });
-      });
+      return pageOf(
+        rows,
+        limit,
+        (row) => toTrashEntryShape(orgId, row),
+        (last) => {
+          const entry = toTrashEntryShape(orgId, last);
+          return encodeCursor(key, scope, { deletedAt: entry.deletedAt, id: entry.id });
+        },
+      );
     },
   }),
 }));
@@ -93,14 +128,25 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   restoreFromTrash: t.field({
     type: Restored,
-    description: 'Brings a database (with the tables trashed with it) or a table back exactly as it was, and cancels its purge. '
-      + 'After the purge: 404. Its name taken meanwhile: 409 UNIQUE_CONFLICT.',
-    args: { idempotencyKey: t.arg.string({ required: true }), orgId: t.arg.id({ required: true, validate: Id }), id: t.arg.id({ required: true, validate: Id }) },
-    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'databases:manage' }),
+    description:
+      'Brings a database (with the tables trashed with it) or a table back exactly as it was, and cancels its purge. ' +
+      'After the purge: 404. Its name taken meanwhile: 409 UNIQUE_CONFLICT.',
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      orgId: t.arg.id({ required: true, validate: Id }),
+      id: t.arg.id({ required: true, validate: Id }),
+    },
+    authScopes: (_root, { orgId }) => ({
+      org: { orgId: String(orgId), capability: 'manage' },
+      oauth: 'databases:manage',
+    }),
     resolve: (_root, args, context) => {
       const [orgId, id] = [String(args.orgId), String(args.id)];
-      return idempotent(context, { operation: 'restoreFromTrash', key: args.idempotencyKey, input: { orgId, id } }, (tx) =>
-        restore(tx, requireCaller(context), orgId, id));
+      return idempotent(
+        context,
+        { operation: 'restoreFromTrash', key: args.idempotencyKey, input: { orgId, id } },
+        (tx) => restore(tx, requireCaller(context), orgId, id),
+      );
     },
   }),
 }));

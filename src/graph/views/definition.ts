@@ -17,7 +17,8 @@ export const ViewQuery = z.strictObject({ where: FilterExpression.optional(), or
 
 export const ViewDefinition = z.strictObject({
   columnOrder: z.array(Id).max(MAX_COLUMNS),
-  columnWidths: z.record(z.string().min(1).max(64), z.number().min(40).max(2000))
+  columnWidths: z
+    .record(z.string().min(1).max(64), z.number().min(40).max(2000))
     .refine((widths) => Object.keys(widths).length <= MAX_COLUMNS, `at most ${MAX_COLUMNS} columns`),
   frozenColumns: z.number().int().min(0).max(MAX_COLUMNS),
   hiddenColumns: z.array(Id).max(MAX_COLUMNS),
@@ -25,12 +26,17 @@ export const ViewDefinition = z.strictObject({
 });
 export type ViewDefinition = z.infer<typeof ViewDefinition>;
 
-function columnProblems(ids: readonly string[], fields: ReadonlyMap<string, FieldDefinition>, path: string): FieldProblem[] {
+function columnProblems(
+  ids: readonly string[],
+  fields: ReadonlyMap<string, FieldDefinition>,
+  path: string,
+): FieldProblem[] {
   const seen = new Set<string>();
   return ids.flatMap((id, index) => {
     const problems: FieldProblem[] = [];
     if (!fields.has(id)) problems.push({ path: ['definition', path, index], message: 'is not a field of this table' });
-    if (seen.has(id)) problems.push({ path: ['definition', path, index], message: 'names a column twice', fieldId: id });
+    if (seen.has(id))
+      problems.push({ path: ['definition', path, index], message: 'names a column twice', fieldId: id });
     seen.add(id);
     return problems;
   });
@@ -45,7 +51,8 @@ export function definitionProblems(definition: ViewDefinition, fields: readonly 
     ...columnProblems(definition.columnOrder, byId, 'columnOrder'),
     ...columnProblems(definition.hiddenColumns, byId, 'hiddenColumns'),
     ...Object.keys(definition.columnWidths).flatMap((id) =>
-      byId.has(id) ? [] : [{ path: ['definition', 'columnWidths', id], message: 'is not a field of this table' }]),
+      byId.has(id) ? [] : [{ path: ['definition', 'columnWidths', id], message: 'is not a field of this table' }],
+    ),
     ...(definition.query.where ? prefixed(checkFilter(definition.query.where, fields), 'query', 'where') : []),
     ...(definition.query.where ? prefixed(filterBudgetProblems(definition.query.where, fields), 'query', 'where') : []),
     ...prefixed(checkOrderBy(definition.query.orderBy ?? [], fields), 'query', 'orderBy'),
@@ -54,8 +61,13 @@ export function definitionProblems(definition: ViewDefinition, fields: readonly 
 
 /** Problems as the `validationErrors` strings of spec 2.2: `<json path>: <message>`, at most 200. */
 export function validationErrorsOf(problems: readonly FieldProblem[]): string[] {
-  return problems.slice(0, MAX_VALIDATION_ERRORS).map((problem) =>
-    `${problem.path.map((segment) => (typeof segment === 'number' ? `[${segment}]` : `.${segment}`)).join('').slice(1)}: ${problem.message}`);
+  return problems.slice(0, MAX_VALIDATION_ERRORS).map(
+    (problem) =>
+      `${problem.path
+        .map((segment) => (typeof segment === 'number' ? `[${segment}]` : `.${segment}`))
+        .join('')
+        .slice(1)}: ${problem.message}`,
+  );
 }
 
 /** Whether the problems concern the query (the view cannot select rows) rather than only its column layout. */

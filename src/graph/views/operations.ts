@@ -10,8 +10,20 @@ import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { z } from 'zod';
 import {
-  CreateViewBody, createView, DeleteViewBody, deleteView, SavedView, toViewShape, UpdateViewBody, updateView, viewContext, visibleView,
-  type SavedViewShape, type ViewContext, type ViewDeletionShape, type ViewRow,
+  CreateViewBody,
+  createView,
+  DeleteViewBody,
+  deleteView,
+  SavedView,
+  toViewShape,
+  UpdateViewBody,
+  updateView,
+  viewContext,
+  visibleView,
+  type SavedViewShape,
+  type ViewContext,
+  type ViewDeletionShape,
+  type ViewRow,
 } from './views.ts';
 
 /** GraphQL (and so REST) operations on saved views. Personal views need read authority; see views.ts for the rest. */
@@ -46,13 +58,20 @@ const ViewDeletion = builder.objectRef<ViewDeletionShape>('ViewDeletion').implem
   fields: (t) => ({ id: t.exposeID('id'), deleted: t.exposeBoolean('deleted'), version: t.exposeString('version') }),
 });
 
-export const SavedViewPage = pageRef('SavedViewPage', SavedView, 'The caller’s personal views and the shared views of a table, oldest first.');
+export const SavedViewPage = pageRef(
+  'SavedViewPage',
+  SavedView,
+  'The caller’s personal views and the shared views of a table, oldest first.',
+);
 const PagePosition = z.strictObject({ id: Id });
 
 async function loadViewPages(context: Context, caller: Caller, keys: readonly ViewPageKey[]): Promise<ViewRow[][]> {
   const page = selectViewPageIds(keys, caller.userId);
   const picked = await dataPlane(context).query<{ index: number; id: string }>(page.sql, page.params);
-  const rows = picked.length === 0 ? [] : await context.prisma.savedView.findMany({ where: { id: { in: picked.map((pick) => pick.id) } } });
+  const rows =
+    picked.length === 0
+      ? []
+      : await context.prisma.savedView.findMany({ where: { id: { in: picked.map((pick) => pick.id) } } });
   const byId = new Map(rows.map((row) => [row.id, row]));
   const pages: ViewRow[][] = keys.map(() => []);
   for (const pick of picked) {
@@ -66,15 +85,33 @@ async function loadViewPages(context: Context, caller: Caller, keys: readonly Vi
  * A page of the views of a table the caller may see, oldest first: the `views` query and the `Table.views` edge.
  * Pages of many tables asked in one request are read together (two statements for any number of tables).
  */
-export async function pageOfViews(context: Context, scope: ViewContext, page: PageArgs): Promise<PageShape<SavedViewShape>> {
+export async function pageOfViews(
+  context: Context,
+  scope: ViewContext,
+  page: PageArgs,
+): Promise<PageShape<SavedViewShape>> {
   const limit = page.limit ?? DEFAULT_PAGE_SIZE;
   const key = await cursorKey(context.prisma);
   const cursorScope = `views:${scope.schema.tableId}:${scope.caller.actorKey}`;
   const afterId = page.cursor ? decodeCursor(key, cursorScope, page.cursor, PagePosition).id : null;
-  const loader = requestLoader<ViewPageKey, ViewRow[]>(context, 'viewPages', (keys) => loadViewPages(context, scope.caller, keys), (k) => JSON.stringify(k));
-  const rows = await loader.load({ orgId: scope.schema.orgId, tableId: scope.schema.tableId, afterId, take: limit + 1 });
-  return pageOf(rows, limit, (view) => toViewShape(scope.caller, scope.authority, scope.schema, view), (last) =>
-    encodeCursor(key, cursorScope, { id: last.id }));
+  const loader = requestLoader<ViewPageKey, ViewRow[]>(
+    context,
+    'viewPages',
+    (keys) => loadViewPages(context, scope.caller, keys),
+    (k) => JSON.stringify(k),
+  );
+  const rows = await loader.load({
+    orgId: scope.schema.orgId,
+    tableId: scope.schema.tableId,
+    afterId,
+    take: limit + 1,
+  });
+  return pageOf(
+    rows,
+    limit,
+    (view) => toViewShape(scope.caller, scope.authority, scope.schema, view),
+    (last) => encodeCursor(key, cursorScope, { id: last.id }),
+  );
 }
 
 builder.queryFields((t) => ({
@@ -84,12 +121,21 @@ builder.queryFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
       const scope = await viewContext(context, addressOf(args));
-      return toViewShape(scope.caller, scope.authority, scope.schema, await visibleView(context.prisma, scope, String(args.viewId)));
+      return toViewShape(
+        scope.caller,
+        scope.authority,
+        scope.schema,
+        await visibleView(context.prisma, scope, String(args.viewId)),
+      );
     },
   }),
   views: t.field({
     type: SavedViewPage,
-    args: { ...tableAddressArgs, limit: t.arg.int({ validate: PageLimit.optional() }), cursor: t.arg.string({ validate: Cursor.optional() }) },
+    args: {
+      ...tableAddressArgs,
+      limit: t.arg.int({ validate: PageLimit.optional() }),
+      cursor: t.arg.string({ validate: Cursor.optional() }),
+    },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => pageOfViews(context, await viewContext(context, addressOf(args)), args),
   }),
@@ -99,21 +145,30 @@ builder.mutationFields((t) => ({
   createView: t.field({
     type: SavedView,
     description: 'Saves a view (endpoint 1). Shared views need current row write authority; 100 views per scope.',
-    args: { idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, input: t.arg({ type: CreateViewInput, required: true }) },
+    args: {
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      input: t.arg({ type: CreateViewInput, required: true }),
+    },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
       const body = CreateViewBody.parse(args.input);
       const address = addressOf(args);
       const scope = await viewContext(context, address);
-      return idempotent(context, { operation: 'createView', key: args.idempotencyKey, input: { ...address, ...body } }, (tx) =>
-        createView(tx, scope, body));
+      return idempotent(
+        context,
+        { operation: 'createView', key: args.idempotencyKey, input: { ...address, ...body } },
+        (tx) => createView(tx, scope, body),
+      );
     },
   }),
   updateView: t.field({
     type: SavedView,
     description: 'Renames a view, moves it between personal and shared, or replaces its definition.',
     args: {
-      idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, viewId: t.arg.id({ required: true, validate: Id }),
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      viewId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: UpdateViewInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
@@ -122,15 +177,20 @@ builder.mutationFields((t) => ({
       const address = addressOf(args);
       const viewId = String(args.viewId);
       const scope = await viewContext(context, address);
-      return idempotent(context, { operation: 'updateView', key: args.idempotencyKey, input: { ...address, viewId, ...body } }, (tx) =>
-        updateView(tx, scope, viewId, body));
+      return idempotent(
+        context,
+        { operation: 'updateView', key: args.idempotencyKey, input: { ...address, viewId, ...body } },
+        (tx) => updateView(tx, scope, viewId, body),
+      );
     },
   }),
   deleteView: t.field({
     type: ViewDeletion,
     description: 'Deletes a view (endpoint 2): its owner for a personal view, row write authority for a shared one.',
     args: {
-      idempotencyKey: t.arg.string({ required: true }), ...tableAddressArgs, viewId: t.arg.id({ required: true, validate: Id }),
+      idempotencyKey: t.arg.string({ required: true }),
+      ...tableAddressArgs,
+      viewId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: DeleteViewInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
@@ -139,8 +199,11 @@ builder.mutationFields((t) => ({
       const address = addressOf(args);
       const viewId = String(args.viewId);
       const scope = await viewContext(context, address);
-      return idempotent(context, { operation: 'deleteView', key: args.idempotencyKey, input: { ...address, viewId, ...body } }, (tx) =>
-        deleteView(tx, scope, viewId, body));
+      return idempotent(
+        context,
+        { operation: 'deleteView', key: args.idempotencyKey, input: { ...address, viewId, ...body } },
+        (tx) => deleteView(tx, scope, viewId, body),
+      );
     },
   }),
 }));

@@ -18,16 +18,21 @@ import type { TableSchema } from '../../catalog/table-schema.ts';
  */
 export async function followSharedOrders(tx: TransactionClient, caller: Caller, schema: TableSchema): Promise<void> {
   const sql = prismaExecutor(tx);
-  const run = (statement: { sql: string; params: unknown[] }) => sql.query<catalog.IndexRow>(statement.sql, statement.params);
+  const run = (statement: { sql: string; params: unknown[] }) =>
+    sql.query<catalog.IndexRow>(statement.sql, statement.params);
   await run(catalog.lockTableIndexes(schema.tableId));
   const needed = await neededSignatures(sql, schema);
   const existing = await run(catalog.selectTableIndexes(schema.tableId));
   const jobs: { indexId: string; summary: string }[] = [];
-  const describe = (keys: readonly IndexKey[]) => keys.map((key) => `${schema.fieldsById.get(key.fieldId)?.name ?? key.fieldId} ${key.direction}`).join(', ');
+  const describe = (keys: readonly IndexKey[]) =>
+    keys.map((key) => `${schema.fieldsById.get(key.fieldId)?.name ?? key.fieldId} ${key.direction}`).join(', ');
   for (const index of existing) {
     if (index.origin !== 'automatic' || needed.has(index.signature)) continue;
     await run(catalog.deleteTableIndex(index.id));
-    jobs.push({ indexId: index.id, summary: `Drop the index on ${describe(index.keys)}: no shared view is sorted that way` });
+    jobs.push({
+      indexId: index.id,
+      summary: `Drop the index on ${describe(index.keys)}: no shared view is sorted that way`,
+    });
   }
   let count = existing.length - jobs.length;
   for (const [signature, keys] of needed) {
@@ -42,8 +47,14 @@ export async function followSharedOrders(tx: TransactionClient, caller: Caller, 
   const { orgId, databaseId, tableId } = schema;
   for (const job of jobs) {
     await enqueueJob(tx, caller, {
-      kind: 'updateTable', category: 'schema', orgId, databaseId, tableId, summary: `Queued: ${job.summary}`,
-      payload: { orgId, databaseId, tableId, ...job }, queueLimit: Number.MAX_SAFE_INTEGER,
+      kind: 'updateTable',
+      category: 'schema',
+      orgId,
+      databaseId,
+      tableId,
+      summary: `Queued: ${job.summary}`,
+      payload: { orgId, databaseId, tableId, ...job },
+      queueLimit: Number.MAX_SAFE_INTEGER,
     });
   }
 }

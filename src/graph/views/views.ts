@@ -30,15 +30,18 @@ export const CreateViewBody = z.strictObject({
   visibility: Visibility,
   definition: ViewDefinition,
 });
-export const UpdateViewBody = z.strictObject({
-  expectedVersion: VersionString,
-  expectedSchemaVersion: SchemaVersion.optional(),
-  name: ViewName.optional(),
-  visibility: Visibility.optional(),
-  definition: ViewDefinition.optional(),
-}).refine((body) => body.definition === undefined || body.expectedSchemaVersion !== undefined, {
-  path: ['expectedSchemaVersion'], message: 'is required when the definition changes',
-});
+export const UpdateViewBody = z
+  .strictObject({
+    expectedVersion: VersionString,
+    expectedSchemaVersion: SchemaVersion.optional(),
+    name: ViewName.optional(),
+    visibility: Visibility.optional(),
+    definition: ViewDefinition.optional(),
+  })
+  .refine((body) => body.definition === undefined || body.expectedSchemaVersion !== undefined, {
+    path: ['expectedSchemaVersion'],
+    message: 'is required when the definition changes',
+  });
 export const DeleteViewBody = z.strictObject({ expectedVersion: VersionString });
 
 /** Spec 2.2's fields, plus the org and database of its table for the `table` edge (not exposed as fields). */
@@ -63,8 +66,18 @@ export type SavedViewShape = {
 export type ViewDeletionShape = { id: string; deleted: boolean; version: string };
 
 export interface ViewRow {
-  id: string; orgId: string; tableId: string; name: string; visibility: string; ownerUserId: string | null; ownerName: string;
-  version: bigint; schemaVersion: number; definition: unknown; createdAt: Date; updatedAt: Date;
+  id: string;
+  orgId: string;
+  tableId: string;
+  name: string;
+  visibility: string;
+  ownerUserId: string | null;
+  ownerName: string;
+  version: bigint;
+  schemaVersion: number;
+  definition: unknown;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
 const isOwner = (caller: Caller, view: Pick<ViewRow, 'ownerUserId'>) => isViewOwner(caller.userId, view);
@@ -84,7 +97,12 @@ function mayChangeVisibility(caller: Caller, authority: OrgAuthority, view: View
   return isOwner(caller, view) && mayWriteRows(authority);
 }
 
-export function toViewShape(caller: Caller, authority: OrgAuthority, schema: TableSchema, view: ViewRow): SavedViewShape {
+export function toViewShape(
+  caller: Caller,
+  authority: OrgAuthority,
+  schema: TableSchema,
+  view: ViewRow,
+): SavedViewShape {
   const definition = view.definition as ViewDefinition;
   // A definition is checked when written; only a table that changed since can have made it wrong.
   const drifted = view.schemaVersion !== schema.schemaVersion;
@@ -114,18 +132,24 @@ function checkFits(schema: TableSchema, definition: ViewDefinition): void {
 }
 
 function checkExpectedSchema(schema: TableSchema, expected: number | undefined): void {
-  if (expected !== undefined && expected !== schema.schemaVersion) throw schemaVersionConflict(expected, schema.schemaVersion);
+  if (expected !== undefined && expected !== schema.schemaVersion)
+    throw schemaVersionConflict(expected, schema.schemaVersion);
 }
 
 function requireRowWrite(authority: OrgAuthority): void {
   if (!mayWriteRows(authority)) {
-    throw new DomainError('FORBIDDEN', 'Shared views need current row write authority.', { details: { requiredCapability: 'write' } });
+    throw new DomainError('FORBIDDEN', 'Shared views need current row write authority.', {
+      details: { requiredCapability: 'write' },
+    });
   }
 }
 
 function requirePersonalOwner(caller: Caller): string {
   if (caller.userId === null) {
-    throw new DomainError('PERSONAL_IDENTITY_REQUIRED', 'A personal view belongs to a person; a team key can only save shared views.');
+    throw new DomainError(
+      'PERSONAL_IDENTITY_REQUIRED',
+      'A personal view belongs to a person; a team key can only save shared views.',
+    );
   }
   return caller.userId;
 }
@@ -138,9 +162,13 @@ async function checkCapacity(tx: TransactionClient, tableId: string, ownerUserId
     where: ownerUserId === null ? { tableId, visibility: 'shared' } : { tableId, visibility: 'personal', ownerUserId },
   });
   if (count >= MAX_VIEWS_PER_SCOPE) {
-    throw new DomainError('CAPACITY_LIMIT', `A table holds at most ${MAX_VIEWS_PER_SCOPE} ${ownerUserId === null ? 'shared' : 'personal'} views per scope.`, {
-      details: { limit: MAX_VIEWS_PER_SCOPE, scope: ownerUserId === null ? 'shared' : 'personal' },
-    });
+    throw new DomainError(
+      'CAPACITY_LIMIT',
+      `A table holds at most ${MAX_VIEWS_PER_SCOPE} ${ownerUserId === null ? 'shared' : 'personal'} views per scope.`,
+      {
+        details: { limit: MAX_VIEWS_PER_SCOPE, scope: ownerUserId === null ? 'shared' : 'personal' },
+      },
+    );
   }
 }
 
@@ -156,13 +184,23 @@ export async function viewContext(context: Context, address: TableAddress): Prom
 }
 
 /** A view of this table the caller may see; anything else, including another user's personal view, is 404. */
-export async function visibleView(db: TransactionClient | Context['prisma'], scope: ViewContext, viewId: string): Promise<ViewRow> {
-  const view = await db.savedView.findFirst({ where: { id: viewId, tableId: scope.schema.tableId, orgId: scope.schema.orgId } });
+export async function visibleView(
+  db: TransactionClient | Context['prisma'],
+  scope: ViewContext,
+  viewId: string,
+): Promise<ViewRow> {
+  const view = await db.savedView.findFirst({
+    where: { id: viewId, tableId: scope.schema.tableId, orgId: scope.schema.orgId },
+  });
   if (!view || !visibleTo(scope.caller, view)) throw notFound('view');
   return view;
 }
 
-export async function createView(tx: TransactionClient, scope: ViewContext, body: z.infer<typeof CreateViewBody>): Promise<SavedViewShape> {
+export async function createView(
+  tx: TransactionClient,
+  scope: ViewContext,
+  body: z.infer<typeof CreateViewBody>,
+): Promise<SavedViewShape> {
   const { caller, authority, schema } = scope;
   checkExpectedSchema(schema, body.expectedSchemaVersion);
   const ownerUserId = body.visibility === 'personal' ? requirePersonalOwner(caller) : caller.userId;
@@ -171,8 +209,15 @@ export async function createView(tx: TransactionClient, scope: ViewContext, body
   await checkCapacity(tx, schema.tableId, body.visibility === 'personal' ? ownerUserId : null);
   const view = await tx.savedView.create({
     data: {
-      id: newId(), orgId: schema.orgId, tableId: schema.tableId, name: body.name, visibility: body.visibility, ownerUserId,
-      ownerName: caller.name, schemaVersion: schema.schemaVersion, definition: body.definition as object,
+      id: newId(),
+      orgId: schema.orgId,
+      tableId: schema.tableId,
+      name: body.name,
+      visibility: body.visibility,
+      ownerUserId,
+      ownerName: caller.name,
+      schemaVersion: schema.schemaVersion,
+      definition: body.definition as object,
     },
   });
   if (view.visibility === 'shared') await followSharedOrders(tx, caller, schema);
@@ -185,10 +230,16 @@ function versionConflict(expected: string, current: bigint): DomainError {
   });
 }
 
-export async function updateView(tx: TransactionClient, scope: ViewContext, viewId: string, body: z.infer<typeof UpdateViewBody>): Promise<SavedViewShape> {
+export async function updateView(
+  tx: TransactionClient,
+  scope: ViewContext,
+  viewId: string,
+  body: z.infer<typeof UpdateViewBody>,
+): Promise<SavedViewShape> {
   const { caller, authority, schema } = scope;
   const view = await visibleView(tx, scope, viewId);
-  if (!mayEdit(caller, authority, view)) throw new DomainError('FORBIDDEN', 'Your current authority does not let you change this view.');
+  if (!mayEdit(caller, authority, view))
+    throw new DomainError('FORBIDDEN', 'Your current authority does not let you change this view.');
   const visibility = body.visibility ?? view.visibility;
   if (visibility !== view.visibility && !mayChangeVisibility(caller, authority, view)) {
     throw new DomainError('FORBIDDEN', 'Only the view’s owner, with row write authority, may change its visibility.');
@@ -197,27 +248,40 @@ export async function updateView(tx: TransactionClient, scope: ViewContext, view
     checkExpectedSchema(schema, body.expectedSchemaVersion);
     checkFits(schema, body.definition);
   }
-  if (visibility !== view.visibility) await checkCapacity(tx, schema.tableId, visibility === 'personal' ? view.ownerUserId : null);
+  if (visibility !== view.visibility)
+    await checkCapacity(tx, schema.tableId, visibility === 'personal' ? view.ownerUserId : null);
   const expected = storedVersion(body.expectedVersion);
-  const updated = expected === null ? [] : await tx.savedView.updateManyAndReturn({
-    where: { id: view.id, version: expected },
-    data: {
-      version: { increment: 1 },
-      ...(body.name === undefined ? {} : { name: body.name }),
-      visibility,
-      ...(body.definition === undefined ? {} : { definition: body.definition as object, schemaVersion: schema.schemaVersion }),
-    },
-  });
+  const updated =
+    expected === null
+      ? []
+      : await tx.savedView.updateManyAndReturn({
+          where: { id: view.id, version: expected },
+          data: {
+            version: { increment: 1 },
+            ...(body.name === undefined ? {} : { name: body.name }),
+            visibility,
+            ...(body.definition === undefined
+              ? {}
+              : { definition: body.definition as object, schemaVersion: schema.schemaVersion }),
+          },
+        });
   if (!updated[0]) throw versionConflict(body.expectedVersion, view.version);
   if (view.visibility === 'shared' || visibility === 'shared') await followSharedOrders(tx, caller, schema);
   return toViewShape(caller, authority, schema, updated[0]);
 }
 
-export async function deleteView(tx: TransactionClient, scope: ViewContext, viewId: string, body: z.infer<typeof DeleteViewBody>): Promise<ViewDeletionShape> {
+export async function deleteView(
+  tx: TransactionClient,
+  scope: ViewContext,
+  viewId: string,
+  body: z.infer<typeof DeleteViewBody>,
+): Promise<ViewDeletionShape> {
   const view = await visibleView(tx, scope, viewId);
-  if (!mayEdit(scope.caller, scope.authority, view)) throw new DomainError('FORBIDDEN', 'Deleting a shared view needs current row write authority.');
+  if (!mayEdit(scope.caller, scope.authority, view))
+    throw new DomainError('FORBIDDEN', 'Deleting a shared view needs current row write authority.');
   const expected = storedVersion(body.expectedVersion);
-  const { count } = expected === null ? { count: 0 } : await tx.savedView.deleteMany({ where: { id: view.id, version: expected } });
+  const { count } =
+    expected === null ? { count: 0 } : await tx.savedView.deleteMany({ where: { id: view.id, version: expected } });
   if (count === 0) throw versionConflict(body.expectedVersion, view.version);
   if (view.visibility === 'shared') await followSharedOrders(tx, scope.caller, scope.schema);
   return { id: view.id, deleted: true, version: (view.version + 1n).toString() };
@@ -243,7 +307,6 @@ export const SavedView = builder.objectRef<SavedViewShape>('SavedView').implemen
   }),
 });
 
-
 /** What reading rows through a view applies: its filter and order, and the columns it hides. */
 export interface ViewLens {
   where: FilterExpression | null;
@@ -263,12 +326,14 @@ export async function viewLens(context: Context, schema: TableSchema, viewId: st
   // On the rows read path: plain SQL on the pool, and the table schema the caller already holds (the benchmark
   // measured a second table lookup and Prisma's findFirst at ~2 ms of a ~9 ms page).
   const select = selectViewForRows(viewId, schema.tableId, schema.orgId);
-  const [view] = await dataPlane(context).query<Pick<ViewRow, 'id' | 'visibility' | 'ownerUserId' | 'definition'> & { version: string }>(
-    select.sql, select.params);
+  const [view] = await dataPlane(context).query<
+    Pick<ViewRow, 'id' | 'visibility' | 'ownerUserId' | 'definition'> & { version: string }
+  >(select.sql, select.params);
   if (!view || !isVisibleView(requireCaller(context).userId, view)) throw notFound('view');
   const definition = view.definition as ViewDefinition;
   const problems = definitionProblems(definition, schema.fields);
-  if (queryIsBroken(problems)) throw validationFailed(problems, 'The view no longer fits the table; fix its definition.');
+  if (queryIsBroken(problems))
+    throw validationFailed(problems, 'The view no longer fits the table; fix its definition.');
   const lens = {
     where: definition.query.where ?? null,
     orderBy: definition.query.orderBy ?? [],
@@ -276,6 +341,13 @@ export async function viewLens(context: Context, schema: TableSchema, viewId: st
     columnOrder: definition.columnOrder,
     tag: `${view.id}@${view.version}`,
   };
-  context.views.remember({ viewId: view.id, tableId: schema.tableId, orgId: schema.orgId, version: view.version, schemaVersion: schema.schemaVersion, lens });
+  context.views.remember({
+    viewId: view.id,
+    tableId: schema.tableId,
+    orgId: schema.orgId,
+    version: view.version,
+    schemaVersion: schema.schemaVersion,
+    lens,
+  });
   return lens;
 }

@@ -7,7 +7,8 @@ import { sendError } from '../error-response.ts';
  */
 export function bodyReadDeadline(timeoutMs: number): RequestHandler {
   return (req, res, next) => {
-    const expectsBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    const expectsBody =
+      req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
     if (!expectsBody || req.readableEnded) {
       next();
       return;
@@ -15,7 +16,10 @@ export function bodyReadDeadline(timeoutMs: number): RequestHandler {
     const timer = setTimeout(() => {
       if (req.readableEnded || res.headersSent) return;
       res.setHeader('Connection', 'close');
-      sendError(req, res, { code: 'REQUEST_TIMEOUT', message: `The request body was not received within ${timeoutMs} ms.` });
+      sendError(req, res, {
+        code: 'REQUEST_TIMEOUT',
+        message: `The request body was not received within ${timeoutMs} ms.`,
+      });
       // The client may still be sending: stop reading and close once the response is out.
       res.on('finish', () => req.socket.destroy());
     }, timeoutMs);

@@ -36,7 +36,11 @@ function limitKeysOf(req: Request, credential: ResolvedCredential): LimitKeys {
   return { credential: `${caller.credential.type}:${caller.credential.id}`, org: orgId ? `org:${orgId}` : null };
 }
 
-export async function resolveRequestCaller(prisma: PrismaClient, config: Config, req: Request): Promise<ResolvedCredential> {
+export async function resolveRequestCaller(
+  prisma: PrismaClient,
+  config: Config,
+  req: Request,
+): Promise<ResolvedCredential> {
   try {
     return { caller: await resolveCredential(prisma, new Headers(credentialHeaders(req)), config.OAUTH_AUDIENCE) };
   } catch (error) {

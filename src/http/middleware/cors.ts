@@ -8,7 +8,13 @@ import type { RequestHandler } from 'express';
  * RFC 9530 digest), where an accepted job lives, and the methods a 405 allows.
  */
 export const EXPOSED_HEADERS = [
-  'X-Request-Id', 'Retry-After', 'WWW-Authenticate', 'Content-Disposition', 'Content-Digest', 'Location', 'Allow',
+  'X-Request-Id',
+  'Retry-After',
+  'WWW-Authenticate',
+  'Content-Disposition',
+  'Content-Digest',
+  'Location',
+  'Allow',
 ] as const;
 
 /**

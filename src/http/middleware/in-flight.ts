@@ -10,7 +10,11 @@ import { MemorySlotStore, type SlotStore } from './slot-stores.ts';
 /** How often a queued request looks again when slots are shared with other processes (their releases are not seen). */
 const SHARED_POLL_MS = 50;
 
-interface Held { key: string; token: string; store: SlotStore }
+interface Held {
+  key: string;
+  token: string;
+  store: SlotStore;
+}
 
 /**
  * Slots of one limit (per credential or per org) with a bounded FIFO of local waiters per key. A local release
@@ -22,8 +26,11 @@ class Slots {
   private readonly fallback = new MemorySlotStore();
 
   constructor(
-    private readonly store: SlotStore, private readonly limit: number, private readonly queue: number,
-    private readonly waitMs: number, private readonly log: Logger,
+    private readonly store: SlotStore,
+    private readonly limit: number,
+    private readonly queue: number,
+    private readonly waitMs: number,
+    private readonly log: Logger,
   ) {}
 
   private async take(key: string): Promise<Held | null> {
@@ -53,7 +60,10 @@ class Slots {
     try {
       while (!signal.aborted && Date.now() < deadline) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, Math.min(deadline - Date.now(), this.store.shared ? SHARED_POLL_MS : this.waitMs));
+          const timer = setTimeout(
+            done,
+            Math.min(deadline - Date.now(), this.store.shared ? SHARED_POLL_MS : this.waitMs),
+          );
           function done() {
             clearTimeout(timer);
             signal.removeEventListener('abort', done);
@@ -90,13 +100,18 @@ class Slots {
  */
 export function effectiveInFlightLimits(config: Config): { credential: number; org: number } {
   const pool = config.DATABASE_POOL_SIZE;
-  const credential = config.CONCURRENCY_LIMIT === 0 ? 0 : Math.min(config.CONCURRENCY_LIMIT, Math.max(1, Math.floor(pool / 2)));
+  const credential =
+    config.CONCURRENCY_LIMIT === 0 ? 0 : Math.min(config.CONCURRENCY_LIMIT, Math.max(1, Math.floor(pool / 2)));
   const org = config.ORG_CONCURRENCY_LIMIT === 0 ? 0 : Math.min(config.ORG_CONCURRENCY_LIMIT, Math.max(1, pool - 2));
   return { credential, org };
 }
 
 function refused(): DomainError {
-  return new DomainError('RATE_LIMITED', 'Too many concurrent requests for this credential or organisation; retry later.', { retryAfter: 1 });
+  return new DomainError(
+    'RATE_LIMITED',
+    'Too many concurrent requests for this credential or organisation; retry later.',
+    { retryAfter: 1 },
+  );
 }
 
 /**
@@ -105,7 +120,12 @@ function refused(): DomainError {
  * gets 429 with Retry-After. A request that waited resolves its credential again, so the authority it runs with is
  * read after the wait (a key revoked meanwhile is refused). `store` shares the counts between processes.
  */
-export function inFlightLimit(prisma: PrismaClient, config: Config, log: Logger, store: SlotStore = new MemorySlotStore()): RequestHandler {
+export function inFlightLimit(
+  prisma: PrismaClient,
+  config: Config,
+  log: Logger,
+  store: SlotStore = new MemorySlotStore(),
+): RequestHandler {
   const limits = effectiveInFlightLimits(config);
   const { CONCURRENCY_QUEUE: queue, CONCURRENCY_QUEUE_WAIT_MS: waitMs } = config;
   const byCredential = new Slots(store, limits.credential, queue, waitMs, log);
@@ -129,7 +149,10 @@ export function inFlightLimit(prisma: PrismaClient, config: Config, log: Logger,
     // and got 429 (the benchmark rounds that answered nothing, docs/decisions/capacity.md).
     if (res.closed) return;
     let waited = false;
-    for (const [slots, key, limit] of [[byCredential, `cred:${keys.credential}`, limits.credential], [byOrg, keys.org, limits.org]] as const) {
+    for (const [slots, key, limit] of [
+      [byCredential, `cred:${keys.credential}`, limits.credential],
+      [byOrg, keys.org, limits.org],
+    ] as const) {
       if (limit === 0 || key === null) continue;
       const attempt = await slots.acquire(key, gone.signal);
       waited ||= attempt.waited;

@@ -6,9 +6,15 @@ import { exceedsDepth, MAX_JSON_DEPTH } from '../../kernel/input-hygiene.ts';
 /** A body nested deeper than MAX_JSON_DEPTH is refused before anything walks it (validators and fingerprints recurse). */
 const refuseDeepBody: RequestHandler = (req, _res, next) => {
   if (exceedsDepth(req.body, MAX_JSON_DEPTH)) {
-    next(new DomainError('BAD_REQUEST', `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`, {
-      details: { maxDepth: MAX_JSON_DEPTH },
-    }));
+    next(
+      new DomainError(
+        'BAD_REQUEST',
+        `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`,
+        {
+          details: { maxDepth: MAX_JSON_DEPTH },
+        },
+      ),
+    );
     return;
   }
   next();
@@ -25,7 +31,11 @@ export function jsonBody(limit: number): RequestHandler[] {
       limit,
       type: 'application/json',
       verify: (_req, _res, buffer) => {
-        if (!isUtf8(buffer)) throw new DomainError('BAD_REQUEST', 'The request body is not valid UTF-8; send JSON encoded as UTF-8 (re-encode the file’s text first).');
+        if (!isUtf8(buffer))
+          throw new DomainError(
+            'BAD_REQUEST',
+            'The request body is not valid UTF-8; send JSON encoded as UTF-8 (re-encode the file’s text first).',
+          );
       },
     }),
     refuseDeepBody,

@@ -1,6 +1,12 @@
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
-import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import {
+  BurstyRateLimiter,
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
 import type { Config } from '../../kernel/config.ts';
 import { sendError } from '../error-response.ts';
 import { limitKeysOfResponse } from './caller.ts';
@@ -15,7 +21,13 @@ function rateLimiter(config: Config, redis: Redis | undefined): BurstyRateLimite
   const store = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
     const memory = new RateLimiterMemory({ keyPrefix, points, duration });
     if (!redis) return memory;
-    return new RateLimiterRedis({ storeClient: redis, keyPrefix: `wds:${keyPrefix}`, points, duration, insuranceLimiter: memory });
+    return new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: `wds:${keyPrefix}`,
+      points,
+      duration,
+      insuranceLimiter: memory,
+    });
   };
   const sustained = store('rps', config.RATE_LIMIT_RPS, 1);
   if (config.RATE_LIMIT_BURST === 0) return sustained;

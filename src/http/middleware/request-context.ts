@@ -22,7 +22,10 @@ export function requestContext(logger: Logger): RequestHandler {
       const keys = limitKeysOfResponse(res) as ReturnType<typeof limitKeysOfResponse> | undefined;
       const who = keys && !keys.credential.startsWith('ip:') ? { credential: keys.credential } : {};
       const where = keys?.org ? { orgId: keys.org.slice('org:'.length) } : {};
-      log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10, ...who, ...where }, 'request');
+      log.info(
+        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10, ...who, ...where },
+        'request',
+      );
     });
     next();
   };

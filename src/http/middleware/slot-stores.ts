@@ -44,12 +44,25 @@ export class RedisSlotStore implements SlotStore {
   readonly shared = true;
 
   /** `leaseMs`: how long a slot outlives a process that took it and never gave it back. */
-  constructor(private readonly redis: Redis, private readonly leaseMs: number, private readonly prefix = 'wds:inflight:') {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly leaseMs: number,
+    private readonly prefix = 'wds:inflight:',
+  ) {}
 
   async take(key: string, limit: number): Promise<string | null> {
     const token = randomUUID();
     const now = Date.now();
-    const taken = await this.redis.eval(TAKE, 1, this.prefix + key, now, limit, now + this.leaseMs, token, this.leaseMs);
+    const taken = await this.redis.eval(
+      TAKE,
+      1,
+      this.prefix + key,
+      now,
+      limit,
+      now + this.leaseMs,
+      token,
+      this.leaseMs,
+    );
     return taken === 1 ? token : null;
   }
 

@@ -26,12 +26,25 @@ function parametersOf(route: Route, components: SchemaComponents): JsonSchema[] 
       // that generators type it with its schema (FilterExpression) instead of as a bare string.
       if (json) {
         const { description } = schema as z.ZodType;
-        return { name, in: location, required, ...(description ? { description } : {}), content: { 'application/json': { schema: components.of(json, 'input') } } };
+        return {
+          name,
+          in: location,
+          required,
+          ...(description ? { description } : {}),
+          content: { 'application/json': { schema: components.of(json, 'input') } },
+        };
       }
       return { name, in: location, required, schema: components.of(schema as z.ZodType, 'input') };
     });
   const idempotencyKey = route.idempotent
-    ? [{ name: 'Idempotency-Key', in: 'header', required: true, schema: { type: 'string', minLength: 8, maxLength: 255 } }]
+    ? [
+        {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: true,
+          schema: { type: 'string', minLength: 8, maxLength: 255 },
+        },
+      ]
     : [];
   return [...fromShape(route.params, 'path'), ...fromShape(route.query, 'query'), ...idempotencyKey];
 }
@@ -44,7 +57,9 @@ const DOWNLOAD_CONTENT: Record<string, JsonSchema> = {
   [CONTENT_TYPES.csv]: { schema: { type: 'string' } },
   [CONTENT_TYPES.jsonl]: { schema: { type: 'string', description: 'One JSON document per line.' } },
   [CONTENT_TYPES.xlsx]: { schema: { type: 'string', contentEncoding: 'binary' } },
-  'application/zip': { schema: { type: 'string', contentEncoding: 'binary', description: 'A database export: one file per table.' } },
+  'application/zip': {
+    schema: { type: 'string', contentEncoding: 'binary', description: 'A database export: one file per table.' },
+  },
 };
 
 function successOf(route: Route, components: SchemaComponents): JsonSchema {
@@ -52,32 +67,52 @@ function successOf(route: Route, components: SchemaComponents): JsonSchema {
   if (route.file) {
     return {
       description: 'The file itself, with its own content type.',
-      headers: { ...requestId, 'Content-Digest': { description: 'RFC 9530 sha-256 of the body.', required: true, schema: { type: 'string' } } },
+      headers: {
+        ...requestId,
+        'Content-Digest': { description: 'RFC 9530 sha-256 of the body.', required: true, schema: { type: 'string' } },
+      },
       content: DOWNLOAD_CONTENT,
     };
   }
   if (route.stream) {
     return {
-      description: 'Server-sent events: each `data:` line is one JSON event (x-event-schema); `event: error` carries the '
-        + 'error envelope and ends the stream; `:` comment lines are heartbeats. The stream closes after the last event.',
+      description:
+        'Server-sent events: each `data:` line is one JSON event (x-event-schema); `event: error` carries the ' +
+        'error envelope and ends the stream; `:` comment lines are heartbeats. The stream closes after the last event.',
       headers: requestId,
-      content: { 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': components.of(route.response, 'output') } },
+      content: {
+        'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': components.of(route.response, 'output') },
+      },
     };
   }
   const json = { 'application/json': { schema: components.of(route.response, 'output') } };
   if (route.eventStream) {
     return {
-      description: 'JSON; or, when `Accept` names `text/event-stream`, server-sent events: one `data:` line per event '
-        + '(x-event-schema) with `id:` = its cursor (a reconnect with `Last-Event-ID` resumes after it), `event: error` '
-        + 'frames as for job events, `:` heartbeats.',
+      description:
+        'JSON; or, when `Accept` names `text/event-stream`, server-sent events: one `data:` line per event ' +
+        '(x-event-schema) with `id:` = its cursor (a reconnect with `Last-Event-ID` resumes after it), `event: error` ' +
+        'frames as for job events, `:` heartbeats.',
       headers: requestId,
-      content: { ...json, 'text/event-stream': { schema: { type: 'string' }, 'x-event-schema': components.of(route.eventStream.response, 'output') } },
+      content: {
+        ...json,
+        'text/event-stream': {
+          schema: { type: 'string' },
+          'x-event-schema': components.of(route.eventStream.response, 'output'),
+        },
+      },
     };
   }
   const shape = (route.response as Partial<z.ZodObject>).shape;
-  const location = route.successStatus === 202 && shape && 'statusUrl' in shape
-    ? { Location: { description: 'The accepted job’s status address (the body’s `statusUrl`).', required: true, schema: { type: 'string' } } }
-    : {};
+  const location =
+    route.successStatus === 202 && shape && 'statusUrl' in shape
+      ? {
+          Location: {
+            description: 'The accepted job’s status address (the body’s `statusUrl`).',
+            required: true,
+            schema: { type: 'string' },
+          },
+        }
+      : {};
   return { description: 'Success', headers: { ...requestId, ...location }, content: json };
 }
 
@@ -88,16 +123,30 @@ function successOf(route: Route, components: SchemaComponents): JsonSchema {
 function operationIdOf(route: Route, taken: Set<string>): string {
   const definition = route.operation.definitions.find((d) => d.kind === 'OperationDefinition');
   const name = (definition && 'name' in definition ? definition.name?.value : undefined) ?? 'Operation';
-  const segment = route.path.split('/').filter((part) => part && !part.startsWith('{')).at(-1) ?? '';
-  const id = taken.has(name) ? `${name}${segment.replace(/(^|-)(\w)/g, (_m, _dash, letter: string) => letter.toUpperCase())}` : name;
+  const segment =
+    route.path
+      .split('/')
+      .filter((part) => part && !part.startsWith('{'))
+      .at(-1) ?? '';
+  const id = taken.has(name)
+    ? `${name}${segment.replace(/(^|-)(\w)/g, (_m, _dash, letter: string) => letter.toUpperCase())}`
+    : name;
   if (taken.has(id)) throw new Error(`${route.method} ${route.path}: operationId ${id} is taken`);
   taken.add(id);
   return id;
 }
 
-function operationOf(route: Route, components: SchemaComponents, schema: GraphQLSchema, operationIds: Set<string>): JsonSchema {
+function operationOf(
+  route: Route,
+  components: SchemaComponents,
+  schema: GraphQLSchema,
+  operationIds: Set<string>,
+): JsonSchema {
   const authority = authorityOf(route, schema);
-  const scopeNote = authority.scopes.length > 0 ? `OAuth scope: ${authority.scopes.map((scope) => `\`${scope}\``).join(' or ')}.` : 'No OAuth scope needed.';
+  const scopeNote =
+    authority.scopes.length > 0
+      ? `OAuth scope: ${authority.scopes.map((scope) => `\`${scope}\``).join(' or ')}.`
+      : 'No OAuth scope needed.';
   return {
     operationId: operationIdOf(route, operationIds),
     summary: route.summary,
@@ -105,7 +154,12 @@ function operationOf(route: Route, components: SchemaComponents, schema: GraphQL
     tags: route.tags,
     parameters: parametersOf(route, components),
     ...(route.body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: components.of(route.body, 'input') } } } }
+      ? {
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: components.of(route.body, 'input') } },
+          },
+        }
       : {}),
     responses: { [String(route.successStatus)]: successOf(route, components), ...errorResponsesOf(route, authority) },
     security: securityOf(authority),
@@ -122,7 +176,10 @@ export function openApiDocument(routes: readonly Route[], schema: GraphQLSchema 
   const paths: Record<string, Record<string, JsonSchema>> = handWrittenPaths(components);
   const operationIds = new Set<string>();
   for (const route of routes) {
-    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operationOf(route, components, schema, operationIds) };
+    paths[route.path] = {
+      ...paths[route.path],
+      [route.method.toLowerCase()]: operationOf(route, components, schema, operationIds),
+    };
   }
   return {
     openapi: '3.1.0',
@@ -136,7 +193,11 @@ export function openApiDocument(routes: readonly Route[], schema: GraphQLSchema 
       headers: HEADERS,
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'Personal or team API key' },
-        clientBasic: { type: 'http', scheme: 'basic', description: 'An OAuth client’s id and secret (RFC 6749 §2.3.1)' },
+        clientBasic: {
+          type: 'http',
+          scheme: 'basic',
+          description: 'An OAuth client’s id and secret (RFC 6749 §2.3.1)',
+        },
         session: {
           type: 'apiKey',
           in: 'cookie',

@@ -50,38 +50,71 @@ const TokenRequest = z.object({
   client_secret: z.string().optional(),
 });
 const TokenResponse = z.strictObject({
-  access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.number().int(), refresh_token: z.string(), scope: z.string(),
+  access_token: z.string(),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int(),
+  refresh_token: z.string(),
+  scope: z.string(),
 });
-const RevokeRequest = z.object({ token: z.string(), token_type_hint: z.enum(['access_token', 'refresh_token']).optional() });
+const RevokeRequest = z.object({
+  token: z.string(),
+  token_type_hint: z.enum(['access_token', 'refresh_token']).optional(),
+});
 export const OAuthErrorBody = z.strictObject({
-  error: z.enum(['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope', 'access_denied', 'unsupported_response_type', 'invalid_target']),
+  error: z.enum([
+    'invalid_request',
+    'invalid_client',
+    'invalid_grant',
+    'unauthorized_client',
+    'unsupported_grant_type',
+    'invalid_scope',
+    'access_denied',
+    'unsupported_response_type',
+    'invalid_target',
+  ]),
   error_description: z.string(),
 });
 
 const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
 const form = (schema: JsonSchema) => ({ 'application/x-www-form-urlencoded': { schema } });
-const oauthError = (description: string) => ({ description, content: json({ $ref: '#/components/schemas/OAuthError' }) });
+const oauthError = (description: string) => ({
+  description,
+  content: json({ $ref: '#/components/schemas/OAuthError' }),
+});
 const redirect = {
-  description: 'Back to the client’s redirect_uri with `code` and `state`, or with `error`; the body only names the address.',
+  description:
+    'Back to the client’s redirect_uri with `code` and `state`, or with `error`; the body only names the address.',
   headers: { Location: { required: true, schema: { type: 'string' } } },
   content: { 'text/plain': { schema: { type: 'string' } }, 'text/html': { schema: { type: 'string' } } },
 };
 const basic = { clientBasic: [] };
 
 export function handWrittenPaths(components: SchemaComponents): Record<string, Record<string, JsonSchema>> {
-  const query = (schema: z.ZodObject) => Object.entries(schema.shape).map(([name, item]) => ({
-    name, in: 'query', required: !(item as z.ZodType).safeParse(undefined).success, schema: components.of(item as z.ZodType, 'input'),
-  }));
+  const query = (schema: z.ZodObject) =>
+    Object.entries(schema.shape).map(([name, item]) => ({
+      name,
+      in: 'query',
+      required: !(item as z.ZodType).safeParse(undefined).success,
+      schema: components.of(item as z.ZodType, 'input'),
+    }));
   return {
     '/v1/auth/login': {
       post: {
-        operationId: 'Login', tags: ['auth'], summary: 'Sign in: starts a browser session (cookie) and returns its CSRF token',
+        operationId: 'Login',
+        tags: ['auth'],
+        summary: 'Sign in: starts a browser session (cookie) and returns its CSRF token',
         security: [{}],
         requestBody: { required: true, content: json(components.of(LoginBody, 'input')) },
         responses: {
           201: {
             description: 'Signed in',
-            headers: { 'Set-Cookie': { required: true, description: `${SESSION_COOKIE}, HttpOnly, Secure, SameSite=Strict`, schema: { type: 'string' } } },
+            headers: {
+              'Set-Cookie': {
+                required: true,
+                description: `${SESSION_COOKIE}, HttpOnly, Secure, SameSite=Strict`,
+                schema: { type: 'string' },
+              },
+            },
             content: json(components.of(IssuedSession, 'output')),
           },
           ...errorResponses([400, 401, 408, 413, 415, 422, 429, 431, 500, 503]),
@@ -90,16 +123,23 @@ export function handWrittenPaths(components: SchemaComponents): Record<string, R
     },
     '/v1/auth/step-up': {
       post: {
-        operationId: 'StepUp', tags: ['auth'], summary: 'Proves the password again, for sensitive changes (STEP_UP_REQUIRED)',
+        operationId: 'StepUp',
+        tags: ['auth'],
+        summary: 'Proves the password again, for sensitive changes (STEP_UP_REQUIRED)',
         security: [{ session: [] }],
         parameters: [{ name: CSRF_HEADER, in: 'header', required: true, schema: { type: 'string' } }],
         requestBody: { required: true, content: json(components.of(StepUpBody, 'input')) },
-        responses: { 200: { description: 'Strong authentication renewed', content: json(components.of(StepUpResult, 'output')) }, ...errorResponses([400, 401, 403, 408, 413, 415, 422, 429, 431, 500, 503]) },
+        responses: {
+          200: { description: 'Strong authentication renewed', content: json(components.of(StepUpResult, 'output')) },
+          ...errorResponses([400, 401, 403, 408, 413, 415, 422, 429, 431, 500, 503]),
+        },
       },
     },
     '/v1/auth/verify-email': {
       post: {
-        operationId: 'VerifyEmail', tags: ['auth'], summary: 'Spends a mailbox verification token; the token is the proof, so no credential',
+        operationId: 'VerifyEmail',
+        tags: ['auth'],
+        summary: 'Spends a mailbox verification token; the token is the proof, so no credential',
         security: [{}],
         requestBody: { required: true, content: json(components.of(VerifyEmailBody, 'input')) },
         responses: {
@@ -110,7 +150,9 @@ export function handWrittenPaths(components: SchemaComponents): Record<string, R
     },
     '/v1/openapi.json': {
       get: {
-        operationId: 'OpenApiDocument', tags: ['meta'], summary: 'This OpenAPI 3.1 document',
+        operationId: 'OpenApiDocument',
+        tags: ['meta'],
+        summary: 'This OpenAPI 3.1 document',
         security: [{}],
         responses: {
           200: { description: 'The document', content: json({ type: 'object', required: ['openapi', 'paths'] }) },
@@ -120,45 +162,69 @@ export function handWrittenPaths(components: SchemaComponents): Record<string, R
     },
     '/oauth/authorize': {
       get: {
-        operationId: 'DescribeAuthorization', tags: ['oauth'], summary: 'Describes an authorization request for the consent screen',
+        operationId: 'DescribeAuthorization',
+        tags: ['oauth'],
+        summary: 'Describes an authorization request for the consent screen',
         security: [{ session: [] }],
         parameters: query(AuthorizeParams),
         responses: {
-          200: { description: 'What the user is asked to approve', content: json(components.of(ConsentRequest, 'output')) },
+          200: {
+            description: 'What the user is asked to approve',
+            content: json(components.of(ConsentRequest, 'output')),
+          },
           303: redirect,
           400: oauthError('Invalid client or redirect URI (never redirected)'),
           ...errorResponses([401, 429, 431, 500, 503]),
         },
       },
       post: {
-        operationId: 'DecideAuthorization', tags: ['oauth'], summary: 'The user approves or denies; redirects back to the client',
+        operationId: 'DecideAuthorization',
+        tags: ['oauth'],
+        summary: 'The user approves or denies; redirects back to the client',
         security: [{ session: [] }],
-        requestBody: { required: true, content: { ...form(components.of(Decision, 'input')), ...json(components.of(Decision, 'input')) } },
-        responses: { 303: redirect, 400: oauthError('Invalid client or redirect URI (never redirected)'), ...errorResponses([401, 403, 408, 413, 429, 431, 500, 503]) },
+        requestBody: {
+          required: true,
+          content: { ...form(components.of(Decision, 'input')), ...json(components.of(Decision, 'input')) },
+        },
+        responses: {
+          303: redirect,
+          400: oauthError('Invalid client or redirect URI (never redirected)'),
+          ...errorResponses([401, 403, 408, 413, 429, 431, 500, 503]),
+        },
       },
     },
     '/oauth/token': {
       post: {
-        operationId: 'Token', tags: ['oauth'], summary: 'RFC 6749 token endpoint: authorization code (with PKCE) or refresh token',
+        operationId: 'Token',
+        tags: ['oauth'],
+        summary: 'RFC 6749 token endpoint: authorization code (with PKCE) or refresh token',
         security: [basic, {}],
         requestBody: { required: true, content: form(components.of(TokenRequest, 'input')) },
         responses: {
           200: { description: 'Tokens', content: json(components.of(TokenResponse, 'output')) },
           400: oauthError('RFC 6749 §5.2 error'),
-          401: { ...oauthError('invalid_client'), headers: { 'WWW-Authenticate': { required: true, schema: { type: 'string' } } } },
+          401: {
+            ...oauthError('invalid_client'),
+            headers: { 'WWW-Authenticate': { required: true, schema: { type: 'string' } } },
+          },
           ...errorResponses([408, 413, 429, 431, 500, 503]),
         },
       },
     },
     '/oauth/revoke': {
       post: {
-        operationId: 'RevokeToken', tags: ['oauth'], summary: 'RFC 7009 token revocation',
+        operationId: 'RevokeToken',
+        tags: ['oauth'],
+        summary: 'RFC 7009 token revocation',
         security: [basic, {}],
         requestBody: { required: true, content: form(components.of(RevokeRequest, 'input')) },
         responses: {
           200: { description: 'Revoked, or the token was unknown (RFC 7009 §2.2)' },
           400: oauthError('RFC 6749 §5.2 error'),
-          401: { ...oauthError('invalid_client'), headers: { 'WWW-Authenticate': { required: true, schema: { type: 'string' } } } },
+          401: {
+            ...oauthError('invalid_client'),
+            headers: { 'WWW-Authenticate': { required: true, schema: { type: 'string' } } },
+          },
           ...errorResponses([408, 413, 429, 431, 500, 503]),
         },
       },

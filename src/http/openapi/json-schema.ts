@@ -8,19 +8,25 @@ const LOCAL_REF = /^#\/\$defs\/(.+)$/;
 /** Names for the recursive schemas the routes share, recognised by shape; anything else gets a digest name. */
 function friendlyName(definition: JsonSchema): string | undefined {
   const members = Array.isArray(definition.anyOf) ? (definition.anyOf as JsonSchema[]) : [];
-  const types = members.map((member) => member.type).sort().join(',');
+  const types = members
+    .map((member) => member.type)
+    .sort()
+    .join(',');
   if (types === 'array,boolean,null,number,object,string') return 'JsonValue';
-  if (members.some((member) => (member.properties as JsonSchema | undefined)?.and !== undefined)) return 'FilterExpression';
+  if (members.some((member) => (member.properties as JsonSchema | undefined)?.and !== undefined))
+    return 'FilterExpression';
   return undefined;
 }
 
 function mapRefs(node: unknown, replace: (local: string) => string): unknown {
   if (Array.isArray(node)) return node.map((item) => mapRefs(item, replace));
   if (node === null || typeof node !== 'object') return node;
-  return Object.fromEntries(Object.entries(node).map(([key, value]) => {
-    const local = key === '$ref' && typeof value === 'string' ? LOCAL_REF.exec(value)?.[1] : undefined;
-    return [key, local === undefined ? mapRefs(value, replace) : replace(local)];
-  }));
+  return Object.fromEntries(
+    Object.entries(node).map(([key, value]) => {
+      const local = key === '$ref' && typeof value === 'string' ? LOCAL_REF.exec(value)?.[1] : undefined;
+      return [key, local === undefined ? mapRefs(value, replace) : replace(local)];
+    }),
+  );
 }
 
 /**
@@ -28,7 +34,9 @@ function mapRefs(node: unknown, replace: (local: string) => string): unknown {
  * JSON document does not already guarantee, and openapi-typescript turns it into a type TypeScript rejects
  * ("'JsonValue' is referenced directly or indirectly in its own type annotation"). The empty schema means the same.
  */
-const ANY_JSON: JsonSchema = { description: 'Any JSON value: null, a boolean, a number, a string, an array or an object.' };
+const ANY_JSON: JsonSchema = {
+  description: 'Any JSON value: null, a boolean, a number, a string, an array or an object.',
+};
 
 const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
 
@@ -48,22 +56,34 @@ export class SchemaComponents {
   }
 
   of(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-    const generated = z.toJSONSchema(schema, { io, unrepresentable: 'any', cycles: 'ref', reused: 'inline' }) as JsonSchema;
+    const generated = z.toJSONSchema(schema, {
+      io,
+      unrepresentable: 'any',
+      cycles: 'ref',
+      reused: 'inline',
+    }) as JsonSchema;
     const { $schema: _dialect, $defs, ...root } = generated;
     const names = this.hoist(($defs ?? {}) as Record<string, JsonSchema>);
     return mapRefs(root, (local) => `#/components/schemas/${names.get(local)}`) as JsonSchema;
   }
 
   private hoist(definitions: Record<string, JsonSchema>): Map<string, string> {
-    const firstRound = new Map(Object.entries(definitions).map(([local, definition]) => [local, digest(mapRefs(definition, () => '#'))]));
-    const identity = new Map(Object.entries(definitions).map(([local, definition]) => [
-      local,
-      digest(mapRefs(definition, (target) => (target === local ? '#self' : `#${firstRound.get(target)}`))),
-    ]));
+    const firstRound = new Map(
+      Object.entries(definitions).map(([local, definition]) => [local, digest(mapRefs(definition, () => '#'))]),
+    );
+    const identity = new Map(
+      Object.entries(definitions).map(([local, definition]) => [
+        local,
+        digest(mapRefs(definition, (target) => (target === local ? '#self' : `#${firstRound.get(target)}`))),
+      ]),
+    );
     const names = new Map<string, string>();
     for (const [local, definition] of Object.entries(definitions)) {
       const key = identity.get(local)!;
-      names.set(local, this.nameByDigest.get(key) ?? this.freeName(friendlyName(definition) ?? `Schema${key.slice(0, 8)}`));
+      names.set(
+        local,
+        this.nameByDigest.get(key) ?? this.freeName(friendlyName(definition) ?? `Schema${key.slice(0, 8)}`),
+      );
       this.nameByDigest.set(key, names.get(local)!);
     }
     for (const [local, definition] of Object.entries(definitions)) {
@@ -71,14 +91,22 @@ export class SchemaComponents {
         this.schemas.JsonValue ??= ANY_JSON;
         continue;
       }
-      this.schemas[names.get(local)!] ??= mapRefs(definition, (target) => `#/components/schemas/${names.get(target)}`) as JsonSchema;
+      this.schemas[names.get(local)!] ??= mapRefs(
+        definition,
+        (target) => `#/components/schemas/${names.get(target)}`,
+      ) as JsonSchema;
     }
     return names;
   }
 
   private freeName(wanted: string): string {
     let name = wanted;
-    for (let suffix = 2; Object.hasOwn(this.schemas, name) || [...this.nameByDigest.values()].includes(name); suffix += 1) name = `${wanted}${suffix}`;
+    for (
+      let suffix = 2;
+      Object.hasOwn(this.schemas, name) || [...this.nameByDigest.values()].includes(name);
+      suffix += 1
+    )
+      name = `${wanted}${suffix}`;
     return name;
   }
 }

@@ -43,12 +43,16 @@ export function rootFieldOf(route: Route): string {
 export function authorityOf(route: Route, schema: GraphQLSchema): FieldAuthority {
   const field = rootFieldOf(route);
   if (CHECKED_IN_RESOLVER[field]) return { field, ...CHECKED_IN_RESOLVER[field] };
-  const definition = schema.getQueryType()?.getFields()[field] ?? schema.getMutationType()?.getFields()[field]
-    ?? schema.getSubscriptionType()?.getFields()[field];
+  const definition =
+    schema.getQueryType()?.getFields()[field] ??
+    schema.getMutationType()?.getFields()[field] ??
+    schema.getSubscriptionType()?.getFields()[field];
   if (!definition) throw new Error(`${route.method} ${route.path}: no root field ${field}`);
   const declared = (definition.extensions as { pothosOptions?: { authScopes?: unknown } }).pothosOptions?.authScopes;
   // Every field's loader reads only its arguments (the org to check); the scope it names does not depend on them.
-  const scopes = (typeof declared === 'function' ? declared(undefined, { orgId: '' }, undefined, undefined) : declared) as AuthScopeMap | undefined;
+  const scopes = (
+    typeof declared === 'function' ? declared(undefined, { orgId: '' }, undefined, undefined) : declared
+  ) as AuthScopeMap | undefined;
   return {
     field,
     scopes: scopes?.oauth ? [scopes.oauth] : [],

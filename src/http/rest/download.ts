@@ -27,17 +27,26 @@ function contentDisposition(name: string): string {
  * A later failure can only cut the connection: the client sees fewer bytes than Content-Length and no matching
  * Content-Digest.
  */
-export async function streamArtifact(req: Request, res: Response, sql: SqlExecutor, artifact: ArtifactPayload): Promise<void> {
+export async function streamArtifact(
+  req: Request,
+  res: Response,
+  sql: SqlExecutor,
+  artifact: ArtifactPayload,
+): Promise<void> {
   const pieces = verifiedContent(sql, artifact);
   let first: IteratorResult<Buffer>;
   try {
     first = await pieces.next();
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
-    res.locals.log.error({ jobId: artifact.jobId, artifact: artifact.name, details: error.details }, 'artifact content does not match its recorded digest');
+    res.locals.log.error(
+      { jobId: artifact.jobId, artifact: artifact.name, details: error.details },
+      'artifact content does not match its recorded digest',
+    );
     return sendDomainError(req, res, error);
   }
-  res.status(200)
+  res
+    .status(200)
     .type(artifact.contentType)
     .set('Content-Length', String(artifact.size))
     .set('Content-Disposition', contentDisposition(artifact.name))
@@ -57,7 +66,10 @@ export async function streamArtifact(req: Request, res: Response, sql: SqlExecut
     await pipeline(Readable.from(all(), { objectMode: false, highWaterMark: 1 }), res);
   } catch (error) {
     if (error instanceof DomainError) {
-      res.locals.log.error({ jobId: artifact.jobId, artifact: artifact.name, details: error.details }, 'artifact piece failed its check mid-download; connection cut');
+      res.locals.log.error(
+        { jobId: artifact.jobId, artifact: artifact.name, details: error.details },
+        'artifact piece failed its check mid-download; connection cut',
+      );
     } else if ((error as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') {
       res.locals.log.error({ err: error, jobId: artifact.jobId, artifact: artifact.name }, 'artifact download failed');
     }

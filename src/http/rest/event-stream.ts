@@ -49,5 +49,7 @@ export async function sendEventStream<Data>(
 function writeError(res: Response, error: ErrorBody): void {
   const requestId = String(res.locals.requestId ?? '');
   const details = error.details === undefined ? {} : { details: error.details };
-  res.write(`event: error\ndata: ${JSON.stringify({ error: { code: error.code, message: error.message, requestId, ...details } })}\n\n`);
+  res.write(
+    `event: error\ndata: ${JSON.stringify({ error: { code: error.code, message: error.message, requestId, ...details } })}\n\n`,
+  );
 }

@@ -45,9 +45,23 @@ function textOf(document: object & Parameters<typeof print>[0]): string {
  * Yoga's plugins for one in-process operation, and the context they build from this request's headers. Only the
  * context factory reads the request, and only its headers: a full fetch Request cost ~2% of a row write.
  */
-async function envelopedFor<Data, Variables extends object>(yoga: GraphServer, serverContext: ServerContext, headers: Record<string, string>, document: TypedDocumentNode<Data, Variables>, variables: Variables) {
-  const request = { method: 'POST', url: 'http://in-process/graphql', headers: new Headers(headers) } as unknown as Request;
-  const enveloped = yoga.getEnveloped({ request, params: { query: textOf(document), variables }, ...serverContext } as never);
+async function envelopedFor<Data, Variables extends object>(
+  yoga: GraphServer,
+  serverContext: ServerContext,
+  headers: Record<string, string>,
+  document: TypedDocumentNode<Data, Variables>,
+  variables: Variables,
+) {
+  const request = {
+    method: 'POST',
+    url: 'http://in-process/graphql',
+    headers: new Headers(headers),
+  } as unknown as Request;
+  const enveloped = yoga.getEnveloped({
+    request,
+    params: { query: textOf(document), variables },
+    ...serverContext,
+  } as never);
   return { enveloped, contextValue: await enveloped.contextFactory() };
 }
 
@@ -67,7 +81,12 @@ export async function runOperation<Data, Variables extends object>(
   // direct /graphql req/s; this one 91-108 %, `npm run bench`). Parse and validate are skipped: the documents are
   // ours, checked against schema.graphql by codegen and by the schema staleness test.
   const { enveloped, contextValue } = await envelopedFor(yoga, serverContext, headers, document, variables);
-  const result = (await enveloped.execute({ schema: enveloped.schema, document, variableValues: variables as Record<string, unknown>, contextValue })) as {
+  const result = (await enveloped.execute({
+    schema: enveloped.schema,
+    document,
+    variableValues: variables as Record<string, unknown>,
+    contextValue,
+  })) as {
     data?: Data | null;
     errors?: readonly GraphQLErrorLike[];
   };
@@ -92,7 +111,12 @@ export async function runSubscription<Data, Variables extends object>(
   variables: Variables,
 ): Promise<SubscriptionResult<Data>> {
   const { enveloped, contextValue } = await envelopedFor(yoga, serverContext, headers, document, variables);
-  const result = await enveloped.subscribe({ schema: enveloped.schema, document, variableValues: variables as Record<string, unknown>, contextValue });
+  const result = await enveloped.subscribe({
+    schema: enveloped.schema,
+    document,
+    variableValues: variables as Record<string, unknown>,
+    contextValue,
+  });
   if (!(Symbol.asyncIterator in result)) {
     const single = result as { errors?: readonly GraphQLErrorLike[] };
     return { ok: false, error: errorFrom(single.errors) };
@@ -100,8 +124,16 @@ export async function runSubscription<Data, Variables extends object>(
   const source = result as AsyncGenerator<{ data?: Data | null; errors?: readonly GraphQLErrorLike[] }>;
   async function* events(): AsyncGenerator<OperationResult<Data>, void, undefined> {
     for await (const event of source) {
-      yield event.errors?.length ? { ok: false, error: errorFrom(event.errors) } : { ok: true, data: event.data as Data };
+      yield event.errors?.length
+        ? { ok: false, error: errorFrom(event.errors) }
+        : { ok: true, data: event.data as Data };
     }
   }
-  return { ok: true, events: events(), close: async () => { await source.return?.(undefined); } };
+  return {
+    ok: true,
+    events: events(),
+    close: async () => {
+      await source.return?.(undefined);
+    },
+  };
 }

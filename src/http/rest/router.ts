@@ -50,11 +50,20 @@ function requireCredential(anonymous: boolean): RequestHandler {
   };
 }
 
-function parsePart(req: Request, res: Response, schema: z.ZodType | undefined, value: unknown, part: 'path' | 'query' | 'body'): Parsed {
+function parsePart(
+  req: Request,
+  res: Response,
+  schema: z.ZodType | undefined,
+  value: unknown,
+  part: 'path' | 'query' | 'body',
+): Parsed {
   if (!schema) return { ok: true, value: {} };
   const result = schema.safeParse(value);
   if (result.success) return { ok: true, value: result.data as Record<string, unknown> };
-  const problems = problemsFromIssues(result.error.issues).map((problem) => ({ ...problem, path: [part, ...problem.path] }));
+  const problems = problemsFromIssues(result.error.issues).map((problem) => ({
+    ...problem,
+    path: [part, ...problem.path],
+  }));
   // A malformed path ID is a malformed request (400); a query or body that breaks a rule is a 422.
   const code = part === 'path' ? 'BAD_REQUEST' : 'VALIDATION_FAILED';
   sendError(req, res, { code, message: `The request ${part} did not pass validation.`, details: { problems } });
@@ -87,8 +96,14 @@ function requireIdempotencyKey(req: Request, res: Response, next: () => void): v
 
 /** A subscription route: refusals before the first event are ordinary error answers; then server-sent events. */
 async function streamRoute(
-  req: Request, res: Response, yoga: GraphServer, serverContext: ServerContext, headers: Record<string, string>, route: Route,
-  variables: Record<string, unknown>, config: Config,
+  req: Request,
+  res: Response,
+  yoga: GraphServer,
+  serverContext: ServerContext,
+  headers: Record<string, string>,
+  route: Route,
+  variables: Record<string, unknown>,
+  config: Config,
 ): Promise<void> {
   const started = await runSubscription(yoga, serverContext, headers, route.operation, variables);
   if (!started.ok) return sendError(req, res, started.error);
@@ -101,8 +116,14 @@ function wantsEventStream(req: Request, route: Route): boolean {
 }
 
 async function negotiatedStream(
-  req: Request, res: Response, yoga: GraphServer, serverContext: ServerContext, headers: Record<string, string>, route: Route,
-  variables: Record<string, unknown>, config: Config,
+  req: Request,
+  res: Response,
+  yoga: GraphServer,
+  serverContext: ServerContext,
+  headers: Record<string, string>,
+  route: Route,
+  variables: Record<string, unknown>,
+  config: Config,
 ): Promise<void> {
   const stream = route.eventStream!;
   const lastEventId = req.get('Last-Event-ID');
@@ -133,7 +154,8 @@ function handlerFor(route: Route, yoga: GraphServer, config: Config, files: SqlE
     const credential = resolvedCredentialOf(res);
     const serverContext = { requestId, log, ...(credential ? { credential } : {}) };
     if (route.stream) return streamRoute(req, res, yoga, serverContext, headers, route, variables, config);
-    if (wantsEventStream(req, route)) return negotiatedStream(req, res, yoga, serverContext, headers, route, variables, config);
+    if (wantsEventStream(req, route))
+      return negotiatedStream(req, res, yoga, serverContext, headers, route, variables, config);
     const result = await runOperation(yoga, serverContext, headers, route.operation, variables);
     if (!result.ok) {
       sendError(req, res, result.error);
@@ -167,7 +189,13 @@ function methodNotAllowed(allowed: string[]): RequestHandler {
  * `GET …/rows/query` answers 405 instead of reaching `GET …/rows/{rowId}` with `query` as a row id. `files` reads
  * artifact pieces for the download route (src/http/rest/download.ts).
  */
-export function restRouter(routes: readonly Route[], yoga: GraphServer, config: Config, files: SqlExecutor, schema: GraphQLSchema = graphSchema): Router {
+export function restRouter(
+  routes: readonly Route[],
+  yoga: GraphServer,
+  config: Config,
+  files: SqlExecutor,
+  schema: GraphQLSchema = graphSchema,
+): Router {
   const router = Router({ strict: true });
   const methodsByPath = new Map<string, string[]>();
   for (const route of routes) {
@@ -180,11 +208,13 @@ export function restRouter(routes: readonly Route[], yoga: GraphServer, config: 
     const path = expressPath(route.path);
     const limit = route.bodyLimit ?? config.BODY_LIMIT_BYTES;
     const parseBody = jsonBody(limit);
-    const headerRules: RequestHandler[] = [requireCredential(authorityOf(route, schema).anonymous), ...(route.idempotent ? [requireIdempotencyKey] : [])];
+    const headerRules: RequestHandler[] = [
+      requireCredential(authorityOf(route, schema).anonymous),
+      ...(route.idempotent ? [requireIdempotencyKey] : []),
+    ];
     const chain: RequestHandler[] = route.body ? [...headerRules, requireJson, ...parseBody] : headerRules;
     router[route.method.toLowerCase() as 'get'](path, ...chain, handlerFor(route, yoga, config, files));
   }
   for (const [path, methods] of methodsByPath) if (!endsLiteral(path)) router.all(path, methodNotAllowed(methods));
   return router;
 }
-

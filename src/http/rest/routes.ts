@@ -20,4 +20,24 @@ import { viewRoutes } from './routes/views.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 
 /** Every /v1 route. A new domain adds its declarations file under routes/ and one entry here. */
-export const routes: readonly Route[] = [...preferenceRoutes, ...meRoutes, ...orgRoutes, ...memberRoutes, ...keyRoutes, ...invitationRoutes, ...sessionRoutes, ...databaseRoutes, ...tableRoutes, ...rowRoutes, ...rowQueryRoutes, ...viewRoutes, ...activityRoutes, ...backupRoutes, ...jobRoutes, ...trashRoutes, ...exportRoutes, ...changeRoutes, ...webhookRoutes];
+export const routes: readonly Route[] = [
+  ...preferenceRoutes,
+  ...meRoutes,
+  ...orgRoutes,
+  ...memberRoutes,
+  ...keyRoutes,
+  ...invitationRoutes,
+  ...sessionRoutes,
+  ...databaseRoutes,
+  ...tableRoutes,
+  ...rowRoutes,
+  ...rowQueryRoutes,
+  ...viewRoutes,
+  ...activityRoutes,
+  ...backupRoutes,
+  ...jobRoutes,
+  ...trashRoutes,
+  ...exportRoutes,
+  ...changeRoutes,
+  ...webhookRoutes,
+];

@@ -20,7 +20,8 @@ interface AccessTokenRow {
 
 // One round trip: the token, its user, whether its client is still registered, and every current role.
 async function findAccessToken(prisma: PrismaClient, hash: string): Promise<AccessTokenRow | undefined> {
-  const rows = await pgExecutor(sqlPoolOf(prisma)).query<AccessTokenRow>(`
+  const rows = await pgExecutor(sqlPoolOf(prisma)).query<AccessTokenRow>(
+    `
     SELECT t.id, t.client_id, t.user_id, u.name AS user_name, t.scopes, t.audience,
            (t.expires_at <= now()) AS expired, (t.revoked_at IS NOT NULL OR c.revoked_at IS NOT NULL) AS revoked,
            ${MEMBERSHIPS_COLUMN}
@@ -29,7 +30,9 @@ async function findAccessToken(prisma: PrismaClient, hash: string): Promise<Acce
       JOIN oauth_clients c ON c.id = t.client_id
       LEFT JOIN members m ON m.user_id = t.user_id
      WHERE t.token_hash = $1::bpchar AND t.kind = 'access'
-     GROUP BY t.id, u.id, c.id`, [hash]);
+     GROUP BY t.id, u.id, c.id`,
+    [hash],
+  );
   return rows[0];
 }
 
@@ -37,7 +40,11 @@ async function findAccessToken(prisma: PrismaClient, hash: string): Promise<Acce
  * An OAuth access token acts as its user with the scopes the user consented to. Each scope is capped by the
  * user's live role in the org concerned: the org authority below is the role's, read on every request.
  */
-export async function resolveAccessToken(prisma: PrismaClient, token: string, audience: string): Promise<Caller | CredentialProblem> {
+export async function resolveAccessToken(
+  prisma: PrismaClient,
+  token: string,
+  audience: string,
+): Promise<Caller | CredentialProblem> {
   const row = await findAccessToken(prisma, sha256Hex(token));
   if (!row) return 'unknown';
   if (row.revoked) return 'revoked';

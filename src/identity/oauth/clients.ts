@@ -14,10 +14,15 @@ export interface OAuthClientRecord {
 export class ClientRegistrationError extends Error {}
 
 /** Registers a client (`cli register-oauth-client`). A confidential client gets a secret, shown once. */
-export async function registerClient(prisma: PrismaClient, input: { name: string; redirectUris: string[]; confidential: boolean }) {
+export async function registerClient(
+  prisma: PrismaClient,
+  input: { name: string; redirectUris: string[]; confidential: boolean },
+) {
   const bad = input.redirectUris.filter((uri) => !acceptableRedirectUri(uri));
   if (input.redirectUris.length === 0 || bad.length > 0) {
-    throw new ClientRegistrationError(`Redirect URIs must be absolute https (or http on 127.0.0.1, [::1], localhost) without a fragment: ${bad.join(', ') || 'none given'}.`);
+    throw new ClientRegistrationError(
+      `Redirect URIs must be absolute https (or http on 127.0.0.1, [::1], localhost) without a fragment: ${bad.join(', ') || 'none given'}.`,
+    );
   }
   const secret = input.confidential ? issueOpaque('clientSecret') : null;
   const client = await prisma.oAuthClient.create({
@@ -27,16 +32,25 @@ export async function registerClient(prisma: PrismaClient, input: { name: string
   return { clientId: client.id, ...(secret ? { clientSecret: secret.token } : {}) };
 }
 
-export async function findClient(prisma: PrismaClient, clientId: string | undefined): Promise<OAuthClientRecord | null> {
+export async function findClient(
+  prisma: PrismaClient,
+  clientId: string | undefined,
+): Promise<OAuthClientRecord | null> {
   if (!clientId || !isId(clientId)) return null;
-  return prisma.oAuthClient.findFirst({ where: { id: clientId, revokedAt: null }, select: { id: true, name: true, redirectUris: true, secretHash: true } });
+  return prisma.oAuthClient.findFirst({
+    where: { id: clientId, revokedAt: null },
+    select: { id: true, name: true, redirectUris: true, secretHash: true },
+  });
 }
 
 /**
  * RFC 6749 §2.3: confidential clients prove their secret (HTTP Basic or `client_secret` in the body); public
  * clients only name themselves and rely on PKCE. Anything wrong is `invalid_client` (401).
  */
-export async function authenticateClient(prisma: PrismaClient, credentials: { clientId?: string | undefined; clientSecret?: string | undefined }): Promise<OAuthClientRecord> {
+export async function authenticateClient(
+  prisma: PrismaClient,
+  credentials: { clientId?: string | undefined; clientSecret?: string | undefined },
+): Promise<OAuthClientRecord> {
   const client = await findClient(prisma, credentials.clientId);
   if (!client) throw new OAuthError('invalid_client', 'Unknown client.');
   if (client.secretHash === null) return client;

@@ -7,11 +7,22 @@ import { sha256Hex } from '../secrets.ts';
  * `{error, error_description}` shape (§5.2) rather than our envelope, because OAuth clients parse that shape.
  */
 export type OAuthErrorCode =
-  | 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type'
-  | 'invalid_scope' | 'access_denied' | 'unsupported_response_type' | 'invalid_target';
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  | 'access_denied'
+  | 'unsupported_response_type'
+  | 'invalid_target';
 
 export class OAuthError extends Error {
-  constructor(readonly error: OAuthErrorCode, readonly description: string, readonly status = error === 'invalid_client' ? 401 : 400) {
+  constructor(
+    readonly error: OAuthErrorCode,
+    readonly description: string,
+    readonly status = error === 'invalid_client' ? 401 : 400,
+  ) {
     super(description);
   }
 

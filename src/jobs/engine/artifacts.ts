@@ -24,14 +24,24 @@ export async function saveArtifact(sql: SqlExecutor, artifact: ArtifactInput): P
      ON CONFLICT (job_id, name) DO UPDATE
         SET content_type = EXCLUDED.content_type, content = EXCLUDED.content, size_bytes = EXCLUDED.size_bytes,
             sha256 = EXCLUDED.sha256, listed = EXCLUDED.listed, created_at = now(), expires_at = EXCLUDED.expires_at`,
-    [artifact.jobId, artifact.name, artifact.contentType, artifact.content, artifact.content.length, sha256Of(artifact.content),
-      artifact.listed, artifact.ttlHours * 3600],
+    [
+      artifact.jobId,
+      artifact.name,
+      artifact.contentType,
+      artifact.content,
+      artifact.content.length,
+      sha256Of(artifact.content),
+      artifact.listed,
+      artifact.ttlHours * 3600,
+    ],
   );
 }
 
 export async function loadArtifactContent(sql: SqlExecutor, jobId: string, name: string): Promise<Buffer | null> {
   const [row] = await sql.query<{ content: Buffer }>(
-    'SELECT content FROM public.job_artifacts WHERE job_id = $1::bpchar AND name = $2', [jobId, name]);
+    'SELECT content FROM public.job_artifacts WHERE job_id = $1::bpchar AND name = $2',
+    [jobId, name],
+  );
   return row?.content ?? null;
 }
 
@@ -40,9 +50,17 @@ export async function loadArtifactContent(sql: SqlExecutor, jobId: string, name:
  * holds the whole file; the `job_artifacts` row that makes them downloadable is written last, with the size and
  * sha256 computed on the way (`chunks` > 0, `content` empty).
  */
-export async function saveChunk(sql: SqlExecutor, jobId: string, name: string, seq: number, data: Buffer): Promise<void> {
-  await sql.query('INSERT INTO public.job_artifact_chunks (job_id, name, seq, data, sha256) VALUES ($1::bpchar, $2, $3, $4, $5)',
-    [jobId, name, seq, data, sha256Of(data)]);
+export async function saveChunk(
+  sql: SqlExecutor,
+  jobId: string,
+  name: string,
+  seq: number,
+  data: Buffer,
+): Promise<void> {
+  await sql.query(
+    'INSERT INTO public.job_artifact_chunks (job_id, name, seq, data, sha256) VALUES ($1::bpchar, $2, $3, $4, $5)',
+    [jobId, name, seq, data, sha256Of(data)],
+  );
 }
 
 /** Chunks and artifacts of an earlier, unfinished run of the job: it starts again from nothing. */
@@ -65,7 +83,15 @@ export async function registerChunkedArtifact(sql: SqlExecutor, artifact: Chunke
   await sql.query(
     `INSERT INTO public.job_artifacts (job_id, name, content_type, content, size_bytes, sha256, listed, chunks, expires_at)
      VALUES ($1::bpchar, $2, $3, '\\x'::bytea, $4, $5, true, $6, now() + make_interval(secs => $7))`,
-    [artifact.jobId, artifact.name, artifact.contentType, artifact.size, artifact.sha256, artifact.chunks, artifact.ttlHours * 3600],
+    [
+      artifact.jobId,
+      artifact.name,
+      artifact.contentType,
+      artifact.size,
+      artifact.sha256,
+      artifact.chunks,
+      artifact.ttlHours * 3600,
+    ],
   );
 }
 
@@ -80,9 +106,13 @@ export interface StoredArtifact {
 }
 
 function unverified(artifact: StoredArtifact, reason: string): DomainError {
-  return new DomainError('ARTIFACT_UNVERIFIED', 'The artifact’s content does not match its recorded checksum; it is not served.', {
-    details: { reason, name: artifact.name },
-  });
+  return new DomainError(
+    'ARTIFACT_UNVERIFIED',
+    'The artifact’s content does not match its recorded checksum; it is not served.',
+    {
+      details: { reason, name: artifact.name },
+    },
+  );
 }
 
 /**
@@ -95,20 +125,30 @@ function unverified(artifact: StoredArtifact, reason: string): DomainError {
 export async function* verifiedContent(sql: SqlExecutor, artifact: StoredArtifact): AsyncGenerator<Buffer> {
   if (artifact.chunks === 0) {
     const content = await loadArtifactContent(sql, artifact.jobId, artifact.name);
-    if (!content || content.length !== artifact.size || sha256Of(content) !== artifact.sha256) throw unverified(artifact, 'content');
+    if (!content || content.length !== artifact.size || sha256Of(content) !== artifact.sha256)
+      throw unverified(artifact, 'content');
     yield content;
     return;
   }
   const [shape] = await sql.query<{ count: number; bytes: string; last: number | null }>(
     `SELECT count(*)::int AS count, coalesce(sum(octet_length(data)), 0)::text AS bytes, max(seq) AS last
-       FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2`, [artifact.jobId, artifact.name]);
-  if (!shape || shape.count !== artifact.chunks || shape.last !== artifact.chunks - 1 || Number(shape.bytes) !== artifact.size) {
+       FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2`,
+    [artifact.jobId, artifact.name],
+  );
+  if (
+    !shape ||
+    shape.count !== artifact.chunks ||
+    shape.last !== artifact.chunks - 1 ||
+    Number(shape.bytes) !== artifact.size
+  ) {
     throw unverified(artifact, 'chunks');
   }
   const whole = createHash('sha256');
   for (let seq = 0; seq < artifact.chunks; seq += 1) {
     const [chunk] = await sql.query<{ data: Buffer; sha256: string }>(
-      'SELECT data, sha256 FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2 AND seq = $3', [artifact.jobId, artifact.name, seq]);
+      'SELECT data, sha256 FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2 AND seq = $3',
+      [artifact.jobId, artifact.name, seq],
+    );
     if (!chunk || sha256Of(chunk.data) !== chunk.sha256) throw unverified(artifact, `chunk ${seq}`);
     whole.update(chunk.data);
     if (seq === artifact.chunks - 1 && whole.digest('hex') !== artifact.sha256) throw unverified(artifact, 'digest');

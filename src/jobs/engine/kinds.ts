@@ -37,8 +37,14 @@ export const JOB_KINDS = Object.keys(JOB_CATEGORIES) as JobKind[];
 
 /** Kinds whose success is recorded as `job.<kind>.succeeded`; the others record a domain event (`field.create`, …). */
 const SUCCESS_AS_JOB_EVENT: ReadonlySet<JobKind> = new Set<JobKind>([
-  'previewImportRows', 'importRows', 'exportRows', 'exportView', 'exportDatabase', 'runDatabaseBackup',
-  'previewDatabaseRestore', 'testBackupDestination',
+  'previewImportRows',
+  'importRows',
+  'exportRows',
+  'exportView',
+  'exportDatabase',
+  'runDatabaseBackup',
+  'previewDatabaseRestore',
+  'testBackupDestination',
 ]);
 
 /** Operations whose job events spec §6 names, done here without a job: still valid filter values. */

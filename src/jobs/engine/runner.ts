@@ -5,11 +5,26 @@ import { DomainError, isErrorCode } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import type { Json } from '../../kernel/formats.ts';
 import {
-  JobCancelled, LeaseLost, type ClaimedJob, type JobFailure, type JobOutcome, type JobRun, type JobServices, type RegisteredJobHandler,
+  JobCancelled,
+  LeaseLost,
+  type ClaimedJob,
+  type JobFailure,
+  type JobOutcome,
+  type JobRun,
+  type JobServices,
+  type RegisteredJobHandler,
 } from './handler.ts';
 import {
-  backoffSeconds, checkpoint, claimJob, finishJob, heartbeat, insertJobEvent, NOTIFY_CHANNEL, retryLater,
-  type ClaimedJobRow, type TerminalState,
+  backoffSeconds,
+  checkpoint,
+  claimJob,
+  finishJob,
+  heartbeat,
+  insertJobEvent,
+  NOTIFY_CHANNEL,
+  retryLater,
+  type ClaimedJobRow,
+  type TerminalState,
 } from './sql/queue.ts';
 
 export interface RunnerOptions extends JobServices {
@@ -35,13 +50,21 @@ class AttemptsExhausted extends Error {
 
 function claimedJobOf(row: ClaimedJobRow): ClaimedJob {
   return {
-    id: row.id, orgId: row.org_id, kind: row.kind, databaseId: row.database_id, tableId: row.table_id, attempt: row.attempts,
+    id: row.id,
+    orgId: row.org_id,
+    kind: row.kind,
+    databaseId: row.database_id,
+    tableId: row.table_id,
+    attempt: row.attempts,
     actor: { id: row.actor_id, kind: row.actor_kind, key: row.actor_key, name: row.actor_name },
   };
 }
 
 const SUFFIX: Record<TerminalState, string> = {
-  succeeded: 'succeeded', failed: 'failed', partially_completed: 'partially_completed', cancelled: 'cancelled',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  partially_completed: 'partially_completed',
+  cancelled: 'cancelled',
 };
 
 /** One claimed job from start to its terminal state, or to the retry queue. */
@@ -67,7 +90,10 @@ class Execution {
   private async beat(): Promise<void> {
     try {
       const statement = heartbeat(this.row.id, this.row.lease_token, this.options.leaseSeconds);
-      const [row] = await pgExecutor(this.options.pool).query<{ cancel_requested: boolean }>(statement.sql, statement.params);
+      const [row] = await pgExecutor(this.options.pool).query<{ cancel_requested: boolean }>(
+        statement.sql,
+        statement.params,
+      );
       if (!row) this.leaseLost = true;
       else if (row.cancel_requested) this.cancelRequested = true;
     } catch (error) {
@@ -85,7 +111,10 @@ class Execution {
     const { pool, prisma, config, log } = this.options;
     const journal = { ...(this.row.journal as Record<string, unknown>) };
     const run: JobRun<unknown, unknown> = {
-      pool, prisma, config, log: log.child({ jobId: this.row.id, kind: this.row.kind }),
+      pool,
+      prisma,
+      config,
+      log: log.child({ jobId: this.row.id, kind: this.row.kind }),
       job: this.job,
       payload,
       journal,
@@ -95,13 +124,19 @@ class Execution {
         await inPgTransaction(pool, [], async (sql) => {
           // Lock and fence first: a reclaimed job's old worker matches no row here and writes nothing.
           const [held] = await sql.query<{ cancel_requested: boolean }>(
-            'SELECT cancel_requested FROM public.jobs WHERE id = $1::bpchar AND lease_token = $2::bpchar AND state = \'running\' FOR UPDATE',
+            "SELECT cancel_requested FROM public.jobs WHERE id = $1::bpchar AND lease_token = $2::bpchar AND state = 'running' FOR UPDATE",
             [this.row.id, this.row.lease_token],
           );
           if (!held) throw new LeaseLost();
           if (held.cancel_requested) throw new JobCancelled();
           const next = await work(sql);
-          const statement = checkpoint(this.row.id, this.row.lease_token, this.options.leaseSeconds, next.journal, next.progress);
+          const statement = checkpoint(
+            this.row.id,
+            this.row.lease_token,
+            this.options.leaseSeconds,
+            next.journal,
+            next.progress,
+          );
           await sql.query(statement.sql, statement.params);
           run.journal = next.journal as Record<string, unknown>;
           return { value: undefined };
@@ -132,7 +167,11 @@ class Execution {
     }
   }
 
-  private async stopAfter(error: unknown, run: JobRun<unknown, unknown> | undefined, log: JobServices['log']): Promise<void> {
+  private async stopAfter(
+    error: unknown,
+    run: JobRun<unknown, unknown> | undefined,
+    log: JobServices['log'],
+  ): Promise<void> {
     if (error instanceof LeaseLost) {
       log.warn('job lease lost; another worker continues it');
       return;
@@ -151,16 +190,32 @@ class Execution {
     const expected = error instanceof DomainError && isErrorCode(error.code);
     if (!expected && !(error instanceof AttemptsExhausted) && this.row.attempts < this.row.max_attempts) {
       log.warn({ err: error }, 'job attempt failed; retrying');
-      const statement = retryLater(this.row.id, this.row.lease_token, backoffSeconds(this.row.attempts), String((error as Error)?.message ?? error));
+      const statement = retryLater(
+        this.row.id,
+        this.row.lease_token,
+        backoffSeconds(this.row.attempts),
+        String((error as Error)?.message ?? error),
+      );
       await pgExecutor(this.options.pool).query(statement.sql, statement.params);
       return;
     }
     if (!expected) log.error({ err: error }, 'job failed on its last attempt');
     await this.discard(run, log);
     const failure: JobFailure = expected
-      ? { code: (error as DomainError).code as JobFailure['code'], message: (error as DomainError).message, ...detailsOf(error as DomainError) }
-      : { code: 'JOB_FAILED', message: error instanceof AttemptsExhausted ? error.message : 'The job failed after its last attempt.' };
-    await this.finish('failed', { state: 'failed', result: null, error: failure, summary: failure.message }, run?.payload);
+      ? {
+          code: (error as DomainError).code as JobFailure['code'],
+          message: (error as DomainError).message,
+          ...detailsOf(error as DomainError),
+        }
+      : {
+          code: 'JOB_FAILED',
+          message: error instanceof AttemptsExhausted ? error.message : 'The job failed after its last attempt.',
+        };
+    await this.finish(
+      'failed',
+      { state: 'failed', result: null, error: failure, summary: failure.message },
+      run?.payload,
+    );
   }
 
   private async discard(run: JobRun<unknown, unknown> | undefined, log: JobServices['log']): Promise<void> {
@@ -173,18 +228,31 @@ class Execution {
   }
 
   private async finish(state: TerminalState, outcome: JobOutcome, payload: unknown): Promise<void> {
-    const event = state === 'succeeded' && payload !== undefined ? this.handler.successEvent(payload) : `job.${this.row.kind}.${SUFFIX[state]}`;
+    const event =
+      state === 'succeeded' && payload !== undefined
+        ? this.handler.successEvent(payload)
+        : `job.${this.row.kind}.${SUFFIX[state]}`;
     const description = payload === undefined ? this.row.kind : this.handler.describe(payload);
-    this.options.log.info({ jobId: this.row.id, kind: this.row.kind, state, error: outcome.error?.code }, 'job finished');
+    this.options.log.info(
+      { jobId: this.row.id, kind: this.row.kind, state, error: outcome.error?.code },
+      'job finished',
+    );
     await inPgTransaction(this.options.pool, [], async (sql) => {
       const done = finishJob(this.row.id, this.row.lease_token, state, outcome.result, outcome.error);
       const [finished] = await sql.query(done.sql, done.params);
       if (!finished) throw new LeaseLost();
       const entry = insertJobEvent({
-        id: newId(), orgId: this.row.org_id, category: this.handler.category, event, jobId: this.row.id,
+        id: newId(),
+        orgId: this.row.org_id,
+        category: this.handler.category,
+        event,
+        jobId: this.row.id,
         summary: `${description}: ${state.replace('_', ' ')}`.slice(0, 500),
-        databaseId: this.row.database_id, tableId: this.row.table_id, affectedRows: outcome.affectedRows ?? null,
-        fileName: payload === undefined ? null : this.handler.fileName?.(payload) ?? null, actor: this.job.actor,
+        databaseId: this.row.database_id,
+        tableId: this.row.table_id,
+        affectedRows: outcome.affectedRows ?? null,
+        fileName: payload === undefined ? null : (this.handler.fileName?.(payload) ?? null),
+        actor: this.job.actor,
       });
       await sql.query(entry.sql, entry.params);
       return { value: undefined };
@@ -220,15 +288,24 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
     wake?.();
   };
 
-  const sleep = () => new Promise<void>((resolve) => {
-    if (woken) {
-      woken = false;
-      resolve();
-      return;
-    }
-    const timer = setTimeout(() => { wake = null; resolve(); }, options.pollMs);
-    wake = () => { clearTimeout(timer); wake = null; woken = false; resolve(); };
-  });
+  const sleep = () =>
+    new Promise<void>((resolve) => {
+      if (woken) {
+        woken = false;
+        resolve();
+        return;
+      }
+      const timer = setTimeout(() => {
+        wake = null;
+        resolve();
+      }, options.pollMs);
+      wake = () => {
+        clearTimeout(timer);
+        wake = null;
+        woken = false;
+        resolve();
+      };
+    });
 
   async function claimOne(): Promise<ClaimedJobRow | undefined> {
     const statement = claimJob(owner, newId(), options.leaseSeconds, kinds);
@@ -249,15 +326,21 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
       client.end().catch(() => undefined);
       if (stopped) return;
       options.log.warn({ err: error }, 'job notifications unavailable; polling until they are back');
-      relisten = setTimeout(() => {
-        relisten = null;
-        void listen().then(notify);
-      }, Math.max(options.pollMs, 1_000));
+      relisten = setTimeout(
+        () => {
+          relisten = null;
+          void listen().then(notify);
+        },
+        Math.max(options.pollMs, 1_000),
+      );
     };
     client.on('error', lost);
     client.on('end', () => lost());
     client.on('notification', notify);
-    await client.connect().then(() => client.query(`LISTEN ${NOTIFY_CHANNEL}`)).catch(lost);
+    await client
+      .connect()
+      .then(() => client.query(`LISTEN ${NOTIFY_CHANNEL}`))
+      .catch(lost);
   }
 
   const loop = (async () => {
@@ -268,9 +351,15 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
           const row = await claimOne();
           if (row) {
             const handler = handlers.get(row.kind)!;
-            const execution = new Execution(options, handler, row, worker).execute()
-              .catch((error: unknown) => options.log.error({ err: error, jobId: row.id }, 'job runner failed to record an outcome'))
-              .finally(() => { running.delete(execution); notify(); });
+            const execution = new Execution(options, handler, row, worker)
+              .execute()
+              .catch((error: unknown) =>
+                options.log.error({ err: error, jobId: row.id }, 'job runner failed to record an outcome'),
+              )
+              .finally(() => {
+                running.delete(execution);
+                notify();
+              });
             running.add(execution);
             continue;
           }

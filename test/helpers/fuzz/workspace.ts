@@ -72,16 +72,26 @@ export async function buildFuzzWorkspace(server: TestServer): Promise<FuzzWorksp
   const viewer = await addMember(server.prisma, org.orgId, 'viewer');
   // Members the fuzzer may rename, demote or remove without losing a credential it sends.
   const spare = await addMember(server.prisma, org.orgId, 'member');
-  const adminMember = await server.prisma.member.findFirstOrThrow({ where: { orgId: org.orgId, userId: org.adminUserId } });
+  const adminMember = await server.prisma.member.findFirstOrThrow({
+    where: { orgId: org.orgId, userId: org.adminUserId },
+  });
   const team = await createTeamKey(server.prisma, org);
   const write = (body: unknown) => ({ token: org.adminKey, idempotencyKey: idempotencyKey(), body });
 
   let table = await createTable(server, org, EVERY_FIELD_TYPE);
-  const parent = await createTable(server, org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }], { databaseId: table.databaseId });
-  const child = await createTable(server, org, [{ name: 'Parent code', type: 'text', options: { maxLength: 20 } }], { databaseId: table.databaseId });
+  const parent = await createTable(server, org, [{ name: 'Code', type: 'text', options: { maxLength: 20 } }], {
+    databaseId: table.databaseId,
+  });
+  const child = await createTable(server, org, [{ name: 'Parent code', type: 'text', options: { maxLength: 20 } }], {
+    databaseId: table.databaseId,
+  });
   const rule = await addUniqueRule(server, org.adminKey, parent, { fieldIds: ['Code'] });
   expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
-  const foreignKey = await addForeignKey(server, org.adminKey, child, { fieldIds: ['Parent code'], referencedTableId: parent.tableId, referencedRuleId: rule.ruleId });
+  const foreignKey = await addForeignKey(server, org.adminKey, child, {
+    fieldIds: ['Parent code'],
+    referencedTableId: parent.tableId,
+    referencedRuleId: rule.ruleId,
+  });
   expect(foreignKey.job.state, JSON.stringify(foreignKey.job)).toBe('succeeded');
   const keys = await server.request('GET', `${child.path}/foreign-keys`, { token: org.adminKey });
   expect(keys.status, keys.text).toBe(200);
@@ -93,8 +103,15 @@ export async function buildFuzzWorkspace(server: TestServer): Promise<FuzzWorksp
   const rowIds: string[] = [];
   for (let index = 0; index < 12; index += 1) {
     const created = await createRow(server, org.adminKey, table, {
-      Name: `Row ${index}`, Count: index, Price: index * 1.25, Flag: index % 2 === 0, Day: '2026-01-0' + ((index % 9) + 1),
-      Status: index % 2 === 0 ? 'open' : 'closed', Tags: ['red'], Data: { n: index }, Email: `r${index}@example.com`,
+      Name: `Row ${index}`,
+      Count: index,
+      Price: index * 1.25,
+      Flag: index % 2 === 0,
+      Day: '2026-01-0' + ((index % 9) + 1),
+      Status: index % 2 === 0 ? 'open' : 'closed',
+      Tags: ['red'],
+      Data: { n: index },
+      Email: `r${index}@example.com`,
     });
     expect(created.status, created.text).toBe(201);
     rowIds.push(created.body.row.id);
@@ -104,19 +121,42 @@ export async function buildFuzzWorkspace(server: TestServer): Promise<FuzzWorksp
   expect(parentRow.status, parentRow.text).toBe(201);
   rowIds.push(parentRow.body.row.id);
 
-  const view = await server.request('POST', `${table.path}/views`, write({
-    expectedSchemaVersion: table.schemaVersion, name: 'Open rows', visibility: 'shared',
-    definition: { columnOrder: [], columnWidths: {}, frozenColumns: 0, hiddenColumns: [], query: { where: { field: 'Status', op: 'eq', value: 'open' } } },
-  }));
+  const view = await server.request(
+    'POST',
+    `${table.path}/views`,
+    write({
+      expectedSchemaVersion: table.schemaVersion,
+      name: 'Open rows',
+      visibility: 'shared',
+      definition: {
+        columnOrder: [],
+        columnWidths: {},
+        frozenColumns: 0,
+        hiddenColumns: [],
+        query: { where: { field: 'Status', op: 'eq', value: 'open' } },
+      },
+    }),
+  );
   expect(view.status, view.text).toBe(201);
   const job = await preview(server, org.adminKey, table, {
     content: 'Name,Count\nok,1\nbad,notanumber\n',
-    mapping: [{ source: 'Name', fieldId: table.fields.Name! }, { source: 'Count', fieldId: table.fields.Count! }],
+    mapping: [
+      { source: 'Name', fieldId: table.fields.Name! },
+      { source: 'Count', fieldId: table.fields.Count! },
+    ],
   });
   expect(job.artifacts.length, JSON.stringify(job)).toBeGreaterThan(0);
-  const invitation = await server.request('POST', `/v1/orgs/${org.orgId}/invitations`, write({ email: 'invitee@example.com', role: 'viewer' }));
+  const invitation = await server.request(
+    'POST',
+    `/v1/orgs/${org.orgId}/invitations`,
+    write({ email: 'invitee@example.com', role: 'viewer' }),
+  );
   expect(invitation.status, invitation.text).toBe(201);
-  const spareKey = await server.request('POST', '/v1/me/keys', write({ name: 'Spare', orgId: org.orgId, access: 'read' }));
+  const spareKey = await server.request(
+    'POST',
+    '/v1/me/keys',
+    write({ name: 'Spare', orgId: org.orgId, access: 'read' }),
+  );
   expect(spareKey.status, spareKey.text).toBe(201);
 
   const ids: Record<string, string[]> = {
@@ -131,14 +171,28 @@ export async function buildFuzzWorkspace(server: TestServer): Promise<FuzzWorksp
     ruleId: [rule.ruleId, nameRule.ruleId],
   };
   const cursors: string[] = [];
-  for (const list of [`${table.path}/rows?limit=1`, `/v1/orgs/${org.orgId}/activity?limit=1`, `/v1/orgs/${org.orgId}/jobs?limit=1`, `${table.path}/rows/${rowIds[0]}/history?limit=1`]) {
+  for (const list of [
+    `${table.path}/rows?limit=1`,
+    `/v1/orgs/${org.orgId}/activity?limit=1`,
+    `/v1/orgs/${org.orgId}/jobs?limit=1`,
+    `${table.path}/rows/${rowIds[0]}/history?limit=1`,
+  ]) {
     const page = await server.request('GET', list, { token: org.adminKey });
     expect(page.status, page.text).toBe(200);
     const cursor: string | null = page.body.nextCursor;
-    if (cursor) cursors.push(cursor, `${cursor.slice(0, -2)}${cursor.endsWith('AA') ? 'AB' : 'AA'}`, cursor.slice(0, cursor.length / 2));
+    if (cursor)
+      cursors.push(
+        cursor,
+        `${cursor.slice(0, -2)}${cursor.endsWith('AA') ? 'AB' : 'AA'}`,
+        cursor.slice(0, cursor.length / 2),
+      );
   }
   expect(cursors.length).toBeGreaterThan(0);
-  for (const [name, values] of Object.entries(ids)) expect(values.every((value) => typeof value === 'string'), name).toBe(true);
+  for (const [name, values] of Object.entries(ids))
+    expect(
+      values.every((value) => typeof value === 'string'),
+      name,
+    ).toBe(true);
   return {
     orgId: org.orgId,
     otherOrgId: other.orgId,
@@ -213,9 +267,14 @@ export class StateDigest {
 
   /** Waits until no job is running or due within 30 s, so that a digest is not taken while a worker is changing state. */
   async settle(timeoutMs = 30_000): Promise<void> {
-    await vi.waitFor(async () => {
-      const { rows } = await this.client.query<{ busy: number }>("SELECT count(*)::int AS busy FROM jobs WHERE state = 'running' OR (state = 'queued' AND run_at < now() + interval '30 seconds')");
-      if (rows[0]!.busy !== 0) throw new Error('jobs did not settle');
-    }, { timeout: timeoutMs, interval: 20 });
+    await vi.waitFor(
+      async () => {
+        const { rows } = await this.client.query<{ busy: number }>(
+          "SELECT count(*)::int AS busy FROM jobs WHERE state = 'running' OR (state = 'queued' AND run_at < now() + interval '30 seconds')",
+        );
+        if (rows[0]!.busy !== 0) throw new Error('jobs did not settle');
+      },
+      { timeout: timeoutMs, interval: 20 },
+    );
   }
 }

@@ -37,7 +37,17 @@ export const ActivityPageResponse = z.strictObject({
 
 /** Spec 4.12 / 2.11. */
 export const FilterOptionsResponse = z.strictObject({
-  data: z.array(z.strictObject({ value: z.string(), label: z.string(), kind: z.string(), avatarUrl: z.string(), description: z.string() })).max(100),
+  data: z
+    .array(
+      z.strictObject({
+        value: z.string(),
+        label: z.string(),
+        kind: z.string(),
+        avatarUrl: z.string(),
+        description: z.string(),
+      }),
+    )
+    .max(100),
   hasMore: z.boolean(),
 });
 

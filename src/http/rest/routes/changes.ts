@@ -12,7 +12,8 @@ export const changeRoutes = [
   defineRoute({
     method: 'GET',
     path: CHANGES,
-    summary: 'The database’s change feed, in commit order (long poll with `wait`; server-sent events with `Accept: text/event-stream`)',
+    summary:
+      'The database’s change feed, in commit order (long poll with `wait`; server-sent events with `Accept: text/event-stream`)',
     tags: ['changes'],
     operation: ListChangesDocument,
     params: DatabasePath,

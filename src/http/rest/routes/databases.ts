@@ -3,7 +3,11 @@ import { Id, Timestamp, VersionString } from '../../../kernel/formats.ts';
 import { DeleteBody, UpdateDatabaseBody } from '../../../graph/databases/database-changes.ts';
 import { CreateDatabaseBody } from '../../../graph/databases/databases.ts';
 import {
-  CreateDatabaseDocument, DeleteDatabaseDocument, GetDatabaseDocument, ListDatabasesDocument, UpdateDatabaseDocument,
+  CreateDatabaseDocument,
+  DeleteDatabaseDocument,
+  GetDatabaseDocument,
+  ListDatabasesDocument,
+  UpdateDatabaseDocument,
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';

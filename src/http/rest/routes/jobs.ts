@@ -5,7 +5,15 @@ import { JobKindFilter, JobStateFilter } from '../../../graph/jobs/jobs.ts';
 import { ApplySchemaChangeBody } from '../../../graph/jobs/schema-changes.ts';
 import { JOB_STATES } from '../../../jobs/engine/sql/queue.ts';
 import {
-  ApplySchemaChangeDocument, CancelJobDocument, GetJobArtifactDocument, GetJobDocument, ImportRowsDocument, JobUpdatedDocument, ListJobsDocument, PreviewImportRowsDocument, RetryJobDocument,
+  ApplySchemaChangeDocument,
+  CancelJobDocument,
+  GetJobArtifactDocument,
+  GetJobDocument,
+  ImportRowsDocument,
+  JobUpdatedDocument,
+  ListJobsDocument,
+  PreviewImportRowsDocument,
+  RetryJobDocument,
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';
@@ -24,10 +32,17 @@ export const JobResponse = z.strictObject({
   finishedAt: Timestamp.nullable(),
   result: z.unknown(),
   error: z.strictObject({ code: z.string(), message: z.string(), details: z.unknown().optional() }).nullable(),
-  artifacts: z.array(z.strictObject({
-    name: z.string(), contentType: z.string(), size: z.number().int().min(0), sha256: z.string().regex(/^[0-9a-f]{64}$/),
-    createdAt: Timestamp, expiresAt: Timestamp, url: z.string(),
-  })),
+  artifacts: z.array(
+    z.strictObject({
+      name: z.string(),
+      contentType: z.string(),
+      size: z.number().int().min(0),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      createdAt: Timestamp,
+      expiresAt: Timestamp,
+      url: z.string(),
+    }),
+  ),
 });
 
 const OrgPath = z.strictObject({ orgId: Id });

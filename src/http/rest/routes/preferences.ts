@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { DATE_FORMATS, PreferencesPatch, THEMES, TIME_FORMATS } from '../../../graph/preferences/preferences.ts';
-import { GetMyPreferencesDocument, GetPreferenceOptionsDocument, UpdateMyPreferencesDocument } from '../../../generated/documents.ts';
+import {
+  GetMyPreferencesDocument,
+  GetPreferenceOptionsDocument,
+  UpdateMyPreferencesDocument,
+} from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
 
 /** Spec 2.14. */

@@ -5,7 +5,13 @@ import { BatchRowsBody } from '../../../graph/rows/row-batch-plan.ts';
 import { FilterExpression, OrderBy } from '../../../data/filter.ts';
 import { RestoreRowBody } from '../../../graph/rows/row-restore.ts';
 import {
-  BatchRowsDocument, CreateRowDocument, DeleteRowDocument, GetRowDocument, ListRowHistoryDocument, ListRowsDocument, RestoreRowDocument,
+  BatchRowsDocument,
+  CreateRowDocument,
+  DeleteRowDocument,
+  GetRowDocument,
+  ListRowHistoryDocument,
+  ListRowsDocument,
+  RestoreRowDocument,
   UpdateRowDocument,
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
@@ -13,9 +19,12 @@ import { JsonQueryParameter, Page, PageQuery } from '../../../contracts/pages.ts
 import { Cursor } from '../../../catalog/cursor.ts';
 import { SearchText } from '../../../contracts/rows-search.ts';
 
-const INCLUDE_TOTAL = 'answer `total`, the exact count of the matches, on the first page: a full count, whose cost grows with the matches';
-const IncludeTotal = z.enum(['true', 'false']).transform((value) => value === 'true').describe(INCLUDE_TOTAL);
-
+const INCLUDE_TOTAL =
+  'answer `total`, the exact count of the matches, on the first page: a full count, whose cost grows with the matches';
+const IncludeTotal = z
+  .enum(['true', 'false'])
+  .transform((value) => value === 'true')
+  .describe(INCLUDE_TOTAL);
 
 /** Spec 2.6 `row`. */
 export const RowResponse = z.strictObject({
@@ -31,10 +40,17 @@ const RowListPage = Page(RowResponse).extend({ total: z.int().min(0).nullable().
 
 export const RowMutationResponse = z.strictObject({ row: RowResponse, mutationId: Id });
 export const RowBatchResponse = z.strictObject({
-  results: z.array(z.strictObject({ row: RowResponse, outcome: z.enum(['created', 'updated', 'deleted', 'unchanged']) })),
+  results: z.array(
+    z.strictObject({ row: RowResponse, outcome: z.enum(['created', 'updated', 'deleted', 'unchanged']) }),
+  ),
   mutationId: Id,
 });
-export const RowDeletionResponse = z.strictObject({ id: Id, deleted: z.literal(true), version: VersionString, mutationId: Id });
+export const RowDeletionResponse = z.strictObject({
+  id: Id,
+  deleted: z.literal(true),
+  version: VersionString,
+  mutationId: Id,
+});
 
 export const HistoryEntryResponse = z.strictObject({
   rowId: Id,
@@ -49,7 +65,10 @@ export const HistoryEntryResponse = z.strictObject({
 
 const RowListQuery = PageQuery.extend({
   viewId: Id.optional().describe('read through this saved view (its filter, order and hidden columns)'),
-  where: JsonQueryParameter(FilterExpression, 'JSON filter expression (spec 2.4); fields by id or exact name').optional(),
+  where: JsonQueryParameter(
+    FilterExpression,
+    'JSON filter expression (spec 2.4); fields by id or exact name',
+  ).optional(),
   orderBy: JsonQueryParameter(OrderBy, 'JSON array of {field, direction} (at most 8); row id breaks ties').optional(),
   search: SearchText.optional(),
   includeTotal: IncludeTotal.optional(),

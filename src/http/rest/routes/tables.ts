@@ -7,8 +7,17 @@ import { UpdateTableBody } from '../../../graph/tables/table-changes.ts';
 import { CreateTableBody } from '../../../graph/tables/tables.ts';
 import { CreateUniqueRuleBody } from '../../../graph/tables/unique-rules.ts';
 import {
-  CreateForeignKeyDocument, CreateTableDocument, CreateUniqueRuleDocument, DeleteForeignKeyDocument, DeleteTableDocument, DeleteUniqueRuleDocument, GetTableDocument,
-  GetTableSchemaDocument, ListForeignKeysDocument, ListTablesDocument, UpdateTableDocument,
+  CreateForeignKeyDocument,
+  CreateTableDocument,
+  CreateUniqueRuleDocument,
+  DeleteForeignKeyDocument,
+  DeleteTableDocument,
+  DeleteUniqueRuleDocument,
+  GetTableDocument,
+  GetTableSchemaDocument,
+  ListForeignKeysDocument,
+  ListTablesDocument,
+  UpdateTableDocument,
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
 import { JobHandleResponse } from './jobs.ts';
@@ -56,17 +65,26 @@ export const UniqueRuleResponse = z.strictObject({
   fieldIds: z.array(Id),
   where: z.unknown(),
   state: z.enum(['active']),
-  referenceable: z.boolean().describe('whether a foreign key can reference the rule (unconditional and not hash-enforced)'),
+  referenceable: z
+    .boolean()
+    .describe('whether a foreign key can reference the rule (unconditional and not hash-enforced)'),
   createdAt: Timestamp,
 });
 
 export const SortIndexResponse = z.strictObject({
   id: Id,
-  keys: z.array(z.strictObject({ fieldId: Id, direction: z.enum(['asc', 'desc']) })).min(1).max(500),
+  keys: z
+    .array(z.strictObject({ fieldId: Id, direction: z.enum(['asc', 'desc']) }))
+    .min(1)
+    .max(500),
   origin: z.enum(['explicit', 'automatic']),
   state: z.enum(['building', 'ready']),
-  method: z.enum(['btree', 'trigram', 'search']).describe('btree: a sort index; trigram: one text field, for POST …/rows/similar; '
-    + 'search: the table’s text-like fields, for search'),
+  method: z
+    .enum(['btree', 'trigram', 'search'])
+    .describe(
+      'btree: a sort index; trigram: one text field, for POST …/rows/similar; ' +
+        'search: the table’s text-like fields, for search',
+    ),
   createdAt: Timestamp,
 });
 
@@ -136,7 +154,8 @@ export const tableRoutes = [
   defineRoute({
     method: 'DELETE',
     path: '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}',
-    summary: 'Move a table to the trash; purged by a `deleteTable` job after TRASH_RETENTION_DAYS. Refused while another table’s foreign key references it',
+    summary:
+      'Move a table to the trash; purged by a `deleteTable` job after TRASH_RETENTION_DAYS. Refused while another table’s foreign key references it',
     tags: ['tables'],
     operation: DeleteTableDocument,
     params: TablePath,

@@ -2,7 +2,13 @@ import { z } from 'zod';
 import { Id, SchemaVersion, Timestamp, VersionString } from '../../../kernel/formats.ts';
 import { MAX_VALIDATION_ERRORS, ViewDefinition } from '../../../graph/views/definition.ts';
 import { CreateViewBody, DeleteViewBody, UpdateViewBody } from '../../../graph/views/views.ts';
-import { CreateViewDocument, DeleteViewDocument, GetViewDocument, ListViewsDocument, UpdateViewDocument } from '../../../generated/documents.ts';
+import {
+  CreateViewDocument,
+  DeleteViewDocument,
+  GetViewDocument,
+  ListViewsDocument,
+  UpdateViewDocument,
+} from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';
 

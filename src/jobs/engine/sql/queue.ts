@@ -7,7 +7,14 @@ import type { Statement } from '../../../data/statement.ts';
  */
 
 export type JobState = 'queued' | 'running' | 'succeeded' | 'failed' | 'partially_completed' | 'cancelled';
-export const JOB_STATES: readonly JobState[] = ['queued', 'running', 'succeeded', 'failed', 'partially_completed', 'cancelled'];
+export const JOB_STATES: readonly JobState[] = [
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'partially_completed',
+  'cancelled',
+];
 export type TerminalState = Exclude<JobState, 'queued' | 'running'>;
 
 export interface NewJob {
@@ -30,8 +37,21 @@ export function insertJob(job: NewJob): Statement {
                                    actor_id, actor_kind, actor_key, actor_name, run_at)
           VALUES ($1::bpchar, $2::bpchar, $3, $4::bpchar, $5::bpchar, $6::jsonb, $7, $8, $9::bpchar, $10, $11, $12,
                   coalesce($13::timestamptz, now()))`,
-    params: [job.id, job.orgId, job.kind, job.databaseId, job.tableId, JSON.stringify(job.payload), job.serialKey, job.maxAttempts,
-      job.actor.id, job.actor.kind, job.actor.key, job.actor.name, job.runAt?.toISOString() ?? null],
+    params: [
+      job.id,
+      job.orgId,
+      job.kind,
+      job.databaseId,
+      job.tableId,
+      JSON.stringify(job.payload),
+      job.serialKey,
+      job.maxAttempts,
+      job.actor.id,
+      job.actor.kind,
+      job.actor.key,
+      job.actor.name,
+      job.runAt?.toISOString() ?? null,
+    ],
   };
 }
 
@@ -122,7 +142,13 @@ export interface Progress {
  * Records a checkpoint: the journal and progress after a step. Runs first in the step's transaction, so it also
  * locks the job row (a competing reclaim waits) and proves the lease is still held before any work is written.
  */
-export function checkpoint(jobId: string, leaseToken: string, leaseSeconds: number, journal: unknown, progress: Progress): Statement {
+export function checkpoint(
+  jobId: string,
+  leaseToken: string,
+  leaseSeconds: number,
+  journal: unknown,
+  progress: Progress,
+): Statement {
   return {
     sql: `UPDATE public.jobs
              SET journal = $3::jsonb, progress_done = $4, progress_total = $5, updated_at = now(),
@@ -133,14 +159,26 @@ export function checkpoint(jobId: string, leaseToken: string, leaseSeconds: numb
   };
 }
 
-export function finishJob(jobId: string, leaseToken: string, state: TerminalState, result: unknown, error: unknown): Statement {
+export function finishJob(
+  jobId: string,
+  leaseToken: string,
+  state: TerminalState,
+  result: unknown,
+  error: unknown,
+): Statement {
   return {
     sql: `UPDATE public.jobs
              SET state = $3::"JobState", result = $4::jsonb, error = $5::jsonb, finished_at = now(), updated_at = now(),
                  lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL, cancel_requested = false
            WHERE id = $1::bpchar AND lease_token = $2::bpchar AND state = 'running'
        RETURNING id`,
-    params: [jobId, leaseToken, state, result === undefined ? null : JSON.stringify(result), error === undefined ? null : JSON.stringify(error)],
+    params: [
+      jobId,
+      leaseToken,
+      state,
+      result === undefined ? null : JSON.stringify(result),
+      error === undefined ? null : JSON.stringify(error),
+    ],
   };
 }
 
@@ -182,8 +220,22 @@ export function insertJobEvent(event: JobEvent): Statement {
             (id, org_id, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name, database_id, table_id,
              job_id, affected_rows, file_name)
           VALUES ($1::bpchar, $2::bpchar, $3, $4, 'requested', $5, $6::bpchar, $7, $8, $9, $10::bpchar, $11::bpchar, $12::bpchar, $13, $14)`,
-    params: [event.id, event.orgId, event.category, event.event, event.summary, event.actor.id, event.actor.kind, event.actor.key,
-      event.actor.name, event.databaseId, event.tableId, event.jobId, event.affectedRows, event.fileName],
+    params: [
+      event.id,
+      event.orgId,
+      event.category,
+      event.event,
+      event.summary,
+      event.actor.id,
+      event.actor.kind,
+      event.actor.key,
+      event.actor.name,
+      event.databaseId,
+      event.tableId,
+      event.jobId,
+      event.affectedRows,
+      event.fileName,
+    ],
   };
 }
 

@@ -27,8 +27,21 @@ export function insertBackup(backup: NewBackup): Statement {
           SELECT $1::bpchar, $2::bpchar, $3::bpchar, $4, $5, $6, $7, $8, $9, $10, $11::timestamptz, $12::timestamptz,
                  $12::timestamptz + make_interval(secs => coalesce((SELECT keep_days FROM public.backup_settings WHERE database_id = $3::bpchar) * 86400.0, $13 * 86400.0))
           ON CONFLICT (id) DO NOTHING`,
-    params: [backup.id, backup.orgId, backup.databaseId, backup.formatVersion, backup.destination, backup.location, backup.sizeBytes,
-      backup.sha256, backup.tables, backup.rows, backup.scheduledFor, backup.createdAt, backup.ttlDaysFallback],
+    params: [
+      backup.id,
+      backup.orgId,
+      backup.databaseId,
+      backup.formatVersion,
+      backup.destination,
+      backup.location,
+      backup.sizeBytes,
+      backup.sha256,
+      backup.tables,
+      backup.rows,
+      backup.scheduledFor,
+      backup.createdAt,
+      backup.ttlDaysFallback,
+    ],
   };
 }
 
@@ -87,7 +100,19 @@ export function insertBackupEvent(event: BackupEvent): Statement {
     sql: `INSERT INTO public.activity_events
             (id, org_id, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name, database_id, job_id, affected_rows)
           VALUES ($1::bpchar, $2::bpchar, $3, $4, 'requested', $5, $6::bpchar, $7, $8, $9, $10::bpchar, $11::bpchar, $12)`,
-    params: [event.id, event.orgId, event.category, event.event, event.summary.slice(0, 500), event.actor.id, event.actor.kind, event.actor.key,
-      event.actor.name, event.databaseId, event.jobId, event.affectedRows ?? null],
+    params: [
+      event.id,
+      event.orgId,
+      event.category,
+      event.event,
+      event.summary.slice(0, 500),
+      event.actor.id,
+      event.actor.kind,
+      event.actor.key,
+      event.actor.name,
+      event.databaseId,
+      event.jobId,
+      event.affectedRows ?? null,
+    ],
   };
 }

@@ -45,7 +45,10 @@ export function localDestination(root: string): BackupDestination {
     },
     async read(key) {
       const path = pathOf(key);
-      const exists = await stat(path).then((info) => info.isFile(), () => false);
+      const exists = await stat(path).then(
+        (info) => info.isFile(),
+        () => false,
+      );
       return exists ? createReadStream(path) : null;
     },
     async removePrefix(prefix) {

@@ -4,7 +4,13 @@ import { createGunzip } from 'node:zlib';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import {
-  copyHistoryIn, copyRowsIn, dropSchemaIfExists, EXACT_TEXT_SETTINGS, remapHistoryFields, rewriteIdentifiers, setSequenceState,
+  copyHistoryIn,
+  copyRowsIn,
+  dropSchemaIfExists,
+  EXACT_TEXT_SETTINGS,
+  remapHistoryFields,
+  rewriteIdentifiers,
+  setSequenceState,
 } from '../../../data/backup.ts';
 import { createDatabaseSchema, createTable } from '../../../data/ddl.ts';
 import type { FieldDefinition, FieldType } from '../../../data/field-types.ts';
@@ -27,18 +33,38 @@ function fieldsOf(verified: VerifiedBackup, tableId: string, ids: IdMap): FieldD
     .filter((field) => field.table_id === tableId)
     .sort((a, b) => Number(a.position) - Number(b.position))
     .map((field) => ({
-      id: mapped(ids, String(field.id)), name: String(field.name), type: field.type as FieldType, required: Boolean(field.required),
-      options: field.options as Record<string, unknown>, position: Number(field.position),
+      id: mapped(ids, String(field.id)),
+      name: String(field.name),
+      type: field.type as FieldType,
+      required: Boolean(field.required),
+      options: field.options as Record<string, unknown>,
+      position: Number(field.position),
     }));
 }
 
-async function copyInto(client: pg.PoolClient, destination: BackupDestination, verified: VerifiedBackup, path: string, sql: string): Promise<void> {
+async function copyInto(
+  client: pg.PoolClient,
+  destination: BackupDestination,
+  verified: VerifiedBackup,
+  path: string,
+  sql: string,
+): Promise<void> {
   const source = await destination.read(`${verified.row.location}/${path}`);
-  if (!source) throw new DomainError('ARTIFACT_UNVERIFIED', `The backup object ${path} disappeared during the restore.`, { details: { path } });
+  if (!source)
+    throw new DomainError('ARTIFACT_UNVERIFIED', `The backup object ${path} disappeared during the restore.`, {
+      details: { path },
+    });
   await pipeline(source as Readable, createGunzip(), client.query(copyFrom(sql)));
 }
 
-export async function buildStaging(pool: pg.Pool, destination: BackupDestination, verified: VerifiedBackup, stagingId: string, ids: IdMap, beforeTable: () => void): Promise<void> {
+export async function buildStaging(
+  pool: pg.Pool,
+  destination: BackupDestination,
+  verified: VerifiedBackup,
+  stagingId: string,
+  ids: IdMap,
+  beforeTable: () => void,
+): Promise<void> {
   const client = await pool.connect();
   const databaseId = verified.catalog.database.id;
   // Rewrites DDL that PostgreSQL printed for the backed-up schema so that it names the staging schema's objects.
@@ -50,16 +76,37 @@ export async function buildStaging(pool: pg.Pool, destination: BackupDestination
     for (const table of verified.manifest.tables) {
       beforeTable();
       const tableId = mapped(ids, table.id);
-      for (const statement of createTable(stagingId, tableId, fieldsOf(verified, table.id, ids))) await client.query(statement.sql);
-      await copyInto(client, destination, verified, rowsFileOf(table.id), copyRowsIn(stagingId, tableId, table.fieldIds.map((id) => mapped(ids, id))));
+      for (const statement of createTable(stagingId, tableId, fieldsOf(verified, table.id, ids)))
+        await client.query(statement.sql);
+      await copyInto(
+        client,
+        destination,
+        verified,
+        rowsFileOf(table.id),
+        copyRowsIn(
+          stagingId,
+          tableId,
+          table.fieldIds.map((id) => mapped(ids, id)),
+        ),
+      );
       await copyInto(client, destination, verified, historyFileOf(table.id), copyHistoryIn(stagingId, tableId));
       if (ids.size > 0) {
-        const remap = remapHistoryFields(stagingId, tableId, table.fieldIds, table.fieldIds.map((id) => mapped(ids, id)));
+        const remap = remapHistoryFields(
+          stagingId,
+          tableId,
+          table.fieldIds,
+          table.fieldIds.map((id) => mapped(ids, id)),
+        );
         await client.query(remap.sql, remap.params as unknown[]);
       }
     }
     for (const sequence of verified.catalog.sequences) {
-      const statement = setSequenceState(stagingId, mapped(ids, sequence.fieldId), sequence.lastValue, sequence.isCalled);
+      const statement = setSequenceState(
+        stagingId,
+        mapped(ids, sequence.fieldId),
+        sequence.lastValue,
+        sequence.isCalled,
+      );
       await client.query(statement.sql, statement.params as unknown[]);
     }
     // In the order the backup listed them: unique indexes before the foreign keys that reference them.
@@ -68,7 +115,9 @@ export async function buildStaging(pool: pg.Pool, destination: BackupDestination
       if (constraint.kind !== 'exclusion' && constraint.kind !== 'foreignKey') await client.query(ddl);
       else {
         const table = `${schemaOf(stagingId)}.${rewriteIdentifiers(`"${constraint.tableName}"`, ddlIds)}`;
-        await client.query(`ALTER TABLE ${table} ADD CONSTRAINT ${rewriteIdentifiers(`"${constraint.name}"`, ddlIds)} ${ddl}`);
+        await client.query(
+          `ALTER TABLE ${table} ADD CONSTRAINT ${rewriteIdentifiers(`"${constraint.name}"`, ddlIds)} ${ddl}`,
+        );
       }
     }
     await client.query('COMMIT');

@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import {
-  CATALOG_PARTS, deleteCatalogParts, dropSchemaIfExists, insertCatalogPart, lockTables, renameSchema,
+  CATALOG_PARTS,
+  deleteCatalogParts,
+  dropSchemaIfExists,
+  insertCatalogPart,
+  lockTables,
+  renameSchema,
 } from '../../../data/backup.ts';
 import { rowsTableOf } from '../../../data/identifiers.ts';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
@@ -46,28 +51,47 @@ async function insertCatalog(sql: SqlExecutor, verified: VerifiedBackup, ids: Id
   }
 }
 
-async function swapReplace(sql: SqlExecutor, run: JobRun<RestorePayload, Journal>, verified: VerifiedBackup, journal: Journal): Promise<string> {
+async function swapReplace(
+  sql: SqlExecutor,
+  run: JobRun<RestorePayload, Journal>,
+  verified: VerifiedBackup,
+  journal: Journal,
+): Promise<string> {
   const databaseId = run.job.databaseId!;
   const [database] = await sql.query<{ version: string }>(
-    'SELECT version::text AS version FROM public.databases WHERE id = $1::bpchar AND org_id = $2::bpchar FOR UPDATE', [databaseId, run.job.orgId]);
+    'SELECT version::text AS version FROM public.databases WHERE id = $1::bpchar AND org_id = $2::bpchar FOR UPDATE',
+    [databaseId, run.job.orgId],
+  );
   if (!database) throw new DomainError('RESOURCE_NOT_FOUND', 'The database no longer exists.');
   if (run.payload.expectedVersion !== database.version) {
-    throw new DomainError('ROW_VERSION_CONFLICT', `The database is at version ${database.version}, not ${run.payload.expectedVersion}; nothing was restored.`, {
-      details: { currentVersion: database.version },
-    });
+    throw new DomainError(
+      'ROW_VERSION_CONFLICT',
+      `The database is at version ${database.version}, not ${run.payload.expectedVersion}; nothing was restored.`,
+      {
+        details: { currentVersion: database.version },
+      },
+    );
   }
-  const current = await sql.query<{ id: string }>('SELECT id FROM public.data_tables WHERE database_id = $1::bpchar', [databaseId]);
+  const current = await sql.query<{ id: string }>('SELECT id FROM public.data_tables WHERE database_id = $1::bpchar', [
+    databaseId,
+  ]);
   // A table whose physical table is gone (purged from the trash) has nothing to lock.
   const present = await sql.query<{ id: string }>(
     'SELECT u.id FROM unnest($1::text[], $2::text[]) AS u(id, name) WHERE to_regclass(u.name) IS NOT NULL',
-    [current.map((row) => row.id.trim()), current.map((row) => rowsTableOf(databaseId, row.id.trim()))]);
-  const lock = lockTables(databaseId, present.map((row) => row.id));
+    [current.map((row) => row.id.trim()), current.map((row) => rowsTableOf(databaseId, row.id.trim()))],
+  );
+  const lock = lockTables(
+    databaseId,
+    present.map((row) => row.id),
+  );
   if (lock) await sql.query(lock.sql);
   await sql.query(renameSchema(databaseId, journal.retiredId).sql);
   await sql.query(renameSchema(journal.stagingId, databaseId).sql);
   const live = await sql.query<{ versions: string }>(
     `SELECT coalesce(jsonb_object_agg(id, jsonb_build_array(schema_version, index_version)), '{}')::text AS versions
-       FROM public.data_tables WHERE database_id = $1::bpchar`, [databaseId]);
+       FROM public.data_tables WHERE database_id = $1::bpchar`,
+    [databaseId],
+  );
   for (const statement of deleteCatalogParts(databaseId)) await sql.query(statement.sql, statement.params);
   await insertCatalog(sql, verified, identityMap());
   // A restored table's schema (and index) version moves past both the snapshot's and the live one. Reissuing a
@@ -83,17 +107,28 @@ async function swapReplace(sql: SqlExecutor, run: JobRun<RestorePayload, Journal
         WHERE d.database_id = $1::bpchar AND snapshot.id = d.id
         RETURNING d.id, d.schema_version, snapshot.schema_version AS snapshot_version)
      UPDATE public.saved_views v SET schema_version = b.schema_version
-       FROM bumped b WHERE v.table_id = b.id AND v.schema_version = b.snapshot_version`, [databaseId, live[0]!.versions]);
-  await sql.query('UPDATE public.databases SET version = version + 1, updated_at = now() WHERE id = $1::bpchar', [databaseId]);
+       FROM bumped b WHERE v.table_id = b.id AND v.schema_version = b.snapshot_version`,
+    [databaseId, live[0]!.versions],
+  );
+  await sql.query('UPDATE public.databases SET version = version + 1, updated_at = now() WHERE id = $1::bpchar', [
+    databaseId,
+  ]);
   return databaseId;
 }
 
-async function swapNewDatabase(sql: SqlExecutor, run: JobRun<RestorePayload, Journal>, verified: VerifiedBackup, journal: Journal, ids: IdMap): Promise<string> {
+async function swapNewDatabase(
+  sql: SqlExecutor,
+  run: JobRun<RestorePayload, Journal>,
+  verified: VerifiedBackup,
+  journal: Journal,
+  ids: IdMap,
+): Promise<string> {
   const newDatabaseId = journal.newDatabaseId!;
   const name = restoreName(verified, run.payload);
   const inserted = await sql.query<{ id: string }>(
     `INSERT INTO public.databases (id, org_id, name, updated_at) VALUES ($1::bpchar, $2::bpchar, $3, now()) ON CONFLICT DO NOTHING RETURNING id`,
-    [newDatabaseId, run.job.orgId, name]);
+    [newDatabaseId, run.job.orgId, name],
+  );
   if (inserted.length === 0) {
     throw new DomainError('UNIQUE_CONFLICT', `A database named "${name}" already exists; restore with another name.`, {
       details: { resource: 'database', fields: ['name'], name },
@@ -113,7 +148,12 @@ export const restoreDatabaseBackup: JobHandler<RestorePayload, Journal> = {
     const destination = destinationOf(run.config);
     if (run.journal.phase === undefined) {
       await run.step(async () => ({
-        journal: { phase: 'started', stagingId: newId(), retiredId: newId(), newDatabaseId: run.payload.target === 'new-database' ? newId() : null },
+        journal: {
+          phase: 'started',
+          stagingId: newId(),
+          retiredId: newId(),
+          newDatabaseId: run.payload.target === 'new-database' ? newId() : null,
+        },
         progress: { done: 0, total: null },
       }));
     }
@@ -124,14 +164,24 @@ export const restoreDatabaseBackup: JobHandler<RestorePayload, Journal> = {
       await buildStaging(run.pool, destination, verified, journal.stagingId, ids, () => run.throwIfCancelled());
       const rows = verified.manifest.tables.reduce((sum, table) => sum + table.rows, 0);
       await run.step(async (sql) => {
-        const databaseId = run.payload.target === 'replace'
-          ? await swapReplace(sql, run, verified, journal)
-          : await swapNewDatabase(sql, run, verified, journal, ids);
+        const databaseId =
+          run.payload.target === 'replace'
+            ? await swapReplace(sql, run, verified, journal)
+            : await swapNewDatabase(sql, run, verified, journal, ids);
         const result = {
-          backupId: run.payload.backupId, target: run.payload.target, databaseId, tables: verified.manifest.tables.length, rows,
+          backupId: run.payload.backupId,
+          target: run.payload.target,
+          databaseId,
+          tables: verified.manifest.tables.length,
+          rows,
           tableIds: verified.manifest.tables.map((table) => ({ from: table.id, to: mapped(ids, table.id) })),
         };
-        const outcome: JobOutcome = { state: 'succeeded', result, summary: `Restore of ${verified.catalog.database.name}`, affectedRows: rows };
+        const outcome: JobOutcome = {
+          state: 'succeeded',
+          result,
+          summary: `Restore of ${verified.catalog.database.name}`,
+          affectedRows: rows,
+        };
         return { journal: { ...journal, phase: 'swapped', outcome }, progress: { done: rows, total: rows } };
       });
     }
@@ -141,6 +191,7 @@ export const restoreDatabaseBackup: JobHandler<RestorePayload, Journal> = {
   },
   async discard(run) {
     const journal = run.journal as Partial<Journal>;
-    if (journal.phase === 'started' && journal.stagingId) await pgExecutor(run.pool).query(dropSchemaIfExists(journal.stagingId).sql);
+    if (journal.phase === 'started' && journal.stagingId)
+      await pgExecutor(run.pool).query(dropSchemaIfExists(journal.stagingId).sql);
   },
 };

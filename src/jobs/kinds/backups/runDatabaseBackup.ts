@@ -20,43 +20,94 @@ export const RunBackupPayload = z.strictObject({
 });
 type RunBackupPayload = z.infer<typeof RunBackupPayload>;
 
-type Journal =
-  | { phase: 'recorded'; outcome: JobOutcome; pruned: { id: string; location: string }[] };
+type Journal = { phase: 'recorded'; outcome: JobOutcome; pruned: { id: string; location: string }[] };
 
-async function record(sql: SqlExecutor, run: JobRun<RunBackupPayload, Journal>, written: WrittenBackup, destination: string): Promise<Journal> {
+async function record(
+  sql: SqlExecutor,
+  run: JobRun<RunBackupPayload, Journal>,
+  written: WrittenBackup,
+  destination: string,
+): Promise<Journal> {
   const { job } = run;
   const databaseId = job.databaseId!;
   const location = locationOf(job.orgId, databaseId, job.id);
   const insert = insertBackup({
-    id: job.id, orgId: job.orgId, databaseId, formatVersion: FORMAT_VERSION, destination, location, sizeBytes: written.sizeBytes,
-    sha256: written.manifestSha256, tables: written.manifest.tables.length, rows: written.rows, scheduledFor: run.payload.scheduledFor ?? null,
-    createdAt: written.manifest.snapshotAt, ttlDaysFallback: run.config.BACKUP_TTL_DAYS,
+    id: job.id,
+    orgId: job.orgId,
+    databaseId,
+    formatVersion: FORMAT_VERSION,
+    destination,
+    location,
+    sizeBytes: written.sizeBytes,
+    sha256: written.manifestSha256,
+    tables: written.manifest.tables.length,
+    rows: written.rows,
+    scheduledFor: run.payload.scheduledFor ?? null,
+    createdAt: written.manifest.snapshotAt,
+    ttlDaysFallback: run.config.BACKUP_TTL_DAYS,
   });
   await sql.query(insert.sql, insert.params);
-  const event = (name: string, summary: string, affectedRows?: number) => insertBackupEvent({
-    id: newId(), orgId: job.orgId, category: 'backups', event: name, summary, databaseId, jobId: job.id, affectedRows: affectedRows ?? null, actor: job.actor,
-  });
+  const event = (name: string, summary: string, affectedRows?: number) =>
+    insertBackupEvent({
+      id: newId(),
+      orgId: job.orgId,
+      category: 'backups',
+      event: name,
+      summary,
+      databaseId,
+      jobId: job.id,
+      affectedRows: affectedRows ?? null,
+      actor: job.actor,
+    });
   const scheduledFor = run.payload.scheduledFor ?? written.manifest.snapshotAt;
-  const success = recordSuccess(databaseId, scheduledFor > written.manifest.snapshotAt ? scheduledFor : written.manifest.snapshotAt);
+  const success = recordSuccess(
+    databaseId,
+    scheduledFor > written.manifest.snapshotAt ? scheduledFor : written.manifest.snapshotAt,
+  );
   const [alerts] = await sql.query<{ was_failed: boolean; was_overdue: boolean }>(success.sql, success.params);
   for (const statement of [
-    ...(alerts?.was_failed ? [event('backup.failed.resolved', `Backups of ${written.manifest.databaseName} succeed again`)] : []),
-    ...(alerts?.was_overdue ? [event('backup.overdue.resolved', `Backups of ${written.manifest.databaseName} are up to date again`)] : []),
-  ]) await sql.query(statement.sql, statement.params);
-  const prune = pruneBackups(databaseId, { maxCount: run.config.BACKUP_RETAIN_MAX_COUNT, maxBytes: run.config.BACKUP_RETAIN_MAX_BYTES });
-  const pruned = (await sql.query<{ id: string; location: string; created_at: Date }>(prune.sql, prune.params))
-    .map((row) => ({ id: row.id.trim(), location: row.location, createdAt: row.created_at.toISOString() }));
+    ...(alerts?.was_failed
+      ? [event('backup.failed.resolved', `Backups of ${written.manifest.databaseName} succeed again`)]
+      : []),
+    ...(alerts?.was_overdue
+      ? [event('backup.overdue.resolved', `Backups of ${written.manifest.databaseName} are up to date again`)]
+      : []),
+  ])
+    await sql.query(statement.sql, statement.params);
+  const prune = pruneBackups(databaseId, {
+    maxCount: run.config.BACKUP_RETAIN_MAX_COUNT,
+    maxBytes: run.config.BACKUP_RETAIN_MAX_BYTES,
+  });
+  const pruned = (await sql.query<{ id: string; location: string; created_at: Date }>(prune.sql, prune.params)).map(
+    (row) => ({ id: row.id.trim(), location: row.location, createdAt: row.created_at.toISOString() }),
+  );
   if (pruned.length > 0) {
-    const removed = event('database.backup.prune', `Removed ${pruned.length} old backup(s) of ${written.manifest.databaseName}: ${pruned.map((backup) => backup.id).join(', ')}`, pruned.length);
+    const removed = event(
+      'database.backup.prune',
+      `Removed ${pruned.length} old backup(s) of ${written.manifest.databaseName}: ${pruned.map((backup) => backup.id).join(', ')}`,
+      pruned.length,
+    );
     await sql.query(removed.sql, removed.params);
   }
   const result = {
-    backupId: job.id, databaseId, createdAt: written.manifest.snapshotAt, sizeBytes: written.sizeBytes, sha256: written.manifestSha256,
-    tables: written.manifest.tables.length, rows: written.rows, pruned: pruned.map(({ id, createdAt }) => ({ id, createdAt })),
+    backupId: job.id,
+    databaseId,
+    createdAt: written.manifest.snapshotAt,
+    sizeBytes: written.sizeBytes,
+    sha256: written.manifestSha256,
+    tables: written.manifest.tables.length,
+    rows: written.rows,
+    pruned: pruned.map(({ id, createdAt }) => ({ id, createdAt })),
   };
   return {
-    phase: 'recorded', pruned: pruned.map(({ id, location: where }) => ({ id, location: where })),
-    outcome: { state: 'succeeded', result, summary: `Backup of ${written.manifest.databaseName}`, affectedRows: written.rows },
+    phase: 'recorded',
+    pruned: pruned.map(({ id, location: where }) => ({ id, location: where })),
+    outcome: {
+      state: 'succeeded',
+      result,
+      summary: `Backup of ${written.manifest.databaseName}`,
+      affectedRows: written.rows,
+    },
   };
 }
 
@@ -70,8 +121,12 @@ export const runDatabaseBackup: JobHandler<RunBackupPayload, Journal> = {
     const location = locationOf(run.job.orgId, run.job.databaseId!, run.job.id);
     if (run.journal.phase !== 'recorded') {
       await destination.removePrefix(location);
-      const written = await writeBackup(run.pool, destination, { backupId: run.job.id, orgId: run.job.orgId, databaseId: run.job.databaseId!, prefix: location },
-        () => run.throwIfCancelled());
+      const written = await writeBackup(
+        run.pool,
+        destination,
+        { backupId: run.job.id, orgId: run.job.orgId, databaseId: run.job.databaseId!, prefix: location },
+        () => run.throwIfCancelled(),
+      );
       await run.step(async (sql) => {
         const journal = await record(sql, run, written, destination.kind);
         return { journal, progress: { done: written.rows, total: written.rows } };
@@ -83,6 +138,7 @@ export const runDatabaseBackup: JobHandler<RunBackupPayload, Journal> = {
     return journal.outcome;
   },
   async discard(run) {
-    if (run.journal.phase !== 'recorded') await destinationOf(run.config).removePrefix(locationOf(run.job.orgId, run.job.databaseId!, run.job.id));
+    if (run.journal.phase !== 'recorded')
+      await destinationOf(run.config).removePrefix(locationOf(run.job.orgId, run.job.databaseId!, run.job.id));
   },
 };

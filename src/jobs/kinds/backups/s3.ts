@@ -15,7 +15,11 @@ export function s3Destination(config: Config): BackupDestination {
     region: config.BACKUP_S3_REGION,
     // The SDK waits forever by default: an endpoint that accepts and never answers held both worker slots for
     // minutes (issue 26 §8). A request that has not connected, or not been answered, in time fails instead.
-    requestHandler: { connectionTimeout: config.BACKUP_S3_TIMEOUT_MS, requestTimeout: config.BACKUP_S3_TIMEOUT_MS, throwOnRequestTimeout: true },
+    requestHandler: {
+      connectionTimeout: config.BACKUP_S3_TIMEOUT_MS,
+      requestTimeout: config.BACKUP_S3_TIMEOUT_MS,
+      throwOnRequestTimeout: true,
+    },
     ...(config.BACKUP_S3_ENDPOINT ? { endpoint: config.BACKUP_S3_ENDPOINT, forcePathStyle: true } : {}),
   });
   const bucket = config.BACKUP_S3_BUCKET!;
@@ -36,8 +40,10 @@ export function s3Destination(config: Config): BackupDestination {
       }
     },
     async removePrefix(path) {
-      for (let token: string | undefined; ;) {
-        const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${keyOf(path)}/`, ContinuationToken: token }));
+      for (let token: string | undefined; ; ) {
+        const page = await client.send(
+          new ListObjectsV2Command({ Bucket: bucket, Prefix: `${keyOf(path)}/`, ContinuationToken: token }),
+        );
         const keys = (page.Contents ?? []).map((object) => ({ Key: object.Key! }));
         if (keys.length > 0) await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
         if (!page.IsTruncated) return;

@@ -27,9 +27,14 @@ export const saveBackupSchedule: JobHandler<SaveSchedulePayload, { nextRunAt: st
             SET cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, next_run_at = EXCLUDED.next_run_at, overdue_since = NULL,
                 actor_id = EXCLUDED.actor_id, actor_kind = EXCLUDED.actor_kind, actor_key = EXCLUDED.actor_key, actor_name = EXCLUDED.actor_name,
                 version = backup_settings.version + 1, updated_at = now()`,
-        [run.job.databaseId, run.job.orgId, cron, timezone, first!, actor.id, actor.kind, actor.key, actor.name]);
+        [run.job.databaseId, run.job.orgId, cron, timezone, first!, actor.id, actor.kind, actor.key, actor.name],
+      );
       return { journal: { nextRunAt: first!.toISOString() }, progress: { done: 1, total: 1 } };
     });
-    return { state: 'succeeded', result: { cron, timezone, nextRunAt: run.journal.nextRunAt ?? null }, summary: `Backup schedule "${cron}" (${timezone})` };
+    return {
+      state: 'succeeded',
+      result: { cron, timezone, nextRunAt: run.journal.nextRunAt ?? null },
+      summary: `Backup schedule "${cron}" (${timezone})`,
+    };
   },
 };

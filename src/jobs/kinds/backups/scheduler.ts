@@ -55,7 +55,12 @@ function latestDue(cron: string, timezone: string, nextRunAt: Date, now: Date): 
   return due;
 }
 
-const actorOf = (row: ScheduleRow) => ({ id: row.actor_id.trim(), kind: row.actor_kind, key: row.actor_key, name: row.actor_name });
+const actorOf = (row: ScheduleRow) => ({
+  id: row.actor_id.trim(),
+  kind: row.actor_kind,
+  key: row.actor_key,
+  name: row.actor_name,
+});
 
 /**
  * A scheduled run counts against the org's queue cap like any other job (issue 26 §7): with JOB_QUEUE_LIMIT_PER_ORG
@@ -73,19 +78,43 @@ async function enqueueDue(sql: SqlExecutor, row: ScheduleRow, now: Date, queueLi
   const orgId = row.org_id.trim();
   const due = latestDue(row.cron, row.timezone, row.next_run_at, now);
   const [following] = nextRuns(row.cron, row.timezone, now, 1);
-  await sql.query('UPDATE public.backup_settings SET next_run_at = $2, updated_at = now() WHERE database_id = $1::bpchar', [databaseId, following!]);
+  await sql.query(
+    'UPDATE public.backup_settings SET next_run_at = $2, updated_at = now() WHERE database_id = $1::bpchar',
+    [databaseId, following!],
+  );
   if (await queueIsFull(sql, orgId, queueLimit)) return false;
   const jobId = newId();
   const claimed = await sql.query(
     'INSERT INTO public.backup_runs (database_id, scheduled_for, job_id) VALUES ($1::bpchar, $2, $3::bpchar) ON CONFLICT DO NOTHING RETURNING job_id',
-    [databaseId, due, jobId]);
+    [databaseId, due, jobId],
+  );
   if (claimed.length === 0) return false;
   const actor = actorOf(row);
   const scheduledFor = due.toISOString();
-  const job = insertJob({ id: jobId, orgId, kind: 'runDatabaseBackup', databaseId, tableId: null, payload: { scheduledFor }, serialKey: null, maxAttempts: 5, actor, runAt: null });
+  const job = insertJob({
+    id: jobId,
+    orgId,
+    kind: 'runDatabaseBackup',
+    databaseId,
+    tableId: null,
+    payload: { scheduledFor },
+    serialKey: null,
+    maxAttempts: 5,
+    actor,
+    runAt: null,
+  });
   const event = insertJobEvent({
-    id: newId(), orgId, category: 'backups', event: 'job.runDatabaseBackup.queued', summary: `Queued the scheduled backup of ${row.name} for ${scheduledFor}`,
-    jobId, databaseId, tableId: null, affectedRows: null, fileName: null, actor,
+    id: newId(),
+    orgId,
+    category: 'backups',
+    event: 'job.runDatabaseBackup.queued',
+    summary: `Queued the scheduled backup of ${row.name} for ${scheduledFor}`,
+    jobId,
+    databaseId,
+    tableId: null,
+    affectedRows: null,
+    fileName: null,
+    actor,
   });
   for (const statement of [job, event, notifyWorkers()]) await sql.query(statement.sql, statement.params);
   return true;
@@ -100,7 +129,9 @@ export async function enqueueDueBackups(pool: pg.Pool, now: Date, queueLimit: nu
   let enqueued = 0;
   for (;;) {
     const done = await inPgTransaction(pool, [], async (sql) => {
-      const [row] = await sql.query<ScheduleRow>(`${DUE} ORDER BY s.next_run_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED`, [now]);
+      const [row] = await sql.query<ScheduleRow>(`${DUE} ORDER BY s.next_run_at LIMIT 1 FOR UPDATE OF s SKIP LOCKED`, [
+        now,
+      ]);
       if (!row) return { value: true };
       if (await enqueueDue(sql, row, now, queueLimit)) enqueued += 1;
       return { value: false };
@@ -121,13 +152,24 @@ async function detectOverdue(sql: SqlExecutor, now: Date, graceMs: number): Prom
             coalesce(s.last_success_at, s.created_at) AS reference
        FROM public.backup_settings s JOIN public.databases d ON d.id = s.database_id AND d.state = 'active'
       WHERE s.cron IS NOT NULL AND s.overdue_since IS NULL
-      FOR UPDATE OF s SKIP LOCKED`);
+      FOR UPDATE OF s SKIP LOCKED`,
+  );
   for (const row of rows) {
-    if (now.getTime() - row.reference.getTime() <= intervalOf(row.cron, row.timezone, row.reference) + graceMs) continue;
+    if (now.getTime() - row.reference.getTime() <= intervalOf(row.cron, row.timezone, row.reference) + graceMs)
+      continue;
     const databaseId = row.database_id.trim();
-    await sql.query('UPDATE public.backup_settings SET overdue_since = $2, updated_at = now() WHERE database_id = $1::bpchar', [databaseId, now]);
+    await sql.query(
+      'UPDATE public.backup_settings SET overdue_since = $2, updated_at = now() WHERE database_id = $1::bpchar',
+      [databaseId, now],
+    );
     const event = insertBackupEvent({
-      id: newId(), orgId: row.org_id.trim(), category: 'backups', event: 'backup.overdue.detected', databaseId, jobId: null, actor: actorOf(row),
+      id: newId(),
+      orgId: row.org_id.trim(),
+      category: 'backups',
+      event: 'backup.overdue.detected',
+      databaseId,
+      jobId: null,
+      actor: actorOf(row),
       summary: `No backup of ${row.name} since ${row.reference.toISOString()}`,
     });
     await sql.query(event.sql, event.params);
@@ -145,12 +187,22 @@ async function detectFailures(sql: SqlExecutor): Promise<void> {
         -- A success is recorded (its backup row) a moment before its job is marked succeeded: a failure older
         -- than the newest backup is already resolved, not new.
         AND last.finished_at > coalesce((SELECT max(b.created_at) FROM public.backups b WHERE b.database_id = s.database_id), '-infinity')
-      FOR UPDATE OF s SKIP LOCKED`);
+      FOR UPDATE OF s SKIP LOCKED`,
+  );
   for (const row of rows) {
     const databaseId = row.database_id.trim();
-    await sql.query('UPDATE public.backup_settings SET failed_job_id = $2::bpchar, updated_at = now() WHERE database_id = $1::bpchar', [databaseId, row.job_id]);
+    await sql.query(
+      'UPDATE public.backup_settings SET failed_job_id = $2::bpchar, updated_at = now() WHERE database_id = $1::bpchar',
+      [databaseId, row.job_id],
+    );
     const event = insertBackupEvent({
-      id: newId(), orgId: row.org_id.trim(), category: 'backups', event: 'backup.failed.detected', databaseId, jobId: row.job_id.trim(), actor: actorOf(row),
+      id: newId(),
+      orgId: row.org_id.trim(),
+      category: 'backups',
+      event: 'backup.failed.detected',
+      databaseId,
+      jobId: row.job_id.trim(),
+      actor: actorOf(row),
       summary: `The backup of ${row.name} failed`,
     });
     await sql.query(event.sql, event.params);

@@ -5,13 +5,26 @@ import { createGzip } from 'node:zlib';
 import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import {
-  CATALOG_PARTS, copyHistoryOut, copyRowsOut, EXACT_TEXT_SETTINGS, selectCatalogPart, selectConstraintDefinitions, selectSequenceState,
+  CATALOG_PARTS,
+  copyHistoryOut,
+  copyRowsOut,
+  EXACT_TEXT_SETTINGS,
+  selectCatalogPart,
+  selectConstraintDefinitions,
+  selectSequenceState,
 } from '../../../data/backup.ts';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
 import type { BackupDestination } from './destination.ts';
 import {
-  CATALOG_FILE, FORMAT, FORMAT_VERSION, historyFileOf, MANIFEST, rowsFileOf,
-  type CatalogSnapshot, type ConstraintDefinition, type Manifest,
+  CATALOG_FILE,
+  FORMAT,
+  FORMAT_VERSION,
+  historyFileOf,
+  MANIFEST,
+  rowsFileOf,
+  type CatalogSnapshot,
+  type ConstraintDefinition,
+  type Manifest,
 } from './archive-format.ts';
 
 /**
@@ -23,7 +36,12 @@ import {
 /** gzip level 1: a backup is bound by the CPU of compression, and the lowest level keeps it ahead of pg_dump -Fc (bench/backups.bench.ts). */
 const GZIP_LEVEL = 1;
 
-interface Written { path: string; bytes: number; sha256: string; lines: number }
+interface Written {
+  path: string;
+  bytes: number;
+  sha256: string;
+  lines: number;
+}
 
 /** Counts bytes, newlines (COPY text: one row per line) and the sha256 of what passes through. */
 function measure(): { stream: Transform; result: () => { bytes: number; sha256: string } } {
@@ -50,7 +68,12 @@ function countLines(): { stream: Transform; lines: () => number } {
   return { stream, lines: () => lines };
 }
 
-async function writeObject(destination: BackupDestination, prefix: string, path: string, source: Readable): Promise<Written> {
+async function writeObject(
+  destination: BackupDestination,
+  prefix: string,
+  path: string,
+  source: Readable,
+): Promise<Written> {
   const lines = countLines();
   const measured = measure();
   const out = new PassThrough();
@@ -63,7 +86,9 @@ async function writeObject(destination: BackupDestination, prefix: string, path:
 
 async function readCatalog(sql: SqlExecutor, databaseId: string): Promise<CatalogSnapshot> {
   const [database] = await sql.query<{ id: string; name: string; version: string }>(
-    'SELECT id, name, version::text AS version FROM public.databases WHERE id = $1::bpchar', [databaseId]);
+    'SELECT id, name, version::text AS version FROM public.databases WHERE id = $1::bpchar',
+    [databaseId],
+  );
   if (!database) throw new Error(`The database ${databaseId} does not exist`);
   const parts: CatalogSnapshot['parts'] = {};
   for (const part of CATALOG_PARTS) {
@@ -72,19 +97,35 @@ async function readCatalog(sql: SqlExecutor, databaseId: string): Promise<Catalo
     parts[part] = row!.rows;
   }
   const definitions = selectConstraintDefinitions(databaseId);
-  const constraints = (await sql.query<{ kind: ConstraintDefinition['kind']; table_name: string; name: string; definition: string }>(
-    definitions.sql, definitions.params)).map((row) => ({ kind: row.kind, tableName: row.table_name, name: row.name, definition: row.definition }));
+  const constraints = (
+    await sql.query<{ kind: ConstraintDefinition['kind']; table_name: string; name: string; definition: string }>(
+      definitions.sql,
+      definitions.params,
+    )
+  ).map((row) => ({ kind: row.kind, tableName: row.table_name, name: row.name, definition: row.definition }));
   const sequences: CatalogSnapshot['sequences'] = [];
   for (const field of parts.fields!.filter((entry) => entry.type === 'autoNumber')) {
-    const [state] = await sql.query<{ last_value: string; is_called: boolean }>(selectSequenceState(databaseId, String(field.id)).sql);
-    sequences.push({ tableId: String(field.table_id), fieldId: String(field.id), lastValue: state!.last_value, isCalled: state!.is_called });
+    const [state] = await sql.query<{ last_value: string; is_called: boolean }>(
+      selectSequenceState(databaseId, String(field.id)).sql,
+    );
+    sequences.push({
+      tableId: String(field.table_id),
+      fieldId: String(field.id),
+      lastValue: state!.last_value,
+      isCalled: state!.is_called,
+    });
   }
-  return { database: { id: database.id.trim(), name: database.name, version: database.version }, parts, constraints, sequences };
+  return {
+    database: { id: database.id.trim(), name: database.name, version: database.version },
+    parts,
+    constraints,
+    sequences,
+  };
 }
 
 export function fieldIdsOf(snapshot: CatalogSnapshot, tableId: string): string[] {
-  return snapshot.parts.fields!
-    .filter((field) => field.table_id === tableId)
+  return snapshot.parts
+    .fields!.filter((field) => field.table_id === tableId)
     .sort((a, b) => Number(a.position) - Number(b.position))
     .map((field) => String(field.id));
 }
@@ -104,28 +145,57 @@ export interface WrittenBackup {
 }
 
 /** Writes the whole backup; `beforeTable` runs between tables (a cancel check). */
-export async function writeBackup(pool: pg.Pool, destination: BackupDestination, target: BackupTarget, beforeTable: () => void): Promise<WrittenBackup> {
+export async function writeBackup(
+  pool: pg.Pool,
+  destination: BackupDestination,
+  target: BackupTarget,
+  beforeTable: () => void,
+): Promise<WrittenBackup> {
   const client = await pool.connect();
   try {
     await client.query(['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', ...EXACT_TEXT_SETTINGS].join('; '));
     // The snapshot is taken at the first query of the transaction: this one.
-    const [{ snapshot_at: snapshotAt }] = (await client.query<{ snapshot_at: Date }>('SELECT now() AS snapshot_at')).rows as [{ snapshot_at: Date }];
+    const [{ snapshot_at: snapshotAt }] = (await client.query<{ snapshot_at: Date }>('SELECT now() AS snapshot_at'))
+      .rows as [{ snapshot_at: Date }];
     const catalog = await readCatalog(pgExecutor(client), target.databaseId);
-    const files: Written[] = [await writeObject(destination, target.prefix, CATALOG_FILE, Readable.from([Buffer.from(JSON.stringify(catalog))]))];
+    const files: Written[] = [
+      await writeObject(
+        destination,
+        target.prefix,
+        CATALOG_FILE,
+        Readable.from([Buffer.from(JSON.stringify(catalog))]),
+      ),
+    ];
     const tables: Manifest['tables'] = [];
     for (const table of catalog.parts.data_tables!) {
       beforeTable();
       const tableId = String(table.id);
       const fieldIds = fieldIdsOf(catalog, tableId);
-      const rows = await writeObject(destination, target.prefix, rowsFileOf(tableId), client.query(copyTo(copyRowsOut(target.databaseId, tableId, fieldIds))));
-      const history = await writeObject(destination, target.prefix, historyFileOf(tableId), client.query(copyTo(copyHistoryOut(target.databaseId, tableId))));
+      const rows = await writeObject(
+        destination,
+        target.prefix,
+        rowsFileOf(tableId),
+        client.query(copyTo(copyRowsOut(target.databaseId, tableId, fieldIds))),
+      );
+      const history = await writeObject(
+        destination,
+        target.prefix,
+        historyFileOf(tableId),
+        client.query(copyTo(copyHistoryOut(target.databaseId, tableId))),
+      );
       files.push(rows, history);
       tables.push({ id: tableId, name: String(table.name), fieldIds, rows: rows.lines, historyEntries: history.lines });
     }
     await client.query('COMMIT');
     const manifest: Manifest = {
-      format: FORMAT, formatVersion: FORMAT_VERSION, backupId: target.backupId, orgId: target.orgId, databaseId: target.databaseId,
-      databaseName: catalog.database.name, snapshotAt: snapshotAt.toISOString(), tables,
+      format: FORMAT,
+      formatVersion: FORMAT_VERSION,
+      backupId: target.backupId,
+      orgId: target.orgId,
+      databaseId: target.databaseId,
+      databaseName: catalog.database.name,
+      snapshotAt: snapshotAt.toISOString(),
+      tables,
       files: files.map(({ path, bytes, sha256 }) => ({ path, bytes, sha256 })),
     };
     const manifestBytes = Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`);

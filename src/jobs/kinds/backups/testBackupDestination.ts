@@ -36,22 +36,33 @@ export const testBackupDestination: JobHandler<z.infer<typeof TestDestinationPay
       const stream = await destination.read(`${prefix}/probe`);
       const back = stream ? await readAll(stream) : null;
       if (!back || sha256(back) !== sha256(probe)) {
-        throw new DomainError('ARTIFACT_UNVERIFIED', 'The probe read back from the backup destination differs from what was written.', {
-          details: { destination: destination.kind, bytesWritten: probe.length, bytesRead: back?.length ?? null },
-        });
+        throw new DomainError(
+          'ARTIFACT_UNVERIFIED',
+          'The probe read back from the backup destination differs from what was written.',
+          {
+            details: { destination: destination.kind, bytesWritten: probe.length, bytesRead: back?.length ?? null },
+          },
+        );
       }
       await destination.removePrefix(prefix);
       if (await destination.read(`${prefix}/probe`)) {
-        throw new DomainError('DEPENDENCY_UNAVAILABLE', 'The backup destination kept the probe after it was deleted.', { details: { destination: destination.kind } });
+        throw new DomainError('DEPENDENCY_UNAVAILABLE', 'The backup destination kept the probe after it was deleted.', {
+          details: { destination: destination.kind },
+        });
       }
     } catch (error) {
       if (error instanceof DomainError) throw error;
-      throw new DomainError('DEPENDENCY_UNAVAILABLE', `The backup destination failed: ${(error as Error).message}`.slice(0, 500), {
-        details: { destination: destination.kind },
-      });
+      throw new DomainError(
+        'DEPENDENCY_UNAVAILABLE',
+        `The backup destination failed: ${(error as Error).message}`.slice(0, 500),
+        {
+          details: { destination: destination.kind },
+        },
+      );
     }
     return {
-      state: 'succeeded', summary: 'Backup destination test',
+      state: 'succeeded',
+      summary: 'Backup destination test',
       result: { destination: destination.kind, probeBytes: probe.length, wrote: true, readBack: true, deleted: true },
     };
   },

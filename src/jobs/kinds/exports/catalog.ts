@@ -11,7 +11,13 @@ export interface ExportedTable {
   schemaVersion: number;
   fields: FieldDefinition[];
   uniqueRules: { id: string; fieldIds: string[]; where: unknown }[];
-  foreignKeys: { id: string; fieldIds: string[]; referencedTableId: string; referencedRuleId: string; referencedFieldIds: string[] }[];
+  foreignKeys: {
+    id: string;
+    fieldIds: string[];
+    referencedTableId: string;
+    referencedRuleId: string;
+    referencedFieldIds: string[];
+  }[];
 }
 
 const TABLES = `
@@ -28,10 +34,16 @@ const TABLES = `
     FROM public.data_tables t`;
 
 /** The active table, or null when it was deleted since the export was asked for. */
-export async function readTable(snapshot: Snapshot, orgId: string, databaseId: string, tableId: string): Promise<ExportedTable | null> {
+export async function readTable(
+  snapshot: Snapshot,
+  orgId: string,
+  databaseId: string,
+  tableId: string,
+): Promise<ExportedTable | null> {
   const [table] = await snapshot.query<ExportedTable>(
     `${TABLES} WHERE t.id = $1::bpchar AND t.database_id = $2::bpchar AND t.org_id = $3::bpchar AND t.state = 'active'`,
-    [tableId, databaseId, orgId]);
+    [tableId, databaseId, orgId],
+  );
   return table ?? null;
 }
 
@@ -54,17 +66,28 @@ export interface ExportedDatabase {
  * Every active table of the database, oldest first, and their saved views: the shared ones, and the personal
  * ones of `viewsOf` only (another user's personal view is theirs; the views API does not show it either).
  */
-export async function readDatabase(snapshot: Snapshot, orgId: string, databaseId: string, viewsOf: string | null): Promise<ExportedDatabase | null> {
+export async function readDatabase(
+  snapshot: Snapshot,
+  orgId: string,
+  databaseId: string,
+  viewsOf: string | null,
+): Promise<ExportedDatabase | null> {
   const [database] = await snapshot.query<{ name: string }>(
-    `SELECT name FROM public.databases WHERE id = $1::bpchar AND org_id = $2::bpchar AND state = 'active'`, [databaseId, orgId]);
+    `SELECT name FROM public.databases WHERE id = $1::bpchar AND org_id = $2::bpchar AND state = 'active'`,
+    [databaseId, orgId],
+  );
   if (!database) return null;
   const tables = await snapshot.query<ExportedTable>(
-    `${TABLES} WHERE t.database_id = $1::bpchar AND t.state = 'active' ORDER BY t.created_at, t.id`, [databaseId]);
+    `${TABLES} WHERE t.database_id = $1::bpchar AND t.state = 'active' ORDER BY t.created_at, t.id`,
+    [databaseId],
+  );
   const views = await snapshot.query<ExportedView>(
     `SELECT v.id, v.name, v.table_id AS "tableId", v.visibility AS kind, v.schema_version AS "schemaVersion", v.definition
        FROM public.saved_views v JOIN public.data_tables t ON t.id = v.table_id
       WHERE t.database_id = $1::bpchar AND t.state = 'active'
         AND (v.visibility = 'shared' OR (v.visibility = 'personal' AND v.owner_user_id = $2::bpchar))
-      ORDER BY t.created_at, t.id, v.created_at, v.id`, [databaseId, viewsOf]);
+      ORDER BY t.created_at, t.id, v.created_at, v.id`,
+    [databaseId, viewsOf],
+  );
   return { name: database.name, tables, views };
 }

@@ -33,13 +33,25 @@ export type ExportDatabasePayload = z.infer<typeof ExportDatabasePayload>;
 export const ARCHIVE_FORMAT_VERSION = 1;
 
 function planOf(payload: ExportDatabasePayload, table: ExportedTable): CopyPlan {
-  const query = { databaseId: payload.databaseId, tableId: table.id, fields: table.fields, columns: table.fields, where: null, keys: [] };
+  const query = {
+    databaseId: payload.databaseId,
+    tableId: table.id,
+    fields: table.fields,
+    columns: table.fields,
+    where: null,
+    keys: [],
+  };
   return payload.format === 'csv' ? csvCopy(query, payload.escapeFormulas) : jsonlCopy(query, false);
 }
 
 const fileOf = (payload: ExportDatabasePayload, table: ExportedTable) => `tables/${table.id}.${payload.format}`;
 
-function schemaDocument(payload: ExportDatabasePayload, database: ExportedDatabase, counts: number[], snapshotAt: string) {
+function schemaDocument(
+  payload: ExportDatabasePayload,
+  database: ExportedDatabase,
+  counts: number[],
+  snapshotAt: string,
+) {
   return {
     formatVersion: ARCHIVE_FORMAT_VERSION,
     snapshotAt,
@@ -61,20 +73,30 @@ function schemaDocument(payload: ExportDatabasePayload, database: ExportedDataba
   };
 }
 
-async function writeDatabase(payload: ExportDatabasePayload, snapshot: Snapshot, sink: ChunkSink, progress: ExportProgress) {
+async function writeDatabase(
+  payload: ExportDatabasePayload,
+  snapshot: Snapshot,
+  sink: ChunkSink,
+  progress: ExportProgress,
+) {
   const database = await readDatabase(snapshot, payload.orgId, payload.databaseId, payload.viewsOf ?? null);
   if (!database) throw new DomainError('RESOURCE_NOT_FOUND', 'The database was deleted before the export ran.');
   const plans = database.tables.map((table) => planOf(payload, table));
   const counts: number[] = [];
   for (const plan of plans) counts.push(await snapshot.prepare(plan));
   progress.total = counts.reduce((sum, count) => sum + count, 0);
-  const [{ at }] = await snapshot.query<{ at: string }>(`SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at`) as [{ at: string }];
+  const [{ at }] = (await snapshot.query<{ at: string }>(
+    `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at`,
+  )) as [{ at: string }];
   const zip = new ZipFile();
   const written = pipeline(zip.outputStream, sink);
   // A failed sink (a cancel) must also stop the table being read, which would otherwise wait on backpressure.
   const stop = new AbortController();
   written.catch(() => stop.abort());
-  zip.addBuffer(Buffer.from(`${JSON.stringify(schemaDocument(payload, database, counts, at), null, 2)}\n`, 'utf8'), 'schema.json');
+  zip.addBuffer(
+    Buffer.from(`${JSON.stringify(schemaDocument(payload, database, counts, at), null, 2)}\n`, 'utf8'),
+    'schema.json',
+  );
   const entries = database.tables.map((table) => {
     const entry = new PassThrough();
     zip.addReadStream(entry, fileOf(payload, table));
@@ -84,13 +106,17 @@ async function writeDatabase(payload: ExportDatabasePayload, snapshot: Snapshot,
   try {
     // One COPY at a time on the snapshot's connection; the archive reads the entries in the same order.
     for (const [index, table] of database.tables.entries()) {
-      const format = payload.format === 'csv' ? csvStream(table.fields, progress, payload.escapeFormulas) : jsonlStream(progress);
+      const format =
+        payload.format === 'csv' ? csvStream(table.fields, progress, payload.escapeFormulas) : jsonlStream(progress);
       await pipeline(snapshot.copy(plans[index]!), format, entries[index]!, { signal: stop.signal });
     }
   } catch (error) {
     // The sink's own failure (a cancel) is the cause when it aborted the read; otherwise the read failed.
     if (!stop.signal.aborted) (zip.outputStream as unknown as Readable).destroy(error as Error);
-    const sinkError: unknown = await written.then(() => null, (failure: unknown) => failure);
+    const sinkError: unknown = await written.then(
+      () => null,
+      (failure: unknown) => failure,
+    );
     throw stop.signal.aborted && sinkError ? sinkError : error;
   }
   await written;
@@ -103,7 +129,12 @@ export const exportDatabase: JobHandler<ExportDatabasePayload, ExportJournal> = 
   successEvent: () => succeededEvent('exportDatabase'),
   describe: (payload) => `Export of ${payload.fileName}`,
   fileName: (payload) => payload.fileName,
-  run: (run) => runExport(run as never, { name: run.payload.fileName, contentType: 'application/zip' },
-    `Export of ${run.payload.fileName}`, (snapshot, sink, progress) => writeDatabase(run.payload, snapshot, sink, progress)),
+  run: (run) =>
+    runExport(
+      run as never,
+      { name: run.payload.fileName, contentType: 'application/zip' },
+      `Export of ${run.payload.fileName}`,
+      (snapshot, sink, progress) => writeDatabase(run.payload, snapshot, sink, progress),
+    ),
   discard: (run) => discardExport(run as never),
 };

@@ -34,7 +34,9 @@ export const ExportRowsPayload = z.object({
   /** CSV: prefix text cells that a spreadsheet would run as formulas (absent in jobs queued before the option). */
   escapeFormulas: z.boolean().default(true),
   /** What the export reads, as it was asked for (readsOf); absent in jobs queued before it: any schema change fails them. */
-  reads: z.array(z.object({ id: z.string(), type: z.string(), options: z.unknown(), name: z.string().optional() })).optional(),
+  reads: z
+    .array(z.object({ id: z.string(), type: z.string(), options: z.unknown(), name: z.string().optional() }))
+    .optional(),
 });
 export type ExportRowsPayload = z.infer<typeof ExportRowsPayload>;
 export type ExportReads = NonNullable<ExportRowsPayload['reads']>;
@@ -45,7 +47,10 @@ export type ExportReads = NonNullable<ExportRowsPayload['reads']>;
  * A schema change that alters none of these (a unique rule, a foreign key, an index, another field) does not
  * fail the export (issue 26 §11).
  */
-export function readsOf(fields: readonly FieldDefinition[], payload: Pick<ExportRowsPayload, 'fieldIds' | 'orderBy' | 'where'>): ExportReads {
+export function readsOf(
+  fields: readonly FieldDefinition[],
+  payload: Pick<ExportRowsPayload, 'fieldIds' | 'orderBy' | 'where'>,
+): ExportReads {
   const byId = new Map(fields.map((field) => [field.id, field]));
   const reads = new Map<string, ExportReads[number]>();
   for (const id of [...payload.fieldIds, ...payload.orderBy.map((item) => item.fieldId)]) {
@@ -53,16 +58,21 @@ export function readsOf(fields: readonly FieldDefinition[], payload: Pick<Export
     if (field && !reads.has(id)) reads.set(id, { id, type: field.type, options: field.options });
   }
   const named = payload.where ? filterFieldsOf(payload.where as FilterExpression, fields) : [];
-  for (const field of named) reads.set(field.id, { id: field.id, type: field.type, options: field.options, name: field.name });
+  for (const field of named)
+    reads.set(field.id, { id: field.id, type: field.type, options: field.options, name: field.name });
   return [...reads.values()];
 }
 
 function schemaChanged(expected: number, current: number, fieldIds?: string[]): DomainError {
-  return new DomainError('SCHEMA_VERSION_CONFLICT', fieldIds
-    ? 'A field the export reads was deleted or changed after the export was asked for; ask for it again.'
-    : 'The table’s schema changed after the export was asked for; ask for it again.', {
-    details: { expectedSchemaVersion: expected, currentSchemaVersion: current, ...(fieldIds ? { fieldIds } : {}) },
-  });
+  return new DomainError(
+    'SCHEMA_VERSION_CONFLICT',
+    fieldIds
+      ? 'A field the export reads was deleted or changed after the export was asked for; ask for it again.'
+      : 'The table’s schema changed after the export was asked for; ask for it again.',
+    {
+      details: { expectedSchemaVersion: expected, currentSchemaVersion: current, ...(fieldIds ? { fieldIds } : {}) },
+    },
+  );
 }
 
 /** Fails the export when the schema changed in what it reads (any change, for a payload without `reads`). */
@@ -88,9 +98,13 @@ function queryOf(payload: ExportRowsPayload, table: ExportedTable): ExportQuery 
 }
 
 function tooManyRowsForXlsx(rows: number): DomainError {
-  return new DomainError('VALIDATION_FAILED', `An XLSX sheet holds at most ${XLSX_MAX_ROWS} rows (the header row included); this export has ${rows} rows. Export to CSV or JSONL, or narrow it with a filter.`, {
-    details: { format: 'xlsx', limit: XLSX_MAX_ROWS - 1, rows },
-  });
+  return new DomainError(
+    'VALIDATION_FAILED',
+    `An XLSX sheet holds at most ${XLSX_MAX_ROWS} rows (the header row included); this export has ${rows} rows. Export to CSV or JSONL, or narrow it with a filter.`,
+    {
+      details: { format: 'xlsx', limit: XLSX_MAX_ROWS - 1, rows },
+    },
+  );
 }
 
 async function writeRows(payload: ExportRowsPayload, snapshot: Snapshot, sink: ChunkSink, progress: ExportProgress) {
@@ -99,7 +113,12 @@ async function writeRows(payload: ExportRowsPayload, snapshot: Snapshot, sink: C
   checkReads(payload, table);
   const query = queryOf(payload, table);
   const format: ExportFormat = payload.format;
-  const plan = format === 'csv' ? csvCopy(query, payload.escapeFormulas) : format === 'jsonl' ? jsonlCopy(query, payload.fieldNames) : arrayCopy(query);
+  const plan =
+    format === 'csv'
+      ? csvCopy(query, payload.escapeFormulas)
+      : format === 'jsonl'
+        ? jsonlCopy(query, payload.fieldNames)
+        : arrayCopy(query);
   progress.total = await snapshot.prepare(plan);
   if (format === 'xlsx' && progress.total > XLSX_MAX_ROWS - 1) throw tooManyRowsForXlsx(progress.total);
   const source = snapshot.copy(plan);
@@ -116,8 +135,13 @@ function handlerFor(kind: 'exportRows' | 'exportView'): JobHandler<ExportRowsPay
     successEvent: () => succeededEvent(kind),
     describe: (payload) => `Export of ${payload.fileName}`,
     fileName: (payload) => payload.fileName,
-    run: (run) => runExport(run as never, { name: run.payload.fileName, contentType: CONTENT_TYPES[run.payload.format] },
-      `Export of ${run.payload.fileName}`, (snapshot, sink, progress) => writeRows(run.payload, snapshot, sink, progress)),
+    run: (run) =>
+      runExport(
+        run as never,
+        { name: run.payload.fileName, contentType: CONTENT_TYPES[run.payload.format] },
+        `Export of ${run.payload.fileName}`,
+        (snapshot, sink, progress) => writeRows(run.payload, snapshot, sink, progress),
+      ),
     discard: (run) => discardExport(run as never),
   };
 }

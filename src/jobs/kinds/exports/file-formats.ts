@@ -109,7 +109,11 @@ export function xlsxStream(source: Readable, columns: readonly FieldDefinition[]
       header: field.name,
       key: field.id,
       width: Math.min(Math.max(field.name.length + 2, 12), 60),
-      ...(field.type === 'date' ? { style: { numFmt: DATE_FORMAT } } : field.type === 'datetime' ? { style: { numFmt: DATETIME_FORMAT } } : {}),
+      ...(field.type === 'date'
+        ? { style: { numFmt: DATE_FORMAT } }
+        : field.type === 'datetime'
+          ? { style: { numFmt: DATETIME_FORMAT } }
+          : {}),
     }));
     const decoder = new StringDecoder('utf8');
     let rest = '';

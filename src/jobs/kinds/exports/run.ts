@@ -28,9 +28,18 @@ export interface ExportFile {
 }
 
 /** Streams the whole file into `sink` and resolves when the sink has stored it; answers extra result fields. */
-export type ExportWriter = (snapshot: Snapshot, sink: ChunkSink, progress: ExportProgress) => Promise<Record<string, Json>>;
+export type ExportWriter = (
+  snapshot: Snapshot,
+  sink: ChunkSink,
+  progress: ExportProgress,
+) => Promise<Record<string, Json>>;
 
-export async function runExport(run: JobRun<unknown, ExportJournal>, file: ExportFile, summary: string, write: ExportWriter): Promise<JobOutcome> {
+export async function runExport(
+  run: JobRun<unknown, ExportJournal>,
+  file: ExportFile,
+  summary: string,
+  write: ExportWriter,
+): Promise<JobOutcome> {
   if (run.journal.phase === 'done' && run.journal.outcome) return run.journal.outcome;
   const jobId = run.job.id;
   const exporting: ExportJournal = { phase: 'export', attempt: run.job.attempt };
@@ -39,10 +48,12 @@ export async function runExport(run: JobRun<unknown, ExportJournal>, file: Expor
     return { journal: exporting, progress: { done: 0, total: null } };
   });
   const progress: ExportProgress = { rows: 0, total: null };
-  const sink = new ChunkSink((seq, data) => run.step(async (sql) => {
-    await saveChunk(sql, jobId, file.name, seq, data);
-    return { journal: exporting, progress: { done: progress.rows, total: progress.total } };
-  }));
+  const sink = new ChunkSink((seq, data) =>
+    run.step(async (sql) => {
+      await saveChunk(sql, jobId, file.name, seq, data);
+      return { journal: exporting, progress: { done: progress.rows, total: progress.total } };
+    }),
+  );
   const snapshot = await Snapshot.open(run.pool);
   let extra: Record<string, Json>;
   try {
@@ -62,7 +73,13 @@ export async function runExport(run: JobRun<unknown, ExportJournal>, file: Expor
   };
   await run.step(async (sql) => {
     await registerChunkedArtifact(sql, {
-      jobId, name: file.name, contentType: file.contentType, size: sink.size, sha256: sink.sha256, chunks: sink.chunks, ttlHours: run.config.ARTIFACT_TTL_HOURS,
+      jobId,
+      name: file.name,
+      contentType: file.contentType,
+      size: sink.size,
+      sha256: sink.sha256,
+      chunks: sink.chunks,
+      ttlHours: run.config.ARTIFACT_TTL_HOURS,
     });
     return { journal: { phase: 'done', outcome }, progress: { done: progress.rows, total: progress.rows } };
   });

@@ -17,7 +17,10 @@ export class ChunkSink extends Writable {
   size = 0;
   chunks = 0;
 
-  constructor(private readonly store: (seq: number, data: Buffer) => Promise<void>, private readonly chunkBytes = CHUNK_BYTES) {
+  constructor(
+    private readonly store: (seq: number, data: Buffer) => Promise<void>,
+    private readonly chunkBytes = CHUNK_BYTES,
+  ) {
     super();
   }
 
@@ -35,7 +38,9 @@ export class ChunkSink extends Writable {
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    this.flush().then(() => this.storing).then(() => callback(), callback);
+    this.flush()
+      .then(() => this.storing)
+      .then(() => callback(), callback);
   }
 
   /** Resolves once no chunk is being stored (whatever its outcome): nothing is written after a failed export stops. */

@@ -16,13 +16,18 @@ function fromCsvText(field: FieldDefinition, text: string): CellResult {
     case 'integer':
       return INTEGER_TEXT.test(text) ? { ok: true, value: Number(text) } : { ok: false, message: 'must be an integer' };
     case 'number':
-      return NUMBER_TEXT.test(text) ? { ok: true, value: Number(text) } : { ok: false, message: 'must be a decimal number' };
+      return NUMBER_TEXT.test(text)
+        ? { ok: true, value: Number(text) }
+        : { ok: false, message: 'must be a decimal number' };
     case 'boolean': {
       const lower = text.toLowerCase();
-      return lower === 'true' || lower === 'false' ? { ok: true, value: lower === 'true' } : { ok: false, message: 'must be true or false' };
+      return lower === 'true' || lower === 'false'
+        ? { ok: true, value: lower === 'true' }
+        : { ok: false, message: 'must be true or false' };
     }
     case 'multiSelect':
-      if (text.startsWith('[')) return fromJsonText(text, 'must be a JSON array of choices, or choices separated by commas');
+      if (text.startsWith('['))
+        return fromJsonText(text, 'must be a JSON array of choices, or choices separated by commas');
       return { ok: true, value: text.split(',').map((choice) => choice.trim()) };
     case 'json':
       return fromJsonText(text, 'must be a JSON document');
@@ -41,7 +46,9 @@ function fromJsonText(text: string, message: string): CellResult {
 
 function validated(validator: z.ZodType<CellValue>, value: CellValue): CellResult {
   const parsed = validator.safeParse(value);
-  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, message: parsed.error.issues[0]?.message ?? 'is not valid for this field' };
+  return parsed.success
+    ? { ok: true, value: parsed.data }
+    : { ok: false, message: parsed.error.issues[0]?.message ?? 'is not valid for this field' };
 }
 
 /** An empty CSV cell (or a missing/null JSONL property) is an empty value; `required` is checked by the caller. */

@@ -34,23 +34,39 @@ const UNREADABLE_HEADER: readonly string[] = Object.freeze([]);
 /** The header row of a CSV file: only its first record is parsed (the request stays cheap for a 4 MiB file). */
 export function csvHeaderOf(content: string): string[] {
   try {
-    const [first] = parse(content, { bom: true, to: 1, relax_column_count: true, skip_empty_lines: true, record_delimiter: ['\r\n', '\n', '\r'] }) as string[][];
+    const [first] = parse(content, {
+      bom: true,
+      to: 1,
+      relax_column_count: true,
+      skip_empty_lines: true,
+      record_delimiter: ['\r\n', '\n', '\r'],
+    }) as string[][];
     return first ?? [];
   } catch {
     return UNREADABLE_HEADER as string[]; // a malformed header is reported by the job with its line
   }
 }
 
-function sourceOf(item: MappingItem, format: ImportFormat, header: string[] | null, index: number, problems: FieldProblem[]) {
+function sourceOf(
+  item: MappingItem,
+  format: ImportFormat,
+  header: string[] | null,
+  index: number,
+  problems: FieldProblem[],
+) {
   const path = ['mapping', index, 'source'];
   if (format === 'jsonl') {
-    if (typeof item.source === 'number') problems.push({ path, message: 'JSONL sources are property names, not column indexes' });
+    if (typeof item.source === 'number')
+      problems.push({ path, message: 'JSONL sources are property names, not column indexes' });
     return { column: null, property: String(item.source), label: String(item.source) };
   }
   if (typeof item.source === 'number') {
     // With a header row the width is known: a column past it would read as empty on every line, without a word.
     if (header !== null && header !== UNREADABLE_HEADER && item.source >= header.length) {
-      problems.push({ path, message: `is past the header row, which has ${header.length} columns (indexes are 0-based)` });
+      problems.push({
+        path,
+        message: `is past the header row, which has ${header.length} columns (indexes are 0-based)`,
+      });
     }
     return { column: item.source, property: null, label: String(item.source) };
   }
@@ -61,7 +77,8 @@ function sourceOf(item: MappingItem, format: ImportFormat, header: string[] | nu
   if (header === UNREADABLE_HEADER) return { column: null, property: null, label: item.source };
   const column = header.indexOf(item.source);
   if (column < 0) problems.push({ path, message: 'is not a column of the header row' });
-  else if (header.indexOf(item.source, column + 1) >= 0) problems.push({ path, message: 'names a header that appears more than once; map it by column index' });
+  else if (header.indexOf(item.source, column + 1) >= 0)
+    problems.push({ path, message: 'names a header that appears more than once; map it by column index' });
   return { column, property: null, label: item.source };
 }
 
@@ -80,8 +97,14 @@ export function resolveMapping(
     const field = resolveField(fields, item.fieldId);
     const path = ['mapping', index, 'fieldId'];
     if (!field) problems.push({ path, message: 'is not a field of this table' });
-    else if (typeSpecOf(field.type).generated) problems.push({ path, message: `${field.type} values are generated; they cannot be imported`, fieldId: field.id });
-    else if (targets.has(field.id)) problems.push({ path, message: 'is the target of another mapping item', fieldId: field.id });
+    else if (typeSpecOf(field.type).generated)
+      problems.push({
+        path,
+        message: `${field.type} values are generated; they cannot be imported`,
+        fieldId: field.id,
+      });
+    else if (targets.has(field.id))
+      problems.push({ path, message: 'is the target of another mapping item', fieldId: field.id });
     else {
       targets.add(field.id);
       resolved.push({ fieldId: field.id, ...source });
@@ -89,7 +112,11 @@ export function resolveMapping(
   });
   for (const field of fields) {
     if (field.required && !typeSpecOf(field.type).generated && !targets.has(field.id)) {
-      problems.push({ path: ['mapping'], message: `the required field ${field.name} is not mapped`, fieldId: field.id });
+      problems.push({
+        path: ['mapping'],
+        message: `the required field ${field.name} is not mapped`,
+        fieldId: field.id,
+      });
     }
   }
   return { mapping: resolved, problems };

@@ -6,8 +6,19 @@ import type { JobRun } from '../../engine/handler.ts';
 import { csvCell, jsonCell } from './cells.ts';
 import { parseSource, type SourceRecord } from './source.ts';
 import {
-  checksFor, copyRows, copyStaging, createStaging, importableFields, indexStaging, analyzeStaging, insertProblems, lastLine, runCheck,
-  type Check, type Problem, type StagedRow,
+  checksFor,
+  copyRows,
+  copyStaging,
+  createStaging,
+  importableFields,
+  indexStaging,
+  analyzeStaging,
+  insertProblems,
+  lastLine,
+  runCheck,
+  type Check,
+  type Problem,
+  type StagedRow,
 } from './staging.ts';
 
 /**
@@ -28,7 +39,14 @@ export const ImportSpec = z.object({
   format: z.enum(['csv', 'jsonl']),
   fileName: z.string(),
   header: z.boolean(),
-  mapping: z.array(z.object({ fieldId: z.string(), column: z.number().nullable(), property: z.string().nullable(), label: z.string() })),
+  mapping: z.array(
+    z.object({
+      fieldId: z.string(),
+      column: z.number().nullable(),
+      property: z.string().nullable(),
+      label: z.string(),
+    }),
+  ),
 });
 export type ImportSpec = z.infer<typeof ImportSpec>;
 
@@ -41,7 +59,11 @@ export type ValidationJournal = {
 
 /** The table at the version the import was checked against; a schema change since then fails the job (409). */
 export async function schemaAt(run: JobRun<unknown, unknown>, spec: ImportSpec): Promise<TableSchema> {
-  const head = await loadTableHead(pgExecutor(run.pool), { orgId: spec.orgId, databaseId: spec.databaseId, tableId: spec.tableId });
+  const head = await loadTableHead(pgExecutor(run.pool), {
+    orgId: spec.orgId,
+    databaseId: spec.databaseId,
+    tableId: spec.tableId,
+  });
   if (head.schemaVersion !== spec.schemaVersion) throw schemaVersionConflict(spec.schemaVersion, head.schemaVersion);
   return readSchema(run.prisma, head);
 }
@@ -51,7 +73,13 @@ interface Staged {
   problems: Problem[];
 }
 
-function stageRecord(record: SourceRecord, spec: ImportSpec, schema: TableSchema, header: string[] | null, rowSizeLimit: number): Staged {
+function stageRecord(
+  record: SourceRecord,
+  spec: ImportSpec,
+  schema: TableSchema,
+  header: string[] | null,
+  rowSizeLimit: number,
+): Staged {
   const problems: Problem[] = [];
   const cells: Record<string, unknown> = {};
   const problem = (label: string | null, fieldId: string | null, code: string, message: string) =>
@@ -129,10 +157,14 @@ export async function validateImport<J extends ValidationJournal>(
   /** A batch's rows as COPY input, a chunk at a time; each chunk's problems are collected into `problems`. */
   function* copyChunks(records: readonly SourceRecord[], problems: Problem[]): Generator<string> {
     for (let offset = 0; offset < records.length; offset += COPY_CHUNK) {
-      const staged = records.slice(offset, offset + COPY_CHUNK)
+      const staged = records
+        .slice(offset, offset + COPY_CHUNK)
         .map((record) => stageRecord(record, spec, schema, parsed.header, run.config.ROW_SIZE_LIMIT_BYTES));
       for (const item of staged) for (const problem of item.problems) problems.push(problem);
-      yield copyRows(fields, staged.map((item) => item.row));
+      yield copyRows(
+        fields,
+        staged.map((item) => item.row),
+      );
     }
   }
   while (journal().phase === 'load') {
@@ -141,7 +173,17 @@ export async function validateImport<J extends ValidationJournal>(
     await run.step(async (sql) => {
       if (records.length === 0) {
         if (parsed.malformed) {
-          await exec(sql, [insertProblems(jobId, [{ line: parsed.malformed.line, label: null, fieldId: null, code: 'CSV_MALFORMED', message: parsed.malformed.message }])]);
+          await exec(sql, [
+            insertProblems(jobId, [
+              {
+                line: parsed.malformed.line,
+                label: null,
+                fieldId: null,
+                code: 'CSV_MALFORMED',
+                message: parsed.malformed.message,
+              },
+            ]),
+          ]);
         }
         await exec(sql, indexStaging(jobId, checks));
         await exec(sql, [analyzeStaging(jobId, checks)]);
@@ -155,14 +197,18 @@ export async function validateImport<J extends ValidationJournal>(
     });
   }
   if (journal().phase === 'check') {
-    const [{ last }] = await pgExecutor(run.pool).query<{ last: number }>(lastLine(jobId).sql) as [{ last: number }];
+    const [{ last }] = (await pgExecutor(run.pool).query<{ last: number }>(lastLine(jobId).sql)) as [{ last: number }];
     while (journal().phase === 'check') {
       const { check = 0, fromLine = 0, loaded = total } = journal();
       const current = checks[check];
       await run.step(async (sql) => {
-        if (!current) return { journal: { phase: 'checked', loaded, check, fromLine } as J, progress: { done: total, total } };
+        if (!current)
+          return { journal: { phase: 'checked', loaded, check, fromLine } as J, progress: { done: total, total } };
         await exec(sql, [runCheck(jobId, schema, current, fromLine, last + 1)]);
-        return { journal: { phase: 'check', loaded, check: check + 1, fromLine: 0 } as J, progress: { done: total, total } };
+        return {
+          journal: { phase: 'check', loaded, check: check + 1, fromLine: 0 } as J,
+          progress: { done: total, total },
+        };
       });
     }
   }

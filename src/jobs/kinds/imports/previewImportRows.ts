@@ -24,28 +24,66 @@ export async function readUpload(sql: SqlExecutor, jobId: string): Promise<strin
   return content.toString('utf8');
 }
 
-interface ProblemRow { line: number; label: string | null; field_id: string | null; code: string; message: string }
+interface ProblemRow {
+  line: number;
+  label: string | null;
+  field_id: string | null;
+  code: string;
+  message: string;
+}
 
 /** The error report: one JSON object per problem, `{line, column, fieldId, code, message}`, in file order. */
-export async function writeReport(sql: SqlExecutor, run: JobRun<unknown, unknown>): Promise<{ name: string; size: number; sha256: string; problems: number; truncated: boolean }> {
+export async function writeReport(
+  sql: SqlExecutor,
+  run: JobRun<unknown, unknown>,
+): Promise<{ name: string; size: number; sha256: string; problems: number; truncated: boolean }> {
   const select = selectProblems(run.job.id, MAX_REPORTED_PROBLEMS + 1);
   const rows = await sql.query<ProblemRow>(select.sql, select.params);
   const truncated = rows.length > MAX_REPORTED_PROBLEMS;
   const lines = rows.slice(0, MAX_REPORTED_PROBLEMS).map((row) =>
-    JSON.stringify({ line: row.line, column: row.label, fieldId: row.field_id?.trim() ?? null, code: row.code, message: row.message }));
+    JSON.stringify({
+      line: row.line,
+      column: row.label,
+      fieldId: row.field_id?.trim() ?? null,
+      code: row.code,
+      message: row.message,
+    }),
+  );
   const content = Buffer.from(lines.map((line) => `${line}\n`).join(''), 'utf8');
-  await saveArtifact(sql, { jobId: run.job.id, name: REPORT_ARTIFACT, contentType: 'application/x-ndjson', content, listed: true, ttlHours: run.config.ARTIFACT_TTL_HOURS });
-  return { name: REPORT_ARTIFACT, size: content.length, sha256: sha256Of(content), problems: Math.min(rows.length, MAX_REPORTED_PROBLEMS), truncated };
+  await saveArtifact(sql, {
+    jobId: run.job.id,
+    name: REPORT_ARTIFACT,
+    contentType: 'application/x-ndjson',
+    content,
+    listed: true,
+    ttlHours: run.config.ARTIFACT_TTL_HOURS,
+  });
+  return {
+    name: REPORT_ARTIFACT,
+    size: content.length,
+    sha256: sha256Of(content),
+    problems: Math.min(rows.length, MAX_REPORTED_PROBLEMS),
+    truncated,
+  };
 }
 
-export async function countRows(sql: SqlExecutor, jobId: string): Promise<{ totalRows: number; validRows: number; invalidRows: number }> {
+export async function countRows(
+  sql: SqlExecutor,
+  jobId: string,
+): Promise<{ totalRows: number; validRows: number; invalidRows: number }> {
   const [counts] = await sql.query<{ total: number; invalid: number }>(countOutcome(jobId).sql);
   return { totalRows: counts!.total, validRows: counts!.total - counts!.invalid, invalidRows: counts!.invalid };
 }
 
-async function summarise(sql: SqlExecutor, run: JobRun<ImportSpec, PreviewJournal>, malformed: { line: number; message: string } | null): Promise<JobOutcome> {
+async function summarise(
+  sql: SqlExecutor,
+  run: JobRun<ImportSpec, PreviewJournal>,
+  malformed: { line: number; message: string } | null,
+): Promise<JobOutcome> {
   const counts = await countRows(sql, run.job.id);
-  const preview = await sql.query<{ line: number; cells: Json; valid: boolean }>(selectPreview(run.job.id, PREVIEW_ROWS).sql);
+  const preview = await sql.query<{ line: number; cells: Json; valid: boolean }>(
+    selectPreview(run.job.id, PREVIEW_ROWS).sql,
+  );
   const report = await writeReport(sql, run as JobRun<unknown, unknown>);
   await sql.query(dropStaging(run.job.id).sql);
   const result = {
@@ -56,8 +94,14 @@ async function summarise(sql: SqlExecutor, run: JobRun<ImportSpec, PreviewJourna
   };
   if (malformed) {
     return {
-      state: 'failed', result, summary: `Import preview of ${run.payload.fileName}`,
-      error: { code: 'VALIDATION_FAILED', message: `The CSV file is malformed at line ${malformed.line}: ${malformed.message}`, details: { line: malformed.line } },
+      state: 'failed',
+      result,
+      summary: `Import preview of ${run.payload.fileName}`,
+      error: {
+        code: 'VALIDATION_FAILED',
+        message: `The CSV file is malformed at line ${malformed.line}: ${malformed.message}`,
+        details: { line: malformed.line },
+      },
     };
   }
   return { state: 'succeeded', result, summary: `Import preview of ${run.payload.fileName}` };

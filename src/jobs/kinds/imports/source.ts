@@ -38,7 +38,10 @@ class LineCounter {
 
   /** The line of the first character at or after the current position that is not a line break (blank lines are skipped). */
   startOfNext(): number {
-    while (this.position < this.bytes.length && (this.bytes[this.position] === NEWLINE || this.bytes[this.position] === CARRIAGE_RETURN)) {
+    while (
+      this.position < this.bytes.length &&
+      (this.bytes[this.position] === NEWLINE || this.bytes[this.position] === CARRIAGE_RETURN)
+    ) {
       if (this.endsLine(this.position)) this.line += 1;
       this.position += 1;
     }
@@ -55,26 +58,32 @@ export function parseCsv(content: string, hasHeader: boolean): Promise<ParsedSou
   const lines = new LineCounter(bytes);
   const rows: { line: number; values: string[] }[] = [];
   return new Promise((resolve) => {
-    parse(bytes, {
-      bom: true,
-      relax_column_count: true,
-      skip_empty_lines: true,
-      record_delimiter: ['\r\n', '\n', '\r'],
-      on_record: (values: string[], context: { bytes: number }) => {
-        const line = lines.startOfNext();
-        lines.advanceTo(context.bytes);
-        rows.push({ line, values });
-        return null; // collected here, so the records before a structural error are kept
+    parse(
+      bytes,
+      {
+        bom: true,
+        relax_column_count: true,
+        skip_empty_lines: true,
+        record_delimiter: ['\r\n', '\n', '\r'],
+        on_record: (values: string[], context: { bytes: number }) => {
+          const line = lines.startOfNext();
+          lines.advanceTo(context.bytes);
+          rows.push({ line, values });
+          return null; // collected here, so the records before a structural error are kept
+        },
       },
-    }, (error: CsvError | undefined) => {
-      const malformed = error ? { line: lines.startOfNext(), message: error.message.replace(/ at line \d+/, '') } : null;
-      const [first, ...rest] = hasHeader ? rows : [undefined, ...rows];
-      resolve({
-        header: first?.values ?? (hasHeader ? [] : null),
-        records: rest.map((row) => ({ line: row!.line, kind: 'csv', values: row!.values })),
-        malformed,
-      });
-    });
+      (error: CsvError | undefined) => {
+        const malformed = error
+          ? { line: lines.startOfNext(), message: error.message.replace(/ at line \d+/, '') }
+          : null;
+        const [first, ...rest] = hasHeader ? rows : [undefined, ...rows];
+        resolve({
+          header: first?.values ?? (hasHeader ? [] : null),
+          records: rest.map((row) => ({ line: row!.line, kind: 'csv', values: row!.values })),
+          malformed,
+        });
+      },
+    );
   });
 }
 
@@ -85,9 +94,14 @@ export function parseCsv(content: string, hasHeader: boolean): Promise<ParsedSou
 function exportedValues(object: Record<string, unknown>): Record<string, unknown> {
   const keys = Object.keys(object);
   const { values } = object;
-  const isExport = keys.length === 3 && typeof object.id === 'string' && typeof object.version === 'string'
-    && values !== null && typeof values === 'object' && !Array.isArray(values);
-  return isExport ? values as Record<string, unknown> : object;
+  const isExport =
+    keys.length === 3 &&
+    typeof object.id === 'string' &&
+    typeof object.version === 'string' &&
+    values !== null &&
+    typeof values === 'object' &&
+    !Array.isArray(values);
+  return isExport ? (values as Record<string, unknown>) : object;
 }
 
 export function parseJsonl(content: string): ParsedSource {
@@ -100,7 +114,12 @@ export function parseJsonl(content: string): ParsedSource {
     try {
       value = JSON.parse(raw);
     } catch (error) {
-      records.push({ line, kind: 'unreadable', code: 'INVALID_JSON', message: `is not valid JSON (${(error as Error).message})` });
+      records.push({
+        line,
+        kind: 'unreadable',
+        code: 'INVALID_JSON',
+        message: `is not valid JSON (${(error as Error).message})`,
+      });
       return;
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {

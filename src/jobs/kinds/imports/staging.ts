@@ -28,8 +28,14 @@ export function createStaging(jobId: string, fields: readonly FieldDefinition[])
   const columns = fields.map((field) => `${columnOf(field.id)} ${typeSpecOf(field.type).column(field.options)}`);
   return [
     { sql: `DROP TABLE IF EXISTS ${stagingOf(jobId)}, ${problemsOf(jobId)}`, params: [] },
-    { sql: `CREATE TABLE ${stagingOf(jobId)} (line integer PRIMARY KEY, ok boolean NOT NULL, cells jsonb NOT NULL${columns.map((column) => `, ${column}`).join('')})`, params: [] },
-    { sql: `CREATE TABLE ${problemsOf(jobId)} (seq bigserial PRIMARY KEY, line integer NOT NULL, label text, field_id char(26), code text NOT NULL, message text NOT NULL)`, params: [] },
+    {
+      sql: `CREATE TABLE ${stagingOf(jobId)} (line integer PRIMARY KEY, ok boolean NOT NULL, cells jsonb NOT NULL${columns.map((column) => `, ${column}`).join('')})`,
+      params: [],
+    },
+    {
+      sql: `CREATE TABLE ${problemsOf(jobId)} (seq bigserial PRIMARY KEY, line integer NOT NULL, label text, field_id char(26), code text NOT NULL, message text NOT NULL)`,
+      params: [],
+    },
     { sql: `CREATE INDEX ON ${problemsOf(jobId)} (line)`, params: [] },
   ];
 }
@@ -57,7 +63,10 @@ function copyText(text: string): string {
 
 /** A text[] literal: every element quoted, so no choice's commas, braces or spaces need thought. */
 function arrayLiteral(values: readonly unknown[]): string {
-  const element = (value: unknown) => (value === null ? 'NULL' : `"${(typeof value === 'string' ? value : JSON.stringify(value)).replace(/[\\"]/g, '\\$&')}"`);
+  const element = (value: unknown) =>
+    value === null
+      ? 'NULL'
+      : `"${(typeof value === 'string' ? value : JSON.stringify(value)).replace(/[\\"]/g, '\\$&')}"`;
   return `{${values.map(element).join(',')}}`;
 }
 
@@ -105,9 +114,17 @@ export function insertProblems(jobId: string, problems: readonly Problem[]): Sta
     sql: `INSERT INTO ${problemsOf(jobId)} (line, label, field_id, code, message)
           SELECT line, label, field_id, code, message
             FROM jsonb_to_recordset($1::jsonb) AS r(line integer, label text, field_id text, code text, message text)`,
-    params: [JSON.stringify(problems.map((problem) => ({
-      line: problem.line, label: problem.label, field_id: problem.fieldId, code: problem.code, message: problem.message,
-    })))],
+    params: [
+      JSON.stringify(
+        problems.map((problem) => ({
+          line: problem.line,
+          label: problem.label,
+          field_id: problem.fieldId,
+          code: problem.code,
+          message: problem.message,
+        })),
+      ),
+    ],
   };
 }
 
@@ -121,29 +138,49 @@ export type Check =
  * unmapped field would see an empty value there, which both exempt (as the table's own constraints do); a rule
  * with a generated field always holds for new rows.
  */
-export function checksFor(schema: TableSchema, mappedFieldIds: ReadonlySet<string>, labelOf: (fieldId: string) => string): Check[] {
+export function checksFor(
+  schema: TableSchema,
+  mappedFieldIds: ReadonlySet<string>,
+  labelOf: (fieldId: string) => string,
+): Check[] {
   const byId = schema.fieldsById;
   const allMapped = (fieldIds: readonly string[]) => fieldIds.every((id) => mappedFieldIds.has(id));
-  const unique: Check[] = schema.uniqueRules.filter((rule) => allMapped(rule.fieldIds)).map((rule) => ({
-    kind: 'unique', rule, fields: rule.fieldIds.map((id) => byId.get(id)!), label: labelOf(rule.fieldIds[0]!),
-  }));
-  const keys: Check[] = schema.foreignKeys.filter((key) => allMapped(key.fieldIds)).map((key) => ({
-    kind: 'foreignKey', key, fields: key.fieldIds.map((id) => byId.get(id)!), label: labelOf(key.fieldIds[0]!),
-  }));
+  const unique: Check[] = schema.uniqueRules
+    .filter((rule) => allMapped(rule.fieldIds))
+    .map((rule) => ({
+      kind: 'unique',
+      rule,
+      fields: rule.fieldIds.map((id) => byId.get(id)!),
+      label: labelOf(rule.fieldIds[0]!),
+    }));
+  const keys: Check[] = schema.foreignKeys
+    .filter((key) => allMapped(key.fieldIds))
+    .map((key) => ({
+      kind: 'foreignKey',
+      key,
+      fields: key.fieldIds.map((id) => byId.get(id)!),
+      label: labelOf(key.fieldIds[0]!),
+    }));
   return [...unique, ...keys];
 }
 
 /** An index per unique check, so the within-file duplicate probe is an index lookup per row. */
 export function indexStaging(jobId: string, checks: readonly Check[]): Statement[] {
-  return checks.filter((check) => check.kind === 'unique').map((check) => ({
-    sql: `CREATE INDEX ON ${stagingOf(jobId)} (${check.fields.map((field) => columnOf(field.id)).join(', ')}) WHERE ok`,
-    params: [],
-  }));
+  return checks
+    .filter((check) => check.kind === 'unique')
+    .map((check) => ({
+      sql: `CREATE INDEX ON ${stagingOf(jobId)} (${check.fields.map((field) => columnOf(field.id)).join(', ')}) WHERE ok`,
+      params: [],
+    }));
 }
 
 /** Statistics for the checks' plans, on the columns they use only (a full ANALYZE cost more than the checks). */
 export function analyzeStaging(jobId: string, checks: readonly Check[]): Statement {
-  const columns = new Set(['line', 'ok', ...checks.flatMap((check) => check.fields.map((field) => columnOf(field.id)))]);
+  const columns = new Set([
+    'line',
+    'ok',
+    ...checks.flatMap((check) => check.fields.map((field) => columnOf(field.id))),
+  ]);
   return { sql: `ANALYZE ${stagingOf(jobId)} (${[...columns].join(', ')})`, params: [] };
 }
 
@@ -151,8 +188,15 @@ function notNull(alias: string, fields: readonly FieldDefinition[]): string {
   return fields.map((field) => `${alias}.${columnOf(field.id)} IS NOT NULL`).join(' AND ');
 }
 
-function sameKey(left: string, leftFields: readonly FieldDefinition[], right: string, rightFieldIds: readonly string[]): string {
-  return leftFields.map((field, index) => `${right}.${columnOf(rightFieldIds[index]!)} = ${left}.${columnOf(field.id)}`).join(' AND ');
+function sameKey(
+  left: string,
+  leftFields: readonly FieldDefinition[],
+  right: string,
+  rightFieldIds: readonly string[],
+): string {
+  return leftFields
+    .map((field, index) => `${right}.${columnOf(rightFieldIds[index]!)} = ${left}.${columnOf(field.id)}`)
+    .join(' AND ');
 }
 
 function predicate(params: Params, schema: TableSchema, where: unknown, alias: string): string {
@@ -169,7 +213,14 @@ function predicate(params: Params, schema: TableSchema, where: unknown, alias: s
  * against the table, which the planner runs as a hash join or as probes of the rule's index, whichever is cheaper,
  * instead of two correlated lookups per line (one into the staging index, one into the table's).
  */
-export function runCheck(jobId: string, schema: TableSchema, check: Check, fromLine: number, toLine: number, onlyClean = false): Statement {
+export function runCheck(
+  jobId: string,
+  schema: TableSchema,
+  check: Check,
+  fromLine: number,
+  toLine: number,
+  onlyClean = false,
+): Statement {
   const params = new Params();
   const staging = stagingOf(jobId);
   // `onlyClean` re-checks rows about to be inserted; rows already reported are skipped, so nothing is reported twice.
@@ -256,22 +307,40 @@ export function selectInsertable(jobId: string, fromLine: number, limit: number)
   };
 }
 
-export interface ImportActor { id: string; kind: string; name: string }
+export interface ImportActor {
+  id: string;
+  kind: string;
+  name: string;
+}
 
 /**
  * Inserts the staged rows of `lines` under the given row ids, with the initial history of every cell (generated
  * autoNumber values included), in one statement. A row that meets a unique value written since the check is
  * skipped (ON CONFLICT DO NOTHING); the caller reports the lines whose id did not come back.
  */
-export function insertStaged(jobId: string, schema: TableSchema, rows: { id: string; line: number }[], mutationId: string, actor: ImportActor): Statement {
+export function insertStaged(
+  jobId: string,
+  schema: TableSchema,
+  rows: { id: string; line: number }[],
+  mutationId: string,
+  actor: ImportActor,
+): Statement {
   const params = new Params();
   const importable = importableFields(schema);
   const generated = schema.fields.filter((field) => typeSpecOf(field.type).generated);
   const columns = importable.map((field) => columnOf(field.id));
   const empty = Object.fromEntries(schema.fields.map((field) => [field.id, null]));
-  const ids = params.add(rows.map((row) => row.id), 'text[]');
-  const lines = params.add(rows.map((row) => row.line), 'integer[]');
-  const generatedCells = generated.map((field) => `jsonb_build_object(${params.add(field.id, 'text')}, to_jsonb(ins.${columnOf(field.id)}))`);
+  const ids = params.add(
+    rows.map((row) => row.id),
+    'text[]',
+  );
+  const lines = params.add(
+    rows.map((row) => row.line),
+    'integer[]',
+  );
+  const generatedCells = generated.map(
+    (field) => `jsonb_build_object(${params.add(field.id, 'text')}, to_jsonb(ins.${columnOf(field.id)}))`,
+  );
   const cells = [params.add(JSON.stringify(empty), 'jsonb'), 'src.cells', ...generatedCells].join(' || ');
   const sql = `WITH src AS (
       SELECT x.id, s.* FROM unnest(${ids}, ${lines}) AS x(id, line) JOIN ${stagingOf(jobId)} s ON s.line = x.line

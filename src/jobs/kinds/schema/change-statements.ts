@@ -1,5 +1,12 @@
 import { typeSpecOf, type FieldDefinition, type FieldOptions } from '../../../data/field-types.ts';
-import { columnOf, foreignKeyConstraintOf, rowsTableOf, schemaOf, sequenceOf, uniqueIndexOf } from '../../../data/identifiers.ts';
+import {
+  columnOf,
+  foreignKeyConstraintOf,
+  rowsTableOf,
+  schemaOf,
+  sequenceOf,
+  uniqueIndexOf,
+} from '../../../data/identifiers.ts';
 import { Params, type Statement } from '../../../data/statement.ts';
 import { isId } from '../../../kernel/ids.ts';
 
@@ -59,11 +66,19 @@ export function addColumn(databaseId: string, tableId: string, field: Omit<Field
   if (spec.generated) {
     const options = field.options as FieldOptions<'autoNumber'>;
     return [
-      plain(`CREATE SEQUENCE ${sequenceOf(databaseId, field.id)} AS bigint MINVALUE 0 MAXVALUE ${Number(options.max)} START WITH ${Number(options.start)} NO CYCLE`),
-      plain(`ALTER TABLE ${table} ADD COLUMN ${columnOf(field.id)} bigint NOT NULL DEFAULT nextval('${sequenceOf(databaseId, field.id)}')`),
+      plain(
+        `CREATE SEQUENCE ${sequenceOf(databaseId, field.id)} AS bigint MINVALUE 0 MAXVALUE ${Number(options.max)} START WITH ${Number(options.start)} NO CYCLE`,
+      ),
+      plain(
+        `ALTER TABLE ${table} ADD COLUMN ${columnOf(field.id)} bigint NOT NULL DEFAULT nextval('${sequenceOf(databaseId, field.id)}')`,
+      ),
     ];
   }
-  return [plain(`ALTER TABLE ${table} ADD COLUMN ${columnOf(field.id)} ${spec.column(field.options)}${field.required ? ' NOT NULL' : ''}`)];
+  return [
+    plain(
+      `ALTER TABLE ${table} ADD COLUMN ${columnOf(field.id)} ${spec.column(field.options)}${field.required ? ' NOT NULL' : ''}`,
+    ),
+  ];
 }
 
 export function renameField(fieldId: string, name: string): Statement {
@@ -71,7 +86,10 @@ export function renameField(fieldId: string, name: string): Statement {
 }
 
 export function updateRuleWhere(ruleId: string, where: unknown): Statement {
-  return { sql: 'UPDATE public.unique_rules SET "where" = $2::jsonb WHERE id = $1::bpchar', params: [ruleId, JSON.stringify(where)] };
+  return {
+    sql: 'UPDATE public.unique_rules SET "where" = $2::jsonb WHERE id = $1::bpchar',
+    params: [ruleId, JSON.stringify(where)],
+  };
 }
 
 export function updateFieldSettings(fieldId: string, type: string, required: boolean, options: unknown): Statement {
@@ -82,25 +100,43 @@ export function updateFieldSettings(fieldId: string, type: string, required: boo
 }
 
 export function setRequired(databaseId: string, tableId: string, fieldId: string, required: boolean): Statement {
-  return plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} ALTER COLUMN ${columnOf(fieldId)} ${required ? 'SET' : 'DROP'} NOT NULL`);
+  return plain(
+    `ALTER TABLE ${rowsTableOf(databaseId, tableId)} ALTER COLUMN ${columnOf(fieldId)} ${required ? 'SET' : 'DROP'} NOT NULL`,
+  );
 }
 
 /**
  * Rows whose value breaks the new settings of a field: `{count, sample}` (up to 20 row ids). The same checks a
  * row write makes, as SQL over the stored values.
  */
-export function selectViolations(databaseId: string, tableId: string, field: FieldDefinition, required: boolean, options: Record<string, unknown>): Statement {
+export function selectViolations(
+  databaseId: string,
+  tableId: string,
+  field: FieldDefinition,
+  required: boolean,
+  options: Record<string, unknown>,
+): Statement {
   const params = new Params();
   const column = `r.${columnOf(field.id)}`;
   const broken: string[] = [];
   if (required) broken.push(`${column} IS NULL`);
-  const { min, max, maxLength, maxBytes, choices } = options as { min?: number; max?: number; maxLength?: number; maxBytes?: number; choices?: string[] };
+  const { min, max, maxLength, maxBytes, choices } = options as {
+    min?: number;
+    max?: number;
+    maxLength?: number;
+    maxBytes?: number;
+    choices?: string[];
+  };
   if (maxLength !== undefined) broken.push(`char_length(${column}) > ${params.add(maxLength, 'integer')}`);
-  if (min !== undefined && (field.type === 'integer' || field.type === 'number')) broken.push(`${column} < ${params.add(min, 'numeric')}`);
-  if (max !== undefined && (field.type === 'integer' || field.type === 'number')) broken.push(`${column} > ${params.add(max, 'numeric')}`);
+  if (min !== undefined && (field.type === 'integer' || field.type === 'number'))
+    broken.push(`${column} < ${params.add(min, 'numeric')}`);
+  if (max !== undefined && (field.type === 'integer' || field.type === 'number'))
+    broken.push(`${column} > ${params.add(max, 'numeric')}`);
   if (maxBytes !== undefined) broken.push(`public.wds_json_bytes(${column}) > ${params.add(maxBytes, 'integer')}`);
-  if (choices !== undefined && field.type === 'select') broken.push(`${column} <> ALL(${params.add(choices, 'text[]')})`);
-  if (choices !== undefined && field.type === 'multiSelect') broken.push(`NOT (${column} <@ ${params.add(choices, 'text[]')})`);
+  if (choices !== undefined && field.type === 'select')
+    broken.push(`${column} <> ALL(${params.add(choices, 'text[]')})`);
+  if (choices !== undefined && field.type === 'multiSelect')
+    broken.push(`NOT (${column} <@ ${params.add(choices, 'text[]')})`);
   if (broken.length === 0) return plain(`SELECT 0 AS count, ARRAY[]::text[] AS sample`);
   const where = broken.map((condition) => `(${condition})`).join(' OR ');
   return {
@@ -114,8 +150,14 @@ export function deleteField(databaseId: string, tableId: string, field: FieldDef
   const statements: Statement[] = [
     { sql: 'DELETE FROM public.fields WHERE id = $1::bpchar', params: [field.id] },
     // Positions stay dense and unique: move the later fields through negative numbers (the unique index is checked per row).
-    { sql: 'UPDATE public.fields SET position = -position - 1 WHERE table_id = $1::bpchar AND position > $2', params: [tableId, field.position] },
-    { sql: 'UPDATE public.fields SET position = -position - 2 WHERE table_id = $1::bpchar AND position < 0', params: [tableId] },
+    {
+      sql: 'UPDATE public.fields SET position = -position - 1 WHERE table_id = $1::bpchar AND position > $2',
+      params: [tableId, field.position],
+    },
+    {
+      sql: 'UPDATE public.fields SET position = -position - 2 WHERE table_id = $1::bpchar AND position < 0',
+      params: [tableId],
+    },
     plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} DROP COLUMN ${columnOf(field.id)}`),
   ];
   if (typeSpecOf(field.type).generated) statements.push(dropSequence(databaseId, field.id));
@@ -154,7 +196,14 @@ function dollarQuoted(body: string): string {
  * update from now on (so writes during the backfill are never lost) and records rows whose value cannot convert.
  * `conversion` reads the source through `triggerSourceOf`, with its literals already inlined.
  */
-export function startConversion(databaseId: string, tableId: string, jobId: string, source: FieldDefinition, targetColumn: string, conversion: string): Statement[] {
+export function startConversion(
+  databaseId: string,
+  tableId: string,
+  jobId: string,
+  source: FieldDefinition,
+  targetColumn: string,
+  conversion: string,
+): Statement[] {
   const table = rowsTableOf(databaseId, tableId);
   const shadow = shadowColumnOf(jobId);
   const failures = failuresTableOf(jobId);
@@ -170,12 +219,20 @@ export function startConversion(databaseId: string, tableId: string, jobId: stri
     plain(`ALTER TABLE ${table} ADD COLUMN ${shadow} ${targetColumn}`),
     plain(`CREATE TABLE ${failures} (row_id char(26) PRIMARY KEY)`),
     plain(`CREATE FUNCTION ${triggerFunctionOf(jobId)}() RETURNS trigger LANGUAGE plpgsql AS ${dollarQuoted(body)}`),
-    plain(`CREATE TRIGGER ${triggerOf(jobId)} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION ${triggerFunctionOf(jobId)}()`),
+    plain(
+      `CREATE TRIGGER ${triggerOf(jobId)} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION ${triggerFunctionOf(jobId)}()`,
+    ),
   ];
 }
 
 /** One backfill batch: the next `limit` rows by id after `afterId` go through the trigger. Returns their ids. */
-export function backfillBatch(databaseId: string, tableId: string, sourceFieldId: string, afterId: string, limit: number): Statement {
+export function backfillBatch(
+  databaseId: string,
+  tableId: string,
+  sourceFieldId: string,
+  afterId: string,
+  limit: number,
+): Statement {
   const table = rowsTableOf(databaseId, tableId);
   const source = columnOf(sourceFieldId);
   return {
@@ -188,7 +245,13 @@ export function backfillBatch(databaseId: string, tableId: string, sourceFieldId
 }
 
 /** Rows whose current value cannot convert (only rows that ever failed are looked at: the side table). */
-export function selectUnconvertible(databaseId: string, tableId: string, jobId: string, sourceField: FieldDefinition, limit: number): Statement {
+export function selectUnconvertible(
+  databaseId: string,
+  tableId: string,
+  jobId: string,
+  sourceField: FieldDefinition,
+  limit: number,
+): Statement {
   return {
     sql: `SELECT t.id, ${typeSpecOf(sourceField.type).read(`t.${columnOf(sourceField.id)}`)} AS value
             FROM ${failuresTableOf(jobId)} f JOIN ${rowsTableOf(databaseId, tableId)} t ON t.id = f.row_id
@@ -198,7 +261,12 @@ export function selectUnconvertible(databaseId: string, tableId: string, jobId: 
   };
 }
 
-export function countUnconvertible(databaseId: string, tableId: string, jobId: string, sourceFieldId: string): Statement {
+export function countUnconvertible(
+  databaseId: string,
+  tableId: string,
+  jobId: string,
+  sourceFieldId: string,
+): Statement {
   return plain(`SELECT count(*)::int AS count
                   FROM ${failuresTableOf(jobId)} f JOIN ${rowsTableOf(databaseId, tableId)} t ON t.id = f.row_id
                  WHERE t.${columnOf(sourceFieldId)} IS NOT NULL AND t.${shadowColumnOf(jobId)} IS NULL`);
@@ -232,14 +300,24 @@ export function countRows(databaseId: string, tableId: string): Statement {
 }
 
 /** Built without blocking writes; a unique value written meanwhile that collides fails the build (23505). */
-export function buildUniqueIndex(databaseId: string, tableId: string, ruleId: string, fieldIds: readonly string[], predicate: string | null): Statement {
+export function buildUniqueIndex(
+  databaseId: string,
+  tableId: string,
+  ruleId: string,
+  fieldIds: readonly string[],
+  predicate: string | null,
+): Statement {
   const where = predicate ? ` WHERE ${predicate}` : '';
-  return plain(`CREATE UNIQUE INDEX CONCURRENTLY ${uniqueIndexOf(ruleId)} ON ${rowsTableOf(databaseId, tableId)} (${fieldIds.map(columnOf).join(', ')})${where}`);
+  return plain(
+    `CREATE UNIQUE INDEX CONCURRENTLY ${uniqueIndexOf(ruleId)} ON ${rowsTableOf(databaseId, tableId)} (${fieldIds.map(columnOf).join(', ')})${where}`,
+  );
 }
 
 /** An interrupted concurrent build leaves an INVALID index behind; it is dropped before the build starts again. */
 export function dropUniqueIndex(databaseId: string, ruleId: string, concurrently: boolean): Statement {
-  return plain(`DROP INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF EXISTS ${schemaOf(databaseId)}.${uniqueIndexOf(ruleId)}`);
+  return plain(
+    `DROP INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF EXISTS ${schemaOf(databaseId)}.${uniqueIndexOf(ruleId)}`,
+  );
 }
 
 export function uniqueIndexIsValid(databaseId: string, ruleId: string): Statement {
@@ -249,32 +327,63 @@ export function uniqueIndexIsValid(databaseId: string, ruleId: string): Statemen
   };
 }
 
-export function insertUniqueRule(ruleId: string, tableId: string, fieldIds: readonly string[], where: unknown, enforcement: string): Statement {
+export function insertUniqueRule(
+  ruleId: string,
+  tableId: string,
+  fieldIds: readonly string[],
+  where: unknown,
+  enforcement: string,
+): Statement {
   return {
     sql: `INSERT INTO public.unique_rules (id, table_id, field_ids, "where", enforcement) VALUES ($1::bpchar, $2::bpchar, $3::bpchar[], $4::jsonb, $5::text)`,
-    params: [ruleId, tableId, fieldIds, where === null || where === undefined ? null : JSON.stringify(where), enforcement],
+    params: [
+      ruleId,
+      tableId,
+      fieldIds,
+      where === null || where === undefined ? null : JSON.stringify(where),
+      enforcement,
+    ],
   };
 }
 
 /** NOT VALID: enforced for new writes at once, existing rows checked by VALIDATE without blocking writes. */
-export function addForeignKeyNotValid(databaseId: string, tableId: string, foreignKeyId: string, fieldIds: readonly string[], referencedTableId: string, referencedFieldIds: readonly string[]): Statement[] {
+export function addForeignKeyNotValid(
+  databaseId: string,
+  tableId: string,
+  foreignKeyId: string,
+  fieldIds: readonly string[],
+  referencedTableId: string,
+  referencedFieldIds: readonly string[],
+): Statement[] {
   const table = rowsTableOf(databaseId, tableId);
   return [
     plain(`ALTER TABLE ${table} DROP CONSTRAINT IF EXISTS ${foreignKeyConstraintOf(foreignKeyId)}`),
-    plain(`ALTER TABLE ${table} ADD CONSTRAINT ${foreignKeyConstraintOf(foreignKeyId)} FOREIGN KEY (${fieldIds.map(columnOf).join(', ')})`
-      + ` REFERENCES ${rowsTableOf(databaseId, referencedTableId)} (${referencedFieldIds.map(columnOf).join(', ')}) NOT VALID`),
+    plain(
+      `ALTER TABLE ${table} ADD CONSTRAINT ${foreignKeyConstraintOf(foreignKeyId)} FOREIGN KEY (${fieldIds.map(columnOf).join(', ')})` +
+        ` REFERENCES ${rowsTableOf(databaseId, referencedTableId)} (${referencedFieldIds.map(columnOf).join(', ')}) NOT VALID`,
+    ),
   ];
 }
 
 export function validateForeignKey(databaseId: string, tableId: string, foreignKeyId: string): Statement {
-  return plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} VALIDATE CONSTRAINT ${foreignKeyConstraintOf(foreignKeyId)}`);
+  return plain(
+    `ALTER TABLE ${rowsTableOf(databaseId, tableId)} VALIDATE CONSTRAINT ${foreignKeyConstraintOf(foreignKeyId)}`,
+  );
 }
 
 export function dropForeignKeyIfExists(databaseId: string, tableId: string, foreignKeyId: string): Statement {
-  return plain(`ALTER TABLE ${rowsTableOf(databaseId, tableId)} DROP CONSTRAINT IF EXISTS ${foreignKeyConstraintOf(foreignKeyId)}`);
+  return plain(
+    `ALTER TABLE ${rowsTableOf(databaseId, tableId)} DROP CONSTRAINT IF EXISTS ${foreignKeyConstraintOf(foreignKeyId)}`,
+  );
 }
 
-export function insertForeignKey(foreignKeyId: string, tableId: string, fieldIds: readonly string[], referencedTableId: string, referencedRuleId: string): Statement {
+export function insertForeignKey(
+  foreignKeyId: string,
+  tableId: string,
+  fieldIds: readonly string[],
+  referencedTableId: string,
+  referencedRuleId: string,
+): Statement {
   return {
     sql: `INSERT INTO public.foreign_keys (id, table_id, field_ids, referenced_table_id, referenced_rule_id)
           VALUES ($1::bpchar, $2::bpchar, $3::bpchar[], $4::bpchar, $5::bpchar)`,

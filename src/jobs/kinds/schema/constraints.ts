@@ -38,23 +38,31 @@ async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => 
   }
 }
 
-
 async function duplicatesError(sql: SqlExecutor, schema: TableSchema, change: RuleChange): Promise<DomainError | null> {
   const fields = change.fieldIds.map((id) => schema.fieldsById.get(id)!);
-  const filter = change.where ? (params: Params) => compileFilter(change.where as FilterExpression, schema.fields, (value, cast) => params.add(value, cast), 'r') : null;
+  const filter = change.where
+    ? (params: Params) =>
+        compileFilter(change.where as FilterExpression, schema.fields, (value, cast) => params.add(value, cast), 'r')
+    : null;
   const statement = selectDuplicates(schema.databaseId, schema.tableId, fields, filter, REPORTED);
   const groups = await sql.query<Record<string, unknown>>(statement.sql, statement.params);
   if (groups.length === 0) return null;
-  return new DomainError('UNIQUE_CONFLICT', 'Existing rows already share values in these fields; resolve the duplicates first.', {
-    details: {
-      fieldIds: change.fieldIds,
-      duplicates: groups.map((group) => ({
-        rowIds: group.row_ids as string[],
-        values: Object.fromEntries(fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(group[`c${index}`] as string)])),
-      })),
-      truncated: groups.length === REPORTED,
+  return new DomainError(
+    'UNIQUE_CONFLICT',
+    'Existing rows already share values in these fields; resolve the duplicates first.',
+    {
+      details: {
+        fieldIds: change.fieldIds,
+        duplicates: groups.map((group) => ({
+          rowIds: group.row_ids as string[],
+          values: Object.fromEntries(
+            fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(group[`c${index}`] as string)]),
+          ),
+        })),
+        truncated: groups.length === REPORTED,
+      },
     },
-  });
+  );
 }
 
 async function predicateOf(sql: SqlExecutor, schema: TableSchema, where: unknown): Promise<string | null> {
@@ -70,13 +78,18 @@ async function predicateOf(sql: SqlExecutor, schema: TableSchema, where: unknown
 }
 
 /** Drops what an earlier (interrupted) build of the rule left behind. */
-function dropRule(target: { databaseId: string; tableId: string }, change: RuleChange, concurrently: boolean): Statement[] {
+function dropRule(
+  target: { databaseId: string; tableId: string },
+  change: RuleChange,
+  concurrently: boolean,
+): Statement[] {
   if (change.enforcement === 'hash') return dropHashedKey(target.databaseId, target.tableId, change.ruleId);
   return [ddl.dropUniqueIndex(target.databaseId, change.ruleId, concurrently)];
 }
 
 function ruleBuild(schema: TableSchema, change: RuleChange, predicate: string | null): Statement[] {
-  if (change.enforcement === 'btree') return [ddl.buildUniqueIndex(schema.databaseId, schema.tableId, change.ruleId, change.fieldIds, predicate)];
+  if (change.enforcement === 'btree')
+    return [ddl.buildUniqueIndex(schema.databaseId, schema.tableId, change.ruleId, change.fieldIds, predicate)];
   const fields = change.fieldIds.map((id) => schema.fieldsById.get(id)!);
   return buildHashedKey(schema.databaseId, schema.tableId, change.ruleId, fields, predicate);
 }
@@ -101,24 +114,49 @@ async function buildRule(run: Run, schema: TableSchema, change: RuleChange): Pro
 async function buildKey(run: Run, schema: TableSchema, change: KeyChange): Promise<void> {
   const fields = change.fieldIds.map((id) => schema.fieldsById.get(id)!);
   const orphans = async (sql: SqlExecutor): Promise<DomainError | null> => {
-    const statement = selectOrphans(schema.databaseId, {
-      tableId: schema.tableId, fields, referencedTableId: change.referencedTableId,
-      referencedFields: change.referencedFieldIds.map((id, index) => ({ ...fields[index]!, id })),
-    }, REPORTED);
+    const statement = selectOrphans(
+      schema.databaseId,
+      {
+        tableId: schema.tableId,
+        fields,
+        referencedTableId: change.referencedTableId,
+        referencedFields: change.referencedFieldIds.map((id, index) => ({ ...fields[index]!, id })),
+      },
+      REPORTED,
+    );
     const rows = await sql.query<Record<string, unknown>>(statement.sql, statement.params);
     if (rows.length === 0) return null;
-    return new DomainError('FOREIGN_KEY_CONFLICT', 'Existing rows hold values that the referenced table does not have; fix them first.', {
-      details: {
-        fieldIds: change.fieldIds,
-        orphans: rows.map((row) => ({ rowId: row.id, values: Object.fromEntries(fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(row[`c${index}`] as string)])) })),
-        truncated: rows.length === REPORTED,
+    return new DomainError(
+      'FOREIGN_KEY_CONFLICT',
+      'Existing rows hold values that the referenced table does not have; fix them first.',
+      {
+        details: {
+          fieldIds: change.fieldIds,
+          orphans: rows.map((row) => ({
+            rowId: row.id,
+            values: Object.fromEntries(
+              fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(row[`c${index}`] as string)]),
+            ),
+          })),
+          truncated: rows.length === REPORTED,
+        },
       },
-    });
+    );
   };
   await outsideTransaction(run.pool, async (sql) => {
     const found = await orphans(sql);
     if (found) throw found;
-    await exec(sql, ddl.addForeignKeyNotValid(schema.databaseId, schema.tableId, change.foreignKeyId, change.fieldIds, change.referencedTableId, change.referencedFieldIds));
+    await exec(
+      sql,
+      ddl.addForeignKeyNotValid(
+        schema.databaseId,
+        schema.tableId,
+        change.foreignKeyId,
+        change.fieldIds,
+        change.referencedTableId,
+        change.referencedFieldIds,
+      ),
+    );
     try {
       await exec(sql, [ddl.validateForeignKey(schema.databaseId, schema.tableId, change.foreignKeyId)]);
     } catch (error) {
@@ -134,12 +172,25 @@ async function cutover(sql: SqlExecutor, run: Run, schema: TableSchema): Promise
   const change = run.payload.change;
   const result: Record<string, unknown> = {};
   if (change.kind === 'add_unique_rule') {
-    const [index] = await sql.query<{ valid: boolean }>(ddl.uniqueIndexIsValid(schema.databaseId, change.ruleId).sql, ddl.uniqueIndexIsValid(schema.databaseId, change.ruleId).params);
+    const [index] = await sql.query<{ valid: boolean }>(
+      ddl.uniqueIndexIsValid(schema.databaseId, change.ruleId).sql,
+      ddl.uniqueIndexIsValid(schema.databaseId, change.ruleId).params,
+    );
     if (!index?.valid) throw new Error('The unique index is missing or invalid at cutover');
-    await exec(sql, [ddl.insertUniqueRule(change.ruleId, schema.tableId, change.fieldIds, change.where, change.enforcement)]);
+    await exec(sql, [
+      ddl.insertUniqueRule(change.ruleId, schema.tableId, change.fieldIds, change.where, change.enforcement),
+    ]);
     result.ruleId = change.ruleId;
   } else if (change.kind === 'add_foreign_key') {
-    await exec(sql, [ddl.insertForeignKey(change.foreignKeyId, schema.tableId, change.fieldIds, change.referencedTableId, change.referencedRuleId)]);
+    await exec(sql, [
+      ddl.insertForeignKey(
+        change.foreignKeyId,
+        schema.tableId,
+        change.fieldIds,
+        change.referencedTableId,
+        change.referencedRuleId,
+      ),
+    ]);
     result.foreignKeyId = change.foreignKeyId;
   }
   result.schemaVersion = await bump(sql, schema.tableId);
@@ -161,13 +212,17 @@ export async function buildConstraint(run: Run, schema: TableSchema): Promise<vo
     await run.step(async () => ({ journal: { phase: 'cutover' }, progress: { done: 1, total: 2 } }));
   }
   if (run.journal.phase === 'cutover') {
-    await run.step(async (sql) => ({ journal: { phase: 'done', outcome: await cutover(sql, run, schema) }, progress: { done: 2, total: 2 } }));
+    await run.step(async (sql) => ({
+      journal: { phase: 'done', outcome: await cutover(sql, run, schema) },
+      progress: { done: 2, total: 2 },
+    }));
   }
 }
 
 /** Undoes a build that will not cut over. */
 export function abandonConstraint(target: Target, change: PlannedChange): Statement[] {
   if (change.kind === 'add_unique_rule') return dropRule(target, change, false);
-  if (change.kind === 'add_foreign_key') return [ddl.dropForeignKeyIfExists(target.databaseId, target.tableId, change.foreignKeyId)];
+  if (change.kind === 'add_foreign_key')
+    return [ddl.dropForeignKeyIfExists(target.databaseId, target.tableId, change.foreignKeyId)];
   return [];
 }

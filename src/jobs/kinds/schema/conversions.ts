@@ -109,23 +109,32 @@ export function conversionSql(from: FieldDefinition, to: Target, source: string)
     case 'date':
       if (TEXT_FAMILY.has(from.type)) sql = `public.wds_try_date(${source})`;
       // Only a timestamp at midnight UTC is exactly a date; any other would lose its time of day.
-      else if (from.type === 'datetime') sql = `CASE WHEN (${source} AT TIME ZONE 'UTC')::time = time '00:00' THEN (${source} AT TIME ZONE 'UTC')::date END`;
+      else if (from.type === 'datetime')
+        sql = `CASE WHEN (${source} AT TIME ZONE 'UTC')::time = time '00:00' THEN (${source} AT TIME ZONE 'UTC')::date END`;
       break;
     case 'datetime':
       if (TEXT_FAMILY.has(from.type)) sql = `public.wds_try_timestamptz(${source})`;
       else if (from.type === 'date') sql = `(${source}::timestamp AT TIME ZONE 'UTC')`;
       break;
     case 'select':
-      if (TEXT_FAMILY.has(from.type)) sql = toChoice(source, (to.options as FieldOptions<'select'>).choices, literals, false);
+      if (TEXT_FAMILY.has(from.type))
+        sql = toChoice(source, (to.options as FieldOptions<'select'>).choices, literals, false);
       break;
     case 'multiSelect':
-      if (TEXT_FAMILY.has(from.type)) sql = toChoice(source, (to.options as FieldOptions<'multiSelect'>).choices, literals, true);
+      if (TEXT_FAMILY.has(from.type))
+        sql = toChoice(source, (to.options as FieldOptions<'multiSelect'>).choices, literals, true);
       break;
     case 'json': {
-      const json = from.type === 'json' ? source
-        : ['integer', 'boolean', 'multiSelect', 'autoNumber'].includes(from.type) ? `to_jsonb(${source})`
-        : from.type === 'number' ? `to_jsonb(trim_scale(${source}))`
-        : text === null ? null : `to_jsonb(${text})`;
+      const json =
+        from.type === 'json'
+          ? source
+          : ['integer', 'boolean', 'multiSelect', 'autoNumber'].includes(from.type)
+            ? `to_jsonb(${source})`
+            : from.type === 'number'
+              ? `to_jsonb(trim_scale(${source}))`
+              : text === null
+                ? null
+                : `to_jsonb(${text})`;
       const max = Number((to.options as FieldOptions<'json'>).maxBytes);
       sql = json === null ? null : `CASE WHEN public.wds_json_bytes(${json}) <= ${max} THEN ${json} END`;
       break;

@@ -1,7 +1,12 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { pgExecutor } from '../../../db/sql.ts';
-import { deleteUniqueRule as deleteRuleRow, selectKeysReferencingRule, selectRuleEnforcement, type RuleReference } from '../../../catalog/unique-rule-deletion.ts';
+import {
+  deleteUniqueRule as deleteRuleRow,
+  selectKeysReferencingRule,
+  selectRuleEnforcement,
+  type RuleReference,
+} from '../../../catalog/unique-rule-deletion.ts';
 import { dropHashedKey } from '../../../data/unique-keys.ts';
 import { DomainError } from '../../../kernel/errors.ts';
 import type { JobHandler } from '../../engine/handler.ts';
@@ -34,12 +39,15 @@ async function dropIndex(pool: pg.Pool, payload: Payload): Promise<void> {
     const check = selectKeysReferencingRule(payload.ruleId);
     const keys = await sql.query<RuleReference>(check.sql, check.params);
     if (keys.length > 0) throw referencedRuleConflict(keys);
-    const [rule] = await sql.query<{ enforcement: string }>(selectRuleEnforcement(payload.ruleId).sql, [payload.ruleId]);
+    const [rule] = await sql.query<{ enforcement: string }>(selectRuleEnforcement(payload.ruleId).sql, [
+      payload.ruleId,
+    ]);
     // A hashed rule is a constraint with its key type and lock; PostgreSQL drops a constraint only under the
     // table's ACCESS EXCLUSIVE lock, held for the moment the drop takes (no index build or scan).
-    const drops = rule?.enforcement === 'hash'
-      ? dropHashedKey(payload.databaseId, payload.tableId, payload.ruleId)
-      : [dropUniqueIndex(payload.databaseId, payload.ruleId, true)];
+    const drops =
+      rule?.enforcement === 'hash'
+        ? dropHashedKey(payload.databaseId, payload.tableId, payload.ruleId)
+        : [dropUniqueIndex(payload.databaseId, payload.ruleId, true)];
     for (const drop of drops) await sql.query(drop.sql, drop.params);
   } finally {
     client.release();
@@ -69,6 +77,10 @@ export const deleteUniqueRule: JobHandler<Payload, Journal> = {
       });
     }
     const { ruleId } = run.payload;
-    return { state: 'succeeded', result: { ruleId, deleted: true, schemaVersion: run.journal.schemaVersion ?? null }, summary: run.payload.summary };
+    return {
+      state: 'succeeded',
+      result: { ruleId, deleted: true, schemaVersion: run.journal.schemaVersion ?? null },
+      summary: run.payload.summary,
+    };
   },
 };

@@ -44,7 +44,8 @@ const MAX_REPORTED = 100_000;
 async function schemaOf(run: Run): Promise<TableSchema> {
   const { orgId, databaseId, tableId, expectedSchemaVersion } = run.payload;
   const head = await loadTableHead(pgExecutor(run.pool), { orgId, databaseId, tableId });
-  if (head.schemaVersion !== expectedSchemaVersion) throw schemaVersionConflict(expectedSchemaVersion, head.schemaVersion);
+  if (head.schemaVersion !== expectedSchemaVersion)
+    throw schemaVersionConflict(expectedSchemaVersion, head.schemaVersion);
   return readSchema(run.prisma, head);
 }
 
@@ -65,7 +66,10 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
         await exec(sql, [ddl.blockWrites(databaseId, tableId)]);
         const [rows] = await sql.query<{ present: boolean }>(ddl.hasRows(databaseId, tableId).sql);
         if (rows!.present) {
-          throw new DomainError('VALIDATION_FAILED', 'A required field can be added only to an empty table: add it optional, fill it, then make it required with update_field.');
+          throw new DomainError(
+            'VALIDATION_FAILED',
+            'A required field can be added only to an empty table: add it optional, fill it, then make it required with update_field.',
+          );
         }
       }
       await exec(sql, [ddl.insertField(tableId, change.field), ...ddl.addColumn(databaseId, tableId, change.field)]);
@@ -85,17 +89,32 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
     case 'update_field': {
       const field = fieldIn(schema, change.fieldId);
       const unfit = keysThatNoLongerFit(schema, { ...field, options: change.options });
-      if (unfit.length > 0) throw validationFailed(unfit, 'An index or unique rule added since this change was accepted cannot hold the new maxLength.');
+      if (unfit.length > 0)
+        throw validationFailed(
+          unfit,
+          'An index or unique rule added since this change was accepted cannot hold the new maxLength.',
+        );
       await exec(sql, [ddl.blockWrites(databaseId, tableId)]);
-      const check = ddl.selectViolations(databaseId, tableId, field, change.required && !field.required, change.options);
+      const check = ddl.selectViolations(
+        databaseId,
+        tableId,
+        field,
+        change.required && !field.required,
+        change.options,
+      );
       const [violations] = await sql.query<{ count: number; sample: string[] }>(check.sql, check.params);
       if (violations!.count > 0) {
-        throw new DomainError('VALIDATION_FAILED', `${violations!.count} rows hold values that the new settings would not allow; change them first.`, {
-          details: { violations: violations!.count, rowIds: violations!.sample },
-        });
+        throw new DomainError(
+          'VALIDATION_FAILED',
+          `${violations!.count} rows hold values that the new settings would not allow; change them first.`,
+          {
+            details: { violations: violations!.count, rowIds: violations!.sample },
+          },
+        );
       }
       await exec(sql, [ddl.updateFieldSettings(field.id, field.type, change.required, change.options)]);
-      if (change.required !== field.required) await exec(sql, [ddl.setRequired(databaseId, tableId, field.id, change.required)]);
+      if (change.required !== field.required)
+        await exec(sql, [ddl.setRequired(databaseId, tableId, field.id, change.required)]);
       result.fieldId = field.id;
       break;
     }
@@ -119,25 +138,69 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
  * The conversion expression over the trigger's NEW column, with the server-quoted choice literals inlined last (a
  * choice's text is never rewritten after it is quoted).
  */
-async function conversionOf(sql: SqlExecutor, source: FieldDefinition, change: Extract<PlannedChange, { kind: 'convert_field' }>): Promise<string> {
-  const conversion = conversionSql(source, { type: change.type, options: change.options }, ddl.triggerSourceOf(source.id));
-  if (!conversion) throw new DomainError('VALIDATION_FAILED', `A ${source.type} field cannot be converted to ${change.type}.`);
+async function conversionOf(
+  sql: SqlExecutor,
+  source: FieldDefinition,
+  change: Extract<PlannedChange, { kind: 'convert_field' }>,
+): Promise<string> {
+  const conversion = conversionSql(
+    source,
+    { type: change.type, options: change.options },
+    ddl.triggerSourceOf(source.id),
+  );
+  if (!conversion)
+    throw new DomainError('VALIDATION_FAILED', `A ${source.type} field cannot be converted to ${change.type}.`);
   if (conversion.literals.length === 0) return conversion.sql;
   const quote = quoteLiterals(conversion.literals);
   const [row] = await sql.query<{ literals: string[] }>(quote.sql, quote.params);
   return inlineLiterals(conversion.sql, row!.literals);
 }
 
-async function writeUnconvertibleReport(sql: SqlExecutor, run: Run, source: FieldDefinition): Promise<{ count: number; report: Record<string, unknown> }> {
+async function writeUnconvertibleReport(
+  sql: SqlExecutor,
+  run: Run,
+  source: FieldDefinition,
+): Promise<{ count: number; report: Record<string, unknown> }> {
   const { databaseId, tableId } = run.payload;
-  const [counted] = await sql.query<{ count: number }>(ddl.countUnconvertible(databaseId, tableId, run.job.id, source.id).sql);
-  const rows = await sql.query<{ id: string; value: string }>(ddl.selectUnconvertible(databaseId, tableId, run.job.id, source, MAX_REPORTED).sql);
-  const content = Buffer.from(rows.map((row) => `${JSON.stringify({
-    rowId: row.id, fieldId: source.id, value: typeSpecOf(source.type).fromText(row.value), code: 'UNCONVERTIBLE',
-    message: `cannot be converted to the new type without changing it`,
-  })}\n`).join(''), 'utf8');
-  await saveArtifact(sql, { jobId: run.job.id, name: UNCONVERTIBLE_ARTIFACT, contentType: 'application/x-ndjson', content, listed: true, ttlHours: run.config.ARTIFACT_TTL_HOURS });
-  return { count: counted!.count, report: { name: UNCONVERTIBLE_ARTIFACT, size: content.length, sha256: sha256Of(content), rows: rows.length, truncated: counted!.count > rows.length } };
+  const [counted] = await sql.query<{ count: number }>(
+    ddl.countUnconvertible(databaseId, tableId, run.job.id, source.id).sql,
+  );
+  const rows = await sql.query<{ id: string; value: string }>(
+    ddl.selectUnconvertible(databaseId, tableId, run.job.id, source, MAX_REPORTED).sql,
+  );
+  const content = Buffer.from(
+    rows
+      .map(
+        (row) =>
+          `${JSON.stringify({
+            rowId: row.id,
+            fieldId: source.id,
+            value: typeSpecOf(source.type).fromText(row.value),
+            code: 'UNCONVERTIBLE',
+            message: `cannot be converted to the new type without changing it`,
+          })}\n`,
+      )
+      .join(''),
+    'utf8',
+  );
+  await saveArtifact(sql, {
+    jobId: run.job.id,
+    name: UNCONVERTIBLE_ARTIFACT,
+    contentType: 'application/x-ndjson',
+    content,
+    listed: true,
+    ttlHours: run.config.ARTIFACT_TTL_HOURS,
+  });
+  return {
+    count: counted!.count,
+    report: {
+      name: UNCONVERTIBLE_ARTIFACT,
+      size: content.length,
+      sha256: sha256Of(content),
+      rows: rows.length,
+      truncated: counted!.count > rows.length,
+    },
+  };
 }
 
 async function convert(run: Run, schema: TableSchema): Promise<void> {
@@ -148,9 +211,22 @@ async function convert(run: Run, schema: TableSchema): Promise<void> {
     await run.step(async (sql) => {
       await lockVersion(sql, run.payload);
       const conversion = await conversionOf(sql, source, change);
-      await exec(sql, ddl.startConversion(databaseId, tableId, run.job.id, source, typeSpecOf(change.type).column(change.options), conversion));
+      await exec(
+        sql,
+        ddl.startConversion(
+          databaseId,
+          tableId,
+          run.job.id,
+          source,
+          typeSpecOf(change.type).column(change.options),
+          conversion,
+        ),
+      );
       const [rows] = await sql.query<{ count: number }>(ddl.countRows(databaseId, tableId).sql);
-      return { journal: { phase: 'backfill', afterId: '', done: 0, total: rows!.count }, progress: { done: 0, total: rows!.count } };
+      return {
+        journal: { phase: 'backfill', afterId: '', done: 0, total: rows!.count },
+        progress: { done: 0, total: rows!.count },
+      };
     });
   }
   while (run.journal.phase === 'backfill') {
@@ -176,8 +252,14 @@ async function convert(run: Run, schema: TableSchema): Promise<void> {
       if (count > 0 && change.onUnconvertible === 'fail') {
         await exec(sql, ddl.abandonConversion(databaseId, tableId, run.job.id));
         const outcome: JobOutcome = {
-          state: 'failed', summary: run.payload.summary, result: { unconvertible: count, report } as JobOutcome['result'],
-          error: { code: 'VALIDATION_FAILED', message: `${count} values cannot be converted to ${change.type}; see ${UNCONVERTIBLE_ARTIFACT}. Nothing was changed.`, details: { unconvertible: count } },
+          state: 'failed',
+          summary: run.payload.summary,
+          result: { unconvertible: count, report } as JobOutcome['result'],
+          error: {
+            code: 'VALIDATION_FAILED',
+            message: `${count} values cannot be converted to ${change.type}; see ${UNCONVERTIBLE_ARTIFACT}. Nothing was changed.`,
+            details: { unconvertible: count },
+          },
         };
         return { journal: { phase: 'done', outcome }, progress: { done: total, total } };
       }
@@ -186,11 +268,23 @@ async function convert(run: Run, schema: TableSchema): Promise<void> {
       if (typeSpecOf(source.type).generated) await exec(sql, [ddl.dropSequence(databaseId, source.id)]);
       await exec(sql, [ddl.updateFieldSettings(source.id, change.type, source.required, change.options)]);
       if (source.required) await exec(sql, [ddl.setRequired(databaseId, tableId, source.id, true)]);
-      const converted = schema.fields.map((field) => (field.id === source.id ? { ...field, type: change.type, options: change.options } : field));
+      const converted = schema.fields.map((field) =>
+        field.id === source.id ? { ...field, type: change.type, options: change.options } : field,
+      );
       await rebuildFieldIndexes(sql, run, converted, source.id);
       const schemaVersion = await bump(sql, tableId);
-      const result = { fieldId: source.id, schemaVersion, converted: total - count, emptied: count, report } as JobOutcome['result'];
-      const outcome: JobOutcome = { state: count > 0 ? 'partially_completed' : 'succeeded', result, summary: run.payload.summary };
+      const result = {
+        fieldId: source.id,
+        schemaVersion,
+        converted: total - count,
+        emptied: count,
+        report,
+      } as JobOutcome['result'];
+      const outcome: JobOutcome = {
+        state: count > 0 ? 'partially_completed' : 'succeeded',
+        result,
+        summary: run.payload.summary,
+      };
       return { journal: { phase: 'done', outcome }, progress: { done: total, total } };
     });
   }
@@ -209,17 +303,34 @@ function handlerFor(kind: JobKind): JobHandler<SchemaChangePayload, SchemaJourna
         if (kind === 'convert_field') await convert(run, schema);
         else if (kind === 'add_unique_rule' || kind === 'add_foreign_key') await buildConstraint(run as never, schema);
         else if (kind === 'add_index' || kind === 'drop_index') await runIndexChange(run as never, schema);
-        else await run.step(async (sql) => ({ journal: { phase: 'done', outcome: await applyDirectly(sql, run, schema) }, progress: { done: 1, total: 1 } }));
+        else
+          await run.step(async (sql) => ({
+            journal: { phase: 'done', outcome: await applyDirectly(sql, run, schema) },
+            progress: { done: 1, total: 1 },
+          }));
       }
       return (run.journal as { outcome: JobOutcome }).outcome;
     },
     async discard(run) {
       const { change, databaseId, tableId } = run.payload;
       if (change.kind === 'add_index') return abandonIndexChange(run as never);
-      const undo = change.kind === 'convert_field' ? ddl.abandonConversion(databaseId, tableId, run.job.id) : abandonConstraint(run.payload, change);
+      const undo =
+        change.kind === 'convert_field'
+          ? ddl.abandonConversion(databaseId, tableId, run.job.id)
+          : abandonConstraint(run.payload, change);
       await exec(pgExecutor(run.pool), undo);
     },
   };
 }
 
-export const schemaChangeHandlers = (['createField', 'updateField', 'deleteField', 'reorderFields', 'applySchemaChange', 'createUniqueRule', 'createForeignKey'] as const).map(handlerFor);
+export const schemaChangeHandlers = (
+  [
+    'createField',
+    'updateField',
+    'deleteField',
+    'reorderFields',
+    'applySchemaChange',
+    'createUniqueRule',
+    'createForeignKey',
+  ] as const
+).map(handlerFor);

@@ -10,11 +10,15 @@ export async function exec(sql: SqlExecutor, statements: readonly Statement[]): 
 }
 
 /** Holds the catalog row and proves no other change landed since the request (409 otherwise). */
-export async function lockVersion(sql: SqlExecutor, target: { tableId: string; expectedSchemaVersion: number }): Promise<void> {
+export async function lockVersion(
+  sql: SqlExecutor,
+  target: { tableId: string; expectedSchemaVersion: number },
+): Promise<void> {
   const statement = ddl.lockCatalogRow(target.tableId);
   const [row] = await sql.query<{ schema_version: number }>(statement.sql, statement.params);
   if (!row) throw new DomainError('RESOURCE_NOT_FOUND', 'The table no longer exists.');
-  if (row.schema_version !== target.expectedSchemaVersion) throw schemaVersionConflict(target.expectedSchemaVersion, row.schema_version);
+  if (row.schema_version !== target.expectedSchemaVersion)
+    throw schemaVersionConflict(target.expectedSchemaVersion, row.schema_version);
 }
 
 export async function bump(sql: SqlExecutor, tableId: string): Promise<number> {

@@ -1,7 +1,17 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
-import { createSortIndex, createTextIndex, dropSortIndex, indexKeysOf, MAX_INDEXES_PER_TABLE, signatureOf, sortIndexState, viewIndexKeys, type IndexKey } from '../../../data/sort-indexes.ts';
+import {
+  createSortIndex,
+  createTextIndex,
+  dropSortIndex,
+  indexKeysOf,
+  MAX_INDEXES_PER_TABLE,
+  signatureOf,
+  sortIndexState,
+  viewIndexKeys,
+  type IndexKey,
+} from '../../../data/sort-indexes.ts';
 import { DomainError } from '../../../kernel/errors.ts';
 import { newId } from '../../../kernel/ids.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
@@ -42,7 +52,13 @@ async function query<T>(sql: SqlExecutor, statement: { sql: string; params: unkn
 }
 
 /** Builds the index unless a valid one is there already; an INVALID leftover of an interrupted build is dropped first. */
-export async function ensureSortIndex(pool: pg.Pool, target: { databaseId: string; tableId: string }, indexId: string, keys: readonly IndexKey[], build?: Statement): Promise<void> {
+export async function ensureSortIndex(
+  pool: pg.Pool,
+  target: { databaseId: string; tableId: string },
+  indexId: string,
+  keys: readonly IndexKey[],
+  build?: Statement,
+): Promise<void> {
   await outsideTransaction(pool, async (sql) => {
     const [state] = await query<{ valid: boolean }>(sql, sortIndexState(target.databaseId, indexId));
     if (state?.valid) return;
@@ -52,9 +68,20 @@ export async function ensureSortIndex(pool: pg.Pool, target: { databaseId: strin
 }
 
 /** The build of an index of any method: a text index (issue 28) over its fields' folded text, else a sort index. */
-function buildOf(schema: TableSchema, indexId: string, method: catalog.IndexMethod, keys: readonly IndexKey[]): Statement | undefined {
+function buildOf(
+  schema: TableSchema,
+  indexId: string,
+  method: catalog.IndexMethod,
+  keys: readonly IndexKey[],
+): Statement | undefined {
   if (method === 'btree') return undefined;
-  return createTextIndex(schema.databaseId, schema.tableId, indexId, method, keys.map((key) => schema.fieldsById.get(key.fieldId)!));
+  return createTextIndex(
+    schema.databaseId,
+    schema.tableId,
+    indexId,
+    method,
+    keys.map((key) => schema.fieldsById.get(key.fieldId)!),
+  );
 }
 
 async function isValid(sql: SqlExecutor, databaseId: string, indexId: string): Promise<boolean> {
@@ -63,7 +90,10 @@ async function isValid(sql: SqlExecutor, databaseId: string, indexId: string): P
 }
 
 /** The signatures the table's shared views are sorted by (only orders that can be indexed). */
-export async function neededSignatures(sql: SqlExecutor, schema: Pick<TableSchema, 'tableId' | 'fields'>): Promise<Map<string, IndexKey[]>> {
+export async function neededSignatures(
+  sql: SqlExecutor,
+  schema: Pick<TableSchema, 'tableId' | 'fields'>,
+): Promise<Map<string, IndexKey[]>> {
   const views = await query<{ orderBy: unknown }>(sql, catalog.selectSharedOrders(schema.tableId));
   const needed = new Map<string, IndexKey[]>();
   for (const view of views) {
@@ -74,9 +104,13 @@ export async function neededSignatures(sql: SqlExecutor, schema: Pick<TableSchem
 }
 
 function capacityLimit(): DomainError {
-  return new DomainError('CAPACITY_LIMIT', `A table may have at most ${MAX_INDEXES_PER_TABLE} indexes, automatic ones included; drop one first.`, {
-    details: { limit: MAX_INDEXES_PER_TABLE, scope: 'table indexes' },
-  });
+  return new DomainError(
+    'CAPACITY_LIMIT',
+    `A table may have at most ${MAX_INDEXES_PER_TABLE} indexes, automatic ones included; drop one first.`,
+    {
+      details: { limit: MAX_INDEXES_PER_TABLE, scope: 'table indexes' },
+    },
+  );
 }
 
 async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): Promise<void> {
@@ -86,8 +120,12 @@ async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): 
       await exec(sql, [catalog.lockTableIndexes(schema.tableId)]);
       const existing = await query<catalog.IndexRow>(sql, catalog.selectTableIndexes(schema.tableId));
       const signature = catalog.indexSignatureOf(change.method, change.keys);
-      if (!existing.some((index) => index.signature === signature) && existing.length >= MAX_INDEXES_PER_TABLE) throw capacityLimit();
-      const [row] = await query<catalog.IndexRow>(sql, catalog.insertTableIndex(change.indexId, schema.tableId, change.keys, 'explicit', change.method));
+      if (!existing.some((index) => index.signature === signature) && existing.length >= MAX_INDEXES_PER_TABLE)
+        throw capacityLimit();
+      const [row] = await query<catalog.IndexRow>(
+        sql,
+        catalog.insertTableIndex(change.indexId, schema.tableId, change.keys, 'explicit', change.method),
+      );
       await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
       return { journal: { phase: 'build', indexId: row!.id, keys: change.keys }, progress: { done: 0, total: 2 } };
     });
@@ -101,12 +139,21 @@ async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): 
     const { indexId } = run.journal as Extract<ChangeJournal, { phase: 'cutover' }>;
     await run.step(async (sql) => {
       await lockVersion(sql, run.payload);
-      if (!(await isValid(sql, schema.databaseId, indexId))) throw new Error('The index is missing or invalid at cutover');
+      if (!(await isValid(sql, schema.databaseId, indexId)))
+        throw new Error('The index is missing or invalid at cutover');
       const [updated] = await query(sql, catalog.setIndexState(indexId, 'ready'));
-      if (!updated) throw new DomainError('RESOURCE_NOT_FOUND', 'The index was removed while it was built (its field was deleted).');
+      if (!updated)
+        throw new DomainError(
+          'RESOURCE_NOT_FOUND',
+          'The index was removed while it was built (its field was deleted).',
+        );
       await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
       const schemaVersion = await bump(sql, schema.tableId);
-      const outcome: JobOutcome = { state: 'succeeded', result: { indexId, schemaVersion }, summary: run.payload.summary };
+      const outcome: JobOutcome = {
+        state: 'succeeded',
+        result: { indexId, schemaVersion },
+        summary: run.payload.summary,
+      };
       return { journal: { phase: 'done', outcome }, progress: { done: 2, total: 2 } };
     });
   }
@@ -129,9 +176,14 @@ async function dropIndex(run: ChangeRun, schema: TableSchema, change: DropIndex)
       await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
       const schemaVersion = await bump(sql, schema.tableId);
       const outcome: JobOutcome = {
-        state: 'succeeded', result: { indexId: row.id, dropped: !needed, keptForViews: needed, schemaVersion }, summary: run.payload.summary,
+        state: 'succeeded',
+        result: { indexId: row.id, dropped: !needed, keptForViews: needed, schemaVersion },
+        summary: run.payload.summary,
       };
-      return { journal: needed ? { phase: 'done', outcome } : { phase: 'drop', outcome }, progress: { done: 1, total: 2 } };
+      return {
+        journal: needed ? { phase: 'done', outcome } : { phase: 'drop', outcome },
+        progress: { done: 1, total: 2 },
+      };
     });
   }
   if (run.journal.phase === 'drop') {
@@ -149,16 +201,25 @@ export async function runIndexChange(run: ChangeRun, schema: TableSchema): Promi
 }
 
 /** Undoes an add_index that will not cut over: its row (unless it was adopted and is ready) and its index. */
-export async function abandonIndexChange(run: JobRun<Target & { change: PlannedChange }, Partial<ChangeJournal>>): Promise<void> {
+export async function abandonIndexChange(
+  run: JobRun<Target & { change: PlannedChange }, Partial<ChangeJournal>>,
+): Promise<void> {
   const journal = run.journal as Partial<{ indexId: string }>;
   if (run.payload.change.kind !== 'add_index' || !journal.indexId) return;
   const indexId = journal.indexId;
   const removed = await query(pgExecutor(run.pool), catalog.discardBuildingIndex(indexId, ['explicit']));
-  if (removed.length > 0) await outsideTransaction(run.pool, (sql) => exec(sql, [dropSortIndex(run.payload.databaseId, indexId)]));
+  if (removed.length > 0)
+    await outsideTransaction(run.pool, (sql) => exec(sql, [dropSortIndex(run.payload.databaseId, indexId)]));
 }
 
 /** The automatic index job: build the index its row asks for and mark it ready, or drop it when its row is gone. */
-export const ViewIndexPayload = z.object({ orgId: z.string(), databaseId: z.string(), tableId: z.string(), indexId: z.string(), summary: z.string() });
+export const ViewIndexPayload = z.object({
+  orgId: z.string(),
+  databaseId: z.string(),
+  tableId: z.string(),
+  indexId: z.string(),
+  summary: z.string(),
+});
 type ViewIndexPayload = z.infer<typeof ViewIndexPayload>;
 type ViewIndexJournal = { phase: 'done'; outcome: JobOutcome };
 
@@ -209,7 +270,12 @@ export async function forgetFieldIndexes(sql: SqlExecutor, tableId: string, fiel
  * the new column by an `updateTable` job (reads use no index until it is ready), or forgotten when the new type
  * cannot be indexed. Runs inside the cutover transaction, so the jobs exist exactly when the conversion does.
  */
-export async function rebuildFieldIndexes(sql: SqlExecutor, run: JobRun<Target, unknown>, fields: TableSchema['fields'], fieldId: string): Promise<void> {
+export async function rebuildFieldIndexes(
+  sql: SqlExecutor,
+  run: JobRun<Target, unknown>,
+  fields: TableSchema['fields'],
+  fieldId: string,
+): Promise<void> {
   const { orgId, databaseId, tableId } = run.payload;
   const indexes = await query<catalog.IndexRow>(sql, catalog.selectIndexesOnField(tableId, fieldId));
   for (const index of indexes) {
@@ -219,10 +285,27 @@ export async function rebuildFieldIndexes(sql: SqlExecutor, run: JobRun<Target, 
       await exec(sql, [catalog.deleteTableIndex(index.id)]);
       continue;
     }
-    await exec(sql, [catalog.setIndexState(index.id, 'building'), insertJob({
-      id: newId(), orgId, kind: 'updateTable', databaseId, tableId, serialKey: null, maxAttempts: 5, actor: run.job.actor, runAt: null,
-      payload: { orgId, databaseId, tableId, indexId: index.id, summary: `Rebuild index ${index.id} after a field conversion` },
-    })]);
+    await exec(sql, [
+      catalog.setIndexState(index.id, 'building'),
+      insertJob({
+        id: newId(),
+        orgId,
+        kind: 'updateTable',
+        databaseId,
+        tableId,
+        serialKey: null,
+        maxAttempts: 5,
+        actor: run.job.actor,
+        runAt: null,
+        payload: {
+          orgId,
+          databaseId,
+          tableId,
+          indexId: index.id,
+          summary: `Rebuild index ${index.id} after a field conversion`,
+        },
+      }),
+    ]);
   }
   if (indexes.length > 0) await exec(sql, [catalog.bumpIndexVersion(tableId), notifyWorkers()]);
 }

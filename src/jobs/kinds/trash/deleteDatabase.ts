@@ -1,4 +1,9 @@
-import { cancelTablePurges, deleteCatalogRow, deleteForeignKeysOf, dropDatabaseSchema } from '../../../catalog/trash.ts';
+import {
+  cancelTablePurges,
+  deleteCatalogRow,
+  deleteForeignKeysOf,
+  dropDatabaseSchema,
+} from '../../../catalog/trash.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { claimEntry, deleteCatalog, dropInSteps, dropPlan, PurgePayload, type PurgeJournal } from './purge.ts';
 
@@ -16,10 +21,19 @@ export const deleteDatabase: JobHandler<PurgePayload, PurgeJournal> = {
     const { databaseId } = run.payload;
     if (!run.journal.phase) await claimEntry(run, 'database', databaseId);
     const tables = run.journal.tables ?? [];
-    if (run.journal.phase === 'drop') await dropInSteps(run, dropPlan(databaseId, tables, [dropDatabaseSchema(databaseId)]));
+    if (run.journal.phase === 'drop')
+      await dropInSteps(run, dropPlan(databaseId, tables, [dropDatabaseSchema(databaseId)]));
     if (run.journal.phase === 'catalog') {
-      await deleteCatalog(run, [cancelTablePurges(databaseId), deleteForeignKeysOf(tables.map((table) => table.id)), deleteCatalogRow('database', databaseId)]);
+      await deleteCatalog(run, [
+        cancelTablePurges(databaseId),
+        deleteForeignKeysOf(tables.map((table) => table.id)),
+        deleteCatalogRow('database', databaseId),
+      ]);
     }
-    return { state: 'succeeded', result: { purged: true, databaseId, tables: tables.length }, summary: `Purged database ${run.payload.name}` };
+    return {
+      state: 'succeeded',
+      result: { purged: true, databaseId, tables: tables.length },
+      summary: `Purged database ${run.payload.name}`,
+    };
   },
 };

@@ -12,8 +12,10 @@ export const deleteTable: JobHandler<PurgePayload, PurgeJournal> = {
   async run(run) {
     const tableId = run.payload.tableId!;
     if (!run.journal.phase) await claimEntry(run, 'table', tableId);
-    if (run.journal.phase === 'drop') await dropInSteps(run, dropPlan(run.payload.databaseId, run.journal.tables ?? []));
-    if (run.journal.phase === 'catalog') await deleteCatalog(run, [deleteForeignKeysOf([tableId]), deleteCatalogRow('table', tableId)]);
+    if (run.journal.phase === 'drop')
+      await dropInSteps(run, dropPlan(run.payload.databaseId, run.journal.tables ?? []));
+    if (run.journal.phase === 'catalog')
+      await deleteCatalog(run, [deleteForeignKeysOf([tableId]), deleteCatalogRow('table', tableId)]);
     return { state: 'succeeded', result: { purged: true, tableId }, summary: `Purged table ${run.payload.name}` };
   },
 };

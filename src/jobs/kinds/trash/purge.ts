@@ -42,7 +42,9 @@ export async function claimEntry(run: JobRun<PurgePayload, PurgeJournal>, kind: 
   let claimed = true;
   await run.step(async (sql) => {
     claimed = (await exec(sql, [markPurging(kind, id, run.job.id)])).length === 1;
-    const tables = claimed ? await sql.query<PurgedTable>(selectPurgedTables(kind === 'database' ? 'database_id' : 'id', id).sql, [id]) : [];
+    const tables = claimed
+      ? await sql.query<PurgedTable>(selectPurgedTables(kind === 'database' ? 'database_id' : 'id', id).sql, [id])
+      : [];
     return { journal: { phase: 'drop', tables, dropped: 0 }, progress: { done: 0, total: null } };
   });
   if (!claimed) throw new JobCancelled();
@@ -50,7 +52,10 @@ export async function claimEntry(run: JobRun<PurgePayload, PurgeJournal>, kind: 
 
 /** The drop statements in order: every table's data, then whatever `after` adds (a database's schema). */
 export function dropPlan(databaseId: string, tables: readonly PurgedTable[], after: Statement[] = []): Statement[] {
-  return [...tables.flatMap((table) => dropTableData(databaseId, table.id, table.sequenceFieldIds, table.hashedRuleIds)), ...after];
+  return [
+    ...tables.flatMap((table) => dropTableData(databaseId, table.id, table.sequenceFieldIds, table.hashedRuleIds)),
+    ...after,
+  ];
 }
 
 /** One step per DROP, so that no step holds locks on more than one object, and a crash loses at most one. */
@@ -60,14 +65,21 @@ export async function dropInSteps(run: JobRun<PurgePayload, PurgeJournal>, plan:
     await run.step(async (sql) => {
       await exec(sql, [plan[index]!]);
       const done = index + 1;
-      return { journal: { ...journal, phase: done === plan.length ? 'catalog' : 'drop', dropped: done }, progress: { done, total: plan.length + 1 } };
+      return {
+        journal: { ...journal, phase: done === plan.length ? 'catalog' : 'drop', dropped: done },
+        progress: { done, total: plan.length + 1 },
+      };
     });
   }
-  if (plan.length === 0) await run.step(async () => ({ journal: { ...journal, phase: 'catalog' }, progress: { done: 0, total: 1 } }));
+  if (plan.length === 0)
+    await run.step(async () => ({ journal: { ...journal, phase: 'catalog' }, progress: { done: 0, total: 1 } }));
 }
 
 /** The last step: the catalog rows (fields, rules, keys, views follow by cascade). */
-export async function deleteCatalog(run: JobRun<PurgePayload, PurgeJournal>, statements: readonly Statement[]): Promise<void> {
+export async function deleteCatalog(
+  run: JobRun<PurgePayload, PurgeJournal>,
+  statements: readonly Statement[],
+): Promise<void> {
   const journal = run.journal as PurgeJournal;
   await run.step(async (sql) => {
     await exec(sql, statements);
