@@ -234,6 +234,13 @@ describe('POST …/rows/similar', () => {
     ).toEqual(['Société Générale']);
   });
 
+  it('takes a threshold too small for a float4 (fuzz: 1.8e-245 was a 500): every row scores above it', async () => {
+    const table = await companies();
+    const response = await similar(table, { fieldId: 'Name', value: 'Acme Corp.', threshold: 1.8e-245 });
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.data.length).toBeGreaterThan(2);
+  });
+
   it('honours threshold and limit', async () => {
     const table = await companies();
     const loose = await similar(table, { fieldId: 'Name', value: 'Acme Corp.', threshold: 0.05 });

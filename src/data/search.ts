@@ -99,7 +99,7 @@ export function similarRows(table: PhysicalTable, query: SimilarQuery): Statemen
   const score = `similarity(${folded}, ${value})`;
   const conditions = [
     ...(query.threshold >= TRIGRAM_OPERATOR_THRESHOLD ? [`${folded} % ${value}`] : []),
-    `${score} >= ${params.add(query.threshold, 'real')}`,
+    `${score} >= ${params.add(query.threshold, 'float8')}`,
   ];
   const sql = `SELECT r.id, ${rowJsonProjection(query.shown, 'r')} AS j, ${score} AS score
       FROM ${rowsTableOf(table.databaseId, table.tableId)} r

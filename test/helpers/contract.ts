@@ -85,8 +85,13 @@ function documentedMethod(method: string): string {
   return lower === 'head' ? 'get' : lower;
 }
 
+/**
+ * The most specific path that matches decides, as the router does: a literal path (`…/rows/similar`) reserves every
+ * method, so `DELETE …/rows/similar` is its 405, not `DELETE …/rows/{rowId}`.
+ */
 function operationOf(checked: Contract, method: string, pathname: string): Operation | undefined {
-  return checked.operations.find((candidate) => candidate.pattern.test(pathname) && candidate.methods[method]);
+  const path = checked.operations.find((candidate) => candidate.pattern.test(pathname));
+  return path?.methods[method] ? path : undefined;
 }
 
 /** Whether the document has an operation for this method and path (a request outside /v1 and /oauth counts as described). */
