@@ -7,7 +7,7 @@ import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable } from './helpers/workspace.ts';
 
 /**
- * Issue 27: deliveries survive the worker. The server runs no worker; deliveries run in separate `src/worker.ts`
+ * Issue 27: deliveries survive the worker. The server runs no worker; deliveries run in separate `src/bin/worker.ts`
  * processes, one of which is SIGKILLed while the receiver holds a message in flight.
  */
 const WEBHOOK_ENV = {
