@@ -249,10 +249,16 @@ describe('the scheduler', () => {
     setClock(new Date(first.getTime() + 16 * 60_000 + 5_000));
     const pool = new pg.Pool({ connectionString: server().database.url, max: 2 });
     try {
-      await schedulerTick(pool, server().config);
-      expect(
-        (await server().prisma.backupSettings.findUniqueOrThrow({ where: { databaseId } })).overdueSince,
-      ).not.toBeNull();
+      // The killed workers' sessions may still hold the settings row for a moment, and the tick skips locked rows.
+      await vi.waitFor(
+        async () => {
+          await schedulerTick(pool, server().config);
+          expect(
+            (await server().prisma.backupSettings.findUniqueOrThrow({ where: { databaseId } })).overdueSince,
+          ).not.toBeNull();
+        },
+        { timeout: 10_000, interval: 200 },
+      );
       // …and a failed backup is detected once.
       const failed = await server().prisma.job.findFirstOrThrow({
         where: { databaseId, kind: 'runDatabaseBackup', state: 'queued' },
