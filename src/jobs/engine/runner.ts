@@ -1,3 +1,4 @@
+import { createWaker } from './waker.ts';
 import { hostname } from 'node:os';
 import pg from 'pg';
 import { inPgTransaction, pgExecutor } from '../../db/sql.ts';
@@ -277,35 +278,11 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
   const running = new Set<Promise<void>>();
   const worker = { stopping: false };
   let stopped = false;
-  let wake: (() => void) | null = null;
-  // A NOTIFY that arrives while the loop is claiming (not sleeping) would otherwise be lost, and the job it
-  // announces would wait a whole poll interval (JOB_POLL_MS, 1 s by default) for the next claim.
-  let woken = false;
   let listener: pg.Client | null = null;
   let relisten: NodeJS.Timeout | null = null;
-  const notify = () => {
-    woken = true;
-    wake?.();
-  };
-
-  const sleep = () =>
-    new Promise<void>((resolve) => {
-      if (woken) {
-        woken = false;
-        resolve();
-        return;
-      }
-      const timer = setTimeout(() => {
-        wake = null;
-        resolve();
-      }, options.pollMs);
-      wake = () => {
-        clearTimeout(timer);
-        wake = null;
-        woken = false;
-        resolve();
-      };
-    });
+  // A NOTIFY that arrives while the loop is claiming (not sleeping) is kept by the waker; otherwise the job it
+  // announces would wait a whole poll interval (JOB_POLL_MS, 1 s by default) for the next claim.
+  const { notify, sleep } = createWaker(options.pollMs);
 
   async function claimOne(): Promise<ClaimedJobRow | undefined> {
     const statement = claimJob(owner, newId(), options.leaseSeconds, kinds);

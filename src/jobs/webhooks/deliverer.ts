@@ -1,3 +1,4 @@
+import { createWaker } from '../engine/waker.ts';
 import pg from 'pg';
 import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import {
@@ -91,33 +92,10 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const notifications: FeedNotifications = { listening: false, counts: new Map() };
   const running = new Set<Promise<void>>();
   let stopped = false;
-  let woken = false;
-  let wake: (() => void) | null = null;
   const connectionString = (pool as unknown as { options: { connectionString?: string } }).options.connectionString;
   let listener: pg.Client | null = null;
 
-  const notify = () => {
-    woken = true;
-    wake?.();
-  };
-  const sleep = () =>
-    new Promise<void>((resolve) => {
-      if (woken) {
-        woken = false;
-        resolve();
-        return;
-      }
-      const timer = setTimeout(() => {
-        wake = null;
-        resolve();
-      }, config.JOB_POLL_MS);
-      wake = () => {
-        clearTimeout(timer);
-        wake = null;
-        woken = false;
-        resolve();
-      };
-    });
+  const { notify, sleep } = createWaker(config.JOB_POLL_MS);
 
   async function secretsOf(endpoint: EndpointRow): Promise<string[]> {
     const key = await sealingKey(pool, sql, configuredKey);
