@@ -7,8 +7,9 @@ import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable } from './helpers/workspace.ts';
 
 /**
- * Issue 27: deliveries survive the worker. The server runs no worker; deliveries run in separate `src/bin/worker.ts`
- * processes, one of which is SIGKILLed while the receiver holds a message in flight.
+ * Issue 27: deliveries survive the worker. The server runs no worker; deliveries run in separate worker processes
+ * (dist/worker.js, which test/global-setup.ts builds from the sources under test), one of which is SIGKILLed while
+ * the receiver holds a message in flight.
  */
 const WEBHOOK_ENV = {
   WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
@@ -26,8 +27,9 @@ interface WorkerProcess {
 const workers: WorkerProcess[] = [];
 
 function spawnWorker(): WorkerProcess {
-  // Its own process group, so that SIGKILL reaches tsx's node child too.
-  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
+  // The built worker, as `npm run worker` runs it: tsx would compile the sources at every start (seconds of CPU
+  // per worker). Its own process group, so that SIGKILL reaches whatever it runs.
+  const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
