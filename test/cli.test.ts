@@ -81,7 +81,7 @@ describe('npm run cli', () => {
     ]);
     expect(duplicate.code).not.toBe(0);
     expect(duplicate.stderr).toMatch(/already a member/);
-  });
+  }, 120_000); // three CLI processes that connect: each one is a second of CPU, several on a loaded machine
 
   it.each([
     [['bootstrap', '--org-name', 'Acme', '--email', 'not-an-email', '--name', 'Ada'], /--email/],
