@@ -16,16 +16,33 @@ import { createTable } from './helpers/workspace.ts';
  */
 const GRACE_MS = 60_000;
 
+const ENV = { LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: String(GRACE_MS) };
+const CLAIM_ENV = { ...ENV, BODY_READ_TIMEOUT_MS: String(GRACE_MS), JOB_POLL_MS: '50' };
+
 let database: TestDatabase;
 let prisma: PrismaClient;
 let org: TestOrg;
+/** Each test's own `npm start` (its worker off), started together so that their starts overlap. */
+let services: { stops: ApiProcess; streams: ApiProcess; queues: ApiProcess };
 
 beforeAll(async () => {
   database = await createTestDatabase();
   prisma = createPrisma(database.url, 2);
   org = await createOrg(prisma);
-});
+  const started = await Promise.allSettled([
+    startApiProcess(database, prisma, ENV),
+    startApiProcess(database, prisma, ENV),
+    startApiProcess(database, prisma, CLAIM_ENV),
+  ]);
+  const [stops, streams, queues] = started.map((result) => (result.status === 'fulfilled' ? result.value : null));
+  if (!stops || !streams || !queues) {
+    await Promise.all([stops, streams, queues].map((service) => service?.stop()));
+    throw (started.find((result) => result.status === 'rejected') as PromiseRejectedResult).reason;
+  }
+  services = { stops, streams, queues };
+}, 120_000);
 afterAll(async () => {
+  await Promise.all(Object.values(services ?? {}).map((service) => service.stop()));
   await prisma?.$disconnect();
   await database?.drop();
 });
@@ -70,7 +87,7 @@ async function queuedJob(service: ApiProcess): Promise<string> {
 
 describe('SIGTERM to the `npm start` process', () => {
   it('stops the server, within the grace period, and leaves no node process behind', async () => {
-    const service = await startApiProcess(database, prisma, { LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: String(GRACE_MS) });
+    const service = services.stops;
     try {
       const node = serverPid(service);
       expect(node).not.toBe(service.pid);
@@ -84,7 +101,7 @@ describe('SIGTERM to the `npm start` process', () => {
   }, 120_000);
 
   it('ends open job streams (REST and /graphql) at once with a last event that says to reconnect', async () => {
-    const service = await startApiProcess(database, prisma, { LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: String(GRACE_MS) });
+    const service = services.streams;
     try {
       const jobId = await queuedJob(service);
       const headers = { authorization: `Bearer ${org.adminKey}` };
@@ -125,17 +142,10 @@ describe('SIGTERM to the `npm start` process', () => {
   }, 120_000);
 
   it('stops the worker claiming jobs at once, while an in-flight request still holds the server', async () => {
-    const env = {
-      LOG_LEVEL: 'info',
-      SHUTDOWN_GRACE_MS: String(GRACE_MS),
-      BODY_READ_TIMEOUT_MS: String(GRACE_MS),
-      JOB_POLL_MS: '50',
-    };
     // A job queued by a process without a worker, not due yet: the worker cannot claim it before the signal.
-    const service = await startApiProcess(database, prisma, env);
-    const jobId = await queuedJob(service).finally(() => service.stop());
+    const jobId = await queuedJob(services.queues).finally(() => services.queues.stop());
     await prisma.$executeRaw`UPDATE jobs SET run_at = now() + interval '1 day' WHERE id = ${jobId}`;
-    const worker = await startApiProcess(database, prisma, { ...env, RUN_WORKER: 'true' });
+    const worker = await startApiProcess(database, prisma, { ...CLAIM_ENV, RUN_WORKER: 'true' });
     const upload = connect(Number(new URL(worker.url).port), '127.0.0.1');
     try {
       await once(upload, 'connect');
