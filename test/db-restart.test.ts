@@ -90,7 +90,7 @@ async function recovered(): Promise<void> {
       const response = await service.request('GET', '/v1/me/preferences', { token: org.adminKey });
       if (response.status !== 200) throw new Error(`not recovered yet: ${response.status}`);
     },
-    { timeout: 30_000, interval: 200 },
+    { timeout: 30_000, interval: 50 },
   );
 }
 
@@ -160,10 +160,17 @@ describe('a PostgreSQL restart under request load', () => {
       }
     };
     const clients = Array.from({ length: 4 }, load);
-    await sleep(500);
+    // The load is under way (answers coming back) before the restart, and goes on for a few answers after it.
+    await expect.poll(() => answers.length, { timeout: 30_000, interval: 10 }).toBeGreaterThanOrEqual(8);
     await restart('immediate');
     await recovered();
-    await sleep(500);
+    const recoveredAt = answers.length;
+    await expect
+      .poll(() => answers.slice(recoveredAt).filter((answer) => answer.status === 200).length, {
+        timeout: 30_000,
+        interval: 10,
+      })
+      .toBeGreaterThanOrEqual(8);
     stop = true;
     await Promise.all(clients);
     expect(alive(service.pid)).toBe(true);
