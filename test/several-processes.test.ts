@@ -36,20 +36,45 @@ afterAll(async () => {
   await database?.drop();
 });
 
+/**
+ * The pairs of the describes below, in order. Each describe starts the next one's pair while its own tests run, so
+ * that a pair's start (seconds of loading and connecting) overlaps the tests before it instead of adding to them;
+ * never more than two pairs start at once.
+ */
+const pairs: { start: () => Promise<void>; started?: Promise<void> }[] = [];
+
+function startPair(index: number): Promise<void> | undefined {
+  const pair = pairs[index];
+  if (pair && !pair.started) {
+    pair.started = pair.start();
+    // Awaited by its own describe; until then a failed start must not count as unhandled.
+    pair.started.catch(() => undefined);
+  }
+  return pair?.started;
+}
+
 /** Two API processes with the same settings, stopped after the enclosing describe. */
 function useApiPair(env: Env): { one: ApiProcess; two: ApiProcess } {
   const pair = {} as { one: ApiProcess; two: ApiProcess };
   const started: ApiProcess[] = [];
-  beforeAll(async () => {
-    const processes = await Promise.allSettled([
-      startApiProcess(database, prisma, env),
-      startApiProcess(database, prisma, env),
-    ]);
-    for (const result of processes) if (result.status === 'fulfilled') started.push(result.value);
-    const failed = processes.find((result) => result.status === 'rejected');
-    if (failed) throw failed.reason;
-    [pair.one, pair.two] = started as [ApiProcess, ApiProcess];
+  const index = pairs.length;
+  pairs.push({
+    start: async () => {
+      const processes = await Promise.allSettled([
+        startApiProcess(database, prisma, env),
+        startApiProcess(database, prisma, env),
+      ]);
+      for (const result of processes) if (result.status === 'fulfilled') started.push(result.value);
+      const failed = processes.find((result) => result.status === 'rejected');
+      if (failed) throw failed.reason;
+      [pair.one, pair.two] = started as [ApiProcess, ApiProcess];
+    },
   });
+  beforeAll(async () => {
+    const own = startPair(index);
+    startPair(index + 1);
+    await own;
+  }, 120_000);
   afterAll(() => Promise.all(started.map((service) => service.stop())));
   return pair;
 }
