@@ -19,7 +19,7 @@ import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
 /**
- * Backups under writes and under SIGKILL (issue 16). The server runs no worker; the workers are `src/bin/worker.ts`
+ * Backups under writes and under SIGKILL (issue 16). The server runs no worker; the workers are `dist/worker.js`
  * processes with a 2 s lease, killed (no handover) while they copy, and a second one finishes the job.
  */
 const dir = backupDir();
@@ -29,7 +29,7 @@ const server = () => suite.server;
 const orgId = () => suite.org.orgId;
 
 function spawnWorker(): { child: ChildProcess; kill(): Promise<void> } {
-  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
+  const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

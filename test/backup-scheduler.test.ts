@@ -30,7 +30,7 @@ const orgId = () => suite.org.orgId;
 const setClock = (instant: Date) => writeFileSync(clockFile, instant.toISOString());
 
 function spawnWorker(): { child: ChildProcess; kill(): Promise<void> } {
-  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
+  const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

@@ -14,7 +14,7 @@ import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 /**
  * An export reads one snapshot while writes go on, can be cancelled mid-way, and after its worker is SIGKILLed
  * starts again on another worker and still ends with a correct artifact. The server runs no worker: each test
- * starts its own (in-process, or `src/bin/worker.ts` processes with a 2 s lease to kill).
+ * starts its own (in-process, or `dist/worker.js` processes with a 2 s lease to kill).
  */
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
 const admin = () => suite.org.adminKey;
@@ -168,7 +168,7 @@ interface WorkerProcess {
 }
 
 function spawnWorker(): WorkerProcess {
-  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
+  const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

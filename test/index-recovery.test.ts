@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 function spawnWorker(leaseSeconds: number): { kill(): Promise<void> } {
-  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
+  const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

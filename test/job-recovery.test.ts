@@ -13,7 +13,7 @@ import { addUniqueRule, createTable, refreshSchemaVersion, type TestTable } from
 /**
  * A worker killed mid-job (SIGKILL: no handover, its lease simply runs out) and a second worker that reclaims the
  * job resume it from its last checkpoint to the same result as a run that was never interrupted. The server runs no
- * worker; the workers are separate `src/bin/worker.ts` processes with a 2 s lease.
+ * worker; the workers are separate `dist/worker.js` processes with a 2 s lease.
  */
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
 const admin = () => suite.org.adminKey;
@@ -25,8 +25,8 @@ interface WorkerProcess {
 }
 
 function spawnWorker(): WorkerProcess {
-  // Its own process group, so that SIGKILL reaches tsx's node child too.
-  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
+  // The built worker (test/global-setup.ts builds dist/ from the sources under test), as `npm run worker` runs it.
+  const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

@@ -12,7 +12,7 @@ import { createTable, type TestTable } from './helpers/workspace.ts';
 /**
  * A conversion whose worker is killed mid-backfill resumes on another worker to the same result, and a conversion
  * cancelled mid-backfill leaves the table exactly as it was (and runs again to completion on retry). The server
- * runs no worker; workers are `src/bin/worker.ts` processes. The backfill is held at exact points by row locks the
+ * runs no worker; workers are `dist/worker.js` processes. The backfill is held at exact points by row locks the
  * test takes (no sleeps): pg_stat_activity shows when the worker waits on them.
  */
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
@@ -31,8 +31,8 @@ afterEach(async () => {
 });
 
 function spawnWorker(leaseSeconds: number): WorkerProcess {
-  // Its own process group, so that SIGKILL reaches tsx's node child too.
-  const child = spawn('node_modules/.bin/tsx', ['src/bin/worker.ts'], {
+  // The built worker (test/global-setup.ts builds dist/ from the sources under test), as `npm run worker` runs it.
+  const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
