@@ -68,6 +68,13 @@ async function terminateNpm(service: ApiProcess): Promise<void> {
   });
 }
 
+/** Processes listening for committed changes on the test database (one per process with an open stream or poll). */
+async function changeListeners(): Promise<number> {
+  const [row] = await prisma.$queryRaw<{ count: number }[]>`
+    SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN "wds_changes"'`;
+  return row!.count;
+}
+
 /** Job runners listening for new jobs on the test database (one per process whose worker runs). */
 async function jobListeners(): Promise<number> {
   const [row] = await prisma.$queryRaw<{ count: number }[]>`
@@ -75,14 +82,14 @@ async function jobListeners(): Promise<number> {
   return row!.count;
 }
 
-async function queuedJob(service: ApiProcess): Promise<string> {
+async function queuedJob(service: ApiProcess): Promise<{ jobId: string; databaseId: string }> {
   const table = await createTable(service, org, [{ name: 'Name', type: 'text' }]);
   const accepted = await requestPreview(service, org.adminKey, table, {
     content: 'Name\nAda\n',
     mapping: [{ source: 'Name', fieldId: 'Name' }],
   });
   expect(accepted.status, accepted.text).toBe(202);
-  return accepted.body.jobId;
+  return { jobId: accepted.body.jobId, databaseId: table.databaseId };
 }
 
 describe('SIGTERM to the `npm start` process', () => {
@@ -100,12 +107,35 @@ describe('SIGTERM to the `npm start` process', () => {
     }
   }, 120_000);
 
-  it('ends open job streams (REST and /graphql) at once with a last event that says to reconnect', async () => {
+  it('ends open job and change streams (REST and /graphql) at once with a last event that says to reconnect', async () => {
     const service = services.streams;
     try {
-      const jobId = await queuedJob(service);
+      const { jobId, databaseId } = await queuedJob(service);
       const headers = { authorization: `Bearer ${org.adminKey}` };
       const rest = await openEventStream(`${service.url}/v1/orgs/${org.orgId}/jobs/${jobId}/events`, { headers });
+      const changesPath = `/v1/orgs/${org.orgId}/databases/${databaseId}/changes`;
+      const head = await service.request('GET', `${changesPath}/head`, { token: org.adminKey });
+      expect(head.status, head.text).toBe(200);
+      // A long poll of the feed with nothing new: held up to 30 s, it answers its empty page at the signal. The
+      // process listens for changes once the poll waits (it is the first to), and the streams share that connection.
+      const polling = service.request('GET', `${changesPath}?wait=30&after=${encodeURIComponent(head.body.cursor)}`, {
+        token: org.adminKey,
+      });
+      await expect.poll(() => changeListeners(), { timeout: 10_000, interval: 20 }).toBe(1);
+      const changes = await openEventStream(`${service.url}${changesPath}`, {
+        headers: { ...headers, accept: 'text/event-stream' },
+      });
+      expect(changes.status).toBe(200);
+      const changesGraphql = await openEventStream(`${service.url}/graphql`, {
+        method: 'POST',
+        headers: { ...headers, accept: 'text/event-stream', 'content-type': 'application/json' },
+        body: JSON.stringify({
+          query: 'subscription ($o: ID!, $d: ID!) { rowChanges(orgId: $o, databaseId: $d) { cursor } }',
+          variables: { o: org.orgId, d: databaseId },
+        }),
+      });
+      expect(changesGraphql.status).toBe(200);
+
       const graphql = await openEventStream(`${service.url}/graphql`, {
         method: 'POST',
         headers: { ...headers, accept: 'text/event-stream', 'content-type': 'application/json' },
@@ -133,6 +163,24 @@ describe('SIGTERM to the `npm start` process', () => {
       expect(last?.event).toBe('next');
       expect(last?.data.errors[0].extensions).toMatchObject({ code: 'SERVICE_RESTARTING', retryAfter: 1 });
       expect((await graphql.next())?.event).toBe('complete');
+      expect(await changes.next()).toEqual({
+        event: 'error',
+        data: {
+          error: {
+            code: 'SERVICE_RESTARTING',
+            message: 'The service is restarting: reconnect to follow the changes.',
+            requestId: expect.any(String),
+          },
+        },
+      });
+      expect(await changes.next()).toBeNull();
+      const lastChange = await changesGraphql.next();
+      expect(lastChange?.event).toBe('next');
+      expect(lastChange?.data.errors[0].extensions).toMatchObject({ code: 'SERVICE_RESTARTING', retryAfter: 1 });
+      expect((await changesGraphql.next())?.event).toBe('complete');
+      const polled = await polling;
+      expect(polled.status, polled.text).toBe(200);
+      expect(polled.body).toMatchObject({ data: [], hasMore: false });
       // Before, the streams held the shutdown for the whole grace period and were then cut without a frame.
       await stopped;
       expect(logged(service, 'stopped')).toHaveLength(1);
@@ -143,7 +191,7 @@ describe('SIGTERM to the `npm start` process', () => {
 
   it('stops the worker claiming jobs at once, while an in-flight request still holds the server', async () => {
     // A job queued by a process without a worker, not due yet: the worker cannot claim it before the signal.
-    const jobId = await queuedJob(services.queues).finally(() => services.queues.stop());
+    const { jobId } = await queuedJob(services.queues).finally(() => services.queues.stop());
     await prisma.$executeRaw`UPDATE jobs SET run_at = now() + interval '1 day' WHERE id = ${jobId}`;
     const worker = await startApiProcess(database, prisma, { ...CLAIM_ENV, RUN_WORKER: 'true' });
     const upload = connect(Number(new URL(worker.url).port), '127.0.0.1');

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeChangeCursor, readChanges, readHead, type Change, type ChangePage } from '../../catalog/changes.ts';
 import { ChangesQuery, RowChangesQuery } from '../../contracts/changes.ts';
 import type { ChangeSignal } from '../../db/listener.ts';
+import { DomainError } from '../../kernel/errors.ts';
 import { Id } from '../../kernel/formats.ts';
 import { builder } from '../server/builder.ts';
 import { dataPlane, type Context } from '../server/context.ts';
@@ -88,7 +89,8 @@ async function changesPage(
     for (;;) {
       const page = await read(after, query.limit);
       const left = deadline - Date.now();
-      if (page.data.length > 0 || left <= 0) return page;
+      // Shutting down: an empty page now, so that the client's next poll goes to a process that is not stopping.
+      if (page.data.length > 0 || left <= 0 || signal.draining) return page;
       after = page.nextCursor;
       await Promise.race([signal.next(), sleep(left, undefined, { signal: abort.signal }).catch(() => undefined)]);
     }
@@ -98,16 +100,23 @@ async function changesPage(
   }
 }
 
+/** Not a change: the error the stream ends with. */
+interface StreamEnd {
+  endedWith: DomainError;
+}
+
 /**
  * Changes one at a time from `after` (or from the head: a stream opened without a cursor shows what happens next),
  * reading a page whenever the last is used up and waiting for NOTIFY when the feed has nothing newer. A hand-written
  * iterator, like `jobUpdated`'s: a generator waiting for the next change would not run its cleanup on disconnect.
+ * On shutdown (ChannelListener.drain) it sends what it has read, then ends with SERVICE_RESTARTING: the client
+ * reconnects with the last event's cursor (`Last-Event-ID`) and misses nothing.
  */
 function changeEvents(
   read: ReturnType<typeof reader>,
   start: string,
   signal: ChangeSignal,
-): AsyncIterableIterator<Change> {
+): AsyncIterableIterator<Change | StreamEnd> {
   let cursor = start;
   let buffer: Change[] = [];
   let finished = false;
@@ -122,6 +131,15 @@ function changeEvents(
         while (!finished) {
           const change = buffer.shift();
           if (change) return { done: false, value: change };
+          if (signal.draining) {
+            finished = true;
+            const restarting = new DomainError(
+              'SERVICE_RESTARTING',
+              'The service is restarting: reconnect to follow the changes.',
+              { retryAfter: 1 },
+            );
+            return { done: false, value: { endedWith: restarting } };
+          }
           const page = await read(cursor, STREAM_PAGE);
           buffer = page.data;
           cursor = page.nextCursor;
@@ -207,6 +225,9 @@ builder.subscriptionFields((t) => ({
         throw error;
       }
     },
-    resolve: (change) => change,
+    resolve: (event: Change | StreamEnd) => {
+      if ('endedWith' in event) throw event.endedWith;
+      return event;
+    },
   }),
 }));

@@ -92,8 +92,16 @@ export function createGraphServer(
     perOrg: config.EVENT_STREAMS_PER_ORG,
     recheckMs: config.EVENT_STREAM_RECHECK_MS,
   });
-  // On SIGTERM, open job streams (REST and /graphql) end at once with a last event that says to reconnect.
-  shutdown?.addEventListener('abort', () => jobUpdates.drain(), { once: true });
+  // On SIGTERM, open job and change streams (REST and /graphql) end at once with a last event that says to
+  // reconnect, and a waiting long poll of the change feed answers its empty page.
+  shutdown?.addEventListener(
+    'abort',
+    () => {
+      jobUpdates.drain();
+      changeSignals.drain();
+    },
+    { once: true },
+  );
   return createYoga<ServerContext, Context>({
     schema,
     graphqlEndpoint: '/graphql',
