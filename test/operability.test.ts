@@ -87,6 +87,24 @@ describe('/metrics', () => {
     expect(text).toContain('nodejs_eventloop_lag_seconds');
   });
 
+  it('counts requests refused before routing under the template their path fits; unknown paths stay unmatched', async () => {
+    const refused = await server.request('GET', `/v1/orgs/${org.orgId}/databases`);
+    expect(refused.status).toBe(401);
+    const unknown = await server.request('GET', `/v1/no-such-route/${org.orgId}`, {
+      token: org.adminKey,
+      outsideContract: true,
+    });
+    expect(unknown.status).toBe(404);
+    const text = await (await scrape(server, `Bearer ${METRICS_TOKEN}`)).text();
+    expect(
+      sample(text, 'http_requests_total', 'method="GET",route="/v1/orgs/:orgId/databases",status="401"'),
+    ).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'http_requests_total', 'method="GET",route="unmatched",status="404"')).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(text).not.toContain('no-such-route');
+  });
+
   it('reports queued, running and recently failed jobs by kind', async () => {
     const rows = await server.prisma.$queryRawUnsafe<{ id: string }[]>(`SELECT id FROM jobs LIMIT 1`);
     const [job] = rows;

@@ -137,7 +137,13 @@ export function createApp({ prisma, config, logger, redis, shutdown }: AppDepend
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext(logger));
-  const metrics = config.METRICS_TOKEN === undefined ? undefined : httpMetrics(prisma, config.METRICS_TOKEN);
+  const metrics =
+    config.METRICS_TOKEN === undefined
+      ? undefined
+      : httpMetrics(prisma, config.METRICS_TOKEN, [
+          ...Object.keys(openApi.paths as Record<string, unknown>),
+          '/graphql',
+        ]);
   if (metrics) app.use(metrics.record);
   app.use(compression({ filter: compressible }));
   app.use(health(prisma));

@@ -5,6 +5,7 @@ import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import { pgExecutor } from '../db/sql.ts';
 import { FAILED_WINDOW_SECONDS, jobCountsByKind, type JobCountRow } from '../jobs/engine/sql/metrics.ts';
 import { sendError } from './error-response.ts';
+import { expressPath } from './rest/route.ts';
 
 /**
  * Prometheus metrics (prom-client), one registry per app so that several apps in one process (tests) keep theirs
@@ -21,10 +22,38 @@ export interface HttpMetrics {
 /** Seconds: from a cached read (~1 ms) to the statement timeout (5 s) and past it. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** The template a request matched (`/v1/orgs/:orgId`), or `unmatched`: labels must not grow with the URLs sent. */
-function routeOf(req: Request): string {
-  const path = (req.route as { path?: unknown } | undefined)?.path;
-  return typeof path === 'string' ? `${req.baseUrl}${path}` : 'unmatched';
+/** A route template (`/v1/orgs/{orgId}`) as a matcher of request paths, labelled as Express writes it. */
+interface Template {
+  label: string;
+  pattern: RegExp;
+  params: number;
+}
+
+function templateOf(path: string): Template {
+  const segments = path.split('/').map((segment) => (/^\{\w+\}$/.test(segment) ? null : segment));
+  const source = segments.map((segment) => (segment === null ? '[^/]+' : segment.replace(/[.*+?^$()|[\]\\]/g, '\\$&')));
+  return {
+    label: expressPath(path),
+    pattern: new RegExp(`^${source.join('/')}/?$`),
+    params: segments.filter((segment) => segment === null).length,
+  };
+}
+
+/**
+ * The template a request matched (`/v1/orgs/:orgId`). A request refused before routing (401 from the credential
+ * check, 429 from a limit, 408 from the body deadline) has no matched route yet: it is labelled with the documented
+ * template its path fits, the most specific one (`…/changes/head` before `…/changes/{x}`), so that refusals are
+ * counted beside the answers of the same route. Paths no template fits are `unmatched`: labels must not grow with
+ * the URLs sent.
+ */
+function routeLabeller(paths: readonly string[]): (req: Request) => string {
+  const templates = paths.map(templateOf).sort((a, b) => a.params - b.params);
+  return (req) => {
+    const path = (req.route as { path?: unknown } | undefined)?.path;
+    if (typeof path === 'string') return `${req.baseUrl}${path}`;
+    const requested = req.originalUrl.split('?', 1)[0]!;
+    return templates.find((template) => template.pattern.test(requested))?.label ?? 'unmatched';
+  };
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
@@ -35,7 +64,9 @@ function bearerMatches(header: string | undefined, token: string): boolean {
   return timingSafeEqual(digest(presented), digest(token));
 }
 
-export function httpMetrics(prisma: PrismaClient, token: string): HttpMetrics {
+/** `paths`: the templates requests may be refused on before routing (the OpenAPI document's paths, /graphql). */
+export function httpMetrics(prisma: PrismaClient, token: string, paths: readonly string[]): HttpMetrics {
+  const routeOf = routeLabeller(paths);
   const register = new Registry();
   collectDefaultMetrics({ register });
   const labelNames = ['method', 'route', 'status'] as const;
