@@ -193,5 +193,5 @@ describe('npm run cli', () => {
       expect(result.stdout).toContain('register-oauth-client');
       expect(result.stderr).toBe('');
     }
-  });
+  }, 60_000); // four npm runs: at load 30 they took 30 s
 });
