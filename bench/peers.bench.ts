@@ -30,6 +30,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PAGE = 100;
 const DEEP = Math.floor(TABLE_ROWS * 0.9);
 const PEER_ROLE = 'wds_bench_peer';
+/** BENCH_TARGETS: a comma-separated list of target name prefixes (`page: REST,deep`), e.g. to profile one path. */
+const ONLY = process.env.BENCH_TARGETS?.split(',').map((prefix) => prefix.trim());
+const chosen = (name: string) => !ONLY || ONLY.some((prefix) => name.startsWith(prefix));
 
 const FIELDS = [
   { name: 'Name', type: 'text', required: true },
@@ -393,8 +396,11 @@ try {
     `{ allItems(first: 1, offset: ${DEEP - 1}, orderBy: PRIMARY_KEY_ASC) { pageInfo { endCursor } } }`,
     {},
   );
-  const deep = { ourCursor: await ourDeepCursor(servers, table), peerCursor: peerDeep.allItems.pageInfo.endCursor };
-  const all = targets(servers, table, peer, token, pool, deep);
+  const deep = {
+    ourCursor: chosen('deep: REST') ? await ourDeepCursor(servers, table) : '',
+    peerCursor: peerDeep.allItems.pageInfo.endCursor,
+  };
+  const all = targets(servers, table, peer, token, pool, deep).filter((target) => chosen(target.name));
   process.stdout.write(
     `peers: ${TABLE_ROWS} rows, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${SECONDS} s per target; ` +
       `load average ${(await import('node:os'))
@@ -414,8 +420,10 @@ try {
       process.stdout.write(`  ${line(measured)}\n`);
     }
   }
-  const rps = (name: string) => results.get(name)!.map((f) => f.rps);
+  const rps = (name: string) => results.get(name)?.map((f) => f.rps) ?? [];
   const per = (over: string, under: string) => rps(over).map((value, index) => value / rps(under)[index]!);
+  const ratio = (row: string, quotient: string, over: string, under: string, target: number) =>
+    chosen(over) && chosen(under) ? `${ratioLine(row, quotient, per(over, under), target)}\n` : '';
   process.stdout.write('\nmedians\n');
   for (const [name, rounds] of results) {
     const cpu = (key: keyof CpuTimes) => median(rounds.map((f) => f.cpu?.[key] ?? NaN)).toFixed(2);
@@ -425,11 +433,11 @@ try {
     );
   }
   process.stdout.write(
-    `\n${ratioLine('filtered page', 'REST / PostGraphile', per('page: REST', 'page: PostGraphile'), 1.2)}\n` +
-      `${ratioLine('filtered page', '/graphql / PostGraphile', per('page: /graphql', 'page: PostGraphile'), 1.0)}\n` +
-      `${ratioLine('deep keyset page', 'REST / PostGraphile', per('deep: REST', 'deep: PostGraphile'), 1.2)}\n` +
-      `${ratioLine('row create', 'REST / PostGraphile createItem', per('create: REST', 'create: PostGraphile'), 0.6)}\n` +
-      `${ratioLine('filtered page', 'REST / raw pg', per('page: REST', 'page: raw pg'), 0.5)}\n`,
+    `\n${ratio('filtered page', 'REST / PostGraphile', 'page: REST', 'page: PostGraphile', 1.2)}` +
+      ratio('filtered page', '/graphql / PostGraphile', 'page: /graphql', 'page: PostGraphile', 1.0) +
+      ratio('deep keyset page', 'REST / PostGraphile', 'deep: REST', 'deep: PostGraphile', 1.2) +
+      ratio('row create', 'REST / PostGraphile createItem', 'create: REST', 'create: PostGraphile', 0.6) +
+      ratio('filtered page', 'REST / raw pg', 'page: REST', 'page: raw pg', 0.5),
   );
 } finally {
   await peer?.stop();
