@@ -4,7 +4,8 @@ import { RowBatchResponse, RowResponse } from '../src/http/rest/routes/rows.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { addUniqueRule, createRow, createTable, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
+import { waitForJob } from './helpers/jobs.ts';
 
 /** Issue 28: POST …/rows/lookup and batch update/delete by `matchOn`. */
 const suite = useServerWithOrg();
@@ -135,6 +136,35 @@ describe('POST …/rows/lookup', () => {
       { token: admin() },
     );
     expect(graph.body).toEqual({ data: { lookupRows: rest.body } });
+  });
+});
+
+describe('POST …/rows/lookup from a cached table definition', () => {
+  it('answers 422 for a rule dropped after a lookup, and 404 once the table is deleted', async () => {
+    const { table, pairRule, codeRule } = await stockTable();
+    const key = { ruleId: codeRule, keys: [['alpha']] };
+    expect((await lookup(table, key)).body.data[0].values).toMatchObject({ [table.fields.Code!]: 'alpha' });
+    const current = await refreshSchemaVersion(suite.server, admin(), table);
+    const dropped = await suite.server.request('DELETE', `${table.path}/unique-rules/${codeRule}`, {
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedSchemaVersion: current.schemaVersion },
+    });
+    expect([200, 202], dropped.text).toContain(dropped.status);
+    if (dropped.status === 202) await waitForJob(suite.server, admin(), dropped.body.statusUrl);
+    const refused = await lookup(table, key);
+    expect(refused.status, refused.text).toBe(422);
+    expectProblemPaths(refused, [['ruleId']]);
+
+    expect((await lookup(table, { ruleId: pairRule, keys: [['A-1', 'North']] })).status).toBe(200);
+    const head = await suite.server.request('GET', table.path, { token: admin() });
+    const deleted = await suite.server.request('DELETE', table.path, {
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: head.body.version },
+    });
+    expect(deleted.status, deleted.text).toBe(200);
+    expectError(await lookup(table, { ruleId: pairRule, keys: [['A-1', 'North']] }), 404, 'RESOURCE_NOT_FOUND');
   });
 });
 

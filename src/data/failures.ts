@@ -1,5 +1,5 @@
 import { idFromConstraint } from './identifiers.ts';
-import { SQLSTATE } from '../db/pg-errors.ts';
+import { SQLSTATE, sqlStateOf } from '../db/pg-errors.ts';
 
 /**
  * The PostgreSQL errors a data-plane write can expect, recognised from what `pg` or Prisma's pg adapter reports
@@ -69,4 +69,20 @@ export function recogniseFailure(error: unknown): DataPlaneFailure | null {
     default:
       return null;
   }
+}
+
+/**
+ * A read built from a cached table definition (a guarded page or lookup) met a column, type or function that a
+ * committed schema change dropped or retyped: the definition was stale, and the read is made again from the
+ * current one.
+ */
+export function isStaleDefinition(error: unknown): boolean {
+  const state = sqlStateOf(error);
+  return (
+    state === SQLSTATE.undefinedColumn ||
+    state === SQLSTATE.undefinedTable ||
+    state === SQLSTATE.undefinedObject ||
+    state === SQLSTATE.undefinedFunction ||
+    state === SQLSTATE.datatypeMismatch
+  );
 }

@@ -359,7 +359,7 @@ export interface PageGuard {
   view: { id: string; version: string; userId: string | null } | null;
 }
 
-function guardCondition(guard: PageGuard, params: Params): string {
+export function guardCondition(guard: PageGuard, params: Params): string {
   const table = params.add(guard.tableId, ID);
   const org = params.add(guard.orgId, ID);
   const conditions = [

@@ -10,6 +10,9 @@ export const SQLSTATE = {
   sequenceGeneratorLimitExceeded: '2200H',
   undefinedColumn: '42703',
   undefinedTable: '42P01',
+  /** A type or function a schema change dropped (a hashed rule's key type, src/data/unique-keys.ts). */
+  undefinedObject: '42704',
+  undefinedFunction: '42883',
   datatypeMismatch: '42804',
   /** statement_timeout (QUERY_TIMEOUT) or a cancel request. */
   queryCanceled: '57014',

@@ -1,8 +1,9 @@
 import type { CellValue } from '../../data/field-types.ts';
+import { isStaleDefinition } from '../../data/failures.ts';
 import { lookupRows } from '../../data/lookup.ts';
 import type { KeyRule } from '../../data/row-batch.ts';
-import type { RowShape } from '../../data/rows.ts';
-import { validationFailed, type FieldProblem } from '../../kernel/errors.ts';
+import type { PageGuard, RowShape } from '../../data/rows.ts';
+import { DomainError, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import type { TableSchema, UniqueRuleDefinition } from '../../catalog/table-schema.ts';
 import { LookupRowsBody } from '../../contracts/rows-lookup.ts';
 import { builder } from '../server/builder.ts';
@@ -10,6 +11,7 @@ import { dataPlane, type Context } from '../server/context.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { rowFromTable } from './row-origin.ts';
 import { Row } from './rows.ts';
+import { cachedTable } from './row-pages.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
 
 /**
@@ -63,18 +65,21 @@ export function checkedKey(
   });
 }
 
+/** The rows of `keys`; null when a guarded statement found none (the cached definition it trusted may be stale). */
 export async function lookupInTable(
   context: Context,
   schema: TableSchema,
   body: LookupRowsBody,
-): Promise<{ data: (RowShape | null)[] }> {
+  guard: PageGuard | null = null,
+): Promise<{ data: (RowShape | null)[] } | null> {
   const rule = unconditionalRule(schema, body.ruleId, ['ruleId']);
   if ('path' in rule) throw validationFailed([rule]);
   const problems: FieldProblem[] = [];
   const keys = body.keys.map((key, index) => checkedKey(schema, rule, key, ['keys', index], problems));
   if (problems.length > 0) throw validationFailed(problems, 'The keys do not fit the rule’s fields.');
-  const statement = lookupRows(schema, keyRuleOf(schema, rule), keys, schema.fields);
+  const statement = lookupRows(schema, keyRuleOf(schema, rule), keys, schema.fields, guard);
   const records = await dataPlane(context).query<{ k: number; j: string }>(statement.sql, statement.params);
+  if (guard && records.length === 0) return null;
   const found = new Map(records.map((record) => [record.k, record.j]));
   return {
     data: keys.map((_key, index) => {
@@ -109,7 +114,19 @@ builder.queryFields((t) => ({
     description: 'Rows by the values of an unconditional unique rule, in key order (null for a key no row holds).',
     args: { ...tableAddressArgs, input: t.arg({ type: LookupRowsInput, required: true }) },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
-    resolve: async (_root, args, context) =>
-      lookupInTable(context, await currentSchema(context, addressOf(args)), LookupRowsBody.parse(args.input)),
+    resolve: async (_root, args, context) => {
+      const address = addressOf(args);
+      const body = LookupRowsBody.parse(args.input);
+      // As row pages do: the table head's round trip rides in the lookup's statement as its guard. A guarded lookup
+      // that finds nothing, or that the cached definition refused, is read again the long way (404, 422 or rows).
+      const cached = cachedTable(context, address);
+      const fast = cached
+        ? await lookupInTable(context, cached.schema, body, cached.guard).catch((error: unknown) => {
+            if (error instanceof DomainError || isStaleDefinition(error)) return null;
+            throw error;
+          })
+        : null;
+      return fast ?? (await lookupInTable(context, await currentSchema(context, address), body))!;
+    },
   }),
 }));

@@ -194,6 +194,23 @@ export interface RowPageArgs extends PageArgs {
 export type RowPageShape = PageShape<RowShape> & { total?: number | null };
 
 /**
+ * The table's schema as this server last read it, when it still claims this address, and the guard a statement
+ * built from it carries (see `PageGuard`): a hint that PostgreSQL checks, never an answer on its own.
+ */
+export function cachedTable(context: Context, address: TableAddress): { schema: TableSchema; guard: PageGuard } | null {
+  const schema = context.schemas.peek(address.tableId);
+  if (!schema || schema.orgId !== address.orgId || schema.databaseId !== address.databaseId) return null;
+  const guard = {
+    orgId: schema.orgId,
+    databaseId: schema.databaseId,
+    tableId: schema.tableId,
+    schemaVersion: schema.schemaVersion,
+    view: null,
+  };
+  return { schema, guard };
+}
+
+/**
  * The table's schema and the view's lens as this server last read them, when both still claim to be current for
  * this address. Only a hint: the page built from them carries a guard that PostgreSQL checks (see `PageGuard`).
  */
@@ -202,8 +219,9 @@ function cachedDefinitions(
   address: TableAddress,
   viewId: string | null,
 ): { schema: TableSchema; lens: ViewLens | null; guard: PageGuard } | null {
-  const schema = context.schemas.peek(address.tableId);
-  if (!schema || schema.orgId !== address.orgId || schema.databaseId !== address.databaseId) return null;
+  const table = cachedTable(context, address);
+  if (!table) return null;
+  const { schema } = table;
   const cached = viewId ? context.views.get(viewId) : null;
   if (
     viewId &&
@@ -214,14 +232,7 @@ function cachedDefinitions(
   )
     return null;
   const view = cached ? { id: cached.viewId, version: cached.version, userId: context.caller?.userId ?? null } : null;
-  const guard = {
-    orgId: schema.orgId,
-    databaseId: schema.databaseId,
-    tableId: schema.tableId,
-    schemaVersion: schema.schemaVersion,
-    view,
-  };
-  return { schema, lens: cached?.lens ?? null, guard };
+  return { schema, lens: cached?.lens ?? null, guard: { ...table.guard, view } };
 }
 
 /**
