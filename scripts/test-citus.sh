@@ -6,10 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-citus_dir=${CITUS_DIR:-../shared/citus}
+# The cluster scripts sit beside the checkout (../shared/citus; a worktree under wt/ finds them one level higher).
+citus_dir=${CITUS_DIR:-}
+if [ -z "$citus_dir" ]; then
+  for candidate in ../shared/citus ../../shared/citus; do
+    if [ -x "$candidate/cluster.sh" ]; then citus_dir=$candidate; break; fi
+  done
+fi
 pg_bin=/usr/lib/postgresql/15/bin
-if [ ! -x "$citus_dir/cluster.sh" ] || [ ! -f "$("$pg_bin/pg_config" --pkglibdir 2>/dev/null)/citus.so" ]; then
-  echo "test:citus: skipped, Citus is not installed (build it with $citus_dir/build.sh)"
+if [ -z "$citus_dir" ] || [ ! -f "$("$pg_bin/pg_config" --pkglibdir 2>/dev/null)/citus.so" ]; then
+  echo "test:citus: skipped, Citus is not installed (no ../shared/citus/cluster.sh, or no citus.so: run ../shared/citus/build.sh)"
   exit 0
 fi
 
@@ -29,4 +35,4 @@ if [ "$#" -gt 0 ]; then
 else
   mapfile -t files < <(grep -v '^\s*\(#\|$\)' test/citus-suite.txt)
 fi
-npx vitest run --maxWorkers="${CITUS_TEST_WORKERS:-2}" "${files[@]}"
+npx vitest run --maxWorkers="${CITUS_TEST_WORKERS:-2}" --testTimeout=120000 "${files[@]}"

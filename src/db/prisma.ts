@@ -13,9 +13,13 @@ const pools = new WeakMap<PrismaClient, pg.Pool>();
  * Startup options of every pooled session. On a Citus cluster a workspace table is distributed (its schema is a
  * distributed schema) and Citus refuses CREATE TRIGGER on it unless `citus.enable_unsafe_triggers` is on; the
  * service's triggers (a hashed unique rule's key lock) only touch their own table's shard, which Citus places
- * with the table (docs/decisions/citus.md). Without Citus the setting is an inert placeholder.
+ * with the table. `citus.propagate_set_commands = local` carries a transaction's SET LOCAL (an export's time zone
+ * and bound filter values) to the worker that runs its statements (docs/decisions/citus.md). Without Citus both
+ * are inert placeholder settings.
  */
-export const SESSION_OPTIONS = { options: '-c citus.enable_unsafe_triggers=on' } as const;
+export const SESSION_OPTIONS = {
+  options: '-c citus.enable_unsafe_triggers=on -c citus.propagate_set_commands=local',
+} as const;
 
 /**
  * The catalog client. Prisma's pg adapter runs on a pool we create, so that the hot paths (credential lookup, row
