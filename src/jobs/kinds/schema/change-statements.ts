@@ -73,13 +73,18 @@ export function addColumn(databaseId: string, tableId: string, field: Omit<Field
     // Existing rows are numbered in id (creation) order, then the default serves new rows. Not one `ADD COLUMN …
     // NOT NULL DEFAULT nextval(…)`: Citus refuses a nextval default on a table with rows and a volatile function in
     // an UPDATE of a distributed table (docs/decisions/citus.md). The numbers are drawn from the sequence first, on
-    // the server that evaluates defaults, so an exhausted sequence still raises 2200H and new rows continue after.
+    // the coordinator, so an exhausted sequence still raises 2200H and new rows continue after them.
     return [
       plain(
         `CREATE SEQUENCE ${sequence} AS bigint MINVALUE 0 MAXVALUE ${Number(options.max)} START WITH ${Number(options.start)} NO CYCLE`,
       ),
       plain(`ALTER TABLE ${table} ADD COLUMN ${column} bigint`),
-      plain(`SELECT count(nextval('${sequence}')) FROM generate_series(1, (SELECT count(*) FROM ${table}))`),
+      // Two queries, not one: Citus would send a query naming both the table and the sequence to the worker, where
+      // the sequence does not exist until it becomes the column's default.
+      plain(`DO $number$ DECLARE existing bigint; BEGIN
+        SELECT count(*) INTO existing FROM ${table};
+        PERFORM nextval('${sequence}') FROM generate_series(1, existing);
+      END $number$`),
       plain(`UPDATE ${table} AS t SET ${column} = n.number
         FROM (SELECT id, ${Number(options.start)} - 1 + row_number() OVER (ORDER BY id) AS number FROM ${table}) AS n
         WHERE t.id = n.id`),
