@@ -14,11 +14,13 @@ const pools = new WeakMap<PrismaClient, pg.Pool>();
  * distributed schema) and Citus refuses CREATE TRIGGER on it unless `citus.enable_unsafe_triggers` is on; the
  * service's triggers (a hashed unique rule's key lock) only touch their own table's shard, which Citus places
  * with the table. `citus.propagate_set_commands = local` carries a transaction's SET LOCAL (an export's time zone
- * and bound filter values) to the worker that runs its statements (docs/decisions/citus.md). Without Citus both
- * are inert placeholder settings.
+ * and bound filter values) to the worker that runs its statements. `citus.enable_repartition_joins` lets an
+ * import's staging tables (schema `wds_jobs`, which Citus may place on another worker) join the table they check
+ * (docs/decisions/citus.md). Without Citus these are inert placeholder settings.
  */
 export const SESSION_OPTIONS = {
-  options: '-c citus.enable_unsafe_triggers=on -c citus.propagate_set_commands=local',
+  options:
+    '-c citus.enable_unsafe_triggers=on -c citus.propagate_set_commands=local -c citus.enable_repartition_joins=on',
 } as const;
 
 /**
