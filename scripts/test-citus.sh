@@ -14,7 +14,7 @@ if [ -z "$citus_dir" ]; then
   done
 fi
 pg_bin=/usr/lib/postgresql/15/bin
-if [ -z "$citus_dir" ] || [ ! -f "$("$pg_bin/pg_config" --pkglibdir 2>/dev/null)/citus.so" ]; then
+if [ -z "$citus_dir" ] || [ ! -x "$citus_dir/cluster.sh" ] || [ ! -f "$("$pg_bin/pg_config" --pkglibdir 2>/dev/null)/citus.so" ]; then
   echo "test:citus: skipped, Citus is not installed (no ../shared/citus/cluster.sh, or no citus.so: run ../shared/citus/build.sh)"
   exit 0
 fi
