@@ -752,7 +752,7 @@ describe('writes that wait for the cutover', () => {
       `LOCK TABLE d_${table.databaseId.toLowerCase()}.y_${job.jobId.toLowerCase()} IN ACCESS EXCLUSIVE MODE`,
     );
     await job.resume();
-    await waitForLockWait(`SELECT count(*)::int AS count%d_${table.databaseId.toLowerCase()}.y_%`);
+    await waitForLockWait(`SELECT count(*)::int AS count%d_${table.databaseId.toLowerCase()}".y_%`);
     return { jobId: job.jobId, statusUrl: job.statusUrl, release: () => side.release() };
   }
 
