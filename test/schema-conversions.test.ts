@@ -748,9 +748,11 @@ describe('writes that wait for the cutover', () => {
   ): Promise<{ jobId: string; statusUrl: string; release(): Promise<void> }> {
     const job = await startPaused(table, change);
     const side = await open();
-    await side.client.query(`LOCK TABLE wds_jobs.r_${job.jobId.toLowerCase()} IN ACCESS EXCLUSIVE MODE`);
+    await side.client.query(
+      `LOCK TABLE d_${table.databaseId.toLowerCase()}.y_${job.jobId.toLowerCase()} IN ACCESS EXCLUSIVE MODE`,
+    );
     await job.resume();
-    await waitForLockWait('SELECT count(*)::int AS count%wds_jobs.r_%');
+    await waitForLockWait(`SELECT count(*)::int AS count%d_${table.databaseId.toLowerCase()}".y_%`);
     return { jobId: job.jobId, statusUrl: job.statusUrl, release: () => side.release() };
   }
 

@@ -63,8 +63,14 @@ export function createTable(databaseId: string, tableId: string, fields: readonl
     changed_at timestamptz(3) NOT NULL,
     PRIMARY KEY (row_id, version, field_id))`);
   // Every row write appends history, whatever its path: this trigger turns it into the change feed (issue 27).
-  const feed = plain(`CREATE TRIGGER record_changes AFTER INSERT ON ${historyTableOf(databaseId, tableId)}
-    REFERENCING NEW TABLE AS new_cells FOR EACH STATEMENT EXECUTE FUNCTION public.wds_record_row_changes()`);
+  // Not on Citus: the history table lives on a worker, whose trigger cannot write the coordinator's feed tables
+  // (docs/decisions/citus.md); there the feed records table and schema changes only.
+  const feed = plain(`DO $citus$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+      CREATE TRIGGER record_changes AFTER INSERT ON ${historyTableOf(databaseId, tableId)}
+        REFERENCING NEW TABLE AS new_cells FOR EACH STATEMENT EXECUTE FUNCTION public.wds_record_row_changes();
+    END IF;
+  END $citus$`);
   return [...sequences, rows, history, feed];
 }
 

@@ -10,7 +10,7 @@ import { jsonObject, jsonValue, type Statement } from './statement.ts';
  * a CSV record, or one JSON document (JSONL rows, XLSX cells as a JSON array).
  *
  * COPY takes no bound parameters. Filter values and JSONL key names are therefore handed over as transaction-local
- * settings (`set_config($1, $2, true)`, both bound) and read back in the statement with `current_setting(…)`; the
+ * settings (`SET LOCAL`, the values bound and quoted by the server) and read back with `current_setting(…)`; the
  * SQL text still holds only IDs, casts and constants (DESIGN §2).
  */
 export type ExportFormat = 'csv' | 'jsonl' | 'xlsx';
@@ -18,7 +18,7 @@ export type ExportFormat = 'csv' | 'jsonl' | 'xlsx';
 /** The documented multiSelect separator of CSV and XLSX cells. */
 export const MULTI_SELECT_SEPARATOR = ', ';
 
-/** Settings this transaction binds, in order: `[name, value]` pairs for `set_config(name, value, true)`. */
+/** Settings this transaction binds, in order: `[name, value]` pairs, each a `SET LOCAL name = value`. */
 export class Settings {
   readonly values: [string, string][] = [];
 
@@ -28,12 +28,19 @@ export class Settings {
     return `current_setting('${name}')`;
   }
 
-  /** One statement that binds every setting (or null when there are none). */
+  /**
+   * One statement answering the `SET LOCAL` commands that bind every setting (or null when there are none), one
+   * `command` per row, the value quoted by the server (`%L`). SET LOCAL rather than `set_config`: on Citus the COPY
+   * runs on a worker, and `citus.propagate_set_commands = local` (src/db/prisma.ts) carries SET LOCAL there, never
+   * a function call (docs/decisions/citus.md).
+   */
   statement(): Statement | null {
     if (this.values.length === 0) return null;
-    const params = this.values.flat();
-    const calls = this.values.map((_pair, index) => `set_config($${index * 2 + 1}, $${index * 2 + 2}, true)`);
-    return { sql: `SELECT ${calls.join(', ')}`, params };
+    return {
+      sql: `SELECT format('SET LOCAL %s = %L', s.name, s.value) AS command
+              FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS s(name, value, position) ORDER BY s.position`,
+      params: [this.values.map(([name]) => name), this.values.map(([, value]) => value)],
+    };
   }
 }
 

@@ -45,8 +45,11 @@ export const foreignKeyConstraintOf = (foreignKeyId: string): string => fromId('
 /** A sort index (issue 14); unqualified, as `pg_class.relname` holds it. */
 export const sortIndexOf = (indexId: string): string => fromId('i', indexId);
 
-/** The rule or foreign key id behind an index / constraint name reported by PostgreSQL, if it is one of ours. */
+/**
+ * The rule or foreign key id behind an index / constraint name reported by PostgreSQL, if it is one of ours. On
+ * Citus the error comes from a worker's shard, whose constraints carry the shard id: `u_<id>_102009`.
+ */
 export function idFromConstraint(name: string | undefined, prefix: 'u' | 'k'): string | null {
-  const match = name?.match(new RegExp(`^${prefix}_([0-9a-z]{26})$`));
+  const match = name?.match(new RegExp(`^${prefix}_([0-9a-z]{26})(?:_[0-9]+)?$`));
   return match?.[1] ? match[1].toUpperCase() : null;
 }

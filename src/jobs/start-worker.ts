@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Config } from '../kernel/config.ts';
 import { guardPool } from '../db/availability.ts';
-import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
+import { SESSION_OPTIONS, sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
 import type { Logger } from '../kernel/log.ts';
 import { sweepExpiredArtifacts } from './engine/artifact-sweep.ts';
 import { sweepEmailVerifications } from './engine/email-verification-sweep.ts';
@@ -57,6 +57,7 @@ function jobPool(prisma: PrismaClient, config: Config): pg.Pool {
   const budget = config.JOB_QUERY_TIMEOUT_MS;
   return new pg.Pool({
     connectionString,
+    ...SESSION_OPTIONS,
     max: config.JOB_CONCURRENCY * 3 + 1,
     ...(budget > 0 ? { statement_timeout: budget } : {}),
   });
@@ -88,6 +89,7 @@ export function startWorker(prisma: PrismaClient, config: Config, log: Logger): 
   // Webhook deliveries hold a connection each for the length of an HTTP call (its advisory lock): a pool of their own.
   const webhookPool = new pg.Pool({
     connectionString: connectionStringOf(pool),
+    ...SESSION_OPTIONS,
     max: config.WEBHOOK_CONCURRENCY * 2 + 2,
   });
   webhookPool.on('error', (error) => log.warn({ err: error }, 'idle webhook connection failed'));

@@ -66,7 +66,9 @@ export async function conversionLeftovers(server: TestServer, table: TestTable):
              WHERE table_schema = ${`d_${table.databaseId.toLowerCase()}`} AND table_name = ${`t_${table.tableId.toLowerCase()}`}
                AND column_name LIKE 'x\\_%') AS columns,
       ARRAY(SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(${rowsTableOf(table.databaseId, table.tableId)}) AND NOT tgisinternal) AS triggers,
-      ARRAY(SELECT proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'wds_jobs') AS functions,
-      ARRAY(SELECT tablename::text FROM pg_tables WHERE schemaname = 'wds_jobs' AND tablename LIKE 'r\\_%') AS "sideTables"`;
+      ARRAY(SELECT proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = ${`d_${table.databaseId.toLowerCase()}`} AND proname LIKE 'c\\_%') AS functions,
+      ARRAY(SELECT tablename::text FROM pg_tables
+             WHERE schemaname = ${`d_${table.databaseId.toLowerCase()}`} AND tablename LIKE 'y\\_%') AS "sideTables"`;
   return row!;
 }

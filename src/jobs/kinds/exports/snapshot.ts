@@ -30,7 +30,10 @@ export class Snapshot {
 
   /** Binds the plan's settings and answers how many rows its COPY writes. */
   async prepare(plan: CopyPlan): Promise<number> {
-    if (plan.settings) await this.client.query(plan.settings.sql, plan.settings.params);
+    if (plan.settings) {
+      const commands = await this.query<{ command: string }>(plan.settings.sql, plan.settings.params);
+      for (const { command } of commands) await this.client.query(command);
+    }
     const [row] = await this.query<{ rows: string }>(plan.count);
     return Number(row!.rows);
   }

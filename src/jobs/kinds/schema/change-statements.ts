@@ -22,8 +22,11 @@ function lower(id: string): string {
 }
 
 export const shadowColumnOf = (jobId: string) => `x_${lower(jobId)}`;
-export const failuresTableOf = (jobId: string) => `wds_jobs.r_${lower(jobId)}`;
-export const triggerFunctionOf = (jobId: string) => `wds_jobs.c_${lower(jobId)}`;
+// A conversion's side table and trigger function live in the database's own schema, beside the table whose trigger
+// writes and whose report joins them: on Citus the schema is one worker's, and anything elsewhere is out of reach
+// of a trigger on that worker (docs/decisions/citus.md).
+export const failuresTableOf = (databaseId: string, jobId: string) => `${schemaOf(databaseId)}.y_${lower(jobId)}`;
+export const triggerFunctionOf = (databaseId: string, jobId: string) => `${schemaOf(databaseId)}.c_${lower(jobId)}`;
 export const triggerOf = (jobId: string) => `c_${lower(jobId)}`;
 
 /** The table's catalog row, locked: schema changes of one table take turns, row creates wait (they update it). */
@@ -65,13 +68,28 @@ export function addColumn(databaseId: string, tableId: string, field: Omit<Field
   const table = rowsTableOf(databaseId, tableId);
   if (spec.generated) {
     const options = field.options as FieldOptions<'autoNumber'>;
+    const sequence = sequenceOf(databaseId, field.id);
+    const column = columnOf(field.id);
+    // Existing rows are numbered in id (creation) order, then the default serves new rows. Not one `ADD COLUMN …
+    // NOT NULL DEFAULT nextval(…)`: Citus refuses a nextval default on a table with rows and a volatile function in
+    // an UPDATE of a distributed table (docs/decisions/citus.md). The numbers are drawn from the sequence first, on
+    // the coordinator, so an exhausted sequence still raises 2200H and new rows continue after them.
     return [
       plain(
-        `CREATE SEQUENCE ${sequenceOf(databaseId, field.id)} AS bigint MINVALUE 0 MAXVALUE ${Number(options.max)} START WITH ${Number(options.start)} NO CYCLE`,
+        `CREATE SEQUENCE ${sequence} AS bigint MINVALUE 0 MAXVALUE ${Number(options.max)} START WITH ${Number(options.start)} NO CYCLE`,
       ),
-      plain(
-        `ALTER TABLE ${table} ADD COLUMN ${columnOf(field.id)} bigint NOT NULL DEFAULT nextval('${sequenceOf(databaseId, field.id)}')`,
-      ),
+      plain(`ALTER TABLE ${table} ADD COLUMN ${column} bigint`),
+      // Two queries, not one: Citus would send a query naming both the table and the sequence to the worker, where
+      // the sequence does not exist until it becomes the column's default.
+      plain(`DO $number$ DECLARE existing bigint; BEGIN
+        SELECT count(*) INTO existing FROM ${table};
+        PERFORM nextval('${sequence}') FROM generate_series(1, existing);
+      END $number$`),
+      plain(`UPDATE ${table} AS t SET ${column} = n.number
+        FROM (SELECT id, ${Number(options.start)} - 1 + row_number() OVER (ORDER BY id) AS number FROM ${table}) AS n
+        WHERE t.id = n.id`),
+      plain(`ALTER TABLE ${table} ALTER COLUMN ${column} SET DEFAULT nextval('${sequence}')`),
+      plain(`ALTER TABLE ${table} ALTER COLUMN ${column} SET NOT NULL`),
     ];
   }
   return [
@@ -206,7 +224,7 @@ export function startConversion(
 ): Statement[] {
   const table = rowsTableOf(databaseId, tableId);
   const shadow = shadowColumnOf(jobId);
-  const failures = failuresTableOf(jobId);
+  const failures = failuresTableOf(databaseId, jobId);
   const body = `
       BEGIN
         NEW.${shadow} := ${conversion};
@@ -218,9 +236,11 @@ export function startConversion(
   return [
     plain(`ALTER TABLE ${table} ADD COLUMN ${shadow} ${targetColumn}`),
     plain(`CREATE TABLE ${failures} (row_id char(26) PRIMARY KEY)`),
-    plain(`CREATE FUNCTION ${triggerFunctionOf(jobId)}() RETURNS trigger LANGUAGE plpgsql AS ${dollarQuoted(body)}`),
     plain(
-      `CREATE TRIGGER ${triggerOf(jobId)} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION ${triggerFunctionOf(jobId)}()`,
+      `CREATE FUNCTION ${triggerFunctionOf(databaseId, jobId)}() RETURNS trigger LANGUAGE plpgsql AS ${dollarQuoted(body)}`,
+    ),
+    plain(
+      `CREATE TRIGGER ${triggerOf(jobId)} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION ${triggerFunctionOf(databaseId, jobId)}()`,
     ),
   ];
 }
@@ -254,7 +274,7 @@ export function selectUnconvertible(
 ): Statement {
   return {
     sql: `SELECT t.id, ${typeSpecOf(sourceField.type).read(`t.${columnOf(sourceField.id)}`)} AS value
-            FROM ${failuresTableOf(jobId)} f JOIN ${rowsTableOf(databaseId, tableId)} t ON t.id = f.row_id
+            FROM ${failuresTableOf(databaseId, jobId)} f JOIN ${rowsTableOf(databaseId, tableId)} t ON t.id = f.row_id
            WHERE t.${columnOf(sourceField.id)} IS NOT NULL AND t.${shadowColumnOf(jobId)} IS NULL
            ORDER BY t.id LIMIT ${Number(limit)}`,
     params: [],
@@ -268,7 +288,7 @@ export function countUnconvertible(
   sourceFieldId: string,
 ): Statement {
   return plain(`SELECT count(*)::int AS count
-                  FROM ${failuresTableOf(jobId)} f JOIN ${rowsTableOf(databaseId, tableId)} t ON t.id = f.row_id
+                  FROM ${failuresTableOf(databaseId, jobId)} f JOIN ${rowsTableOf(databaseId, tableId)} t ON t.id = f.row_id
                  WHERE t.${columnOf(sourceFieldId)} IS NOT NULL AND t.${shadowColumnOf(jobId)} IS NULL`);
 }
 
@@ -277,10 +297,10 @@ export function swapColumns(databaseId: string, tableId: string, jobId: string, 
   const table = rowsTableOf(databaseId, tableId);
   return [
     plain(`DROP TRIGGER ${triggerOf(jobId)} ON ${table}`),
-    plain(`DROP FUNCTION ${triggerFunctionOf(jobId)}()`),
+    plain(`DROP FUNCTION ${triggerFunctionOf(databaseId, jobId)}()`),
     plain(`ALTER TABLE ${table} DROP COLUMN ${columnOf(fieldId)}`),
     plain(`ALTER TABLE ${table} RENAME COLUMN ${shadowColumnOf(jobId)} TO ${columnOf(fieldId)}`),
-    plain(`DROP TABLE ${failuresTableOf(jobId)}`),
+    plain(`DROP TABLE ${failuresTableOf(databaseId, jobId)}`),
   ];
 }
 
@@ -289,9 +309,9 @@ export function abandonConversion(databaseId: string, tableId: string, jobId: st
   const table = rowsTableOf(databaseId, tableId);
   return [
     plain(`DROP TRIGGER IF EXISTS ${triggerOf(jobId)} ON ${table}`),
-    plain(`DROP FUNCTION IF EXISTS ${triggerFunctionOf(jobId)}()`),
+    plain(`DROP FUNCTION IF EXISTS ${triggerFunctionOf(databaseId, jobId)}()`),
     plain(`ALTER TABLE ${table} DROP COLUMN IF EXISTS ${shadowColumnOf(jobId)}`),
-    plain(`DROP TABLE IF EXISTS ${failuresTableOf(jobId)}`),
+    plain(`DROP TABLE IF EXISTS ${failuresTableOf(databaseId, jobId)}`),
   ];
 }
 
