@@ -10,6 +10,7 @@ export const SQLSTATE = {
   sequenceGeneratorLimitExceeded: '2200H',
   undefinedColumn: '42703',
   undefinedTable: '42P01',
+  invalidSchemaName: '3F000',
   datatypeMismatch: '42804',
   /** statement_timeout (QUERY_TIMEOUT) or a cancel request. */
   queryCanceled: '57014',
