@@ -88,6 +88,8 @@ BEGIN
     IF NEW.schema_version IS DISTINCT FROM OLD.schema_version THEN kinds := kinds || 'schema.changed'::text; END IF;
   END IF;
   IF cardinality(kinds) = 0 THEN RETURN NULL; END IF;
+  -- A database whose schema is gone (being purged) has no feed to record into.
+  IF to_regclass(s || '.change_commits') IS NULL THEN RETURN NULL; END IF;
   SELECT * INTO actor FROM public.wds_change_actor(NEW.id);
   EXECUTE format('INSERT INTO %s.change_commits DEFAULT VALUES ON CONFLICT DO NOTHING', s);
   EXECUTE format($q$INSERT INTO %s.changes (kind, table_id, schema_version, mutation_id, actor_id, actor_kind, "values")
