@@ -175,6 +175,10 @@ BEGIN
                       FROM public.change_feeds p WHERE p.database_id = $1', s) USING d.id;
     EXECUTE format('UPDATE %s.change_feed SET head_position = greatest(head_position, pruned_position),
                       head_seq = CASE WHEN head_position < pruned_position THEN pruned_seq ELSE head_seq END', s);
+    -- The moved commits' COMMIT triggers run now (they disarm the feed); then it starts armed, as a new one does.
+    SET CONSTRAINTS ALL IMMEDIATE;
+    SET CONSTRAINTS ALL DEFERRED;
+    EXECUTE format('UPDATE %s.change_feed SET armed = true', s);
   END LOOP;
 END;
 $$;
