@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { historyTableOf } from '../src/data/identifiers.ts';
+import { historyTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { api, ratioLine, startServers, type Servers } from './harness.ts';
 import { benchWebhookRows, webhookBenchEnv } from './webhook-rows.ts';
 
 /**
  * The change feed (issue 27), two rows of bench/changes.bench.ts (the webhook rows are added beside them):
- * (1a) row create over REST with 8 connections into one database, the feed recording (its trigger and the commit-order
- *      lock) vs the same creates with the table's feed trigger disabled, alternating in one run: the feed's write cost;
+ * (1a) row create over REST with 8 connections into one database, the feed recording (its trigger and its COMMIT
+ *      trigger) vs the same creates with the table's feed trigger disabled, alternating in one run: the feed's write cost;
  * (3)  reading the feed over REST (GET …/changes, pages of 1,000, following nextCursor) vs a raw keyset SELECT of the
  *      same change rows through `pg`, in changes/s. Target ≥ 0.5.
  * Then the webhook rows (1) and (2) of bench/webhook-rows.ts, on a table of their own.
@@ -117,8 +117,8 @@ async function rawRead(client: pg.Client, table: BenchTable, total: number): Pro
   while (read < total) {
     const { rows } = await client.query(
       `SELECT seq::text AS seq, kind, table_id, row_id, version::text AS version, schema_version, mutation_id, actor_id, actor_kind, "values", previous
-         FROM changes WHERE database_id = $1 AND seq > $2 ORDER BY seq LIMIT 1000`,
-      [table.databaseId, seq],
+         FROM ${schemaOf(table.databaseId)}.changes WHERE seq > $1 ORDER BY seq LIMIT 1000`,
+      [seq],
     );
     if (rows.length === 0) break;
     read += rows.length;
@@ -152,7 +152,7 @@ try {
 
   const {
     rows: [{ count }],
-  } = await client.query('SELECT count(*)::int AS count FROM changes WHERE database_id = $1', [table.databaseId]);
+  } = await client.query(`SELECT count(*)::int AS count FROM ${schemaOf(table.databaseId)}.changes`);
   for (let batch = count; batch < FEED_ROWS; batch += 1000) {
     await api(servers, 'POST', `${table.path}/rows/batch`, {
       expectedSchemaVersion: table.schemaVersion,

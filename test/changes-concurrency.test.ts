@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Change } from '../src/catalog/changes.ts';
 import { ChangePageResponse } from '../src/contracts/changes.ts';
 import type { FieldDefinition } from '../src/data/field-types.ts';
@@ -12,9 +12,10 @@ import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
 /**
  * Issue 27's guarantee: a reader that follows nextCursor while 8 writers commit at once sees every committed change
- * exactly once, in commit order, checked against the rows' cell history. Besides the 8 HTTP writers, a writer on a
- * raw connection holds transactions open (its changes get their `seq` early and commit late, which a read by insert
- * order would skip) and updates rows only after it has its transaction id (so xid order is not version order).
+ * exactly once, in commit order, checked against the rows' cell history. Besides the 8 HTTP writers, two writers on
+ * raw connections hold transactions open across the reader's pages (their changes get their `seq` early and commit
+ * late, which a read by insert order would skip) and update rows only after they have their transaction id (so xid
+ * order is not version order). Checked by mutation: positions taken at insert, or a batch ordered by xid, fail it.
  */
 const suite = useServerWithOrg({
   RATE_LIMIT_RPS: '0',
@@ -43,6 +44,8 @@ beforeAll(async () => {
 afterAll(() => pool.end());
 
 const shared: { id: string; version: string }[] = [];
+/** Pages the reader has read so far: the slow writers commit only after it read on. */
+let pagesRead = 0;
 
 async function httpWriter(token: string, seed: number): Promise<void> {
   for (let round = 0; round < ROUNDS; round += 1) {
@@ -64,7 +67,10 @@ async function httpWriter(token: string, seed: number): Promise<void> {
   }
 }
 
-/** Holds each transaction open after its first write (so that write's `seq` is old when it commits). */
+/**
+ * Holds each transaction open after its first write (so that write's `seq` is old when it commits) until the reader
+ * has read two more pages.
+ */
 async function slowWriter(rounds: number): Promise<void> {
   for (let round = 0; round < rounds; round += 1) {
     const client = await pool.connect();
@@ -96,7 +102,13 @@ async function slowWriter(rounds: number): Promise<void> {
         });
         await client.query(statement.sql, statement.params as unknown[]);
       }
-      await client.query('SELECT pg_sleep(0.05)');
+      // Open across two of the reader's pages, while the HTTP writers commit: a feed that handed out this
+      // transaction's place before its COMMIT would let the reader pass it.
+      const pagesBefore = pagesRead;
+      await vi.waitFor(() => expect(pagesRead).toBeGreaterThanOrEqual(pagesBefore + 2), {
+        timeout: 60_000,
+        interval: 5,
+      });
       await client.query('COMMIT');
     } finally {
       client.release();
@@ -127,6 +139,7 @@ describe('the change feed under concurrent writers', () => {
       for (;;) {
         const finished = done;
         const next = await page(cursor);
+        pagesRead += 1;
         seen.push(...next.data);
         cursor = next.nextCursor;
         if (finished && next.data.length === 0) return;
@@ -163,5 +176,7 @@ describe('the change feed under concurrent writers', () => {
     );
     for (const cell of cells.rows) expect(byKey.get(cell.key)!.values![qty]).toEqual(cell.value);
     expect(rowChanges.length).toBeGreaterThan(WRITERS * ROUNDS * 0.9);
-  });
+    // 240 HTTP writes and 50 slow transactions that each wait for two of the reader's pages: ~20 s alone, more when
+    // the machine is shared.
+  }, 120_000);
 });

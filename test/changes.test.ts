@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeChangeCursor } from '../src/catalog/changes.ts';
 import { ChangeHeadResponse, ChangePageResponse } from '../src/contracts/changes.ts';
 import { pgExecutor } from '../src/db/sql.ts';
-import { rowsTableOf } from '../src/data/identifiers.ts';
+import { rowsTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { pruneChangeFeed } from '../src/jobs/kinds/changes/pruneChanges.ts';
 import { openEventStream } from './helpers/event-stream.ts';
 import { expectError } from './helpers/expectations.ts';
@@ -331,8 +331,7 @@ describe('what is not committed is not recorded', () => {
         [table.fields.Code, actorId],
       );
       const inside = await client.query(
-        'SELECT count(*)::int AS n FROM changes WHERE database_id = $1 AND txid = pg_current_xact_id()',
-        [table.databaseId],
+        `SELECT count(*)::int AS n FROM ${schemaOf(table.databaseId)}.changes WHERE txid = pg_current_xact_id()`,
       );
       expect(inside.rows[0].n).toBe(1);
       await client.query('ROLLBACK');
@@ -456,11 +455,7 @@ describe('waiting for changes', () => {
   it('refuses a stream from a stale cursor with the 410 before any event', async () => {
     const table = await codedTable();
     const stale = encodeChangeCursor(table.databaseId, { position: 0n, seq: 0n });
-    await pool.query(
-      `INSERT INTO change_feeds (database_id, pruned_position, pruned_seq) VALUES ($1, 1, 1)
-      ON CONFLICT (database_id) DO UPDATE SET pruned_position = 1, pruned_seq = 1`,
-      [table.databaseId],
-    );
+    await pool.query(`UPDATE ${schemaOf(table.databaseId)}.change_feed SET pruned_position = 1, pruned_seq = 1`);
     const response = await suite.server.request('GET', feedPath(table.databaseId), {
       token: admin(),
       headers: { accept: 'text/event-stream', 'last-event-id': stale },

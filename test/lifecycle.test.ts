@@ -48,9 +48,11 @@ async function events(event: string, where: { databaseId?: string; tableId?: str
   });
 }
 
+/** The workspace tables' physical tables in the database's schema (its change feed's tables stay with the schema). */
 async function physicalTables(databaseId: string): Promise<string[]> {
   const rows = await suite.server.prisma.$queryRaw<{ name: string }[]>`
-    SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = ${`d_${databaseId.toLowerCase()}`} ORDER BY 1`;
+    SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = ${`d_${databaseId.toLowerCase()}`}
+       AND table_name NOT IN ('changes', 'change_commits', 'change_feed') ORDER BY 1`;
   return rows.map((row) => row.name);
 }
 

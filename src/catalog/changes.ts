@@ -1,15 +1,17 @@
 import type { SqlExecutor } from '../db/sql.ts';
-import { ID, utcTimestamp, type Statement } from '../data/statement.ts';
+import { schemaOf } from '../data/identifiers.ts';
+import { utcTimestamp, type Statement } from '../data/statement.ts';
 import { DomainError } from '../kernel/errors.ts';
 
 /**
- * The change feed of a database (issue 27, docs/decisions/changes.md). Triggers record every change in the
- * writer's transaction (prisma/migrations/*_change_feed); this module reads the feed, encodes its cursors and
- * prunes it. No GraphQL here: resolvers and the worker (webhooks) both read through `readChanges`.
+ * The change feed of a database (issue 27, docs/decisions/changes.md), stored in the database's own schema
+ * (`d_<id>.changes`, `change_commits`, `change_feed`). Triggers record every change in the writer's transaction
+ * (prisma/migrations/*_change_feed_per_database); this module sequences the feed, reads it, encodes its cursors,
+ * arms its NOTIFY and prunes it. No GraphQL here: resolvers and the worker (webhooks) both read through `readChanges`.
  *
- * Order: `position` is handed out at COMMIT under a per-database lock, so positions of one database follow commit
- * order and a reader that sees a position already sees every smaller one; `seq` orders the changes of one
- * transaction. A reader that follows `nextCursor` therefore sees every committed change once, in commit order.
+ * Order: a transaction's `position` is handed out after it committed, by the reader that first sees it
+ * (`sequenceChanges`), always above every position handed out before; `seq` orders the changes of one transaction.
+ * A reader that follows `nextCursor` therefore sees every committed change once, in commit order.
  */
 
 export const CHANGE_KINDS = [
@@ -25,7 +27,7 @@ export const CHANGE_KINDS = [
 ] as const;
 export type ChangeKind = (typeof CHANGE_KINDS)[number];
 
-/** NOTIFY channel: each committing transaction that recorded changes sends its database id, once. */
+/** NOTIFY channel: the first transaction to commit changes in an armed feed sends its database id. */
 export const CHANGES_CHANNEL = 'wds_changes';
 
 export interface Change {
@@ -123,37 +125,75 @@ export function selectChangePage(
   limit: number,
   tableIds: readonly string[] | null,
 ): Statement {
-  const tables = tableIds ? ' AND c.table_id = ANY($5::bpchar[])' : '';
+  const schema = schemaOf(databaseId);
+  const tables = tableIds ? ' AND c.table_id = ANY($4::bpchar[])' : '';
   return {
     sql: `SELECT cc.position::text AS position, c.seq::text AS seq, c.kind, c.table_id, c.row_id, c.version::text AS version,
                  c.schema_version, c.mutation_id, c.actor_id, c.actor_kind, ${utcTimestamp('cc.committed_at')} AS committed_at,
                  c."values", c.previous
-            FROM public.change_commits cc
-            JOIN public.changes c ON c.database_id = cc.database_id AND c.txid = cc.txid
-           WHERE cc.database_id = $1::${ID} AND cc.position >= $2::bigint AND (cc.position > $2::bigint OR c.seq > $3::bigint)${tables}
+            FROM ${schema}.change_commits cc
+            JOIN ${schema}.changes c ON c.txid = cc.txid
+           WHERE cc.position >= $1::bigint AND (cc.position > $1::bigint OR c.seq > $2::bigint)${tables}
            ORDER BY cc.position, c.seq
-           LIMIT $4::int`,
-    params: [databaseId, after.position.toString(), after.seq.toString(), limit + 1, ...(tableIds ? [tableIds] : [])],
+           LIMIT $3::int`,
+    params: [after.position.toString(), after.seq.toString(), limit + 1, ...(tableIds ? [tableIds] : [])],
   };
 }
 
-/** The newest committed position of the database, or the retention watermark when nothing newer is kept. */
-export function selectHead(databaseId: string): Statement {
+/**
+ * The sequencer: gives the database's newly committed transactions their positions, after every position handed
+ * out before, and answers the feed's head and retention watermark. Writers take no position (no lock, no
+ * serialisation at COMMIT); a reader runs this before it reads, so a position exists only once its transaction is
+ * visible, and every position handed out later is larger: a reader that follows the positions never skips one.
+ * Among the transactions that became visible together, the order is their last write's `clock_timestamp()`: a
+ * transaction that waited for another's row (the only way one can depend on another) wrote after that one
+ * committed, so a row's versions keep their order. Concurrent sequencers queue on the feed row (FOR UPDATE re-reads
+ * it after the wait); commits the later one still saw unpositioned are skipped by the UPDATE's re-check. An
+ * unchanged feed costs one index probe and takes no lock. `committed_at` is that last write, kept non-decreasing
+ * along the positions, so retention removes a prefix.
+ */
+export function sequenceChanges(databaseId: string): Statement {
+  const schema = schemaOf(databaseId);
   return {
-    sql: `SELECT position::text AS position, seq::text AS seq FROM (
-            (SELECT cc.position, (SELECT max(c.seq) FROM public.changes c WHERE c.database_id = cc.database_id AND c.txid = cc.txid) AS seq
-               FROM public.change_commits cc WHERE cc.database_id = $1::${ID} AND cc.position IS NOT NULL
-              ORDER BY cc.position DESC LIMIT 1)
-            UNION ALL
-            SELECT pruned_position, pruned_seq FROM public.change_feeds WHERE database_id = $1::${ID}
-          ) heads ORDER BY position DESC, seq DESC LIMIT 1`,
-    params: [databaseId],
+    sql: `WITH fresh AS (
+            SELECT cc.txid, coalesce(max(c.recorded_at), now()) AS last_at, coalesce(max(c.seq), 0) AS last_seq
+              FROM ${schema}.change_commits cc LEFT JOIN ${schema}.changes c ON c.txid = cc.txid
+             WHERE cc.position IS NULL GROUP BY cc.txid
+          ), feed AS (
+            SELECT f.head_position, f.head_committed_at FROM ${schema}.change_feed f
+             WHERE EXISTS (SELECT 1 FROM fresh) FOR UPDATE
+          ), ordered AS (
+            SELECT fresh.txid, fresh.last_seq, feed.head_position + row_number() OVER (ORDER BY fresh.last_at, fresh.txid) AS position,
+                   greatest(fresh.last_at, feed.head_committed_at) AS committed_at
+              FROM fresh, feed
+          ), assigned AS (
+            UPDATE ${schema}.change_commits cc SET position = o.position, committed_at = o.committed_at
+              FROM ordered o WHERE cc.txid = o.txid AND cc.position IS NULL
+          ), moved AS (
+            UPDATE ${schema}.change_feed f
+               SET head_position = last.position, head_seq = last.last_seq, head_committed_at = last.committed_at
+              FROM (SELECT * FROM ordered ORDER BY position DESC LIMIT 1) last
+            RETURNING f.head_position, f.head_seq, f.pruned_position, f.pruned_seq
+          )
+          SELECT head_position::text AS "headPosition", head_seq::text AS "headSeq",
+                 pruned_position::text AS "prunedPosition", pruned_seq::text AS "prunedSeq" FROM moved
+          UNION ALL
+          SELECT head_position::text, head_seq::text, pruned_position::text, pruned_seq::text FROM ${schema}.change_feed
+           WHERE NOT EXISTS (SELECT 1 FROM moved)`,
+    params: [],
   };
 }
 
-export function selectPruned(databaseId: string): Statement {
+/**
+ * Asks the database's next committing writer to NOTIFY (once; it disarms the feed as it does). The exclusive lock
+ * waits for the commits in progress (writers hold the shared lock from their COMMIT's start to its end, see
+ * `wds_changes_committed`), so a read made after this statement sees every commit that missed the arm. Readers
+ * arm only when they are about to wait, so a feed nobody waits on costs its writers no NOTIFY.
+ */
+export function armChangeFeed(databaseId: string): Statement {
   return {
-    sql: `SELECT pruned_position::text AS position, pruned_seq::text AS seq FROM public.change_feeds WHERE database_id = $1::${ID}`,
+    sql: `WITH waited AS (SELECT pg_advisory_xact_lock(27, hashtext($1::text)))
+          UPDATE ${schemaOf(databaseId)}.change_feed SET armed = true FROM waited`,
     params: [databaseId],
   };
 }
@@ -182,9 +222,27 @@ async function run<Row>(client: SqlExecutor, statement: Statement): Promise<Row[
   return client.query<Row>(statement.sql, statement.params as unknown[]);
 }
 
+interface FeedState {
+  head: FeedPosition;
+  pruned: FeedPosition;
+}
+
+/** Sequences what committed since the last read, then answers the head and the retention watermark. */
+async function sequence(client: SqlExecutor, databaseId: string): Promise<FeedState> {
+  const [row] = await run<{ headPosition: string; headSeq: string; prunedPosition: string; prunedSeq: string }>(
+    client,
+    sequenceChanges(databaseId),
+  );
+  if (!row) throw new Error(`The change feed of database ${databaseId} is missing`);
+  return {
+    head: { position: BigInt(row.headPosition), seq: BigInt(row.headSeq) },
+    pruned: { position: BigInt(row.prunedPosition), seq: BigInt(row.prunedSeq) },
+  };
+}
+
+/** The newest committed change of the database (the retention watermark when nothing newer is kept). */
 export async function readHead(client: SqlExecutor, databaseId: string): Promise<FeedPosition> {
-  const [row] = await run<{ position: string; seq: string | null }>(client, selectHead(databaseId));
-  return row ? { position: BigInt(row.position), seq: BigInt(row.seq ?? 0) } : FEED_START;
+  return (await sequence(client, databaseId)).head;
 }
 
 export interface ReadChanges {
@@ -205,14 +263,9 @@ export interface ReadChanges {
 export async function readChanges(client: SqlExecutor, input: ReadChanges): Promise<ChangePage> {
   const { databaseId, limit } = input;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CHANGE_PAGE) throw new Error(`Not a page size: ${limit}`);
-  let after = FEED_START;
-  if (input.after !== null) {
-    after = decodeChangeCursor(databaseId, input.after);
-    const [pruned] = await run<{ position: string; seq: string }>(client, selectPruned(databaseId));
-    if (pruned && before(after, { position: BigInt(pruned.position), seq: BigInt(pruned.seq) })) {
-      throw expiredChangeCursor(input.retentionDays ?? 7);
-    }
-  }
+  const after = input.after === null ? FEED_START : decodeChangeCursor(databaseId, input.after);
+  const feed = await sequence(client, databaseId);
+  if (input.after !== null && before(after, feed.pruned)) throw expiredChangeCursor(input.retentionDays ?? 7);
   const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
   const records = await run<ChangeRecord>(client, selectChangePage(databaseId, after, limit, tableIds));
   const hasMore = records.length > limit;
@@ -222,7 +275,7 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
     ? last.cursor
     : input.after !== null
       ? encodeChangeCursor(databaseId, after)
-      : encodeChangeCursor(databaseId, await readHead(client, databaseId));
+      : encodeChangeCursor(databaseId, feed.head);
   return { data, nextCursor, hasMore };
 }
 
@@ -237,34 +290,36 @@ export function setChangeActor(actor: { id: string; kind: string }, mutationId: 
   return { sql: `SELECT set_config('wds.actor', $1, true)`, params: [`${actor.kind}:${actor.id}:${mutationId}`] };
 }
 
+/** The databases that have a change feed to prune (a purge may be dropping one meanwhile). */
+export function selectFeedDatabases(): Statement {
+  return {
+    sql: `SELECT id FROM public.databases WHERE to_regclass(format('%I.change_feed', 'd_' || lower(id))) IS NOT NULL ORDER BY id`,
+    params: [],
+  };
+}
+
 /**
- * Removes whole commits older than `cutoff`, oldest first, at most `batch` of them, and moves each database's
- * retention watermark to the last (position, seq) removed. Per database, commit times grow with positions (both
- * are taken under the same lock), so what is removed is always a prefix of the feed.
+ * Removes the database's oldest commits, those committed before `cutoff`, at most `batch` of them, and moves its
+ * retention watermark to the last (position, seq) removed. `committed_at` never decreases along the positions (the
+ * sequencer keeps it so), so what is removed is always a prefix of the feed. Run after `sequenceChanges`, so that
+ * nothing old is left without a position.
  */
-export function pruneChanges(cutoff: Date, batch: number): Statement {
+export function pruneChanges(databaseId: string, cutoff: Date, batch: number): Statement {
+  const schema = schemaOf(databaseId);
   return {
     sql: `WITH doomed AS (
-            SELECT database_id, txid, position FROM public.change_commits
-             WHERE committed_at < $1::timestamptz ORDER BY committed_at, position LIMIT $2::int FOR UPDATE SKIP LOCKED
+            SELECT txid, position FROM ${schema}.change_commits
+             WHERE position IS NOT NULL AND committed_at < $1::timestamptz ORDER BY position LIMIT $2::int FOR UPDATE SKIP LOCKED
           ), gone AS (
-            DELETE FROM public.changes c USING doomed d WHERE c.database_id = d.database_id AND c.txid = d.txid
-            RETURNING c.database_id, d.position, c.seq
+            DELETE FROM ${schema}.changes c USING doomed d WHERE c.txid = d.txid RETURNING d.position, c.seq
           ), commits AS (
-            DELETE FROM public.change_commits cc USING doomed d WHERE cc.database_id = d.database_id AND cc.txid = d.txid
-            RETURNING cc.database_id, cc.position
-          ), marks AS (
-            SELECT DISTINCT ON (m.database_id) m.database_id, m.position, coalesce(g.seq, 0) AS seq
-              FROM commits m LEFT JOIN gone g ON g.database_id = m.database_id AND g.position = m.position
-             ORDER BY m.database_id, m.position DESC, g.seq DESC NULLS LAST
+            DELETE FROM ${schema}.change_commits cc USING doomed d WHERE cc.txid = d.txid RETURNING cc.position
+          ), mark AS (
+            SELECT m.position, coalesce((SELECT max(g.seq) FROM gone g WHERE g.position = m.position), 0) AS seq
+              FROM commits m ORDER BY m.position DESC LIMIT 1
           ), saved AS (
-            INSERT INTO public.change_feeds AS f (database_id, pruned_position, pruned_seq)
-            SELECT database_id, position, seq FROM marks
-            ON CONFLICT (database_id) DO UPDATE SET
-              pruned_position = CASE WHEN (EXCLUDED.pruned_position, EXCLUDED.pruned_seq) > (f.pruned_position, f.pruned_seq)
-                                     THEN EXCLUDED.pruned_position ELSE f.pruned_position END,
-              pruned_seq = CASE WHEN (EXCLUDED.pruned_position, EXCLUDED.pruned_seq) > (f.pruned_position, f.pruned_seq)
-                                THEN EXCLUDED.pruned_seq ELSE f.pruned_seq END
+            UPDATE ${schema}.change_feed f SET pruned_position = mark.position, pruned_seq = mark.seq
+              FROM mark WHERE (mark.position, mark.seq) > (f.pruned_position, f.pruned_seq)
           )
           SELECT count(*)::int AS commits FROM commits`,
     params: [cutoff.toISOString(), batch],

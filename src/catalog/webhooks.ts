@@ -1,4 +1,6 @@
+import type { SqlExecutor } from '../db/sql.ts';
 import type { Statement } from '../data/statement.ts';
+import { readHead, type FeedPosition } from './changes.ts';
 import { utcTimestamp } from '../data/statement.ts';
 
 /**
@@ -68,26 +70,41 @@ export function insertWebhook(webhook: NewWebhook): Statement {
   };
 }
 
-/**
- * A new endpoint starts at the head of every feed it follows: it delivers what commits after it was created. A
- * database created later has no row and is followed from its first change. Positions are commit-ordered per
- * database (the feed's design), so the largest visible (position, seq) is exactly "now".
- */
-export function insertStartPositions(webhookId: string, orgId: string, databaseId: string | null): Statement {
+/** The databases of the org an endpoint follows (all of them, or the one it names) that have no place yet. */
+export function selectUnplacedDatabases(webhookId: string, orgId: string, databaseId: string | null): Statement {
   return {
-    sql: `INSERT INTO webhook_positions (webhook_id, database_id, position, seq)
-          SELECT $1::bpchar, d.id, coalesce(head.position, 0), coalesce(head.seq, 0)
-            FROM databases d
-            LEFT JOIN LATERAL (
-              SELECT cc.position, c.seq FROM change_commits cc
-                JOIN changes c ON c.database_id = cc.database_id AND c.txid = cc.txid
-               WHERE cc.database_id = d.id AND cc.position IS NOT NULL
-               ORDER BY cc.position DESC, c.seq DESC LIMIT 1
-            ) head ON true
+    sql: `SELECT d.id FROM databases d
            WHERE d.org_id = $2::bpchar AND ($3::bpchar IS NULL OR d.id = $3::bpchar)
-          ON CONFLICT (webhook_id, database_id) DO NOTHING`,
+             AND NOT EXISTS (SELECT 1 FROM webhook_positions p WHERE p.webhook_id = $1::bpchar AND p.database_id = d.id)
+           ORDER BY d.id`,
     params: [webhookId, orgId, databaseId],
   };
+}
+
+export function insertStartPosition(webhookId: string, databaseId: string, at: FeedPosition): Statement {
+  return {
+    sql: `INSERT INTO webhook_positions (webhook_id, database_id, position, seq) VALUES ($1::bpchar, $2::bpchar, $3::bigint, $4::bigint)
+          ON CONFLICT (webhook_id, database_id) DO NOTHING`,
+    params: [webhookId, databaseId, at.position.toString(), at.seq.toString()],
+  };
+}
+
+/**
+ * A new endpoint starts at the head of every feed it follows: it delivers what commits after it was created. A
+ * database created later has no row and is followed from its first change. Each feed lives in its database's
+ * schema, so the heads are read one database at a time (`readHead` sequences what committed before).
+ */
+export async function insertStartPositions(
+  sql: SqlExecutor,
+  webhookId: string,
+  orgId: string,
+  databaseId: string | null,
+): Promise<void> {
+  const databases = selectUnplacedDatabases(webhookId, orgId, databaseId);
+  for (const { id } of await sql.query<{ id: string }>(databases.sql, databases.params)) {
+    const start = insertStartPosition(webhookId, id, await readHead(sql, id));
+    await sql.query(start.sql, start.params);
+  }
 }
 
 /** Drops the places in databases outside a narrowed scope (`databaseId` null: every database stays followed). */

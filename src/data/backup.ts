@@ -152,6 +152,23 @@ export function renameSchema(fromDatabaseId: string, toDatabaseId: string): Stat
   return plain(`ALTER SCHEMA ${schemaOf(fromDatabaseId)} RENAME TO ${schemaOf(toDatabaseId)}`);
 }
 
+/**
+ * A restore in place keeps the database's change feed: the restored schema's own (empty) feed is dropped and the
+ * live one moved into it, so every cursor and webhook position stays valid and the restore's `schema.changed`
+ * changes follow the database's earlier changes (docs/decisions/changes.md). Catalog-only: no change is copied.
+ */
+export function moveChangeFeed(fromDatabaseId: string, toDatabaseId: string): Statement[] {
+  const [from, to] = [schemaOf(fromDatabaseId), schemaOf(toDatabaseId)];
+  return [
+    plain(`DROP TABLE ${to}.changes, ${to}.change_commits, ${to}.change_feed`),
+    plain(`DROP SEQUENCE ${to}.change_seq`),
+    ...['changes', 'change_commits', 'change_feed'].map((table) =>
+      plain(`ALTER TABLE ${from}.${table} SET SCHEMA ${to}`),
+    ),
+    plain(`ALTER SEQUENCE ${from}.change_seq SET SCHEMA ${to}`),
+  ];
+}
+
 /** Waits for statements in flight on these tables to end, and holds new ones until the swap commits. */
 export function lockTables(databaseId: string, tableIds: readonly string[]): Statement | null {
   if (tableIds.length === 0) return null;

@@ -10,8 +10,16 @@ import type { Statement } from './statement.ts';
 
 const plain = (sql: string): Statement => ({ sql, params: [] });
 
+/**
+ * The schema of a workspace database and its change feed (`changes`, `change_commits`, `change_feed`, created by
+ * `wds_create_change_feed` of the migration that also gave existing databases theirs): the feed lives beside the
+ * tables it records, so its triggers write nothing outside the schema (docs/decisions/changes.md).
+ */
 export function createDatabaseSchema(databaseId: string): Statement[] {
-  return [plain(`CREATE SCHEMA ${schemaOf(databaseId)}`)];
+  return [
+    plain(`CREATE SCHEMA ${schemaOf(databaseId)}`),
+    { sql: 'SELECT public.wds_create_change_feed($1::bpchar)', params: [databaseId] },
+  ];
 }
 
 function integerLiteral(value: number): string {

@@ -56,6 +56,8 @@ export class ChannelListener {
   /** Notifications seen per key (and every key's on reconnecting): a read made at a version is current until it moves. */
   private readonly versions = new Map<string, number>();
   private readonly reads = new Map<string, Map<string, { version: number; value: Promise<unknown> }>>();
+  /** Moves whenever notifications may have gone uncounted: a key left without subscribers, or the connection reopened. */
+  private epoch = 0;
   /** Reads `shared` has started (not the ones it handed out again): operators and tests read it. */
   loads = 0;
   private client: pg.Client | null = null;
@@ -106,6 +108,14 @@ export class ChannelListener {
     return value;
   }
 
+  /**
+   * Changes whenever a notification for `key` arrives (or may have arrived unseen): equal versions mean no
+   * notification for `key` in between, even across times when nobody in this process subscribed to it.
+   */
+  version(key: string): string {
+    return `${this.epoch}.${this.versions.get(key) ?? 0}`;
+  }
+
   /** How many subscriptions are open in this process (operators and tests read it). */
   get size(): number {
     let count = 0;
@@ -128,6 +138,7 @@ export class ChannelListener {
     const set = this.subscribers.get(key);
     set?.delete(subscriber);
     if (set?.size === 0) {
+      this.epoch += 1;
       this.subscribers.delete(key);
       this.versions.delete(key);
       this.reads.delete(key);
@@ -156,6 +167,7 @@ export class ChannelListener {
   }
 
   private wakeAll(): void {
+    this.epoch += 1;
     for (const key of this.subscribers.keys()) this.versions.set(key, (this.versions.get(key) ?? 0) + 1);
     for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.wake();
   }
@@ -163,6 +175,7 @@ export class ChannelListener {
   private lost(client: pg.Client, error?: unknown): void {
     if (this.client !== client) return;
     this.client = null;
+    this.epoch += 1;
     this.log.warn({ err: error, channel: this.channel }, 'notification connection lost; listening again shortly');
     client.end().catch(() => undefined);
     if (this.subscribers.size === 0) return;

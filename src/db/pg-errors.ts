@@ -13,6 +13,7 @@ export const SQLSTATE = {
   /** A type or function a schema change dropped (a hashed rule's key type, src/data/unique-keys.ts). */
   undefinedObject: '42704',
   undefinedFunction: '42883',
+  invalidSchemaName: '3F000',
   datatypeMismatch: '42804',
   /** statement_timeout (QUERY_TIMEOUT) or a cancel request. */
   queryCanceled: '57014',

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeChangeCursor, readChanges, readHead, type Change, type ChangePage } from '../../catalog/changes.ts';
 import { ChangesQuery, RowChangesQuery } from '../../contracts/changes.ts';
+import type { FeedArming } from '../../catalog/change-arming.ts';
 import type { ChangeSignal } from '../../db/listener.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import { Id } from '../../kernel/formats.ts';
@@ -92,6 +93,8 @@ async function changesPage(
       // Shutting down: an empty page now, so that the client's next poll goes to a process that is not stopping.
       if (page.data.length > 0 || left <= 0 || signal.draining) return page;
       after = page.nextCursor;
+      // Newly armed: read once more before waiting (a change may have committed before the arm).
+      if (await context.changeArms.arm(databaseId)) continue;
       await Promise.race([signal.next(), sleep(left, undefined, { signal: abort.signal }).catch(() => undefined)]);
     }
   } finally {
@@ -107,7 +110,8 @@ interface StreamEnd {
 
 /**
  * Changes one at a time from `after` (or from the head: a stream opened without a cursor shows what happens next),
- * reading a page whenever the last is used up and waiting for NOTIFY when the feed has nothing newer. A hand-written
+ * reading a page whenever the last is used up and, when the feed has nothing newer, arming it (then reading once
+ * more) and waiting for NOTIFY. A hand-written
  * iterator, like `jobUpdated`'s: a generator waiting for the next change would not run its cleanup on disconnect.
  * On shutdown (ChannelListener.drain) it sends what it has read, then ends with SERVICE_RESTARTING: the client
  * reconnects with the last event's cursor (`Last-Event-ID`) and misses nothing.
@@ -116,6 +120,8 @@ function changeEvents(
   read: ReturnType<typeof reader>,
   start: string,
   signal: ChangeSignal,
+  arms: FeedArming,
+  databaseId: string,
 ): AsyncIterableIterator<Change | StreamEnd> {
   let cursor = start;
   let buffer: Change[] = [];
@@ -143,7 +149,7 @@ function changeEvents(
           const page = await read(cursor, STREAM_PAGE);
           buffer = page.data;
           cursor = page.nextCursor;
-          if (buffer.length === 0) await signal.next();
+          if (buffer.length === 0 && !(await arms.arm(databaseId))) await signal.next();
         }
         return finish();
       } catch (error) {
@@ -219,7 +225,7 @@ builder.subscriptionFields((t) => ({
         const start =
           query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
         await read(start, 1);
-        return changeEvents(read, start, signal);
+        return changeEvents(read, start, signal, context.changeArms, String(databaseId));
       } catch (error) {
         signal.close();
         throw error;

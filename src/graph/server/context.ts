@@ -1,3 +1,4 @@
+import type { FeedArming } from '../../catalog/change-arming.ts';
 import type { Config } from '../../kernel/config.ts';
 import type { ChannelListener } from '../../db/listener.ts';
 import { sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
@@ -28,6 +29,8 @@ export interface Context {
   jobUpdates: ChannelListener;
   /** This process's one LISTEN connection for change feeds (key: database id), shared by long polls and streams. */
   changeSignals: ChannelListener;
+  /** This process's arming of change feeds: a reader about to wait asks the next commit for a NOTIFY. */
+  changeArms: FeedArming;
   /** This process's open event streams, capped per credential and org (src/kernel/stream-limits.ts). */
   streams: StreamRegistry;
   /** Resolves this request's credential again, as it is now: open streams re-check their authority with it. */

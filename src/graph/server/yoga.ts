@@ -1,7 +1,9 @@
+import { FeedArming } from '../../catalog/change-arming.ts';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../../kernel/config.ts';
 import { ChannelListener } from '../../db/listener.ts';
-import { connectionStringOf, type PrismaClient } from '../../db/prisma.ts';
+import { connectionStringOf, sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
+import { pgExecutor } from '../../db/sql.ts';
 import { isStatementTimeout, queryTimeoutError } from '../../db/statement-budget.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import { JOB_UPDATED_CHANNEL } from '../../jobs/engine/sql/queue.ts';
@@ -87,6 +89,7 @@ export function createGraphServer(
   const views = new ViewLensCache();
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
   const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
+  const changeArms = new FeedArming(pgExecutor(sqlPoolOf(prisma)), (databaseId) => changeSignals.version(databaseId));
   const streams = new StreamRegistry({
     perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
     perOrg: config.EVENT_STREAMS_PER_ORG,
@@ -127,6 +130,7 @@ export function createGraphServer(
       views,
       jobUpdates,
       changeSignals,
+      changeArms,
       streams,
       resolveCallerAgain: () => resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
     }),

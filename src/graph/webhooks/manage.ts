@@ -30,7 +30,7 @@ import {
 } from '../../catalog/webhooks.ts';
 import type { Statement } from '../../data/statement.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
-import type { SqlExecutor } from '../../db/sql.ts';
+import { prismaExecutor, type SqlExecutor } from '../../db/sql.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { storedVersion } from '../../kernel/formats.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -145,7 +145,7 @@ export async function createWebhook(
       secretSealed: sealSecret(await keyOf(context), id, secret),
     }),
   );
-  await run(tx, insertStartPositions(id, orgId, databaseId));
+  await insertStartPositions(prismaExecutor(tx), id, orgId, databaseId);
   await run(tx, notifyWebhooks(id));
   await recordActivity(tx, requireCaller(context), {
     orgId,
@@ -210,7 +210,7 @@ export async function updateWebhook(
   // forgets its place, so that following it again later starts at that moment's head too.
   if (scopeChanged) {
     await run(tx, forgetUnfollowedPositions(id, databaseId));
-    await run(tx, insertStartPositions(id, orgId, databaseId));
+    await insertStartPositions(prismaExecutor(tx), id, orgId, databaseId);
     await run(tx, restartDelivery(id));
   }
   const caller = requireCaller(context);

@@ -1,5 +1,6 @@
 import { createWaker } from '../engine/waker.ts';
 import pg from 'pg';
+import { FeedArming } from '../../catalog/change-arming.ts';
 import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import {
   deleteQueuedMessage,
@@ -40,7 +41,8 @@ import { sendMessage, type SendResult } from './send.ts';
  * every resume after a crash sends the same webhook-id) → answered 2xx (the feed position moves past it) or failed
  * (retried on WEBHOOK_RETRY_SCHEDULE, then the endpoint is disabled). A worker works on an endpoint only while it
  * holds that endpoint's session advisory lock, so two workers never deliver one endpoint's messages concurrently,
- * and a killed worker's lock goes with its connection. Woken by NOTIFY on new changes (`wds_changes`) and on test,
+ * and a killed worker's lock goes with its connection. Woken by NOTIFY on new changes (`wds_changes`: each followed
+ * feed is armed before it is read to its end, src/catalog/change-arming.ts) and on test,
  * replay and re-enable (`wds_webhooks`); every idle endpoint also looks at its feeds once a minute.
  */
 
@@ -89,7 +91,14 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const dirty = new Set<string>();
   const changedDatabases = new Set<string>();
   const busy = new Set<string>();
-  const notifications: FeedNotifications = { listening: false, counts: new Map() };
+  /** Moves when the notification connection reopens: notifications may have been missed, so every arm is redone. */
+  let epoch = 0;
+  const counts = new Map<string, number>();
+  const notifications: FeedNotifications = {
+    listening: false,
+    counts,
+    arms: new FeedArming(sql, (databaseId) => `${epoch}.${counts.get(databaseId) ?? 0}`),
+  };
   const running = new Set<Promise<void>>();
   let stopped = false;
   const connectionString = (pool as unknown as { options: { connectionString?: string } }).options.connectionString;
@@ -298,6 +307,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     let reopening = false;
     const reopen = () => {
       notifications.listening = false;
+      epoch += 1;
       client.end().catch(() => undefined);
       if (reopening || stopped) return;
       reopening = true;

@@ -1,3 +1,4 @@
+import type { FeedArming } from '../../catalog/change-arming.ts';
 import { encodeChangeCursor, readChanges, type Change } from '../../catalog/changes.ts';
 import {
   savePosition,
@@ -15,12 +16,14 @@ const FEED_PAGE = 100;
 const PAGES_PER_LOOK = 20;
 
 /**
- * Notifications heard per database: a feed read when the count was n, to its end, has nothing new while the count
- * is still n. `listening` is false while the notification connection is down; then every look reads.
+ * Notifications heard per database: a feed armed and then read to its end when the count was n has nothing new while
+ * the count is still n. `listening` is false while the notification connection is down; then every look reads.
  */
 export interface FeedNotifications {
   listening: boolean;
   counts: Map<string, number>;
+  /** Arms a feed before it is read to its end, so that its next commit notifies (src/catalog/change-arming.ts). */
+  arms: FeedArming;
 }
 
 interface Feed {
@@ -110,8 +113,11 @@ export class FollowedFeeds {
   }
 
   private async fill(feed: Feed): Promise<void> {
+    if (feed.buffered.length > 0) return;
+    if (this.notifications.listening && feed.readToEndAt === this.notifications.counts.get(feed.databaseId)) return;
+    // Armed before the read that may reach the end: a change committed after that read notifies.
+    if (this.notifications.listening) await this.notifications.arms.arm(feed.databaseId);
     const count = this.notifications.counts.get(feed.databaseId) ?? 0;
-    if (feed.buffered.length > 0 || (this.notifications.listening && feed.readToEndAt === count)) return;
     for (let page = 0; page < PAGES_PER_LOOK; page += 1) {
       const read = await this.read(feed);
       const last = read.data.at(-1);

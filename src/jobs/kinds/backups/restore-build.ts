@@ -72,7 +72,7 @@ export async function buildStaging(
   try {
     await client.query(['BEGIN', ...EXACT_TEXT_SETTINGS, SUSPEND_CHANGE_RECORDING].join('; '));
     await client.query(dropSchemaIfExists(stagingId).sql);
-    for (const statement of createDatabaseSchema(stagingId)) await client.query(statement.sql);
+    for (const statement of createDatabaseSchema(stagingId)) await client.query(statement.sql, statement.params);
     for (const table of verified.manifest.tables) {
       beforeTable();
       const tableId = mapped(ids, table.id);

@@ -5,6 +5,7 @@ import {
   dropSchemaIfExists,
   insertCatalogPart,
   lockTables,
+  moveChangeFeed,
   renameSchema,
 } from '../../../data/backup.ts';
 import { rowsTableOf } from '../../../data/identifiers.ts';
@@ -87,6 +88,7 @@ async function swapReplace(
   if (lock) await sql.query(lock.sql);
   await sql.query(renameSchema(databaseId, journal.retiredId).sql);
   await sql.query(renameSchema(journal.stagingId, databaseId).sql);
+  for (const statement of moveChangeFeed(journal.retiredId, databaseId)) await sql.query(statement.sql);
   const live = await sql.query<{ versions: string }>(
     `SELECT coalesce(jsonb_object_agg(id, jsonb_build_array(schema_version, index_version)), '{}')::text AS versions
        FROM public.data_tables WHERE database_id = $1::bpchar`,

@@ -1,0 +1,57 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SqlExecutor } from '../db/sql.ts';
+import { armChangeFeed } from './changes.ts';
+
+/**
+ * Between two wake-ups of one database's readers in this process, at least this long: a reader woken by a commit
+ * arms the feed again only after it, so a feed written continuously sends at most ~20 NOTIFYs a second per waiting
+ * process instead of one per commit (NOTIFY serialises commits server-wide, docs/decisions/changes.md). It is also
+ * the most a waiting reader's wake-up is delayed.
+ */
+export const REARM_AFTER_MS = 50;
+
+/**
+ * A process's arming of change feeds (`armChangeFeed`), shared by all its readers of a database: a reader that found
+ * nothing new arms the feed, reads once more, then waits for the NOTIFY. An arm holds until a notification about
+ * that database arrives (the writer that sends it disarms the feed), so readers waiting meanwhile do not arm again.
+ * `notificationsOf` is a version of the notifications this process received for a database (ChannelListener.version:
+ * it also moves when some may have been missed, so every reader then arms and reads again).
+ */
+export class FeedArming {
+  /** Per database: the notification version at which its arm committed; an arm at the current version still holds. */
+  private readonly armedAt = new Map<string, string>();
+  private readonly arming = new Map<string, Promise<void>>();
+  private readonly lastArm = new Map<string, number>();
+
+  constructor(
+    private readonly sql: SqlExecutor,
+    private readonly notificationsOf: (databaseId: string) => string,
+  ) {}
+
+  /**
+   * Makes sure the feed is armed; true when it was not (the caller must read again before it waits: a change may
+   * have committed between its last read and the arm), false when the arm still holds (wait right away).
+   */
+  async arm(databaseId: string): Promise<boolean> {
+    if (this.armedAt.get(databaseId) === this.notificationsOf(databaseId)) return false;
+    let pending = this.arming.get(databaseId);
+    if (!pending) {
+      pending = this.armNow(databaseId).finally(() => this.arming.delete(databaseId));
+      this.arming.set(databaseId, pending);
+    }
+    await pending;
+    return true;
+  }
+
+  private async armNow(databaseId: string): Promise<void> {
+    const wait = (this.lastArm.get(databaseId) ?? 0) + REARM_AFTER_MS - Date.now();
+    if (wait > 0) await sleep(wait);
+    const count = this.notificationsOf(databaseId);
+    const statement = armChangeFeed(databaseId);
+    await this.sql.query(statement.sql, statement.params);
+    this.lastArm.set(databaseId, Date.now());
+    // A notification that came while arming may be the disarm of this very arm: then it does not hold.
+    if (this.notificationsOf(databaseId) === count) this.armedAt.set(databaseId, count);
+    else this.armedAt.delete(databaseId);
+  }
+}
