@@ -24,7 +24,10 @@ const FLOOD_CLIENTS = 12;
 const EXPORT_ROWS = Number(process.env.BENCH_EXPORT_ROWS ?? 200_000);
 const TERMINAL = new Set(['succeeded', 'failed', 'partially_completed', 'cancelled']);
 
-/** `npm start` from the sources (src/bin/main.ts, worker included) on a free port over `databaseUrl`. */
+/**
+ * `npm start` from the sources (src/bin/main.ts, worker included) on a free port over `databaseUrl`; ready once it
+ * listens and its worker child has started (compiling the worker under tsx is seconds of CPU).
+ */
 async function startService(databaseUrl: string): Promise<{ base: string; stop(): Promise<void> }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/main.ts'], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -39,10 +42,14 @@ async function startService(databaseUrl: string): Promise<{ base: string; stop()
     },
   });
   const port = await new Promise<number>((resolve, reject) => {
+    let listening: number | null = null;
+    let workerStarted = false;
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const entry = JSON.parse(line) as { msg?: string; port?: number; level?: number };
-      if (entry.msg === 'listening') resolve(entry.port!);
+      if (entry.msg === 'listening') listening = entry.port!;
+      else if (entry.msg === 'worker started') workerStarted = true;
       else if ((entry.level ?? 0) >= 40) process.stderr.write(`service: ${line}\n`);
+      if (listening !== null && workerStarted) resolve(listening);
     });
     child.once('exit', (code) => reject(new Error(`npm start exited (${code})`)));
   });
@@ -172,6 +179,9 @@ try {
   const service = await startService(servers.databaseUrl);
   try {
     const otherUrl = `${service.base}/v1/orgs/${other.orgId}/databases`;
+    // Warm-up: the first answers of a fresh process compile its GraphQL documents and JIT paths.
+    const warm = Date.now() + SECONDS * 1000;
+    await latenciesUntil(otherUrl, other.apiKey, () => Date.now() >= warm);
     const until = Date.now() + SECONDS * 1000;
     const quiet = await latenciesUntil(otherUrl, other.apiKey, () => Date.now() >= until);
     const started = await fetch(
