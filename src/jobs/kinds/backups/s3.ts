@@ -25,11 +25,8 @@ export function s3Destination(config: Config, signal?: AbortSignal): BackupDesti
   const bucket = config.BACKUP_S3_BUCKET!;
   const prefix = config.BACKUP_S3_PREFIX.replace(/\/+$/, '');
   const keyOf = (key: string) => (prefix ? `${prefix}/${key}` : key);
-  // The job's cancel (or lost lease, or the worker stopping) ends a request at once, not a timeout later. lib-storage
-  // does not pass a signal to the requests it sends (an aborted upload only rejects; its socket stayed open until the
-  // timeout), so the abort also destroys this job's client, whose sockets go with it.
+  // The job's cancel (or lost lease, or the worker stopping) ends the job's wait at once, not a timeout later.
   const options = signal ? { abortSignal: signal } : {};
-  signal?.addEventListener('abort', () => client.destroy(), { once: true });
   return {
     kind: 's3',
     async write(key, source) {
