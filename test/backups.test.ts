@@ -188,10 +188,15 @@ describe('restore', () => {
 
   it('restores a hashed unique rule (a key too wide for a btree) to both targets, still refusing duplicates', async () => {
     const databaseId = await createDatabase(server(), suite.org);
-    const created = await createTable(server(), suite.org, [{ name: 'Text', type: 'text' }], {
-      databaseId,
-      name: 'Notes',
-    });
+    const created = await createTable(
+      server(),
+      suite.org,
+      [{ name: 'Text', type: 'text', options: { maxLength: 1000 } }],
+      {
+        databaseId,
+        name: 'Notes',
+      },
+    );
     const rule = await addUniqueRule(server(), admin(), created, { fieldIds: ['Text'] });
     expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const notes = rule.table;

@@ -179,7 +179,7 @@ describe('GET /v1/orgs/{orgId}/databases', () => {
 
 /** One field of each type, with what PostgreSQL should store it as. */
 const EVERY_TYPE: { spec: FieldSpec; options: Record<string, unknown>; dataType: string }[] = [
-  { spec: { name: 'Name', type: 'text', required: true }, options: { maxLength: 1000 }, dataType: 'text' },
+  { spec: { name: 'Name', type: 'text', required: true }, options: { maxLength: 255 }, dataType: 'text' },
   { spec: { name: 'Notes', type: 'longText' }, options: { maxLength: 100_000 }, dataType: 'text' },
   { spec: { name: 'Count', type: 'integer' }, options: {}, dataType: 'bigint' },
   {

@@ -492,7 +492,7 @@ describe('field definitions at table creation', () => {
       schema.fields.map(({ name, type, required, options, position }) => ({ name, type, required, options, position })),
     ).toEqual(
       [
-        { name: 'text', type: 'text', options: { maxLength: 1000 } },
+        { name: 'text', type: 'text', options: { maxLength: 255 } },
         { name: 'longText', type: 'longText', options: { maxLength: 100_000 } },
         { name: 'integer', type: 'integer', options: {} },
         { name: 'number', type: 'number', options: { precision: 15, scale: 2 } },

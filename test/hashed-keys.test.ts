@@ -3,11 +3,13 @@ import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { addUniqueRule, createRow, createTable, type TestTable } from './helpers/workspace.ts';
+import { addForeignKey, addUniqueRule, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
 /** Issue 13: a unique rule works on any text field; keys too wide for a btree entry are enforced through a hash. */
 const suite = useServerWithOrg();
 const admin = () => suite.org.adminKey;
+/** 1,000 characters, counted 4 bytes each: wider than a btree entry, so a rule on it is hashed. */
+const WIDE = { maxLength: 1000 };
 
 async function constraintsOf(table: TestTable): Promise<{ name: string; type: string; definition: string }[]> {
   return suite.server.prisma.$queryRaw`
@@ -23,9 +25,9 @@ async function ruleOn(table: TestTable, body: Record<string, unknown>) {
 }
 
 describe('unique rules on ordinary text', () => {
-  it('accepts a rule on a default text field (maxLength 1000) and enforces it exactly, long values included', async () => {
+  it('accepts a rule on a text field of maxLength 1000 and enforces it exactly, long values included', async () => {
     const table = await createTable(suite.server, suite.org, [
-      { name: 'Name', type: 'text' },
+      { name: 'Name', type: 'text', options: WIDE },
       { name: 'Note', type: 'text' },
     ]);
     const { ruleId, table: current } = await ruleOn(table, { fieldIds: ['Name'] });
@@ -44,7 +46,7 @@ describe('unique rules on ordinary text', () => {
   });
 
   it('accepts two different values whose hash codes collide (the index finds candidates, = decides)', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text', options: WIDE }]);
     const { ruleId, table: current } = await ruleOn(table, { fieldIds: ['Name'] });
     const keyType = `d_${table.databaseId.toLowerCase()}.r_${ruleId.toLowerCase()}`;
     // 300,000 values in 2^32 hash codes: about ten colliding pairs are expected (birthday bound); take one.
@@ -58,7 +60,7 @@ describe('unique rules on ordinary text', () => {
   });
 
   it('lets exactly one of 8 parallel creates with the same wide value win; the others get 409', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text', options: WIDE }]);
     const { table: current } = await ruleOn(table, { fieldIds: ['Name'] });
     const responses = await Promise.all(
       Array.from({ length: 8 }, () => createRow(suite.server, admin(), current, { Name: 'contested' })),
@@ -73,7 +75,7 @@ describe('unique rules on ordinary text', () => {
 
   it('hashes a multi-field key as one composite value and honours a conditional rule', async () => {
     const table = await createTable(suite.server, suite.org, [
-      { name: 'Name', type: 'text' },
+      { name: 'Name', type: 'text', options: WIDE },
       { name: 'Year', type: 'integer' },
       { name: 'Status', type: 'select', options: { choices: ['live', 'draft'] } },
     ]);
@@ -92,7 +94,7 @@ describe('unique rules on ordinary text', () => {
   });
 
   it('fails the job with the duplicate groups when existing rows already share a wide value', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text', options: WIDE }]);
     const ids = [];
     for (let i = 0; i < 2; i += 1)
       ids.push((await createRow(suite.server, admin(), table, { Name: 'same' })).body.row.id);
@@ -106,7 +108,7 @@ describe('unique rules on ordinary text', () => {
   });
 
   it('deletes a hashed rule: its constraint, key type and key lock go, and duplicates are accepted after', async () => {
-    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text', options: WIDE }]);
     const { ruleId, table: current } = await ruleOn(table, { fieldIds: ['Name'] });
     expect((await createRow(suite.server, admin(), current, { Name: 'same' })).status).toBe(201);
     const accepted = await suite.server.request('DELETE', `${table.path}/unique-rules/${ruleId}`, {
@@ -145,7 +147,7 @@ describe('unique rules on ordinary text', () => {
   it('keeps a plain btree index for keys that fit, and refuses a foreign key to a hashed rule with 422 saying why', async () => {
     const parent = await createTable(suite.server, suite.org, [
       { name: 'Code', type: 'text', options: { maxLength: 20 } },
-      { name: 'Name', type: 'text' },
+      { name: 'Name', type: 'text', options: WIDE },
     ]);
     const narrow = await ruleOn(parent, { fieldIds: ['Code'] });
     const wide = await ruleOn(narrow.table, { fieldIds: ['Name'] });
@@ -181,5 +183,92 @@ describe('unique rules on ordinary text', () => {
       body: { fieldIds: ['Ref'], referencedTableId: parent.tableId, referencedRuleId: narrow.ruleId },
     });
     expect(accepted.status, accepted.text).toBe(202);
+  });
+});
+
+/** Issue 26 §12: the first foreign key a user tries, Orders.Customer code → Customers.Code, on default text fields. */
+describe('foreign keys to default text fields', () => {
+  const rowsOf = async (table: TestTable) => {
+    const response = await suite.server.request('GET', `${table.path}/rows?limit=100`, { token: admin() });
+    expect(response.status, response.text).toBe(200);
+    return response.body.data.map((row: { values: Record<string, unknown> }) => row.values);
+  };
+
+  async function customersAndOrders() {
+    const customers = await createTable(suite.server, suite.org, [
+      { name: 'Code', type: 'text' },
+      { name: 'Name', type: 'text' },
+    ]);
+    const rule = await ruleOn(customers, { fieldIds: ['Code'] });
+    const orders = await createTable(
+      suite.server,
+      suite.org,
+      [
+        { name: 'Customer code', type: 'text' },
+        { name: 'Item', type: 'text' },
+      ],
+      { databaseId: customers.databaseId },
+    );
+    return { customers: rule.table, ruleId: rule.ruleId, orders };
+  }
+
+  it('gives a default text field maxLength 255, so a rule on it is a btree index that a foreign key references', async () => {
+    const { customers, ruleId, orders } = await customersAndOrders();
+    const schema = await suite.server.request('GET', `${customers.path}/schema`, { token: admin() });
+    expect(schema.status, schema.text).toBe(200);
+    const code = schema.body.fields.find((field: { name: string }) => field.name === 'Code');
+    expect(code.options).toEqual({ maxLength: 255 });
+    expect(schema.body.uniqueRules).toEqual([expect.objectContaining({ id: ruleId, referenceable: true })]);
+    expect(await constraintsOf(customers)).toEqual([]);
+
+    const linked = await addForeignKey(suite.server, admin(), orders, {
+      fieldIds: ['Customer code'],
+      referencedTableId: customers.tableId,
+      referencedRuleId: ruleId,
+    });
+    expect(linked.job.state, JSON.stringify(linked.job)).toBe('succeeded');
+    expect((await createRow(suite.server, admin(), customers, { Code: 'C-1', Name: 'Ada' })).status).toBe(201);
+    expect((await createRow(suite.server, admin(), linked.table, { 'Customer code': 'C-1', Item: 'tea' })).status).toBe(
+      201,
+    );
+    const orphan = await createRow(suite.server, admin(), linked.table, { 'Customer code': 'C-2', Item: 'jam' });
+    expectError(orphan, 409, 'FOREIGN_KEY_CONFLICT');
+    expect(orphan.body.error.details.foreignKeyId).toBe(linked.foreignKeyId);
+    expect(await rowsOf(linked.table)).toEqual([
+      { [orders.fields['Customer code']!]: 'C-1', [orders.fields.Item!]: 'tea' },
+    ]);
+  });
+
+  it('refuses a value over the default 255 characters with 422 at that value, and writes nothing', async () => {
+    const { customers } = await customersAndOrders();
+    expect((await createRow(suite.server, admin(), customers, { Code: 'é'.repeat(255) })).status).toBe(201);
+    const refused = await createRow(suite.server, admin(), customers, { Code: 'é'.repeat(256), Name: 'long' });
+    expectError(refused, 422, 'VALIDATION_FAILED');
+    expectProblemPaths(refused, [['values', 'Code']]);
+    expect(refused.body.error.details.problems[0].message).toMatch(/at most 255 characters/);
+    expect(await rowsOf(customers)).toEqual([
+      { [customers.fields.Code!]: 'é'.repeat(255), [customers.fields.Name!]: null },
+    ]);
+  });
+
+  it('still hashes a key of three default text fields (3,060 bytes), which a foreign key cannot reference', async () => {
+    const table = await createTable(suite.server, suite.org, [
+      { name: 'A', type: 'text' },
+      { name: 'B', type: 'text' },
+      { name: 'C', type: 'text' },
+    ]);
+    const pair = await ruleOn(table, { fieldIds: ['A', 'B'] });
+    const triple = await ruleOn(pair.table, { fieldIds: ['A', 'B', 'C'] });
+    const schema = await suite.server.request('GET', `${table.path}/schema`, { token: admin() });
+    expect(
+      schema.body.uniqueRules
+        .map((rule: { id: string; referenceable: boolean }) => [rule.id, rule.referenceable])
+        .sort(),
+    ).toEqual(
+      [
+        [pair.ruleId, true],
+        [triple.ruleId, false],
+      ].sort(),
+    );
   });
 });

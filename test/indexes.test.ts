@@ -25,7 +25,7 @@ async function numbersTable(): Promise<TestTable> {
     { name: 'N', type: 'number', options: { precision: 10, scale: 2 } },
     { name: 'T', type: 'text', options: { maxLength: 100 } },
     { name: 'J', type: 'json' },
-    { name: 'Long', type: 'text' },
+    { name: 'Long', type: 'text', options: { maxLength: 1000 } },
   ]);
   const values = [3, null, 1, 3, 2, null, 1, 3, 5, null, 2, 4, 3];
   for (const [index, n] of values.entries()) {

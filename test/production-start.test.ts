@@ -226,3 +226,48 @@ describe('SIGTERM to the `npm start` process', () => {
     }
   }, 120_000);
 });
+
+describe('the job worker of `npm start`', () => {
+  it('runs in a child process: killed, it is started again while the server answers; SIGTERM to npm stops both', async () => {
+    const service = await startApiProcess(database, prisma, {
+      LOG_LEVEL: 'info',
+      SHUTDOWN_GRACE_MS: String(GRACE_MS),
+      RUN_WORKER: 'true',
+      JOB_POLL_MS: '50',
+    });
+    try {
+      const started = () => logged(service, 'worker started').map((entry) => entry.pid as number);
+      await vi.waitFor(() => expect(started()).toHaveLength(1), { timeout: 60_000, interval: 50 });
+      const node = serverPid(service);
+      const [first] = started();
+      expect(first).not.toBe(node);
+      await expect.poll(() => jobListeners(), { timeout: 10_000, interval: 20 }).toBe(1);
+
+      process.kill(first!, 'SIGKILL');
+      // The job runner was the child's: its LISTEN connection goes with it, and the server keeps answering.
+      await expect.poll(() => jobListeners(), { timeout: 10_000, interval: 20 }).toBe(0);
+      expect(alive(node)).toBe(true);
+      expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+      await vi.waitFor(() => expect(started()).toHaveLength(2), { timeout: 60_000, interval: 50 });
+      const second = started()[1]!;
+      expect(second).not.toBe(first);
+      expect(logged(service, 'worker process ended; starting it again')).toEqual([
+        expect.objectContaining({ signal: 'SIGKILL', restartInMs: 1000 }),
+      ]);
+      const jobId = await queuedJob(service);
+      await vi.waitFor(
+        async () => {
+          const [job] = await prisma.$queryRaw<{ state: string }[]>`SELECT state FROM jobs WHERE id = ${jobId}`;
+          expect(job?.state).toBe('succeeded');
+        },
+        { timeout: 60_000, interval: 100 },
+      );
+
+      await terminateNpm(service);
+      expect([alive(node), alive(second)]).toEqual([false, false]);
+      expect(logged(service, 'worker stopped')).toHaveLength(1);
+    } finally {
+      await service.stop();
+    }
+  }, 180_000);
+});

@@ -293,7 +293,7 @@ const CASES: Record<string, Case> = {
   'number → text (no trailing zeros)': {
     from: { name: 'V', type: 'number', options: { precision: 10, scale: 2 } },
     to: { type: 'text' },
-    field: { type: 'text', options: { maxLength: 1000 } },
+    field: { type: 'text', options: { maxLength: 255 } },
     values: [
       [1.5, '1.5'],
       [100, '100'],
@@ -303,7 +303,7 @@ const CASES: Record<string, Case> = {
   'boolean → text': {
     from: { name: 'V', type: 'boolean' },
     to: { type: 'text' },
-    field: { type: 'text', options: { maxLength: 1000 } },
+    field: { type: 'text', options: { maxLength: 255 } },
     values: [
       [true, 'true'],
       [false, 'false'],
@@ -318,19 +318,19 @@ const CASES: Record<string, Case> = {
   'datetime → text': {
     from: { name: 'V', type: 'datetime' },
     to: { type: 'text' },
-    field: { type: 'text', options: { maxLength: 1000 } },
+    field: { type: 'text', options: { maxLength: 255 } },
     values: [['2024-01-02T03:04:05.600Z', '2024-01-02T03:04:05.600Z']],
   },
   'select → text': {
     from: { name: 'V', type: 'select', options: { choices: ['open', 'closed'] } },
     to: { type: 'text' },
-    field: { type: 'text', options: { maxLength: 1000 } },
+    field: { type: 'text', options: { maxLength: 255 } },
     values: [['open', 'open']],
   },
   'multiSelect → text': {
     from: { name: 'V', type: 'multiSelect', options: { choices: ['a', 'b'] } },
     to: { type: 'text' },
-    field: { type: 'text', options: { maxLength: 1000 } },
+    field: { type: 'text', options: { maxLength: 255 } },
     values: [
       [['a', 'b'], 'a, b'],
       [['b'], 'b'],

@@ -7,7 +7,7 @@ import { openEventStream, type EventStream } from './helpers/event-stream.ts';
 import { addMember, createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import { requestPreview } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createTable, type TestTable } from './helpers/workspace.ts';
+import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
 /**
  * Issue 26 item 4: open event streams are capped per credential and per org (429 RATE_LIMITED with Retry-After
@@ -153,5 +153,98 @@ describe('one read per job change, whatever the number of streams', () => {
     expect(await Promise.all(signals.map(read))).toEqual([2, 2, 2, 2, 2]);
     expect(listener.loads).toBe(2);
     for (const signal of signals) signal.close();
+  });
+});
+
+/**
+ * The database's change feed: a live stream (SSE) or a waiting long poll holds a slot like a job's stream. A server
+ * of its own with a wide org cap, so that slots other tests are still releasing cannot reach it.
+ */
+describe('change-feed streams and long polls', () => {
+  const own = useServerWithOrg({
+    RUN_WORKER: 'false',
+    EVENT_STREAMS_PER_CREDENTIAL: '2',
+    EVENT_STREAMS_PER_ORG: '100',
+    EVENT_STREAM_RECHECK_MS: '150',
+  });
+  let names: TestTable;
+  beforeAll(async () => {
+    names = await createTable(own.server, own.org, [{ name: 'Name', type: 'text' }]);
+  });
+  const feed = () => `/v1/orgs/${own.org.orgId}/databases/${names.databaseId}/changes`;
+
+  async function changeStream(token: string): Promise<EventStream> {
+    const events = await openEventStream(`${own.server.url}${feed()}`, {
+      headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+    });
+    opened.push(events);
+    return events;
+  }
+
+  it('count against the credential’s cap with job streams: the third is 429, whichever kind it is', async () => {
+    const accepted = await requestPreview(own.server, own.org.adminKey, names, {
+      content: 'Name\nAda\n',
+      mapping: [{ source: 'Name', fieldId: 'Name' }],
+    });
+    expect(accepted.status, accepted.text).toBe(202);
+    const jobEvents = `/v1/orgs/${own.org.orgId}/jobs/${accepted.body.jobId}/events`;
+    const jobs = await openEventStream(`${own.server.url}${jobEvents}`, {
+      headers: { authorization: `Bearer ${own.org.adminKey}` },
+    });
+    opened.push(jobs);
+    const changes = await changeStream(own.org.adminKey);
+    expect([jobs.status, changes.status]).toEqual([200, 200]);
+    const token = own.org.adminKey;
+    for (const beyond of [
+      await own.server.request('GET', feed(), { token, headers: { accept: 'text/event-stream' } }),
+      await own.server.request('GET', `${feed()}?wait=5`, { token }),
+      await own.server.request('GET', jobEvents, { token }),
+    ]) {
+      expectError(beyond, 429, 'RATE_LIMITED');
+      expect(beyond.headers.get('retry-after')).toBe('10');
+      expect(beyond.body.error.details).toEqual({ limit: 'event-streams', scope: 'credential', max: 2 });
+    }
+    // A page without `wait` is an ordinary read, not a stream.
+    expect((await own.server.request('GET', feed(), { token })).status).toBe(200);
+    jobs.close();
+    changes.close();
+  });
+
+  it('a waiting long poll holds its slot until it answers, then frees it', async () => {
+    const key = await createTeamKey(own.server.prisma, own.org, 'write');
+    const head = await own.server.request('GET', `${feed()}/head`, { token: key });
+    expect(head.status, head.text).toBe(200);
+    const polls = [0, 1].map(() =>
+      own.server.request('GET', `${feed()}?wait=30&after=${encodeURIComponent(head.body.cursor)}`, { token: key }),
+    );
+    await expect
+      .poll(async () => (await own.server.request('GET', `${feed()}?wait=1`, { token: key })).status, {
+        timeout: 10_000,
+        interval: 50,
+      })
+      .toBe(429);
+    expect((await createRow(own.server, key, names, { Name: 'wakes the polls' })).status).toBe(201);
+    for (const answered of await Promise.all(polls)) {
+      expect(answered.status, answered.text).toBe(200);
+      expect(answered.body.data.length).toBeGreaterThan(0);
+    }
+    const freed = await own.server.request('GET', `${feed()}?wait=1`, { token: key });
+    expect(freed.status, freed.text).toBe(200);
+  });
+
+  it('a removed member’s change stream ends with UNAUTHENTICATED', async () => {
+    const member = await addMember(own.server.prisma, own.org.orgId, 'viewer');
+    const events = await changeStream(member.apiKey);
+    expect(events.status).toBe(200);
+    const removed = await own.server.request('DELETE', `/v1/orgs/${own.org.orgId}/members/${member.memberId}`, {
+      token: own.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1' },
+    });
+    expect(removed.status, removed.text).toBe(200);
+    const last = await events.next();
+    expect(last?.event).toBe('error');
+    expect(last?.data.error.code).toBe('UNAUTHENTICATED');
+    expect(await events.next()).toBeNull();
   });
 });

@@ -1,11 +1,11 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { createApp } from '../http/app.ts';
-import { startWorker, type Worker } from '../jobs/start-worker.ts';
 import { answerClientErrors } from '../http/client-errors.ts';
 import { limitConnections } from '../http/connection-limits.ts';
 import { keepConnectionsAlive, type KeptAlive } from '../http/keep-alive.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
+import { superviseWorker, type WorkerProcess } from './worker-process.ts';
 
 async function listen(server: Server, port: number, host: string): Promise<void> {
   server.listen(port, host);
@@ -21,7 +21,7 @@ function shutdownOnSignal(
   connections: KeptAlive,
   shutdown: AbortController,
   runtime: Runtime,
-  worker: Worker | null,
+  worker: WorkerProcess | null,
 ): void {
   let stopping = false;
   const stop = async (signal: string) => {
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   limitConnections(server, config, logger);
   const connections = keepConnectionsAlive(server, config.KEEP_ALIVE_TIMEOUT_MS);
   await listen(server, config.PORT, config.HOST);
-  const worker = config.RUN_WORKER ? startWorker(prisma, config, logger) : null;
+  const worker = config.RUN_WORKER ? superviseWorker(runtime) : null;
   shutdownOnSignal(server, connections, shutdown, runtime, worker);
   const address = server.address();
   logger.info(

@@ -131,9 +131,16 @@ const RangeOptions = { min: SafeInteger.optional(), max: SafeInteger.optional() 
 const minNotAboveMax = (options: { min?: number | undefined; max?: number | undefined }) =>
   options.min === undefined || options.max === undefined || options.min <= options.max;
 
+/**
+ * A text field's default `maxLength`: 255 characters (1,020 bytes at 4 per character) keep a key of one or two
+ * default text fields within a btree entry (INDEX_BUDGET_BYTES, 2,600), so a unique rule on them is a btree index that
+ * foreign keys can reference and views can sort by index. Longer keys take an explicit maxLength (hashed rule).
+ */
+export const DEFAULT_TEXT_MAX_LENGTH = 255;
+
 /** Options per type, with their defaults. Each is a strict object: unknown options are a 422. */
 export const FIELD_OPTIONS = {
-  text: z.strictObject({ maxLength: z.number().int().min(1).max(10_000).default(1_000) }),
+  text: z.strictObject({ maxLength: z.number().int().min(1).max(10_000).default(DEFAULT_TEXT_MAX_LENGTH) }),
   longText: z.strictObject({ maxLength: z.number().int().min(1).max(1_000_000).default(100_000) }),
   integer: z.strictObject(RangeOptions).refine(minNotAboveMax, 'min must not exceed max'),
   number: z

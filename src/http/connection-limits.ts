@@ -30,9 +30,12 @@ function openDescriptors(): number {
   }
 }
 
-/** Connections the pools of this process may open: requests', jobs' (with the worker) and the LISTEN ones. */
+/**
+ * Connections the pools of this process may open: requests' and the LISTEN one. The worker's job pools live in its
+ * own process (src/bin/worker-process.ts), with descriptors of its own.
+ */
 function poolDescriptors(config: Config): number {
-  return config.DATABASE_POOL_SIZE + (config.RUN_WORKER ? config.JOB_CONCURRENCY * 3 + 2 : 0) + 1;
+  return config.DATABASE_POOL_SIZE + 1;
 }
 
 /**

@@ -63,6 +63,12 @@ function jobPool(prisma: PrismaClient, config: Config): pg.Pool {
   });
 }
 
+/** JOB_SLOTS_PER_ORG, or when 0 every slot but one (at least one): a single-tenant install can set JOB_CONCURRENCY. */
+export function slotsPerOrg(config: Config): number {
+  const slots = config.JOB_SLOTS_PER_ORG || config.JOB_CONCURRENCY - 1;
+  return Math.min(Math.max(slots, 1), config.JOB_CONCURRENCY);
+}
+
 function connectionStringOf(pool: pg.Pool): string | undefined {
   return (pool as unknown as { options: { connectionString?: string } }).options.connectionString;
 }
@@ -82,6 +88,7 @@ export function startWorker(prisma: PrismaClient, config: Config, log: Logger): 
     log,
     handlers: JOB_HANDLERS,
     concurrency: config.JOB_CONCURRENCY,
+    slotsPerOrg: slotsPerOrg(config),
     leaseSeconds: config.JOB_LEASE_SECONDS,
     pollMs: config.JOB_POLL_MS,
   });

@@ -64,6 +64,11 @@ const ConfigSchema = z.object({
   KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(65_000),
   /** Jobs one worker process runs at once. */
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /**
+   * Of one worker process's JOB_CONCURRENCY slots, how many one organisation's jobs may hold at once, so that its long
+   * or hung jobs leave a slot to the others. 0 (the default): JOB_CONCURRENCY − 1, at least 1.
+   */
+  JOB_SLOTS_PER_ORG: z.coerce.number().int().min(0).max(64).default(0),
   /** A job whose worker sent no heartbeat for this long is taken over by another worker. */
   JOB_LEASE_SECONDS: z.coerce.number().min(1).max(3600).default(30),
   /** Idle workers look for due jobs this often (they also wake at once on NOTIFY). */

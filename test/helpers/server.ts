@@ -91,6 +91,9 @@ export async function startTestServer(
       ORG_CONCURRENCY_LIMIT: '0',
       DATABASE_POOL_SIZE: '5',
       JOB_POLL_MS: '100',
+      // Tests hold one job of their org (a lock, a hook) while another of it runs: every slot per org, unless a test
+      // of the per-org cap sets it (test/job-fairness.test.ts).
+      JOB_SLOTS_PER_ORG: '64',
       // Backups that any test takes land in a temporary directory, never in the working tree's DATA_DIR.
       BACKUP_DIR: mkdtempSync(join(tmpdir(), 'wds-test-backups-')),
       ...overrides,

@@ -5,8 +5,10 @@ import type { FeedArming } from '../../catalog/change-arming.ts';
 import type { ChangeSignal } from '../../db/listener.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import { Id } from '../../kernel/formats.ts';
+import type { StreamLease } from '../../kernel/stream-limits.ts';
 import { builder } from '../server/builder.ts';
 import { dataPlane, type Context } from '../server/context.ts';
+import { acquireStream } from '../server/stream-leases.ts';
 import { requireDatabase } from '../tables/tables.ts';
 import { parseOrThrow } from '../../kernel/validation.ts';
 
@@ -17,6 +19,11 @@ import { parseOrThrow } from '../../kernel/validation.ts';
  * process or worker wakes the readers of every process.
  */
 const STREAM_PAGE = 100;
+
+/** Not a change: the error a stream ends with once its caller may no longer read the feed. */
+interface StreamEnd {
+  endedWith: DomainError;
+}
 
 const ChangeActor = builder.objectRef<Change['actor']>('ChangeActor').implement({
   fields: (t) => ({ id: t.exposeString('id'), kind: t.exposeString('kind') }),
@@ -71,7 +78,8 @@ function reader(context: Context, databaseId: string, tableId: string | undefine
 
 /**
  * A page; with `wait`, an empty page is held until a change commits or the wait ends. The signal listens before
- * the first read, so a change committed between the read and the wait still wakes it.
+ * the first read, so a change committed between the read and the wait still wakes it. A waiting poll holds an open
+ * stream's lease (its caps, and its end when the caller's authority goes).
  */
 async function changesPage(
   context: Context,
@@ -82,12 +90,15 @@ async function changesPage(
   await requireDatabase(context.prisma, orgId, databaseId);
   const read = reader(context, databaseId, query.tableId);
   if (query.wait === undefined) return read(query.after ?? null, query.limit);
-  const signal = await context.changeSignals.subscribe(databaseId);
   const abort = new AbortController();
+  const lease = acquireStream(context, orgId, 'rows:read', () => abort.abort());
+  let signal: ChangeSignal | undefined;
   try {
+    signal = await context.changeSignals.subscribe(databaseId);
     const deadline = Date.now() + query.wait * 1000;
     let after = query.after ?? null;
     for (;;) {
+      if (lease.revoked) throw lease.revoked;
       const page = await read(after, query.limit);
       const left = deadline - Date.now();
       // Shutting down: an empty page now, so that the client's next poll goes to a process that is not stopping.
@@ -99,7 +110,8 @@ async function changesPage(
     }
   } finally {
     abort.abort();
-    signal.close();
+    signal?.close();
+    lease.release();
   }
 }
 
@@ -122,6 +134,7 @@ function changeEvents(
   signal: ChangeSignal,
   arms: FeedArming,
   databaseId: string,
+  lease: StreamLease,
 ): AsyncIterableIterator<Change | StreamEnd> {
   let cursor = start;
   let buffer: Change[] = [];
@@ -129,12 +142,18 @@ function changeEvents(
   const finish = (): IteratorReturnResult<undefined> => {
     finished = true;
     signal.close();
+    lease.release();
     return { done: true, value: undefined };
   };
   return {
     async next() {
       try {
         while (!finished) {
+          // The last event carries the error (resolve throws it, framed like any other), then the stream ends.
+          if (lease.revoked) {
+            finished = true;
+            return { done: false, value: { endedWith: lease.revoked } };
+          }
           const change = buffer.shift();
           if (change) return { done: false, value: change };
           if (signal.draining) {
@@ -217,17 +236,23 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, args, context) => {
       const { orgId, databaseId, ...rest } = args;
       const query = parseOrThrow(RowChangesQuery, defined(rest));
-      await requireDatabase(context.prisma, String(orgId), String(databaseId));
-      const read = reader(context, String(databaseId), query.tableId);
-      const signal = await context.changeSignals.subscribe(String(databaseId));
+      let wake = () => undefined as void;
+      const lease = acquireStream(context, String(orgId), 'rows:read', () => wake());
+      let signal: ChangeSignal | undefined;
       try {
+        await requireDatabase(context.prisma, String(orgId), String(databaseId));
+        const read = reader(context, String(databaseId), query.tableId);
+        signal = await context.changeSignals.subscribe(String(databaseId));
+        const opened = signal;
+        wake = () => opened.close();
         // Reading the first page now turns a bad or expired cursor into an error answer, not a stream that fails.
         const start =
           query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
         await read(start, 1);
-        return changeEvents(read, start, signal, context.changeArms, String(databaseId));
+        return changeEvents(read, start, signal, context.changeArms, String(databaseId), lease);
       } catch (error) {
-        signal.close();
+        signal?.close();
+        lease.release();
         throw error;
       }
     },

@@ -4,6 +4,7 @@ import type { JobState } from '../../jobs/engine/sql/queue.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
+import { acquireStream } from '../server/stream-leases.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import type { StreamLease } from '../../kernel/stream-limits.ts';
 import { Job, loadJob, toJobShape, type JobShape } from './jobs.ts';
@@ -93,30 +94,6 @@ function jobEvents(
 const readJob = async (context: Context, orgId: string, jobId: string) =>
   toJobShape(await loadJob(context.prisma, orgId, jobId));
 
-/** The error a stream of `orgId`'s jobs ends with once its caller may no longer read them; null while it may. */
-async function authorityLost(context: Context, orgId: string): Promise<DomainError | null> {
-  let caller;
-  try {
-    caller = await context.resolveCallerAgain();
-  } catch (error) {
-    if (error instanceof DomainError) return error;
-    throw error;
-  }
-  if (!caller) return new DomainError('UNAUTHENTICATED', 'The credential of this stream is no longer valid.');
-  if (!caller.orgs.get(orgId)?.capabilities.has('read')) {
-    return new DomainError(
-      'ACCESS_DENIED',
-      'The caller of this stream is no longer a member who may read this organisation.',
-    );
-  }
-  if (caller.scopes !== 'all' && !caller.scopes.has('jobs:read')) {
-    return new DomainError('INSUFFICIENT_SCOPE', 'The token of this stream no longer carries jobs:read.', {
-      details: { requiredScope: 'jobs:read' },
-    });
-  }
-  return null;
-}
-
 builder.subscriptionFields((t) => ({
   jobUpdated: t.field({
     type: Job,
@@ -129,14 +106,8 @@ builder.subscriptionFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:read' }),
     subscribe: async (_root, args, context) => {
       const [orgId, jobId] = [String(args.orgId), String(args.jobId)];
-      const credential = context.caller!.credential;
       let wake = () => undefined as void;
-      const lease = context.streams.acquire(
-        `${credential.type}:${credential.id}`,
-        orgId,
-        () => authorityLost(context, orgId),
-        () => wake(),
-      );
+      const lease = acquireStream(context, orgId, 'jobs:read', () => wake());
       let signal: ChangeSignal | undefined;
       try {
         signal = await context.jobUpdates.subscribe(jobId);

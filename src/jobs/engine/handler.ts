@@ -41,6 +41,12 @@ export interface JobRun<Payload, Journal> extends JobServices {
   step(work: (sql: PgClientExecutor) => Promise<Checkpoint<Journal>>): Promise<void>;
   /** Throws JobCancelled when a cancel was requested since the last step. */
   throwIfCancelled(): void;
+  /**
+   * Aborts when the heartbeat sees a cancel request, a lost lease or the worker stopping: outbound calls (S3) take it
+   * so that they end then, instead of at their timeout. The job then ends as that reason says (cancelled, handed
+   * back), whatever error the aborted call threw.
+   */
+  signal: AbortSignal;
 }
 
 export interface Checkpoint<Journal> {

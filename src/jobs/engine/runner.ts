@@ -31,6 +31,8 @@ import {
 export interface RunnerOptions extends JobServices {
   handlers: readonly RegisteredJobHandler[];
   concurrency: number;
+  /** Of the `concurrency` slots, how many one org's jobs may hold at once (absent: all of them). */
+  slotsPerOrg?: number;
   leaseSeconds: number;
   pollMs: number;
 }
@@ -73,6 +75,7 @@ class Execution {
   private cancelRequested = false;
   private leaseLost = false;
   private readonly heartbeatTimer: NodeJS.Timeout;
+  private readonly abort = new AbortController();
 
   constructor(
     private readonly options: RunnerOptions,
@@ -100,6 +103,11 @@ class Execution {
     } catch (error) {
       this.options.log.warn({ err: error, jobId: this.row.id }, 'job heartbeat failed');
     }
+    try {
+      this.throwIfStopped();
+    } catch (reason) {
+      this.abort.abort(reason);
+    }
   }
 
   private throwIfStopped(): void {
@@ -120,6 +128,7 @@ class Execution {
       payload,
       journal,
       throwIfCancelled: () => this.throwIfStopped(),
+      signal: this.abort.signal,
       step: async (work) => {
         this.throwIfStopped();
         await inPgTransaction(pool, [], async (sql) => {
@@ -169,10 +178,12 @@ class Execution {
   }
 
   private async stopAfter(
-    error: unknown,
+    thrown: unknown,
     run: JobRun<unknown, unknown> | undefined,
     log: JobServices['log'],
   ): Promise<void> {
+    // A call aborted through run.signal throws its own error (an AbortError, or the handler's wrapping of it).
+    const error: unknown = this.abort.signal.aborted ? this.abort.signal.reason : thrown;
     if (error instanceof LeaseLost) {
       log.warn('job lease lost; another worker continues it');
       return;
@@ -276,6 +287,7 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
   const handlers = new Map(options.handlers.map((handler) => [handler.kind, handler]));
   const kinds = [...handlers.keys()];
   const running = new Set<Promise<void>>();
+  const runningByOrg = new Map<string, number>();
   const worker = { stopping: false };
   let stopped = false;
   let listener: pg.Client | null = null;
@@ -285,7 +297,10 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
   const { notify, sleep } = createWaker(options.pollMs);
 
   async function claimOne(): Promise<ClaimedJobRow | undefined> {
-    const statement = claimJob(owner, newId(), options.leaseSeconds, kinds);
+    const full = [...runningByOrg]
+      .filter(([, count]) => count >= (options.slotsPerOrg ?? options.concurrency))
+      .map(([orgId]) => orgId);
+    const statement = claimJob(owner, newId(), options.leaseSeconds, kinds, full);
     const [row] = await pgExecutor(options.pool).query<ClaimedJobRow>(statement.sql, statement.params);
     return row;
   }
@@ -328,6 +343,7 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
           const row = await claimOne();
           if (row) {
             const handler = handlers.get(row.kind)!;
+            runningByOrg.set(row.org_id, (runningByOrg.get(row.org_id) ?? 0) + 1);
             const execution = new Execution(options, handler, row, worker)
               .execute()
               .catch((error: unknown) =>
@@ -335,6 +351,9 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
               )
               .finally(() => {
                 running.delete(execution);
+                const left = (runningByOrg.get(row.org_id) ?? 1) - 1;
+                if (left > 0) runningByOrg.set(row.org_id, left);
+                else runningByOrg.delete(row.org_id);
                 notify();
               });
             running.add(execution);

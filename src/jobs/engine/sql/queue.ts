@@ -75,9 +75,9 @@ export interface ClaimedJobRow {
   reclaimed: boolean;
 }
 
-/** A job of one of `kinds` ($4) that a worker may claim now. */
+/** A job of one of `kinds` ($4), of none of the orgs `$5` (their slots here are full), that a worker may claim now. */
 function dueJob(alias: string): string {
-  return `${alias}.kind = ANY($4::text[])
+  return `${alias}.kind = ANY($4::text[]) AND ${alias}.org_id <> ALL($5::bpchar[])
                AND ((${alias}.state = 'queued' AND ${alias}.run_at <= now())
                  OR (${alias}.state = 'running' AND ${alias}.lease_expires_at < now()))`;
 }
@@ -93,8 +93,17 @@ function dueJob(alias: string): string {
  * slot. Within an org, jobs keep their order (run_at, id). "Last claim" is the latest first start of the org's
  * jobs (a reclaimed or retried job keeps its started_at). Both per-org figures are index probes
  * (jobs_org_active_idx, jobs_org_started_at_idx), made once per org that has due work, not once per job.
+ *
+ * `fullOrgs`: the orgs that already hold this worker's slots allowed per org (JOB_SLOTS_PER_ORG); their jobs wait
+ * for another worker or a free slot of theirs, so that one org's long or hung jobs never take every slot.
  */
-export function claimJob(owner: string, leaseToken: string, leaseSeconds: number, kinds: readonly string[]): Statement {
+export function claimJob(
+  owner: string,
+  leaseToken: string,
+  leaseSeconds: number,
+  kinds: readonly string[],
+  fullOrgs: readonly string[] = [],
+): Statement {
   return {
     sql: `WITH due_orgs AS (
             SELECT DISTINCT org_id FROM public.jobs d WHERE ${dueJob('d')}
@@ -119,7 +128,7 @@ export function claimJob(owner: string, leaseToken: string, leaseSeconds: number
            WHERE j.id = next.id
        RETURNING j.id, j.org_id, j.kind, j.database_id, j.table_id, j.payload, j.journal, j.attempts, j.max_attempts,
                  j.lease_token, j.actor_id, j.actor_kind, j.actor_key, j.actor_name, next.reclaimed`,
-    params: [owner, leaseToken, leaseSeconds, kinds],
+    params: [owner, leaseToken, leaseSeconds, kinds, fullOrgs],
   };
 }
 

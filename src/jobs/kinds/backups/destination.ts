@@ -24,8 +24,9 @@ export function backupDirOf(config: Config): string {
   return resolve(config.BACKUP_DIR ?? join(config.DATA_DIR, 'backups'));
 }
 
-export function destinationOf(config: Config): BackupDestination {
-  return config.BACKUP_S3_BUCKET ? s3Destination(config) : localDestination(backupDirOf(config));
+/** The configured destination; `signal` (a job's JobRun.signal) ends its outbound calls when it aborts. */
+export function destinationOf(config: Config, signal?: AbortSignal): BackupDestination {
+  return config.BACKUP_S3_BUCKET ? s3Destination(config, signal) : localDestination(backupDirOf(config));
 }
 
 export function localDestination(root: string): BackupDestination {

@@ -114,7 +114,7 @@ export const previewDatabaseRestore: JobHandler<PreviewRestorePayload, Record<st
   describe: (payload) => `Restore preview of backup ${payload.backupId}`,
   async run(run) {
     const sql = pgExecutor(run.pool);
-    const verified = await verifyBackup(sql, destinationOf(run.config), run.payload.backupId);
+    const verified = await verifyBackup(sql, destinationOf(run.config, run.signal), run.payload.backupId);
     const difference = restoreDifference(await currentTables(sql, run.job.databaseId!), snapshotTables(verified));
     const result = {
       backupId: run.payload.backupId,

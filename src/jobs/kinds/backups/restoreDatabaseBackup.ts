@@ -147,7 +147,7 @@ export const restoreDatabaseBackup: JobHandler<RestorePayload, Journal> = {
   successEvent: () => 'database.restore',
   describe: (payload) => `Restore of backup ${payload.backupId} (${payload.target})`,
   async run(run) {
-    const destination = destinationOf(run.config);
+    const destination = destinationOf(run.config, run.signal);
     if (run.journal.phase === undefined) {
       await run.step(async () => ({
         journal: {

@@ -117,7 +117,7 @@ export const runDatabaseBackup: JobHandler<RunBackupPayload, Journal> = {
   successEvent: () => succeededEvent('runDatabaseBackup'),
   describe: (payload) => (payload.scheduledFor ? `Scheduled backup for ${payload.scheduledFor}` : 'Backup'),
   async run(run) {
-    const destination = destinationOf(run.config);
+    const destination = destinationOf(run.config, run.signal);
     const location = locationOf(run.job.orgId, run.job.databaseId!, run.job.id);
     if (run.journal.phase !== 'recorded') {
       await destination.removePrefix(location);

@@ -10,7 +10,7 @@ import type { BackupDestination } from './destination.ts';
  * configuration. Uploads are multipart from the stream (lib-storage), so memory stays bounded by its part size;
  * S3 shows an object only when its upload completes, which gives the "no half object" rule for free.
  */
-export function s3Destination(config: Config): BackupDestination {
+export function s3Destination(config: Config, signal?: AbortSignal): BackupDestination {
   const client = new S3Client({
     region: config.BACKUP_S3_REGION,
     // The SDK waits forever by default: an endpoint that accepts and never answers held both worker slots for
@@ -25,14 +25,24 @@ export function s3Destination(config: Config): BackupDestination {
   const bucket = config.BACKUP_S3_BUCKET!;
   const prefix = config.BACKUP_S3_PREFIX.replace(/\/+$/, '');
   const keyOf = (key: string) => (prefix ? `${prefix}/${key}` : key);
+  // The job's cancel (or lost lease, or the worker stopping) ends the job's wait at once, not a timeout later.
+  const options = signal ? { abortSignal: signal } : {};
   return {
     kind: 's3',
     async write(key, source) {
-      await new Upload({ client, params: { Bucket: bucket, Key: keyOf(key), Body: source }, queueSize: 2 }).done();
+      signal?.throwIfAborted();
+      const upload = new Upload({ client, params: { Bucket: bucket, Key: keyOf(key), Body: source }, queueSize: 2 });
+      const abort = () => void upload.abort();
+      signal?.addEventListener('abort', abort, { once: true });
+      try {
+        await upload.done();
+      } finally {
+        signal?.removeEventListener('abort', abort);
+      }
     },
     async read(key) {
       try {
-        const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: keyOf(key) }));
+        const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: keyOf(key) }), options);
         return object.Body as Readable;
       } catch (error) {
         if (error instanceof NoSuchKey || (error as { name?: string }).name === 'NoSuchKey') return null;
@@ -43,9 +53,11 @@ export function s3Destination(config: Config): BackupDestination {
       for (let token: string | undefined; ; ) {
         const page = await client.send(
           new ListObjectsV2Command({ Bucket: bucket, Prefix: `${keyOf(path)}/`, ContinuationToken: token }),
+          options,
         );
         const keys = (page.Contents ?? []).map((object) => ({ Key: object.Key! }));
-        if (keys.length > 0) await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
+        if (keys.length > 0)
+          await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }), options);
         if (!page.IsTruncated) return;
         token = page.NextContinuationToken;
       }

@@ -28,7 +28,7 @@ export const testBackupDestination: JobHandler<z.infer<typeof TestDestinationPay
   successEvent: () => succeededEvent('testBackupDestination'),
   describe: () => 'Backup destination test',
   async run(run) {
-    const destination = destinationOf(run.config);
+    const destination = destinationOf(run.config, run.signal);
     const prefix = `probes/${run.job.id}`;
     const probe = randomBytes(PROBE_BYTES);
     try {
