@@ -30,7 +30,7 @@ import {
 } from '../../catalog/webhooks.ts';
 import type { Statement } from '../../data/statement.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
-import type { SqlExecutor } from '../../db/sql.ts';
+import { prismaExecutor } from '../../db/sql.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { storedVersion } from '../../kernel/formats.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -70,8 +70,11 @@ function run<Row = Record<string, unknown>>(db: Db, statement: Statement): Promi
 
 /** Outside the request's transaction: a key created on first use must survive the request's rollback. */
 function keyOf(context: Context): Promise<Buffer> {
-  const sql: SqlExecutor = { query: (text, params = []) => context.prisma.$queryRawUnsafe(text, ...params) };
-  return sealingKey(context.prisma, sql, configuredSealingKey(context.config.WEBHOOK_SECRET_KEY));
+  return sealingKey(
+    context.prisma,
+    prismaExecutor(context.prisma),
+    configuredSealingKey(context.config.WEBHOOK_SECRET_KEY),
+  );
 }
 
 function hostOf(url: string): string {

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { inPgTransaction, pgExecutor } from '../../db/sql.ts';
 import { DomainError, isErrorCode } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
+import { insertActivity } from '../../data/activity.ts';
 import type { Json } from '../../kernel/formats.ts';
 import {
   JobCancelled,
@@ -21,7 +22,6 @@ import {
   claimJob,
   finishJob,
   heartbeat,
-  insertJobEvent,
   NOTIFY_CHANNEL,
   retryLater,
   type ClaimedJobRow,
@@ -242,7 +242,7 @@ class Execution {
       const done = finishJob(this.row.id, this.row.lease_token, state, outcome.result, outcome.error);
       const [finished] = await sql.query(done.sql, done.params);
       if (!finished) throw new LeaseLost();
-      const entry = insertJobEvent({
+      const entry = insertActivity({
         id: newId(),
         orgId: this.row.org_id,
         category: this.handler.category,

@@ -6,7 +6,8 @@ import { succeededEvent } from '../../engine/handler.ts';
 import { destinationOf } from './destination.ts';
 import { FORMAT_VERSION, locationOf } from './archive-format.ts';
 import { writeBackup, type WrittenBackup } from './snapshot.ts';
-import { insertBackup, insertBackupEvent, pruneBackups, recordSuccess } from './catalog-statements.ts';
+import { insertBackup, pruneBackups, recordSuccess } from './catalog-statements.ts';
+import { insertActivity } from '../../../data/activity.ts';
 
 /**
  * runDatabaseBackup: one consistent snapshot of a database written to the backup destination (the backup's id is
@@ -48,7 +49,7 @@ async function record(
   });
   await sql.query(insert.sql, insert.params);
   const event = (name: string, summary: string, affectedRows?: number) =>
-    insertBackupEvent({
+    insertActivity({
       id: newId(),
       orgId: job.orgId,
       category: 'backups',

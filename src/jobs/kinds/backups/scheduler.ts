@@ -6,8 +6,8 @@ import { nextRuns } from '../../../kernel/cron.ts';
 import { inPgTransaction, type SqlExecutor } from '../../../db/sql.ts';
 import { newId } from '../../../kernel/ids.ts';
 import type { Logger } from '../../../kernel/log.ts';
-import { insertJob, insertJobEvent, lockAndCountQueued, notifyWorkers } from '../../engine/sql/queue.ts';
-import { insertBackupEvent } from './catalog-statements.ts';
+import { insertJob, lockAndCountQueued, notifyWorkers } from '../../engine/sql/queue.ts';
+import { insertActivity } from '../../../data/activity.ts';
 
 /**
  * The backup scheduler, run by every worker process. Each tick, in one transaction per due schedule:
@@ -103,7 +103,7 @@ async function enqueueDue(sql: SqlExecutor, row: ScheduleRow, now: Date, queueLi
     actor,
     runAt: null,
   });
-  const event = insertJobEvent({
+  const event = insertActivity({
     id: newId(),
     orgId,
     category: 'backups',
@@ -162,7 +162,7 @@ async function detectOverdue(sql: SqlExecutor, now: Date, graceMs: number): Prom
       'UPDATE public.backup_settings SET overdue_since = $2, updated_at = now() WHERE database_id = $1::bpchar',
       [databaseId, now],
     );
-    const event = insertBackupEvent({
+    const event = insertActivity({
       id: newId(),
       orgId: row.org_id.trim(),
       category: 'backups',
@@ -195,7 +195,7 @@ async function detectFailures(sql: SqlExecutor): Promise<void> {
       'UPDATE public.backup_settings SET failed_job_id = $2::bpchar, updated_at = now() WHERE database_id = $1::bpchar',
       [databaseId, row.job_id],
     );
-    const event = insertBackupEvent({
+    const event = insertActivity({
       id: newId(),
       orgId: row.org_id.trim(),
       category: 'backups',

@@ -16,7 +16,7 @@ import {
   selectInsertable,
   type Problem,
 } from './staging.ts';
-import { insertJobEvent } from '../../engine/sql/queue.ts';
+import { insertActivity } from '../../../data/activity.ts';
 
 /**
  * Import (append-only) of a previewed file: validates it again against the table as it is now, then inserts
@@ -133,7 +133,7 @@ async function finish(sql: SqlExecutor, run: Run, inserted: number, refusal: str
   await sql.query(dropStaging(run.job.id).sql);
   const { spec } = run.payload;
   if (inserted > 0) {
-    const event = insertJobEvent({
+    const event = insertActivity({
       id: newId(),
       orgId: spec.orgId,
       category: 'records',
