@@ -12,6 +12,7 @@ import {
 } from './keyset.ts';
 import { ID, jsonObject, Params, utcTimestamp, type Statement } from './statement.ts';
 import { activityInsertSql, type Actor } from './activity.ts';
+import { visibleViewSql } from './view-visibility.ts';
 
 /**
  * Row SQL. Each mutation is ONE statement of data-modifying CTEs: the capacity/schema guard, the row, its cell
@@ -383,7 +384,7 @@ export function guardCondition(guard: PageGuard, params: Params): string {
   if (guard.view) {
     conditions.push(`EXISTS (SELECT 1 FROM public.saved_views g WHERE g.id = ${params.add(guard.view.id, ID)} AND g.table_id = ${table}
       AND g.org_id = ${org} AND g.version = ${params.add(guard.view.version, 'bigint')}
-      AND (g.visibility = 'shared' OR g.owner_user_id = ${params.add(guard.view.userId, ID)}))`);
+      AND ${visibleViewSql('g.', params.add(guard.view.userId, ID))})`);
   }
   return conditions.join(' AND ');
 }

@@ -12,7 +12,8 @@ import { currentSchema } from '../tables/schema-endpoint.ts';
 import type { FilterExpression, OrderByItem } from '../../data/filter.ts';
 import { definitionProblems, queryIsBroken, validationErrorsOf, ViewDefinition } from './definition.ts';
 import { followSharedOrders } from './shared-orders.ts';
-import { isViewOwner, isVisibleView, lockViewScope, selectViewForRows } from '../../catalog/views.ts';
+import { lockViewScope, selectViewForRows } from '../../catalog/views.ts';
+import { isViewOwner, isVisibleView, VIEW_VISIBILITIES } from '../../data/view-visibility.ts';
 
 /**
  * Saved views (spec 2.2, endpoints 1 and 2, and the reads and update users expect around them). A personal view is
@@ -22,7 +23,7 @@ import { isViewOwner, isVisibleView, lockViewScope, selectViewForRows } from '..
 export const MAX_VIEWS_PER_SCOPE = 100;
 
 export const ViewName = z.string().trim().min(1).max(120);
-export const Visibility = z.enum(['personal', 'shared']);
+export const Visibility = z.enum(VIEW_VISIBILITIES);
 
 export const CreateViewBody = z.strictObject({
   expectedSchemaVersion: SchemaVersion,

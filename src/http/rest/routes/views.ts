@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Id, SchemaVersion, Timestamp, VersionString } from '../../../kernel/formats.ts';
 import { MAX_VALIDATION_ERRORS, ViewDefinition } from '../../../graph/views/definition.ts';
-import { CreateViewBody, DeleteViewBody, UpdateViewBody } from '../../../graph/views/views.ts';
+import { CreateViewBody, DeleteViewBody, UpdateViewBody, Visibility } from '../../../graph/views/views.ts';
 import {
   CreateViewDocument,
   DeleteViewDocument,
@@ -17,7 +17,7 @@ export const SavedViewResponse = z.strictObject({
   id: Id,
   tableId: Id,
   name: z.string().min(1).max(120),
-  visibility: z.enum(['personal', 'shared']),
+  visibility: Visibility,
   ownerUserId: Id.nullable(),
   ownerName: z.string(),
   version: VersionString,
