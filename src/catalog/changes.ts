@@ -178,12 +178,8 @@ function toChange(databaseId: string, record: ChangeRecord): Change {
   return change;
 }
 
-async function run<Row>(client: SqlExecutor, statement: Statement): Promise<Row[]> {
-  return client.query<Row>(statement.sql, statement.params as unknown[]);
-}
-
 export async function readHead(client: SqlExecutor, databaseId: string): Promise<FeedPosition> {
-  const [row] = await run<{ position: string; seq: string | null }>(client, selectHead(databaseId));
+  const [row] = await client.run<{ position: string; seq: string | null }>(selectHead(databaseId));
   return row ? { position: BigInt(row.position), seq: BigInt(row.seq ?? 0) } : FEED_START;
 }
 
@@ -208,13 +204,13 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
   let after = FEED_START;
   if (input.after !== null) {
     after = decodeChangeCursor(databaseId, input.after);
-    const [pruned] = await run<{ position: string; seq: string }>(client, selectPruned(databaseId));
+    const [pruned] = await client.run<{ position: string; seq: string }>(selectPruned(databaseId));
     if (pruned && before(after, { position: BigInt(pruned.position), seq: BigInt(pruned.seq) })) {
       throw expiredChangeCursor(input.retentionDays ?? 7);
     }
   }
   const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
-  const records = await run<ChangeRecord>(client, selectChangePage(databaseId, after, limit, tableIds));
+  const records = await client.run<ChangeRecord>(selectChangePage(databaseId, after, limit, tableIds));
   const hasMore = records.length > limit;
   const data = records.slice(0, limit).map((record) => toChange(databaseId, record));
   const last = data.at(-1);

@@ -329,7 +329,7 @@ export async function idempotent<T extends Json>(
         // a sign-up (accepting an invitation) has no caller and changes no table.
         if (scope.caller) {
           const actor = setChangeActor({ id: scope.caller.actorId, kind: scope.caller.kind }, newId());
-          await executor.query(actor.sql, actor.params);
+          await executor.run(actor);
         }
         const opened: Record<string, unknown>[][] = [];
         for (const statement of opening) opened.push(await executor.query(statement));

@@ -67,7 +67,7 @@ const PagePosition = z.strictObject({ id: Id });
 
 async function loadViewPages(context: Context, caller: Caller, keys: readonly ViewPageKey[]): Promise<ViewRow[][]> {
   const page = selectViewPageIds(keys, caller.userId);
-  const picked = await dataPlane(context).query<{ index: number; id: string }>(page.sql, page.params);
+  const picked = await dataPlane(context).run<{ index: number; id: string }>(page);
   const rows =
     picked.length === 0
       ? []

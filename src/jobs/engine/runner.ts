@@ -138,7 +138,7 @@ class Execution {
             next.journal,
             next.progress,
           );
-          await sql.query(statement.sql, statement.params);
+          await sql.run(statement);
           run.journal = next.journal as Record<string, unknown>;
           return { value: undefined };
         }).catch((error: unknown) => {
@@ -180,7 +180,7 @@ class Execution {
     if (error instanceof WorkerStopping) {
       // Handed back at once with its journal, rather than held until the lease runs out.
       const statement = retryLater(this.row.id, this.row.lease_token, 0, 'the worker stopped');
-      await pgExecutor(this.options.pool).query(statement.sql, statement.params);
+      await pgExecutor(this.options.pool).run(statement);
       return;
     }
     if (error instanceof JobCancelled) {
@@ -197,7 +197,7 @@ class Execution {
         backoffSeconds(this.row.attempts),
         String((error as Error)?.message ?? error),
       );
-      await pgExecutor(this.options.pool).query(statement.sql, statement.params);
+      await pgExecutor(this.options.pool).run(statement);
       return;
     }
     if (!expected) log.error({ err: error }, 'job failed on its last attempt');
@@ -240,7 +240,7 @@ class Execution {
     );
     await inPgTransaction(this.options.pool, [], async (sql) => {
       const done = finishJob(this.row.id, this.row.lease_token, state, outcome.result, outcome.error);
-      const [finished] = await sql.query(done.sql, done.params);
+      const [finished] = await sql.run(done);
       if (!finished) throw new LeaseLost();
       const entry = insertActivity({
         id: newId(),
@@ -255,7 +255,7 @@ class Execution {
         fileName: payload === undefined ? null : (this.handler.fileName?.(payload) ?? null),
         actor: this.job.actor,
       });
-      await sql.query(entry.sql, entry.params);
+      await sql.run(entry);
       return { value: undefined };
     }).catch((error: unknown) => {
       if (!(error instanceof LeaseLost)) throw error;
@@ -286,7 +286,7 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
 
   async function claimOne(): Promise<ClaimedJobRow | undefined> {
     const statement = claimJob(owner, newId(), options.leaseSeconds, kinds);
-    const [row] = await pgExecutor(options.pool).query<ClaimedJobRow>(statement.sql, statement.params);
+    const [row] = await pgExecutor(options.pool).run<ClaimedJobRow>(statement);
     return row;
   }
 

@@ -116,7 +116,7 @@ async function enqueueDue(sql: SqlExecutor, row: ScheduleRow, now: Date, queueLi
     fileName: null,
     actor,
   });
-  for (const statement of [job, event, notifyWorkers()]) await sql.query(statement.sql, statement.params);
+  for (const statement of [job, event, notifyWorkers()]) await sql.run(statement);
   return true;
 }
 
@@ -172,7 +172,7 @@ async function detectOverdue(sql: SqlExecutor, now: Date, graceMs: number): Prom
       actor: actorOf(row),
       summary: `No backup of ${row.name} since ${row.reference.toISOString()}`,
     });
-    await sql.query(event.sql, event.params);
+    await sql.run(event);
   }
 }
 
@@ -205,7 +205,7 @@ async function detectFailures(sql: SqlExecutor): Promise<void> {
       actor: actorOf(row),
       summary: `The backup of ${row.name} failed`,
     });
-    await sql.query(event.sql, event.params);
+    await sql.run(event);
   }
 }
 

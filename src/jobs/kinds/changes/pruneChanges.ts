@@ -14,7 +14,7 @@ export async function pruneChangeFeed(sql: SqlExecutor, retentionDays: number, n
   let removed = 0;
   for (;;) {
     const statement = pruneChanges(cutoff, BATCH);
-    const [row] = await sql.query<{ commits: number }>(statement.sql, statement.params as unknown[]);
+    const [row] = await sql.run<{ commits: number }>(statement);
     removed += row?.commits ?? 0;
     if ((row?.commits ?? 0) < BATCH) return removed;
   }
