@@ -10,7 +10,7 @@ import {
   type TransactionResult,
 } from '../db/sql.ts';
 import { isStatementTimeout } from '../db/statement-budget.ts';
-import { Params } from '../data/statement.ts';
+import type { Params } from '../data/statement.ts';
 import { DomainError, httpStatusOf } from '../kernel/errors.ts';
 import type { Json } from '../kernel/formats.ts';
 import { newId } from '../kernel/ids.ts';

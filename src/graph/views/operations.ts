@@ -9,14 +9,12 @@ import { requestLoader } from '../server/loaders.ts';
 import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { z } from 'zod';
+import { CreateViewBody, DeleteViewBody, UpdateViewBody } from '../../contracts/views.ts';
 import {
-  CreateViewBody,
   createView,
-  DeleteViewBody,
   deleteView,
   SavedView,
   toViewShape,
-  UpdateViewBody,
   updateView,
   viewContext,
   visibleView,
