@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../src/idempotency/run.ts';
+import { canonicalJson } from '../src/idempotency/key.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

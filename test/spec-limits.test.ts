@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SavedViewResponse } from '../src/http/rest/routes/views.ts';
+import { SavedViewResponse } from '../src/contracts/views.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';
 import { mappingOf, requestPreview, waitForJob } from './helpers/jobs.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/kernel/ids.ts';
-import { SavedViewResponse } from '../src/http/rest/routes/views.ts';
+import { SavedViewResponse } from '../src/contracts/views.ts';
 import { expectError } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { definitionOf, expectProblems, repeat, savedView, viewClient, type Body, type Path } from './helpers/views.ts';

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/kernel/ids.ts';
 import { Page } from '../src/contracts/pages.ts';
-import { SavedViewResponse, ViewDeletionResponse } from '../src/http/rest/routes/views.ts';
+import { SavedViewResponse, ViewDeletionResponse } from '../src/contracts/views.ts';
 import { expectError, expectProblemPaths, expectTimestamp } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

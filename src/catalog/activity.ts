@@ -1,5 +1,6 @@
 import type { TransactionClient } from '../db/prisma.ts';
-import type { Actor } from '../data/rows.ts';
+import { prismaExecutor } from '../db/sql.ts';
+import { insertActivity, type Actor } from '../data/activity.ts';
 import type { ActivityCategory } from '../kernel/formats.ts';
 import { newId } from '../kernel/ids.ts';
 import type { Caller } from '../kernel/caller.ts';
@@ -62,15 +63,7 @@ export function actorOf(caller: Caller): Actor {
 
 /** Writes an activity event in the caller's transaction, so it exists exactly when the change does (DESIGN §4). */
 export async function recordActivity(tx: TransactionClient, caller: Caller, input: ActivityInput): Promise<void> {
-  const actor = actorOf(caller);
-  await tx.activityEvent.create({
-    data: {
-      id: newId(),
-      ...input,
-      actorId: actor.id,
-      actorKind: actor.kind,
-      actorKey: actor.key,
-      actorName: actor.name,
-    },
-  });
+  await prismaExecutor(tx).run(
+    insertActivity({ id: newId(), occurredAt: new Date().toISOString(), ...input, actor: actorOf(caller) }),
+  );
 }

@@ -218,10 +218,6 @@ function toChange(databaseId: string, record: ChangeRecord): Change {
   return change;
 }
 
-async function run<Row>(client: SqlExecutor, statement: Statement): Promise<Row[]> {
-  return client.query<Row>(statement.sql, statement.params as unknown[]);
-}
-
 interface FeedState {
   head: FeedPosition;
   pruned: FeedPosition;
@@ -229,8 +225,7 @@ interface FeedState {
 
 /** Sequences what committed since the last read, then answers the head and the retention watermark. */
 async function sequence(client: SqlExecutor, databaseId: string): Promise<FeedState> {
-  const [row] = await run<{ headPosition: string; headSeq: string; prunedPosition: string; prunedSeq: string }>(
-    client,
+  const [row] = await client.run<{ headPosition: string; headSeq: string; prunedPosition: string; prunedSeq: string }>(
     sequenceChanges(databaseId),
   );
   if (!row) throw new Error(`The change feed of database ${databaseId} is missing`);
@@ -267,7 +262,7 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
   const feed = await sequence(client, databaseId);
   if (input.after !== null && before(after, feed.pruned)) throw expiredChangeCursor(input.retentionDays ?? 7);
   const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
-  const records = await run<ChangeRecord>(client, selectChangePage(databaseId, after, limit, tableIds));
+  const records = await client.run<ChangeRecord>(selectChangePage(databaseId, after, limit, tableIds));
   const hasMore = records.length > limit;
   const data = records.slice(0, limit).map((record) => toChange(databaseId, record));
   const last = data.at(-1);

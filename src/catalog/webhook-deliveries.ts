@@ -1,4 +1,5 @@
 import type { Statement } from '../data/statement.ts';
+import { insertActivity } from '../data/activity.ts';
 
 /**
  * The deliverer's SQL (issue 27, src/jobs/webhooks): an endpoint's delivery state, its followed feeds, its queued
@@ -178,13 +179,19 @@ export function disableEndpoint(webhookId: string, failedAttempts: number, reaso
   };
 }
 
+/** The deliverer acts for no caller: its entries name the system. */
+const DELIVERY_ACTOR = { id: '00000000000000000000000000', kind: 'system', key: null, name: 'Webhook delivery' };
+
 export function insertDisabledEvent(id: string, orgId: string, databaseId: string | null, summary: string): Statement {
-  return {
-    sql: `INSERT INTO public.activity_events (id, org_id, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name, database_id)
-          VALUES ($1::bpchar, $2::bpchar, 'webhooks', 'webhook.disable', 'requested', $3, '00000000000000000000000000', 'system', NULL,
-                  'Webhook delivery', $4::bpchar)`,
-    params: [id, orgId, summary.slice(0, 500), databaseId],
-  };
+  return insertActivity({
+    id,
+    orgId,
+    category: 'webhooks',
+    event: 'webhook.disable',
+    summary,
+    actor: DELIVERY_ACTOR,
+    databaseId,
+  });
 }
 
 export interface QueuedMessage {

@@ -2,7 +2,8 @@ import { isId } from '../kernel/ids.ts';
 import { typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
 import { compileFilter, type FilterExpression } from './filter.ts';
 import { columnKeyOf, columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
-import { bindEvent, rowProjection, type BoundEvent, type PhysicalTable, type RowEvent } from './rows.ts';
+import { bindEvent, rowActivity, rowProjection, type BoundEvent, type PhysicalTable, type RowEvent } from './rows.ts';
+import { activityInsertSql } from './activity.ts';
 import { ID, Params, type Statement } from './statement.ts';
 import { hashedKeyExpression, keyPresent, type KeyEnforcement } from './unique-keys.ts';
 
@@ -315,13 +316,11 @@ export function batchActivity(
 ): Statement {
   const params = new Params();
   const bound = bindEvent(params, event);
-  const sql = `INSERT INTO public.activity_events
-      (id, org_id, occurred_at, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name,
-       database_id, table_id, row_id, affected_rows, mutation_id)
-    VALUES (${params.add(event.activityId, 'text')}, ${params.add(event.orgId, 'text')}, ${bound.at}, 'records', 'records.changed',
-           'requested', ${params.add(event.summary, 'text')}, ${bound.actorId}, ${bound.actorKind}, ${params.add(event.actor.key, 'text')},
-           ${bound.actorName}, ${params.add(table.databaseId, 'text')}, ${params.add(table.tableId, 'text')}, ${params.add(rowId, 'text')},
-           ${params.add(affectedRows, 'int')}, ${bound.mutationId})`;
+  const sql = activityInsertSql({
+    ...rowActivity(params, table, event, bound),
+    rowId: params.add(rowId, 'text'),
+    affectedRows: params.add(affectedRows, 'int'),
+  });
   return { sql, params: params.values };
 }
 

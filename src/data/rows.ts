@@ -11,6 +11,8 @@ import {
   type SortKey,
 } from './keyset.ts';
 import { ID, jsonObject, Params, utcTimestamp, type Statement } from './statement.ts';
+import { activityInsertSql, type Actor } from './activity.ts';
+import { visibleViewSql } from './view-visibility.ts';
 
 /**
  * Row SQL. Each mutation is ONE statement of data-modifying CTEs: the capacity/schema guard, the row, its cell
@@ -21,14 +23,6 @@ export interface PhysicalTable {
   databaseId: string;
   tableId: string;
   fields: readonly FieldDefinition[];
-}
-
-export interface Actor {
-  id: string;
-  kind: string;
-  name: string;
-  /** The credential's public prefix, shown in the audit feed. */
-  key: string | null;
 }
 
 /** Who did it, when, and the ids under which the history entries and the activity event are written. */
@@ -149,6 +143,7 @@ export function historyInsert(
       FROM ${source} s CROSS JOIN LATERAL (${cells}) AS cell(field_id, value)`;
 }
 
+/** One `records.changed` entry per row of `source` (a row write's CTE), in the write's own statement. */
 export function activityInsert(
   params: Params,
   table: PhysicalTable,
@@ -156,13 +151,33 @@ export function activityInsert(
   bound: BoundEvent,
   source: string,
 ): string {
-  return `INSERT INTO public.activity_events
-      (id, org_id, occurred_at, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name,
-       database_id, table_id, row_id, affected_rows, mutation_id)
-    SELECT ${params.add(event.activityId, 'text')}, ${params.add(event.orgId, 'text')}, ${bound.at}, 'records', 'records.changed',
-           'requested', ${params.add(event.summary, 'text')}, ${bound.actorId}, ${bound.actorKind}, ${params.add(event.actor.key, 'text')},
-           ${bound.actorName}, ${params.add(table.databaseId, 'text')}, ${params.add(table.tableId, 'text')}, s.id, 1, ${bound.mutationId}
-      FROM ${source} s`;
+  return activityInsertSql(
+    {
+      ...rowActivity(params, table, event, bound),
+      rowId: 's.id',
+      affectedRows: '1',
+    },
+    `${source} s`,
+  );
+}
+
+/** The members every row write's `records.changed` entry shares, bound once beside the history's. */
+export function rowActivity(params: Params, table: PhysicalTable, event: RowEvent, bound: BoundEvent) {
+  return {
+    id: params.add(event.activityId, 'text'),
+    orgId: params.add(event.orgId, 'text'),
+    occurredAt: bound.at,
+    category: `'records'`,
+    event: `'records.changed'`,
+    summary: params.add(event.summary, 'text'),
+    actorId: bound.actorId,
+    actorKind: bound.actorKind,
+    actorKey: params.add(event.actor.key, 'text'),
+    actorName: bound.actorName,
+    databaseId: params.add(table.databaseId, 'text'),
+    tableId: params.add(table.tableId, 'text'),
+    mutationId: bound.mutationId,
+  };
 }
 
 export function cellValueSql(params: Params, field: FieldDefinition, value: CellValue): string {
@@ -369,7 +384,7 @@ export function guardCondition(guard: PageGuard, params: Params): string {
   if (guard.view) {
     conditions.push(`EXISTS (SELECT 1 FROM public.saved_views g WHERE g.id = ${params.add(guard.view.id, ID)} AND g.table_id = ${table}
       AND g.org_id = ${org} AND g.version = ${params.add(guard.view.version, 'bigint')}
-      AND (g.visibility = 'shared' OR g.owner_user_id = ${params.add(guard.view.userId, ID)}))`);
+      AND ${visibleViewSql('g.', params.add(guard.view.userId, ID))})`);
   }
   return conditions.join(' AND ');
 }

@@ -10,10 +10,37 @@ import type { TransactionClient } from './prisma.ts';
  */
 export interface SqlExecutor {
   query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<Row[]>;
+  /** Runs a statement a builder returned (`sql.run(insertJob(…))`): its rows. */
+  run<Row = Record<string, unknown>>(statement: SqlStatement): Promise<Row[]>;
+  /** Runs statements one after another: the rows of the last (none for an empty list). */
+  runEach<Row = Record<string, unknown>>(statements: readonly SqlStatement[]): Promise<Row[]>;
 }
 
-export function prismaExecutor(tx: TransactionClient): SqlExecutor {
-  return { query: (sql, params = []) => tx.$queryRawUnsafe(sql, ...params) };
+/** A statement and its bound values, as the builders of data/, catalog/ and jobs/ return them. */
+export interface SqlStatement {
+  sql: string;
+  params: readonly unknown[];
+}
+
+type Query = SqlExecutor['query'];
+
+/** An executor from its one primitive: `run` and `runEach` are `query` on a built statement. */
+function executorOf(query: Query): SqlExecutor {
+  const run = <Row>(statement: SqlStatement) => query<Row>(statement.sql, statement.params);
+  return {
+    query,
+    run,
+    runEach: async <Row>(statements: readonly SqlStatement[]) => {
+      let rows: Row[] = [];
+      for (const statement of statements) rows = await run<Row>(statement);
+      return rows;
+    },
+  };
+}
+
+/** A Prisma transaction, or the client itself outside one. */
+export function prismaExecutor(tx: Pick<TransactionClient, '$queryRawUnsafe'>): SqlExecutor {
+  return executorOf((sql, params = []) => tx.$queryRawUnsafe(sql, ...params));
 }
 
 /**
@@ -34,16 +61,14 @@ function preparedName(sql: string): string | undefined {
 }
 
 export function pgExecutor(client: pg.PoolClient | pg.Pool): SqlExecutor {
-  return {
-    query: async <Row>(sql: string, params: readonly unknown[] = []) => {
-      const name = preparedName(sql);
-      const config =
-        name === undefined
-          ? { text: sql, values: params as unknown[] }
-          : { name, text: sql, values: params as unknown[] };
-      return (await client.query(config)).rows as Row[];
-    },
-  };
+  return executorOf(async <Row>(sql: string, params: readonly unknown[] = []) => {
+    const name = preparedName(sql);
+    const config =
+      name === undefined
+        ? { text: sql, values: params as unknown[] }
+        : { name, text: sql, values: params as unknown[] };
+    return (await client.query(config)).rows as Row[];
+  });
 }
 
 /** An executor on one connection, which can also feed a `COPY … FROM STDIN`. */

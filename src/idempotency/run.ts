@@ -1,8 +1,6 @@
-import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import type pg from 'pg';
 import { setChangeActor } from '../catalog/changes.ts';
-import { sqlPoolOf, type PrismaClient, type TransactionClient } from '../db/prisma.ts';
+import { sqlPoolOf, type TransactionClient } from '../db/prisma.ts';
 import {
   inPgTransactionOn,
   pgExecutor,
@@ -12,69 +10,16 @@ import {
   type TransactionResult,
 } from '../db/sql.ts';
 import { isStatementTimeout } from '../db/statement-budget.ts';
-import { Params } from '../data/statement.ts';
-import { credentialRequired, DomainError, httpStatusOf, type ErrorCode } from '../kernel/errors.ts';
+import type { Params } from '../data/statement.ts';
+import { DomainError, httpStatusOf } from '../kernel/errors.ts';
 import type { Json } from '../kernel/formats.ts';
 import { newId } from '../kernel/ids.ts';
 import { storableJson, storableText } from '../kernel/input-hygiene.ts';
-import { requireCsrfProof } from '../identity/csrf.ts';
-import type { Caller } from '../kernel/caller.ts';
-import type { Config } from '../kernel/config.ts';
 import { SQLSTATE, sqlStateOf } from '../db/pg-errors.ts';
+import { slotOf, type IdempotencyScope, type IdempotentCall, type Slot } from './key.ts';
+import { openingOf, recordSql, save, storedOutcome, type Outcome } from './records.ts';
 
-/** Spec §8: 8..255 characters. Visible ASCII only, so keys survive HTTP headers and logs unchanged. */
-export const IdempotencyKey = z
-  .string()
-  .min(8)
-  .max(255)
-  .regex(/^[\x21-\x7E]+$/, 'must be visible ASCII');
-
-/** What a run needs of a request: who is calling, the catalog client and the record TTL (a GraphQL context is one). */
-export interface IdempotencyScope {
-  caller: Caller | null;
-  prisma: PrismaClient;
-  config: Pick<Config, 'IDEMPOTENCY_TTL_HOURS'>;
-}
-
-type Outcome = { ok: true; data: Json } | { ok: false; error: { code: ErrorCode; message: string; details?: Json } };
-
-export interface IdempotentCall {
-  /** The GraphQL mutation name: part of the fingerprint, so one key cannot serve two operations. */
-  operation: string;
-  key: string;
-  /** Target IDs, expectedSchemaVersion and payload: everything that makes two requests "the same". */
-  input: unknown;
-  /** For the few mutations open to anonymous callers (accepting an invitation): whom the key is scoped to. */
-  actorKey?: string;
-}
-
-/** Canonical JSON (sorted keys) so that key order or whitespace never changes a fingerprint. */
-export function canonicalJson(value: unknown): string {
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}
-
-function fingerprintOf(call: IdempotentCall): string {
-  return createHash('sha256').update(call.operation).update('\n').update(canonicalJson(call.input)).digest('hex');
-}
-
-/** The key itself, or the 400 that refuses it; REST checks it before reading the body (src/http/rest/router.ts). */
-export function validKey(key: string): string {
-  const parsed = IdempotencyKey.safeParse(key);
-  if (!parsed.success) {
-    throw new DomainError('BAD_REQUEST', 'Idempotency-Key must be 8 to 255 visible ASCII characters.', {
-      details: { problems: [{ path: ['Idempotency-Key'], message: parsed.error.issues[0]?.message ?? 'invalid' }] },
-    });
-  }
-  return parsed.data;
-}
+/** Runs a mutation at most once per key: the transaction that holds the key, the effect, and its recorded outcome. */
 
 function replay(outcome: Outcome): Json {
   if (outcome.ok) return outcome.data;
@@ -117,92 +62,6 @@ export interface IdempotentTransaction {
    * effect happened), binding through `params`. The effect embeds it in its statement and saves a round trip.
    */
   recordWith(data: Json, params: Params, source: string): string;
-}
-
-interface Slot {
-  actorKey: string;
-  key: string;
-  /** First 64 bits of sha256(actorKey \n key), signed, as decimal: the advisory lock id and lookup column. */
-  number: string;
-  fingerprint: string;
-  operation: string;
-  ttlMs: number;
-}
-
-function slotNumber(actorKey: string, key: string): string {
-  return createHash('sha256').update(`${actorKey}\n${key}`, 'utf8').digest().readBigInt64BE(0).toString();
-}
-
-/**
- * Two statements that open every idempotent transaction, parameter-free so that they travel with BEGIN:
- * a transaction-scoped advisory lock that marks the key as in flight (a duplicate arriving meanwhile is told to
- * retry instead of queueing behind the first, DESIGN §4), then the stored record, read in its own snapshot
- * after the lock is held, so a record committed just before counts.
- */
-function openingOf(slot: Slot): string[] {
-  return [
-    `SELECT pg_try_advisory_xact_lock(${slot.number}::bigint) AS locked`,
-    `SELECT actor_key, key, fingerprint, operation, outcome FROM idempotency_records WHERE slot = ${slot.number}::bigint AND expires_at > now()`,
-  ];
-}
-
-interface StoredRecord {
-  actor_key: string;
-  key: string;
-  fingerprint: string;
-  operation: string;
-  outcome: Outcome;
-}
-
-/** The stored outcome for this key, or null; throws when the key is in flight or was used for another request. */
-function storedOutcome(slot: Slot, opened: Record<string, unknown>[][]): Outcome | null {
-  const [[lock] = [], records = []] = opened as [{ locked: boolean }[], StoredRecord[]];
-  if (!lock?.locked) {
-    throw new DomainError('IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is still being processed.', {
-      retryAfter: 1,
-    });
-  }
-  // The slot is a 64-bit digest: compare the full key so that a collision can never replay someone else's outcome.
-  const row = records.find((record) => record.actor_key === slot.actorKey && record.key === slot.key);
-  if (!row) return null;
-  if (row.fingerprint !== slot.fingerprint) {
-    throw new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request.', {
-      details: { operation: row.operation },
-    });
-  }
-  return row.outcome;
-}
-
-/**
- * The INSERT of a record, `FROM source` when given (see IdempotentTransaction.recordWith). `replace` overwrites an
- * expired record of the same key; without it, any record of the key makes the INSERT fail (see OneStatementWrite).
- */
-function recordSql(slot: Slot, outcome: Outcome, params: Params, source?: string, replace = true): string {
-  // One clock for both instants, so the retention is exactly the configured TTL.
-  const createdAt = new Date();
-  const values = [
-    params.add(slot.actorKey, 'text'),
-    params.add(slot.key, 'text'),
-    params.add(slot.number, 'bigint'),
-    params.add(slot.operation, 'text'),
-    params.add(slot.fingerprint, 'text'),
-    params.add(JSON.stringify(outcome), 'jsonb'),
-    params.add(createdAt.toISOString(), 'timestamptz'),
-    params.add(new Date(createdAt.getTime() + slot.ttlMs).toISOString(), 'timestamptz'),
-  ].join(', ');
-  return `INSERT INTO idempotency_records (actor_key, key, slot, operation, fingerprint, outcome, created_at, expires_at)
-    SELECT ${values}${source ? ` FROM ${source}` : ''}${
-      replace
-        ? `
-    ON CONFLICT (actor_key, key) DO UPDATE SET operation = EXCLUDED.operation, fingerprint = EXCLUDED.fingerprint,
-      outcome = EXCLUDED.outcome, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`
-        : ''
-    }`;
-}
-
-async function save(executor: SqlExecutor, slot: Slot, outcome: Outcome): Promise<void> {
-  const params = new Params();
-  await executor.query(recordSql(slot, outcome, params), params.values);
 }
 
 class ExpectedFailure extends Error {
@@ -272,42 +131,6 @@ async function runOnce(
 }
 
 /**
- * Every mutation passes here, so this is where cookie-authenticated requests prove they are not cross-site
- * forgeries: a browser session's mutation must carry the session's CSRF token (double submit, X-CSRF-Token).
- */
-function actorKeyOf(scope: IdempotencyScope, call: IdempotentCall): string {
-  if (call.actorKey !== undefined && scope.caller === null) return call.actorKey;
-  const caller = scope.caller;
-  if (!caller) throw credentialRequired();
-  requireCsrfProof(caller);
-  return credentialScope(caller);
-}
-
-/**
- * Records belong to the credential, not the person (issue 19 §5): an OAuth application must not replay, or learn
- * from a 409's `details.operation`, what the same user's API key or browser did. An OAuth grant keeps one scope
- * across its refreshes (`oauth:<client id>:<user id>`, 59 characters; the column holds 64).
- */
-function credentialScope(caller: Caller): string {
-  const { credential } = caller;
-  if (credential.type === 'oauth') return `${credential.prefix}:${caller.userId}`;
-  return `${credential.type === 'session' ? 'session' : 'key'}:${credential.id}`;
-}
-
-function slotOf(scope: IdempotencyScope, call: IdempotentCall): Slot {
-  const actorKey = actorKeyOf(scope, call);
-  const key = validKey(call.key);
-  return {
-    actorKey,
-    key,
-    number: slotNumber(actorKey, key),
-    fingerprint: fingerprintOf(call),
-    operation: call.operation,
-    ttlMs: scope.config.IDEMPOTENCY_TTL_HOURS * 3_600_000,
-  };
-}
-
-/**
  * Runs a mutation at most once per (actor, key) inside a Prisma transaction (for catalog changes written with
  * Prisma models). The record commits in the same transaction as the effect; the same key with the same
  * fingerprint replays the stored outcome, with another fingerprint it is a 409. Unexpected errors (5xx) roll
@@ -329,7 +152,7 @@ export async function idempotent<T extends Json>(
         // a sign-up (accepting an invitation) has no caller and changes no table.
         if (scope.caller) {
           const actor = setChangeActor({ id: scope.caller.actorId, kind: scope.caller.kind }, newId());
-          await executor.query(actor.sql, actor.params);
+          await executor.run(actor);
         }
         const opened: Record<string, unknown>[][] = [];
         for (const statement of opening) opened.push(await executor.query(statement));

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { Page } from '../../src/contracts/pages.ts';
 import { RowResponse } from '../../src/http/rest/routes/rows.ts';
-import { SavedViewResponse, ViewDeletionResponse } from '../../src/http/rest/routes/views.ts';
+import { SavedViewResponse, ViewDeletionResponse } from '../../src/contracts/views.ts';
 import { expectError } from './expectations.ts';
 import { idempotencyKey } from './factories.ts';
 import type { ApiResponse } from './server.ts';

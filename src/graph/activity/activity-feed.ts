@@ -16,7 +16,7 @@ import { ACTIVITY_EVENTS } from '../../jobs/engine/kinds.ts';
 import { builder } from '../server/builder.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { cursorInvalid, cursorKey, decodeCursor, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
-import { canonicalJson } from '../../idempotency/run.ts';
+import { canonicalJson } from '../../idempotency/key.ts';
 import { parseOrThrow } from '../../kernel/validation.ts';
 
 /**

@@ -1,4 +1,5 @@
 import { lockActiveDatabase, selectTrashedDatabase } from '../../catalog/databases.ts';
+import { prismaExecutor } from '../../db/sql.ts';
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { trashDatabase } from '../../catalog/trash.ts';
@@ -13,14 +14,7 @@ import type { Context } from '../server/context.ts';
 import { Database, nameTaken, ResourceName, toDatabaseShape, type DatabaseShape } from './databases.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
-import {
-  purgeTime,
-  run,
-  schedulePurge,
-  toTrashEntryShape,
-  TrashEntry,
-  type TrashEntryShape,
-} from '../trash/entries.ts';
+import { purgeTime, schedulePurge, toTrashEntryShape, TrashEntry, type TrashEntryShape } from '../trash/entries.ts';
 
 /** Renaming a database (`database.update`) and moving it to the trash (`database.delete`, issue 13). */
 export const UpdateDatabaseBody = z.strictObject({ expectedVersion: VersionString, name: ResourceName });
@@ -97,8 +91,8 @@ async function trash(
     purgeAfter,
     purgeJobId,
   });
-  await run(tx, database!);
-  const trashedTables = await run(tx, tables!);
+  await prismaExecutor(tx).run(database!);
+  const trashedTables = await prismaExecutor(tx).run(tables!);
   await recordActivity(tx, caller, {
     orgId,
     category: 'schema',

@@ -101,7 +101,7 @@ export async function enqueueJob(
   });
   try {
     await tx.$executeRaw`SAVEPOINT enqueue_job`;
-    await sql.query(statement.sql, statement.params);
+    await sql.run(statement);
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     await tx.$executeRaw`ROLLBACK TO SAVEPOINT enqueue_job`;
@@ -118,7 +118,7 @@ export async function enqueueJob(
     jobId,
   });
   const notify = notifyWorkers();
-  await sql.query(notify.sql, notify.params);
+  await sql.run(notify);
   return { jobId, state: 'queued', statusUrl: statusUrlOf(request.orgId, jobId) };
 }
 

@@ -221,7 +221,7 @@ async function cancelJob(
   refusePurgeControl(job, 'cancelled');
   const sql = prismaExecutor(tx);
   const queued = cancelQueued(jobId);
-  const [cancelled] = await sql.query(queued.sql, queued.params);
+  const [cancelled] = await sql.run(queued);
   if (cancelled) {
     await recordActivity(tx, caller, {
       orgId,
@@ -233,7 +233,7 @@ async function cancelJob(
     });
   } else {
     const running = requestCancel(jobId);
-    const [requested] = await sql.query(running.sql, running.params);
+    const [requested] = await sql.run(running);
     if (!requested) throw stateConflict(job, 'cancelled', 'queued or running');
   }
   return toJobShape(await loadJob(tx, orgId, jobId));
@@ -257,7 +257,7 @@ async function retryJob(
   const statement = requeue(jobId);
   try {
     await tx.$executeRaw`SAVEPOINT retry_job`;
-    const [requeued] = await sql.query(statement.sql, statement.params);
+    const [requeued] = await sql.run(statement);
     if (!requeued) throw stateConflict(job, 'retried', 'failed or cancelled');
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
@@ -274,7 +274,7 @@ async function retryJob(
     ...(await eventContextOf(tx, jobId)),
   });
   const notify = notifyWorkers();
-  await sql.query(notify.sql, notify.params);
+  await sql.run(notify);
   return toJobShape(await loadJob(tx, orgId, jobId));
 }
 

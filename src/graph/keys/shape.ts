@@ -8,7 +8,7 @@ import { issueApiKeySecret } from '../../identity/secrets.ts';
 import { builder } from '../server/builder.ts';
 import { Timestamp } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
-import type { IdempotentCall } from '../../idempotency/run.ts';
+import type { IdempotentCall } from '../../idempotency/key.ts';
 import { idempotentWithSecret } from '../server/one-time-secret.ts';
 import { pageRef } from '../shared/pages.ts';
 

@@ -28,7 +28,7 @@ import {
 import { builder } from '../server/builder.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { cursorKey, decodeCursor, encodeCursor } from '../../catalog/cursor.ts';
-import { canonicalJson } from '../../idempotency/run.ts';
+import { canonicalJson } from '../../idempotency/key.ts';
 import { viewLens } from '../views/views.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { checkedWhere, rowSelection } from './row-filter.ts';

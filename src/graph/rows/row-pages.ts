@@ -29,7 +29,7 @@ import { viewLens, type ViewLens } from '../views/views.ts';
 import { Id, type Json } from '../../kernel/formats.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
-import { canonicalJson } from '../../idempotency/run.ts';
+import { canonicalJson } from '../../idempotency/key.ts';
 import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
 import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';

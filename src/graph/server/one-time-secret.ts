@@ -1,7 +1,8 @@
 import type { TransactionClient } from '../../db/prisma.ts';
 import type { Context } from './context.ts';
 import type { Json } from '../../kernel/formats.ts';
-import { idempotent, type IdempotentCall } from '../../idempotency/run.ts';
+import { idempotent } from '../../idempotency/run.ts';
+import type { IdempotentCall } from '../../idempotency/key.ts';
 
 /**
  * Runs a creation that issues a secret (a key, an invitation token) through `idempotent`, recording the created

@@ -1,9 +1,9 @@
 import { selectTableVersions } from '../../catalog/tables.ts';
 import { z } from 'zod';
+import { prismaExecutor } from '../../db/sql.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { dropForeignKey } from '../../data/ddl.ts';
 import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
-import type { Statement } from '../../data/statement.ts';
 import { notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { recordActivity } from '../../catalog/activity.ts';
@@ -61,9 +61,6 @@ const ForeignKeyPage = pageRef('ForeignKeyPage', ForeignKey, 'A page of a tableâ
 const ForeignKeyDeletion = builder.objectRef<ForeignKeyDeletionShape>('ForeignKeyDeletion').implement({
   fields: (t) => ({ id: t.exposeID('id'), deleted: t.exposeBoolean('deleted'), mutationId: t.exposeID('mutationId') }),
 });
-
-const exec = (tx: TransactionClient, statement: Statement) =>
-  tx.$queryRawUnsafe<Record<string, unknown>[]>(statement.sql, ...statement.params);
 
 /** Both ends must store values the same way, or PostgreSQL could not compare them with one equality. */
 const storage = (field: FieldDefinition) => typeSpecOf(field.type).column(field.options);
@@ -151,7 +148,7 @@ async function deleteForeignKey(
   await lockTableForSchemaChange(tx, address);
   const key = await tx.foreignKey.findFirst({ where: { id: foreignKeyId, tableId: address.tableId } });
   if (!key) throw notFound('foreign key');
-  await exec(tx, dropForeignKey(address.databaseId, address.tableId, foreignKeyId));
+  await prismaExecutor(tx).run(dropForeignKey(address.databaseId, address.tableId, foreignKeyId));
   await tx.foreignKey.delete({ where: { id: foreignKeyId } });
   await bumpSchemaVersion(tx, address.tableId);
   const mutationId = newId();

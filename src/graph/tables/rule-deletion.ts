@@ -32,7 +32,7 @@ async function requestRuleDeletion(
   });
   if (!rule) throw notFound('unique rule');
   const check = selectKeysReferencingRule(ruleId);
-  const keys = await prismaExecutor(tx).query<RuleReference>(check.sql, check.params);
+  const keys = await prismaExecutor(tx).run<RuleReference>(check);
   if (keys.length > 0) throw referencedRuleConflict(keys);
   const names = await tx.field.findMany({ where: { id: { in: rule.fieldIds } }, select: { name: true } });
   const summary = `Remove the unique rule on ${names.map((field) => field.name).join(', ')}`;

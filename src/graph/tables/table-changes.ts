@@ -1,4 +1,5 @@
 import { lockActiveTable, selectKeysReferencingTable, selectTrashedTable } from '../../catalog/tables.ts';
+import { prismaExecutor } from '../../db/sql.ts';
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { trashTable } from '../../catalog/trash.ts';
@@ -14,14 +15,7 @@ import { DeleteBody, DeleteInput, versionConflict } from '../databases/database-
 import { nameTaken, ResourceName } from '../databases/databases.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
-import {
-  purgeTime,
-  run,
-  schedulePurge,
-  toTrashEntryShape,
-  TrashEntry,
-  type TrashEntryShape,
-} from '../trash/entries.ts';
+import { purgeTime, schedulePurge, toTrashEntryShape, TrashEntry, type TrashEntryShape } from '../trash/entries.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import type { TableAddress } from '../../catalog/table-schema.ts';
 import { lockTableForSchemaChange } from './schema-endpoint.ts';
@@ -111,8 +105,7 @@ async function trash(
   await refuseIfReferenced(tx, address.tableId);
   const purgeAfter = purgeTime(context);
   const purgeJobId = newId();
-  await run(
-    tx,
+  await prismaExecutor(tx).run(
     trashTable(address.tableId, { actorId: caller.actorId, actorName: caller.name, purgeAfter, purgeJobId }),
   );
   await recordActivity(tx, caller, {

@@ -239,7 +239,7 @@ const PagePosition = z.strictObject({ id: Id });
 
 async function loadTablePages(context: Context, keys: readonly TablePageKey[]): Promise<TableRow[][]> {
   const page = selectTablePageIds(keys);
-  const picked = await dataPlane(context).query<{ index: number; id: string }>(page.sql, page.params);
+  const picked = await dataPlane(context).run<{ index: number; id: string }>(page);
   const rows =
     picked.length === 0
       ? []

@@ -1,6 +1,4 @@
 import type { TransactionClient } from '../../db/prisma.ts';
-import { prismaExecutor } from '../../db/sql.ts';
-import type { Statement } from '../../data/statement.ts';
 import type { TrashEntryRow, TrashKind } from '../../catalog/trash.ts';
 import { newId } from '../../kernel/ids.ts';
 import type { Caller } from '../../kernel/caller.ts';
@@ -60,10 +58,6 @@ export function toTrashEntryShape(orgId: string, row: TrashEntryRow): TrashEntry
     purgeJobId: row.purgeJobId,
     purgeJobUrl: statusUrlOf(orgId, row.purgeJobId),
   };
-}
-
-export function run<T = Record<string, unknown>>(tx: TransactionClient, statement: Statement): Promise<T[]> {
-  return prismaExecutor(tx).query<T>(statement.sql, statement.params);
 }
 
 export interface PurgeTarget {

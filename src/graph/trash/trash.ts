@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
+import { prismaExecutor } from '../../db/sql.ts';
 import {
   restoreDatabase,
   restoreTable,
@@ -19,7 +20,7 @@ import { nameTaken } from '../databases/databases.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { pageOf, pageRef } from '../shared/pages.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
-import { run, toTrashEntryShape, TrashEntry } from './entries.ts';
+import { toTrashEntryShape, TrashEntry } from './entries.ts';
 
 /**
  * The org's trash (issue 13): what can still be restored, and the restore itself. A restore flips the catalog rows
@@ -52,16 +53,16 @@ const TrashPage = pageRef('TrashPage', TrashEntry, 'A page of the trash, most re
 const TrashPosition = z.strictObject({ deletedAt: Timestamp, id: Id });
 
 async function restore(tx: TransactionClient, caller: Caller, orgId: string, id: string): Promise<RestoredShape> {
-  const [entry] = await run<TrashEntryRow>(tx, selectTrashEntry(orgId, id));
+  const [entry] = await prismaExecutor(tx).run<TrashEntryRow>(selectTrashEntry(orgId, id));
   if (!entry) throw notFound('trash entry');
   const statements = entry.kind === 'database' ? restoreDatabase(id) : [restoreTable(id)];
   let restoredTables = entry.kind === 'table' ? 1 : 0;
   try {
     await tx.$executeRaw`SAVEPOINT restore_entry`;
-    const [restored] = await run(tx, statements[0]!);
+    const [restored] = await prismaExecutor(tx).run(statements[0]!);
     // No row: the purge job claimed it between the read and this UPDATE; it is going, as if already purged.
     if (!restored) throw notFound('trash entry');
-    if (statements[1]) restoredTables = (await run(tx, statements[1])).length;
+    if (statements[1]) restoredTables = (await prismaExecutor(tx).run(statements[1])).length;
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     await tx.$executeRaw`ROLLBACK TO SAVEPOINT restore_entry`;
@@ -69,8 +70,8 @@ async function restore(tx: TransactionClient, caller: Caller, orgId: string, id:
   }
   // A purge still waiting is cancelled; one a worker has just claimed stops at its first step (the entry is no
   // longer in the trash under its id).
-  const [cancelled] = await run(tx, cancelQueued(entry.purgeJobId));
-  if (!cancelled) await run(tx, requestCancel(entry.purgeJobId));
+  const [cancelled] = await prismaExecutor(tx).run(cancelQueued(entry.purgeJobId));
+  if (!cancelled) await prismaExecutor(tx).run(requestCancel(entry.purgeJobId));
   const databaseId = entry.kind === 'database' ? id : entry.databaseId!;
   await recordActivity(tx, caller, {
     orgId,

@@ -1,30 +1,7 @@
-import { z } from 'zod';
-import { checkFilter, checkOrderBy, filterBudgetProblems, FilterExpression, OrderBy } from '../../data/filter.ts';
+import { checkFilter, checkOrderBy, filterBudgetProblems } from '../../data/filter.ts';
 import type { FieldDefinition } from '../../data/field-types.ts';
 import type { FieldProblem } from '../../kernel/errors.ts';
-import { Id } from '../../kernel/formats.ts';
-
-/**
- * A view definition (spec 2.3), checked in two layers. The shape (this zod schema, every limit of spec §8) is a
- * 422 wherever it is broken. The fit against the table (`definitionProblems`) is a 422 when a view is written —
- * the client names the schema version it wrote against — and, when the table has changed since, the same
- * problems are reported on reads as `validationErrors` while the view keeps loading (docs/decisions/views.md).
- */
-export const MAX_COLUMNS = 200;
-export const MAX_VALIDATION_ERRORS = 200;
-
-export const ViewQuery = z.strictObject({ where: FilterExpression.optional(), orderBy: OrderBy.optional() });
-
-export const ViewDefinition = z.strictObject({
-  columnOrder: z.array(Id).max(MAX_COLUMNS),
-  columnWidths: z
-    .record(z.string().min(1).max(64), z.number().min(40).max(2000))
-    .refine((widths) => Object.keys(widths).length <= MAX_COLUMNS, `at most ${MAX_COLUMNS} columns`),
-  frozenColumns: z.number().int().min(0).max(MAX_COLUMNS),
-  hiddenColumns: z.array(Id).max(MAX_COLUMNS),
-  query: ViewQuery,
-});
-export type ViewDefinition = z.infer<typeof ViewDefinition>;
+import { MAX_VALIDATION_ERRORS, type ViewDefinition } from '../../contracts/views.ts';
 
 function columnProblems(
   ids: readonly string[],

@@ -9,14 +9,12 @@ import { requestLoader } from '../server/loaders.ts';
 import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { z } from 'zod';
+import { CreateViewBody, DeleteViewBody, UpdateViewBody } from '../../contracts/views.ts';
 import {
-  CreateViewBody,
   createView,
-  DeleteViewBody,
   deleteView,
   SavedView,
   toViewShape,
-  UpdateViewBody,
   updateView,
   viewContext,
   visibleView,
@@ -67,7 +65,7 @@ const PagePosition = z.strictObject({ id: Id });
 
 async function loadViewPages(context: Context, caller: Caller, keys: readonly ViewPageKey[]): Promise<ViewRow[][]> {
   const page = selectViewPageIds(keys, caller.userId);
-  const picked = await dataPlane(context).query<{ index: number; id: string }>(page.sql, page.params);
+  const picked = await dataPlane(context).run<{ index: number; id: string }>(page);
   const rows =
     picked.length === 0
       ? []

@@ -18,17 +18,15 @@ import type { TableSchema } from '../../catalog/table-schema.ts';
  */
 export async function followSharedOrders(tx: TransactionClient, caller: Caller, schema: TableSchema): Promise<void> {
   const sql = prismaExecutor(tx);
-  const run = (statement: { sql: string; params: unknown[] }) =>
-    sql.query<catalog.IndexRow>(statement.sql, statement.params);
-  await run(catalog.lockTableIndexes(schema.tableId));
+  await sql.run(catalog.lockTableIndexes(schema.tableId));
   const needed = await neededSignatures(sql, schema);
-  const existing = await run(catalog.selectTableIndexes(schema.tableId));
+  const existing = await sql.run<catalog.IndexRow>(catalog.selectTableIndexes(schema.tableId));
   const jobs: { indexId: string; summary: string }[] = [];
   const describe = (keys: readonly IndexKey[]) =>
     keys.map((key) => `${schema.fieldsById.get(key.fieldId)?.name ?? key.fieldId} ${key.direction}`).join(', ');
   for (const index of existing) {
     if (index.origin !== 'automatic' || needed.has(index.signature)) continue;
-    await run(catalog.deleteTableIndex(index.id));
+    await sql.run(catalog.deleteTableIndex(index.id));
     jobs.push({
       indexId: index.id,
       summary: `Drop the index on ${describe(index.keys)}: no shared view is sorted that way`,
@@ -38,12 +36,12 @@ export async function followSharedOrders(tx: TransactionClient, caller: Caller, 
   for (const [signature, keys] of needed) {
     if (count >= MAX_INDEXES_PER_TABLE || existing.some((index) => index.signature === signature)) continue;
     const indexId = newId();
-    await run(catalog.insertTableIndex(indexId, schema.tableId, keys, 'automatic'));
+    await sql.run(catalog.insertTableIndex(indexId, schema.tableId, keys, 'automatic'));
     jobs.push({ indexId, summary: `Index ${describe(keys)} for a shared view` });
     count += 1;
   }
   if (jobs.length === 0) return;
-  await run(catalog.bumpIndexVersion(schema.tableId));
+  await sql.run(catalog.bumpIndexVersion(schema.tableId));
   const { orgId, databaseId, tableId } = schema;
   for (const job of jobs) {
     await enqueueJob(tx, caller, {

@@ -1,18 +1,19 @@
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound, validationFailed } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import type { Caller, OrgAuthority } from '../../kernel/caller.ts';
 import { requireCaller, requireOrg } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
-import { type Json, SchemaVersion, storedVersion, VersionString } from '../../kernel/formats.ts';
+import { type Json, storedVersion } from '../../kernel/formats.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { schemaVersionConflict, type TableAddress, type TableSchema } from '../../catalog/table-schema.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
 import type { FilterExpression, OrderByItem } from '../../data/filter.ts';
-import { definitionProblems, queryIsBroken, validationErrorsOf, ViewDefinition } from './definition.ts';
+import { definitionProblems, queryIsBroken, validationErrorsOf } from './definition.ts';
+import type { CreateViewBody, DeleteViewBody, UpdateViewBody, ViewDefinition } from '../../contracts/views.ts';
 import { followSharedOrders } from './shared-orders.ts';
-import { isViewOwner, isVisibleView, lockViewScope, selectViewForRows } from '../../catalog/views.ts';
+import { lockViewScope, selectViewForRows } from '../../catalog/views.ts';
+import { isViewOwner, isVisibleView } from '../../data/view-visibility.ts';
 
 /**
  * Saved views (spec 2.2, endpoints 1 and 2, and the reads and update users expect around them). A personal view is
@@ -20,29 +21,6 @@ import { isViewOwner, isVisibleView, lockViewScope, selectViewForRows } from '..
  * whoever currently holds row write authority.
  */
 export const MAX_VIEWS_PER_SCOPE = 100;
-
-export const ViewName = z.string().trim().min(1).max(120);
-export const Visibility = z.enum(['personal', 'shared']);
-
-export const CreateViewBody = z.strictObject({
-  expectedSchemaVersion: SchemaVersion,
-  name: ViewName,
-  visibility: Visibility,
-  definition: ViewDefinition,
-});
-export const UpdateViewBody = z
-  .strictObject({
-    expectedVersion: VersionString,
-    expectedSchemaVersion: SchemaVersion.optional(),
-    name: ViewName.optional(),
-    visibility: Visibility.optional(),
-    definition: ViewDefinition.optional(),
-  })
-  .refine((body) => body.definition === undefined || body.expectedSchemaVersion !== undefined, {
-    path: ['expectedSchemaVersion'],
-    message: 'is required when the definition changes',
-  });
-export const DeleteViewBody = z.strictObject({ expectedVersion: VersionString });
 
 /** Spec 2.2's fields, plus the org and database of its table for the `table` edge (not exposed as fields). */
 export type SavedViewShape = {
@@ -199,7 +177,7 @@ export async function visibleView(
 export async function createView(
   tx: TransactionClient,
   scope: ViewContext,
-  body: z.infer<typeof CreateViewBody>,
+  body: CreateViewBody,
 ): Promise<SavedViewShape> {
   const { caller, authority, schema } = scope;
   checkExpectedSchema(schema, body.expectedSchemaVersion);
@@ -234,7 +212,7 @@ export async function updateView(
   tx: TransactionClient,
   scope: ViewContext,
   viewId: string,
-  body: z.infer<typeof UpdateViewBody>,
+  body: UpdateViewBody,
 ): Promise<SavedViewShape> {
   const { caller, authority, schema } = scope;
   const view = await visibleView(tx, scope, viewId);
@@ -274,7 +252,7 @@ export async function deleteView(
   tx: TransactionClient,
   scope: ViewContext,
   viewId: string,
-  body: z.infer<typeof DeleteViewBody>,
+  body: DeleteViewBody,
 ): Promise<ViewDeletionShape> {
   const view = await visibleView(tx, scope, viewId);
   if (!mayEdit(scope.caller, scope.authority, view))

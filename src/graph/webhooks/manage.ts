@@ -28,9 +28,8 @@ import {
   updateWebhookSettings,
   type WebhookRow,
 } from '../../catalog/webhooks.ts';
-import type { Statement } from '../../data/statement.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { prismaExecutor, type SqlExecutor } from '../../db/sql.ts';
+import { prismaExecutor } from '../../db/sql.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { storedVersion } from '../../kernel/formats.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -62,16 +61,13 @@ function allowedNetworks(context: Context): Network[] {
   return networks;
 }
 
-type Db = Pick<TransactionClient, '$queryRawUnsafe'>;
-
-function run<Row = Record<string, unknown>>(db: Db, statement: Statement): Promise<Row[]> {
-  return db.$queryRawUnsafe<Row[]>(statement.sql, ...statement.params);
-}
-
 /** Outside the request's transaction: a key created on first use must survive the request's rollback. */
 function keyOf(context: Context): Promise<Buffer> {
-  const sql: SqlExecutor = { query: (text, params = []) => context.prisma.$queryRawUnsafe(text, ...params) };
-  return sealingKey(context.prisma, sql, configuredSealingKey(context.config.WEBHOOK_SECRET_KEY));
+  return sealingKey(
+    context.prisma,
+    prismaExecutor(context.prisma),
+    configuredSealingKey(context.config.WEBHOOK_SECRET_KEY),
+  );
 }
 
 function hostOf(url: string): string {
@@ -105,7 +101,7 @@ async function checkScope(
   await requireDatabase(tx, orgId, databaseId);
   if (tableIds.length === 0) return;
   const found = new Set(
-    (await run<{ id: string }>(tx, selectTablesOfDatabase(databaseId, tableIds))).map((row) => row.id),
+    (await prismaExecutor(tx).run<{ id: string }>(selectTablesOfDatabase(databaseId, tableIds))).map((row) => row.id),
   );
   const problems: FieldProblem[] = tableIds.flatMap((id, index) =>
     found.has(id) ? [] : [{ path: ['tableIds', index], message: 'is not a table of the database' }],
@@ -123,8 +119,8 @@ export async function createWebhook(
   const tableIds = body.tableIds ?? [];
   const databaseId = body.databaseId ?? null;
   await checkScope(tx, orgId, databaseId, tableIds);
-  await run(tx, lockOrgWebhooks(orgId));
-  const [{ count } = { count: 0 }] = await run<{ count: number }>(tx, countOrgWebhooks(orgId));
+  await prismaExecutor(tx).run(lockOrgWebhooks(orgId));
+  const [{ count } = { count: 0 }] = await prismaExecutor(tx).run<{ count: number }>(countOrgWebhooks(orgId));
   if (count >= MAX_WEBHOOKS_PER_ORG) {
     throw new DomainError('CAPACITY_LIMIT', `An organisation may have at most ${MAX_WEBHOOKS_PER_ORG} webhooks.`, {
       details: { limit: MAX_WEBHOOKS_PER_ORG },
@@ -132,8 +128,7 @@ export async function createWebhook(
   }
   const id = newId();
   const secret = newSigningSecret();
-  const [row] = await run<WebhookRow>(
-    tx,
+  const [row] = await prismaExecutor(tx).run<WebhookRow>(
     insertWebhook({
       id,
       orgId,
@@ -146,7 +141,7 @@ export async function createWebhook(
     }),
   );
   await insertStartPositions(prismaExecutor(tx), id, orgId, databaseId);
-  await run(tx, notifyWebhooks(id));
+  await prismaExecutor(tx).run(notifyWebhooks(id));
   await recordActivity(tx, requireCaller(context), {
     orgId,
     category: 'webhooks',
@@ -164,7 +159,7 @@ async function lockWebhook(
   id: string,
   expectedVersion: string,
 ): Promise<WebhookRow> {
-  const [row] = await run<WebhookRow>(tx, selectWebhook(orgId, id, true));
+  const [row] = await prismaExecutor(tx).run<WebhookRow>(selectWebhook(orgId, id, true));
   if (!row) throw notFound('webhook');
   const expected = storedVersion(expectedVersion);
   if (expected === null || row.version !== expected.toString())
@@ -172,8 +167,8 @@ async function lockWebhook(
   return row;
 }
 
-export async function getWebhook(tx: Db, orgId: string, id: string): Promise<WebhookRow> {
-  const [row] = await run<WebhookRow>(tx, selectWebhook(orgId, id));
+export async function getWebhook(tx: TransactionClient, orgId: string, id: string): Promise<WebhookRow> {
+  const [row] = await prismaExecutor(tx).run<WebhookRow>(selectWebhook(orgId, id));
   if (!row) throw notFound('webhook');
   return row;
 }
@@ -201,22 +196,21 @@ export async function updateWebhook(
   };
   const scopeChanged = body.databaseId !== undefined && body.databaseId !== before.databaseId;
   if (Object.values(settings).some((value) => value !== undefined)) {
-    [row] = await run<WebhookRow>(
-      tx,
+    [row] = await prismaExecutor(tx).run<WebhookRow>(
       updateWebhookSettings(id, { ...settings, tableIds: scopeChanged ? tableIds : body.tableIds }),
     );
   }
   // A database the endpoint newly follows starts at its head, as a new endpoint would; one it stops following
   // forgets its place, so that following it again later starts at that moment's head too.
   if (scopeChanged) {
-    await run(tx, forgetUnfollowedPositions(id, databaseId));
+    await prismaExecutor(tx).run(forgetUnfollowedPositions(id, databaseId));
     await insertStartPositions(prismaExecutor(tx), id, orgId, databaseId);
-    await run(tx, restartDelivery(id));
+    await prismaExecutor(tx).run(restartDelivery(id));
   }
   const caller = requireCaller(context);
   if (body.state === 'active' && before.state === 'disabled') {
-    [row] = await run<WebhookRow>(tx, activateWebhook(id));
-    await run(tx, notifyWebhooks(id));
+    [row] = await prismaExecutor(tx).run<WebhookRow>(activateWebhook(id));
+    await prismaExecutor(tx).run(notifyWebhooks(id));
     await recordActivity(tx, caller, {
       orgId,
       category: 'webhooks',
@@ -224,7 +218,7 @@ export async function updateWebhook(
       summary: `Re-enabled the webhook to ${hostOf(row!.url)}`,
     });
   } else if (body.state === 'disabled' && before.state === 'active') {
-    [row] = await run<WebhookRow>(tx, disableWebhook(id, 'Disabled by an administrator'));
+    [row] = await prismaExecutor(tx).run<WebhookRow>(disableWebhook(id, 'Disabled by an administrator'));
     await recordActivity(tx, caller, {
       orgId,
       category: 'webhooks',
@@ -251,7 +245,7 @@ export async function removeWebhook(
   expectedVersion: string,
 ): Promise<void> {
   const row = await lockWebhook(tx, orgId, id, expectedVersion);
-  await run(tx, deleteWebhook(id));
+  await prismaExecutor(tx).run(deleteWebhook(id));
   await recordActivity(tx, requireCaller(context), {
     orgId,
     category: 'webhooks',
@@ -266,15 +260,16 @@ export async function rotateSecret(
   orgId: string,
   id: string,
 ): Promise<{ value: WebhookRow; secret: string }> {
-  const [current] = await run<WebhookRow>(tx, selectWebhook(orgId, id, true));
+  const [current] = await prismaExecutor(tx).run<WebhookRow>(selectWebhook(orgId, id, true));
   if (!current) throw notFound('webhook');
   const key = await keyOf(context);
-  const [{ secretSealed } = { secretSealed: '' }] = await run<{ secretSealed: string }>(tx, selectSealedSecret(id));
+  const [{ secretSealed } = { secretSealed: '' }] = await prismaExecutor(tx).run<{ secretSealed: string }>(
+    selectSealedSecret(id),
+  );
   const secret = newSigningSecret();
   // Re-sealed, not copied: the old secret is opened and sealed again so a key rotation needs no second pass.
   const previous = sealSecret(key, id, openSecret(key, id, secretSealed));
-  const [row] = await run<WebhookRow>(
-    tx,
+  const [row] = await prismaExecutor(tx).run<WebhookRow>(
     rotateWebhookSecret(id, sealSecret(key, id, secret), previous, PREVIOUS_SECRET_GRACE_SECONDS),
   );
   await recordActivity(tx, requireCaller(context), {
@@ -294,14 +289,13 @@ export async function queueTestMessage(
 ): Promise<{ webhookId: string; messageId: string }> {
   await getWebhook(tx, orgId, id);
   const messageId = newId();
-  await run(
-    tx,
+  await prismaExecutor(tx).run(
     insertWebhookMessage(messageId, id, 'webhook.test', {
       webhookId: id,
       message: 'A test message from Workspace Data Service.',
     }),
   );
-  await run(tx, notifyWebhooks(id));
+  await prismaExecutor(tx).run(notifyWebhooks(id));
   return { webhookId: id, messageId: `msg_${messageId}` };
 }
 
@@ -329,13 +323,13 @@ export async function replayWebhook(
   if (after !== undefined) {
     const databaseId = databaseOfCursor(after);
     const { position, seq } = decodeChangeCursor(databaseId, after);
-    const [database] = await run(tx, selectOrgDatabase(orgId, databaseId));
+    const [database] = await prismaExecutor(tx).run(selectOrgDatabase(orgId, databaseId));
     if (!database || (webhook.databaseId !== null && webhook.databaseId !== databaseId)) throw invalidChangeCursor();
     target = { databaseId, position: position.toString(), seq: seq.toString() };
   }
-  await run(tx, rewindWebhook(id, target));
-  await run(tx, restartDelivery(id));
-  await run(tx, notifyWebhooks(id));
+  await prismaExecutor(tx).run(rewindWebhook(id, target));
+  await prismaExecutor(tx).run(restartDelivery(id));
+  await prismaExecutor(tx).run(notifyWebhooks(id));
   await recordActivity(tx, requireCaller(context), {
     orgId,
     category: 'webhooks',

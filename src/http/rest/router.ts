@@ -6,7 +6,7 @@ import type { SqlExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import { credentialRequired } from '../../kernel/errors.ts';
 import { schema as graphSchema } from '../../graph/schema.ts';
-import { validKey } from '../../idempotency/run.ts';
+import { validKey } from '../../idempotency/key.ts';
 import { problemsFromIssues } from '../../kernel/validation.ts';
 import type { ServerContext } from '../../graph/server/context.ts';
 import type { GraphServer } from '../../graph/server/yoga.ts';

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { inPgTransaction, pgExecutor } from '../../db/sql.ts';
 import { DomainError, isErrorCode } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
+import { insertActivity } from '../../data/activity.ts';
 import type { Json } from '../../kernel/formats.ts';
 import {
   JobCancelled,
@@ -21,7 +22,6 @@ import {
   claimJob,
   finishJob,
   heartbeat,
-  insertJobEvent,
   NOTIFY_CHANNEL,
   retryLater,
   type ClaimedJobRow,
@@ -147,7 +147,7 @@ class Execution {
             next.journal,
             next.progress,
           );
-          await sql.query(statement.sql, statement.params);
+          await sql.run(statement);
           run.journal = next.journal as Record<string, unknown>;
           return { value: undefined };
         }).catch((error: unknown) => {
@@ -191,7 +191,7 @@ class Execution {
     if (error instanceof WorkerStopping) {
       // Handed back at once with its journal, rather than held until the lease runs out.
       const statement = retryLater(this.row.id, this.row.lease_token, 0, 'the worker stopped');
-      await pgExecutor(this.options.pool).query(statement.sql, statement.params);
+      await pgExecutor(this.options.pool).run(statement);
       return;
     }
     if (error instanceof JobCancelled) {
@@ -208,7 +208,7 @@ class Execution {
         backoffSeconds(this.row.attempts),
         String((error as Error)?.message ?? error),
       );
-      await pgExecutor(this.options.pool).query(statement.sql, statement.params);
+      await pgExecutor(this.options.pool).run(statement);
       return;
     }
     if (!expected) log.error({ err: error }, 'job failed on its last attempt');
@@ -251,9 +251,9 @@ class Execution {
     );
     await inPgTransaction(this.options.pool, [], async (sql) => {
       const done = finishJob(this.row.id, this.row.lease_token, state, outcome.result, outcome.error);
-      const [finished] = await sql.query(done.sql, done.params);
+      const [finished] = await sql.run(done);
       if (!finished) throw new LeaseLost();
-      const entry = insertJobEvent({
+      const entry = insertActivity({
         id: newId(),
         orgId: this.row.org_id,
         category: this.handler.category,
@@ -266,7 +266,7 @@ class Execution {
         fileName: payload === undefined ? null : (this.handler.fileName?.(payload) ?? null),
         actor: this.job.actor,
       });
-      await sql.query(entry.sql, entry.params);
+      await sql.run(entry);
       return { value: undefined };
     }).catch((error: unknown) => {
       if (!(error instanceof LeaseLost)) throw error;
@@ -301,7 +301,7 @@ export function startJobRunner(options: RunnerOptions): JobRunner {
       .filter(([, count]) => count >= (options.slotsPerOrg ?? options.concurrency))
       .map(([orgId]) => orgId);
     const statement = claimJob(owner, newId(), options.leaseSeconds, kinds, full);
-    const [row] = await pgExecutor(options.pool).query<ClaimedJobRow>(statement.sql, statement.params);
+    const [row] = await pgExecutor(options.pool).run<ClaimedJobRow>(statement);
     return row;
   }
 

@@ -27,8 +27,7 @@ import {
 import { parseNetworks, type Network } from '../../catalog/webhook-destinations.ts';
 import { configuredSealingKey, openSecret, sealingKey, signatureHeader } from '../../catalog/webhook-secrets.ts';
 import { WEBHOOK_NOTIFY_CHANNEL } from '../../catalog/webhooks.ts';
-import type { Statement } from '../../data/statement.ts';
-import { inPgTransaction, pgExecutor, type SqlExecutor } from '../../db/sql.ts';
+import { inPgTransaction, pgExecutor } from '../../db/sql.ts';
 import type { Config } from '../../kernel/config.ts';
 import { newId } from '../../kernel/ids.ts';
 import type { Logger } from '../../kernel/log.ts';
@@ -76,10 +75,6 @@ export function parseRetrySchedule(text: string): number[] {
       if (!match) throw new Error(`WEBHOOK_RETRY_SCHEDULE: "${part}" is not a delay such as 500ms, 5s, 2m, 1h or 1d`);
       return Number(match[1]) * UNITS[match[2]!]!;
     });
-}
-
-function run<Row = Record<string, unknown>>(sql: SqlExecutor, statement: Statement): Promise<Row[]> {
-  return sql.query<Row>(statement.sql, statement.params);
 }
 
 export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
@@ -137,7 +132,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   }
 
   async function deliverQueued(endpoint: EndpointRow): Promise<void> {
-    const queued = await run<QueuedMessage>(sql, selectQueuedMessages(endpoint.id, 10));
+    const queued = await sql.run<QueuedMessage>(selectQueuedMessages(endpoint.id, 10));
     for (const message of queued) {
       const id = `msg_${message.id}`;
       const result = await attempt(endpoint, {
@@ -147,8 +142,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         data: message.data,
       });
       await inPgTransaction(pool, [], async (tx) => {
-        await run(
-          tx,
+        await tx.run(
           insertAttempt({
             id: newId(),
             webhookId: endpoint.id,
@@ -161,7 +155,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
             nextAttemptAt: null,
           }),
         );
-        await run(tx, deleteQueuedMessage(message.id));
+        await tx.run(deleteQueuedMessage(message.id));
         return { value: undefined };
       });
     }
@@ -173,7 +167,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
    */
   async function work(webhookId: string): Promise<void> {
     dirty.delete(webhookId);
-    const [endpoint] = await run<EndpointRow>(sql, selectEndpoint(webhookId));
+    const [endpoint] = await sql.run<EndpointRow>(selectEndpoint(webhookId));
     if (!endpoint) return;
     if (endpoint.hasQueued) await deliverQueued(endpoint);
     if (endpoint.state !== 'active' || (endpoint.message !== null && !endpoint.due)) return;
@@ -185,10 +179,10 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         dirty.delete(webhookId);
         message = await feeds.next();
         if (message === null) {
-          await run(sql, idleEndpoint(webhookId, IDLE_RECHECK_SECONDS));
+          await sql.run(idleEndpoint(webhookId, IDLE_RECHECK_SECONDS));
           return;
         }
-        const [started] = await run(sql, startMessage(webhookId, endpoint.generation, message));
+        const [started] = await sql.run(startMessage(webhookId, endpoint.generation, message));
         if (!started) {
           dirty.add(webhookId);
           return;
@@ -211,8 +205,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       }
       dirty.delete(webhookId);
       const next = await feeds.next();
-      const [after] = await run<{ version: string; state: string }>(
-        sql,
+      const [after] = await sql.run<{ version: string; state: string }>(
         finishAndStart({ ...record, succeeded: true, nextAttemptAt: null }, endpoint.generation, message, next),
       );
       if (after?.state !== 'active' || after.version !== endpoint.version) {
@@ -235,8 +228,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   ) {
     const delay = schedule[failed - 1];
     await inPgTransaction(pool, [], async (tx) => {
-      await run(
-        tx,
+      await tx.run(
         insertAttempt({
           ...record,
           succeeded: false,
@@ -244,14 +236,13 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         }),
       );
       if (delay !== undefined) {
-        await run(tx, retryMessage(endpoint.id, failed, delay));
+        await tx.run(retryMessage(endpoint.id, failed, delay));
         return { value: undefined };
       }
       const reason = `Disabled after ${failed} failed attempts of one message; the last: ${record.error}`;
-      const [disabled] = await run<{ url: string }>(tx, disableEndpoint(endpoint.id, failed, reason));
+      const [disabled] = await tx.run<{ url: string }>(disableEndpoint(endpoint.id, failed, reason));
       if (disabled) {
-        await run(
-          tx,
+        await tx.run(
           insertDisabledEvent(
             newId(),
             endpoint.orgId,
@@ -274,7 +265,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     const client = await pool.connect();
     let locked = false;
     try {
-      const [row] = await run<{ locked: boolean }>(pgExecutor(client), tryLockEndpoint(webhookId));
+      const [row] = await pgExecutor(client).run<{ locked: boolean }>(tryLockEndpoint(webhookId));
       locked = row?.locked === true;
       // Another worker has it; that worker hears the same notifications, so nothing is lost by letting go.
       if (!locked) {
@@ -285,14 +276,17 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     } catch (error) {
       log.error({ err: error, webhookId }, 'webhook delivery failed');
     } finally {
-      if (locked) await run(pgExecutor(client), unlockEndpoint(webhookId)).catch(() => undefined);
+      if (locked)
+        await pgExecutor(client)
+          .run(unlockEndpoint(webhookId))
+          .catch(() => undefined);
       client.release();
     }
   }
 
   /** Every active endpoint is looked at once: on start, and after notifications may have been missed. */
   async function lookAtAll(): Promise<void> {
-    const rows = await run<{ id: string }>(sql, selectActiveEndpoints());
+    const rows = await sql.run<{ id: string }>(selectActiveEndpoints());
     for (const row of rows) dirty.add(row.id);
     notify();
   }
@@ -353,7 +347,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     const now = Date.now();
     const unknown = [...changedDatabases].filter((id) => (followers.get(id)?.at ?? 0) < now - config.JOB_POLL_MS);
     if (unknown.length > 0) {
-      const rows = await run<{ id: string; databaseId: string }>(sql, selectFollowers(unknown));
+      const rows = await sql.run<{ id: string; databaseId: string }>(selectFollowers(unknown));
       for (const databaseId of unknown) followers.set(databaseId, { ids: [], at: now });
       for (const row of rows) followers.get(row.databaseId)!.ids.push(row.id);
     }
@@ -362,7 +356,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     let due: { id: string }[] = [];
     if (now - lastDueScan >= config.JOB_POLL_MS) {
       lastDueScan = now;
-      due = await run<{ id: string }>(sql, selectDueEndpoints(config.WEBHOOK_CONCURRENCY * 4));
+      due = await sql.run<{ id: string }>(selectDueEndpoints(config.WEBHOOK_CONCURRENCY * 4));
     }
     return [...new Set([...dirty, ...due.map((row) => row.id)])].filter((id) => !busy.has(id));
   }
@@ -371,7 +365,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   async function pruneLog(): Promise<void> {
     if (Date.now() - lastPrune < PRUNE_INTERVAL_MS) return;
     lastPrune = Date.now();
-    await run(sql, pruneAttempts(new Date(Date.now() - config.CHANGE_RETENTION_DAYS * 86_400_000)));
+    await sql.run(pruneAttempts(new Date(Date.now() - config.CHANGE_RETENTION_DAYS * 86_400_000)));
   }
 
   const loop = (async () => {

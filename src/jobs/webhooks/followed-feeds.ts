@@ -81,8 +81,8 @@ export class FollowedFeeds {
   }
 
   private async load(): Promise<Feed[]> {
-    const rows = await this.sql.query<{ databaseId: string; position: string | null; seq: string | null }>(
-      ...statementArgs(selectFollowedFeeds(this.endpoint.id, this.endpoint.orgId, this.endpoint.databaseId)),
+    const rows = await this.sql.run<{ databaseId: string; position: string | null; seq: string | null }>(
+      selectFollowedFeeds(this.endpoint.id, this.endpoint.orgId, this.endpoint.databaseId),
     );
     return rows.map((row) => ({
       databaseId: row.databaseId,
@@ -128,7 +128,7 @@ export class FollowedFeeds {
       if (feed.buffered.length > 0) return;
       // Nothing here for this endpoint: its place moves past the changes it does not want.
       const { position, seq } = positionOf(last.cursor);
-      await this.sql.query(...statementArgs(savePosition(this.endpoint.id, feed.databaseId, position, seq)));
+      await this.sql.run(savePosition(this.endpoint.id, feed.databaseId, position, seq));
       if (!read.hasMore) return;
     }
   }
@@ -154,8 +154,4 @@ export class FollowedFeeds {
       ...positionOf(change.cursor),
     };
   }
-}
-
-function statementArgs(statement: { sql: string; params: unknown[] }): [string, unknown[]] {
-  return [statement.sql, statement.params];
 }

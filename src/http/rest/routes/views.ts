@@ -1,7 +1,12 @@
 import { z } from 'zod';
-import { Id, SchemaVersion, Timestamp, VersionString } from '../../../kernel/formats.ts';
-import { MAX_VALIDATION_ERRORS, ViewDefinition } from '../../../graph/views/definition.ts';
-import { CreateViewBody, DeleteViewBody, UpdateViewBody } from '../../../graph/views/views.ts';
+import { Id } from '../../../kernel/formats.ts';
+import {
+  CreateViewBody,
+  DeleteViewBody,
+  SavedViewResponse,
+  UpdateViewBody,
+  ViewDeletionResponse,
+} from '../../../contracts/views.ts';
 import {
   CreateViewDocument,
   DeleteViewDocument,
@@ -11,27 +16,6 @@ import {
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';
-
-/** Spec 2.2: all fields required, no others. */
-export const SavedViewResponse = z.strictObject({
-  id: Id,
-  tableId: Id,
-  name: z.string().min(1).max(120),
-  visibility: z.enum(['personal', 'shared']),
-  ownerUserId: Id.nullable(),
-  ownerName: z.string(),
-  version: VersionString,
-  schemaVersion: SchemaVersion,
-  canEdit: z.boolean(),
-  canChangeVisibility: z.boolean(),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  definition: ViewDefinition,
-  validationErrors: z.array(z.string()).max(MAX_VALIDATION_ERRORS),
-});
-
-/** Spec 2.8. */
-export const ViewDeletionResponse = z.strictObject({ id: Id, deleted: z.boolean(), version: VersionString });
 
 const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
 const ViewPath = TablePath.extend({ viewId: Id });

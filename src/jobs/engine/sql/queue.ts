@@ -208,46 +208,6 @@ export function backoffSeconds(attempt: number): number {
   return Math.min(2 ** Math.max(attempt, 1), 300);
 }
 
-export interface JobEvent {
-  id: string;
-  orgId: string;
-  category: string;
-  event: string;
-  summary: string;
-  jobId: string;
-  databaseId: string | null;
-  tableId: string | null;
-  affectedRows: number | null;
-  fileName: string | null;
-  actor: { id: string; kind: string; key: string | null; name: string };
-}
-
-/** A job's activity entry, written by the worker in the transaction that finishes the job. */
-export function insertJobEvent(event: JobEvent): Statement {
-  return {
-    sql: `INSERT INTO public.activity_events
-            (id, org_id, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name, database_id, table_id,
-             job_id, affected_rows, file_name)
-          VALUES ($1::bpchar, $2::bpchar, $3, $4, 'requested', $5, $6::bpchar, $7, $8, $9, $10::bpchar, $11::bpchar, $12::bpchar, $13, $14)`,
-    params: [
-      event.id,
-      event.orgId,
-      event.category,
-      event.event,
-      event.summary,
-      event.actor.id,
-      event.actor.kind,
-      event.actor.key,
-      event.actor.name,
-      event.databaseId,
-      event.tableId,
-      event.jobId,
-      event.affectedRows,
-      event.fileName,
-    ],
-  };
-}
-
 /**
  * Takes the org's enqueue lock for the rest of the transaction and counts its queued jobs, so that concurrent
  * enqueues cannot both pass the per-org cap (the same pattern as the saved-views cap). A job scheduled for later

@@ -1,5 +1,4 @@
 import type { Statement } from '../../../data/statement.ts';
-import type { ClaimedJob } from '../../engine/handler.ts';
 
 /** Catalog SQL of backups: the backups list, each database's settings, the scheduler's runs, and their events. */
 
@@ -80,39 +79,5 @@ export function pruneBackups(databaseId: string, bounds: { maxCount: number; max
           UPDATE public.backups b SET pruned_at = now() FROM doomed WHERE b.id = doomed.id
       RETURNING b.id, b.location, b.created_at`,
     params: [databaseId, bounds.maxCount, bounds.maxBytes],
-  };
-}
-
-export interface BackupEvent {
-  id: string;
-  orgId: string;
-  category: 'backups' | 'restores';
-  event: string;
-  summary: string;
-  databaseId: string;
-  jobId: string | null;
-  affectedRows?: number | null;
-  actor: ClaimedJob['actor'];
-}
-
-export function insertBackupEvent(event: BackupEvent): Statement {
-  return {
-    sql: `INSERT INTO public.activity_events
-            (id, org_id, category, event, status, summary, actor_id, actor_kind, actor_key, actor_name, database_id, job_id, affected_rows)
-          VALUES ($1::bpchar, $2::bpchar, $3, $4, 'requested', $5, $6::bpchar, $7, $8, $9, $10::bpchar, $11::bpchar, $12)`,
-    params: [
-      event.id,
-      event.orgId,
-      event.category,
-      event.event,
-      event.summary.slice(0, 500),
-      event.actor.id,
-      event.actor.kind,
-      event.actor.key,
-      event.actor.name,
-      event.databaseId,
-      event.jobId,
-      event.affectedRows ?? null,
-    ],
   };
 }

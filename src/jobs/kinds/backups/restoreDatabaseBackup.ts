@@ -48,7 +48,7 @@ function restoreName(verified: VerifiedBackup, payload: RestorePayload): string 
 async function insertCatalog(sql: SqlExecutor, verified: VerifiedBackup, ids: IdMap): Promise<void> {
   for (const part of CATALOG_PARTS) {
     const statement = insertCatalogPart(part, remapJson(JSON.stringify(verified.catalog.parts[part] ?? []), ids));
-    await sql.query(statement.sql, statement.params);
+    await sql.run(statement);
   }
 }
 
@@ -94,7 +94,7 @@ async function swapReplace(
        FROM public.data_tables WHERE database_id = $1::bpchar`,
     [databaseId],
   );
-  for (const statement of deleteCatalogParts(databaseId)) await sql.query(statement.sql, statement.params);
+  for (const statement of deleteCatalogParts(databaseId)) await sql.run(statement);
   await insertCatalog(sql, verified, identityMap());
   // A restored table's schema (and index) version moves past both the snapshot's and the live one. Reissuing a
   // number the table already had would let a client's expectedSchemaVersion, or a process's cached definition,

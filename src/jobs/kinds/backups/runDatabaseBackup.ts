@@ -6,7 +6,8 @@ import { succeededEvent } from '../../engine/handler.ts';
 import { destinationOf } from './destination.ts';
 import { FORMAT_VERSION, locationOf } from './archive-format.ts';
 import { writeBackup, type WrittenBackup } from './snapshot.ts';
-import { insertBackup, insertBackupEvent, pruneBackups, recordSuccess } from './catalog-statements.ts';
+import { insertBackup, pruneBackups, recordSuccess } from './catalog-statements.ts';
+import { insertActivity } from '../../../data/activity.ts';
 
 /**
  * runDatabaseBackup: one consistent snapshot of a database written to the backup destination (the backup's id is
@@ -46,9 +47,9 @@ async function record(
     createdAt: written.manifest.snapshotAt,
     ttlDaysFallback: run.config.BACKUP_TTL_DAYS,
   });
-  await sql.query(insert.sql, insert.params);
+  await sql.run(insert);
   const event = (name: string, summary: string, affectedRows?: number) =>
-    insertBackupEvent({
+    insertActivity({
       id: newId(),
       orgId: job.orgId,
       category: 'backups',
@@ -64,7 +65,7 @@ async function record(
     databaseId,
     scheduledFor > written.manifest.snapshotAt ? scheduledFor : written.manifest.snapshotAt,
   );
-  const [alerts] = await sql.query<{ was_failed: boolean; was_overdue: boolean }>(success.sql, success.params);
+  const [alerts] = await sql.run<{ was_failed: boolean; was_overdue: boolean }>(success);
   for (const statement of [
     ...(alerts?.was_failed
       ? [event('backup.failed.resolved', `Backups of ${written.manifest.databaseName} succeed again`)]
@@ -73,21 +74,23 @@ async function record(
       ? [event('backup.overdue.resolved', `Backups of ${written.manifest.databaseName} are up to date again`)]
       : []),
   ])
-    await sql.query(statement.sql, statement.params);
+    await sql.run(statement);
   const prune = pruneBackups(databaseId, {
     maxCount: run.config.BACKUP_RETAIN_MAX_COUNT,
     maxBytes: run.config.BACKUP_RETAIN_MAX_BYTES,
   });
-  const pruned = (await sql.query<{ id: string; location: string; created_at: Date }>(prune.sql, prune.params)).map(
-    (row) => ({ id: row.id.trim(), location: row.location, createdAt: row.created_at.toISOString() }),
-  );
+  const pruned = (await sql.run<{ id: string; location: string; created_at: Date }>(prune)).map((row) => ({
+    id: row.id.trim(),
+    location: row.location,
+    createdAt: row.created_at.toISOString(),
+  }));
   if (pruned.length > 0) {
     const removed = event(
       'database.backup.prune',
       `Removed ${pruned.length} old backup(s) of ${written.manifest.databaseName}: ${pruned.map((backup) => backup.id).join(', ')}`,
       pruned.length,
     );
-    await sql.query(removed.sql, removed.params);
+    await sql.run(removed);
   }
   const result = {
     backupId: job.id,

@@ -6,8 +6,8 @@ import { nextRuns } from '../../../kernel/cron.ts';
 import { inPgTransaction, type SqlExecutor } from '../../../db/sql.ts';
 import { newId } from '../../../kernel/ids.ts';
 import type { Logger } from '../../../kernel/log.ts';
-import { insertJob, insertJobEvent, lockAndCountQueued, notifyWorkers } from '../../engine/sql/queue.ts';
-import { insertBackupEvent } from './catalog-statements.ts';
+import { insertJob, lockAndCountQueued, notifyWorkers } from '../../engine/sql/queue.ts';
+import { insertActivity } from '../../../data/activity.ts';
 
 /**
  * The backup scheduler, run by every worker process. Each tick, in one transaction per due schedule:
@@ -103,7 +103,7 @@ async function enqueueDue(sql: SqlExecutor, row: ScheduleRow, now: Date, queueLi
     actor,
     runAt: null,
   });
-  const event = insertJobEvent({
+  const event = insertActivity({
     id: newId(),
     orgId,
     category: 'backups',
@@ -116,7 +116,7 @@ async function enqueueDue(sql: SqlExecutor, row: ScheduleRow, now: Date, queueLi
     fileName: null,
     actor,
   });
-  for (const statement of [job, event, notifyWorkers()]) await sql.query(statement.sql, statement.params);
+  for (const statement of [job, event, notifyWorkers()]) await sql.run(statement);
   return true;
 }
 
@@ -162,7 +162,7 @@ async function detectOverdue(sql: SqlExecutor, now: Date, graceMs: number): Prom
       'UPDATE public.backup_settings SET overdue_since = $2, updated_at = now() WHERE database_id = $1::bpchar',
       [databaseId, now],
     );
-    const event = insertBackupEvent({
+    const event = insertActivity({
       id: newId(),
       orgId: row.org_id.trim(),
       category: 'backups',
@@ -172,7 +172,7 @@ async function detectOverdue(sql: SqlExecutor, now: Date, graceMs: number): Prom
       actor: actorOf(row),
       summary: `No backup of ${row.name} since ${row.reference.toISOString()}`,
     });
-    await sql.query(event.sql, event.params);
+    await sql.run(event);
   }
 }
 
@@ -195,7 +195,7 @@ async function detectFailures(sql: SqlExecutor): Promise<void> {
       'UPDATE public.backup_settings SET failed_job_id = $2::bpchar, updated_at = now() WHERE database_id = $1::bpchar',
       [databaseId, row.job_id],
     );
-    const event = insertBackupEvent({
+    const event = insertActivity({
       id: newId(),
       orgId: row.org_id.trim(),
       category: 'backups',
@@ -205,7 +205,7 @@ async function detectFailures(sql: SqlExecutor): Promise<void> {
       actor: actorOf(row),
       summary: `The backup of ${row.name} failed`,
     });
-    await sql.query(event.sql, event.params);
+    await sql.run(event);
   }
 }
 

@@ -16,12 +16,12 @@ export async function pruneChangeFeed(sql: SqlExecutor, retentionDays: number, n
   const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
   let removed = 0;
   const list = selectFeedDatabases();
-  for (const { id } of await sql.query<{ id: string }>(list.sql, list.params as unknown[])) {
+  for (const { id } of await sql.run<{ id: string }>(list)) {
     try {
-      await sql.query(sequenceChanges(id).sql);
+      await sql.run(sequenceChanges(id));
       for (;;) {
         const statement = pruneChanges(id, cutoff, BATCH);
-        const [row] = await sql.query<{ commits: number }>(statement.sql, statement.params as unknown[]);
+        const [row] = await sql.run<{ commits: number }>(statement);
         removed += row?.commits ?? 0;
         if ((row?.commits ?? 0) < BATCH) break;
       }

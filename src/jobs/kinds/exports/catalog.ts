@@ -1,4 +1,5 @@
 import type { FieldDefinition } from '../../../data/field-types.ts';
+import { visibleViewSql } from '../../../data/view-visibility.ts';
 import type { Snapshot } from './snapshot.ts';
 
 /**
@@ -85,7 +86,7 @@ export async function readDatabase(
     `SELECT v.id, v.name, v.table_id AS "tableId", v.visibility AS kind, v.schema_version AS "schemaVersion", v.definition
        FROM public.saved_views v JOIN public.data_tables t ON t.id = v.table_id
       WHERE t.database_id = $1::bpchar AND t.state = 'active'
-        AND (v.visibility = 'shared' OR (v.visibility = 'personal' AND v.owner_user_id = $2::bpchar))
+        AND ${visibleViewSql('v.', '$2::bpchar')}
       ORDER BY t.created_at, t.id, v.created_at, v.id`,
     [databaseId, viewsOf],
   );

@@ -16,7 +16,7 @@ import {
   selectInsertable,
   type Problem,
 } from './staging.ts';
-import { insertJobEvent } from '../../engine/sql/queue.ts';
+import { insertActivity } from '../../../data/activity.ts';
 
 /**
  * Import (append-only) of a previewed file: validates it again against the table as it is now, then inserts
@@ -86,7 +86,7 @@ async function insertBatch(
     };
     if (!run.payload.spec.mapping.some((item) => key.fieldIds.includes(item.fieldId))) continue;
     const statement = runCheck(jobId, schema, check, fromLine, lastLine + 1, true);
-    await sql.query(statement.sql, statement.params);
+    await sql.run(statement);
   }
   const lines = (
     await sql.query<{ line: number }>(
@@ -106,7 +106,7 @@ async function insertBatch(
   if (fits.length > 0) {
     const rows = fits.map((row) => ({ id: newId(), line: row.line }));
     const statement = insertStaged(jobId, schema, rows, jobId, run.job.actor);
-    const returned = new Set((await sql.query<{ id: string }>(statement.sql, statement.params)).map((row) => row.id));
+    const returned = new Set((await sql.run<{ id: string }>(statement)).map((row) => row.id));
     inserted = returned.size;
     for (const row of rows) {
       if (!returned.has(row.id))
@@ -133,7 +133,7 @@ async function finish(sql: SqlExecutor, run: Run, inserted: number, refusal: str
   await sql.query(dropStaging(run.job.id).sql);
   const { spec } = run.payload;
   if (inserted > 0) {
-    const event = insertJobEvent({
+    const event = insertActivity({
       id: newId(),
       orgId: spec.orgId,
       category: 'records',
@@ -146,7 +146,7 @@ async function finish(sql: SqlExecutor, run: Run, inserted: number, refusal: str
       actor: run.job.actor,
       summary: `Imported ${inserted} rows from ${spec.fileName}`.slice(0, 500),
     });
-    await sql.query(event.sql, event.params);
+    await sql.run(event);
   }
   const result = {
     ...counts,
@@ -250,7 +250,7 @@ export const importRows: JobHandler<ImportRowsPayload, ImportJournal> = {
     await sql.query(dropStaging(run.job.id).sql);
     const { spec } = run.payload;
     const removal = removeImported(run.job.id, spec.databaseId, spec.tableId, run.job.actor);
-    const [removed] = await sql.query<{ removed: number }>(removal.sql, removal.params);
+    const [removed] = await sql.run<{ removed: number }>(removal);
     if (removed && removed.removed > 0)
       run.log.info({ removed: removed.removed }, 'removed the rows of a stopped import');
   },

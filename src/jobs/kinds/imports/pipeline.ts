@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
+import { pgExecutor } from '../../../db/sql.ts';
 import type { CellValue, FieldDefinition } from '../../../data/field-types.ts';
 import { loadTableHead, readSchema, schemaVersionConflict, type TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobRun } from '../../engine/handler.ts';
@@ -119,10 +119,6 @@ function stageRecord(
   return { row: { line: record.line, ok: problems.length === 0, cells, json }, problems };
 }
 
-async function exec(sql: SqlExecutor, statements: readonly { sql: string; params: unknown[] }[]): Promise<void> {
-  for (const statement of statements) await sql.query(statement.sql, statement.params);
-}
-
 export interface ValidationResult {
   schema: TableSchema;
   checks: Check[];
@@ -150,7 +146,7 @@ export async function validateImport<J extends ValidationJournal>(
 
   if (!journal().phase) {
     await run.step(async (sql) => {
-      await exec(sql, createStaging(jobId, fields));
+      await sql.runEach(createStaging(jobId, fields));
       return { journal: { phase: 'load', loaded: 0, check: 0, fromLine: 0 } as J, progress: { done: 0, total } };
     });
   }
@@ -173,7 +169,7 @@ export async function validateImport<J extends ValidationJournal>(
     await run.step(async (sql) => {
       if (records.length === 0) {
         if (parsed.malformed) {
-          await exec(sql, [
+          await sql.run(
             insertProblems(jobId, [
               {
                 line: parsed.malformed.line,
@@ -183,15 +179,15 @@ export async function validateImport<J extends ValidationJournal>(
                 message: parsed.malformed.message,
               },
             ]),
-          ]);
+          );
         }
-        await exec(sql, indexStaging(jobId, checks));
-        await exec(sql, [analyzeStaging(jobId, checks)]);
+        await sql.runEach(indexStaging(jobId, checks));
+        await sql.run(analyzeStaging(jobId, checks));
         return { journal: { phase: 'check', loaded, check: 0, fromLine: 0 } as J, progress: { done: total, total } };
       }
       const problems: Problem[] = [];
       await sql.copyIn(copyStaging(jobId, fields), copyChunks(records, problems));
-      if (problems.length > 0) await exec(sql, [insertProblems(jobId, problems)]);
+      if (problems.length > 0) await sql.run(insertProblems(jobId, problems));
       const done = loaded + records.length;
       return { journal: { phase: 'load', loaded: done, check: 0, fromLine: 0 } as J, progress: { done, total } };
     });
@@ -204,7 +200,7 @@ export async function validateImport<J extends ValidationJournal>(
       await run.step(async (sql) => {
         if (!current)
           return { journal: { phase: 'checked', loaded, check, fromLine } as J, progress: { done: total, total } };
-        await exec(sql, [runCheck(jobId, schema, current, fromLine, last + 1)]);
+        await sql.run(runCheck(jobId, schema, current, fromLine, last + 1));
         return {
           journal: { phase: 'check', loaded, check: check + 1, fromLine: 0 } as J,
           progress: { done: total, total },

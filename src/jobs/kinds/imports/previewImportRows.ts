@@ -38,7 +38,7 @@ export async function writeReport(
   run: JobRun<unknown, unknown>,
 ): Promise<{ name: string; size: number; sha256: string; problems: number; truncated: boolean }> {
   const select = selectProblems(run.job.id, MAX_REPORTED_PROBLEMS + 1);
-  const rows = await sql.query<ProblemRow>(select.sql, select.params);
+  const rows = await sql.run<ProblemRow>(select);
   const truncated = rows.length > MAX_REPORTED_PROBLEMS;
   const lines = rows.slice(0, MAX_REPORTED_PROBLEMS).map((row) =>
     JSON.stringify({

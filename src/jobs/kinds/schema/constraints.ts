@@ -11,7 +11,7 @@ import type { TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { PlannedChange } from './plan.ts';
 import * as ddl from './change-statements.ts';
-import { bump, exec, lockVersion } from './steps.ts';
+import { bump, lockVersion } from './steps.ts';
 import { SQLSTATE, sqlStateOf } from '../../../db/pg-errors.ts';
 
 /**
@@ -45,7 +45,7 @@ async function duplicatesError(sql: SqlExecutor, schema: TableSchema, change: Ru
         compileFilter(change.where as FilterExpression, schema.fields, (value, cast) => params.add(value, cast), 'r')
     : null;
   const statement = selectDuplicates(schema.databaseId, schema.tableId, fields, filter, REPORTED);
-  const groups = await sql.query<Record<string, unknown>>(statement.sql, statement.params);
+  const groups = await sql.run<Record<string, unknown>>(statement);
   if (groups.length === 0) return null;
   return new DomainError(
     'UNIQUE_CONFLICT',
@@ -73,7 +73,7 @@ async function predicateOf(sql: SqlExecutor, schema: TableSchema, where: unknown
     return `$${values.length}::${cast}`;
   });
   const quote = quoteLiterals(values);
-  const [row] = await sql.query<{ literals: string[] }>(quote.sql, quote.params);
+  const [row] = await sql.run<{ literals: string[] }>(quote);
   return inlineLiterals(text, row!.literals);
 }
 
@@ -99,13 +99,13 @@ async function buildRule(run: Run, schema: TableSchema, change: RuleChange): Pro
     const duplicates = await duplicatesError(sql, schema, change);
     if (duplicates) throw duplicates;
     const predicate = await predicateOf(sql, schema, change.where);
-    await exec(sql, dropRule(schema, change, true));
+    await sql.runEach(dropRule(schema, change, true));
     try {
-      await exec(sql, ruleBuild(schema, change, predicate));
+      await sql.runEach(ruleBuild(schema, change, predicate));
     } catch (error) {
       const code = sqlStateOf(error);
       if (code !== SQLSTATE.uniqueViolation && code !== SQLSTATE.exclusionViolation) throw error;
-      await exec(sql, dropRule(schema, change, true));
+      await sql.runEach(dropRule(schema, change, true));
       throw (await duplicatesError(sql, schema, change)) ?? error;
     }
   });
@@ -124,7 +124,7 @@ async function buildKey(run: Run, schema: TableSchema, change: KeyChange): Promi
       },
       REPORTED,
     );
-    const rows = await sql.query<Record<string, unknown>>(statement.sql, statement.params);
+    const rows = await sql.run<Record<string, unknown>>(statement);
     if (rows.length === 0) return null;
     return new DomainError(
       'FOREIGN_KEY_CONFLICT',
@@ -146,8 +146,7 @@ async function buildKey(run: Run, schema: TableSchema, change: KeyChange): Promi
   await outsideTransaction(run.pool, async (sql) => {
     const found = await orphans(sql);
     if (found) throw found;
-    await exec(
-      sql,
+    await sql.runEach(
       ddl.addForeignKeyNotValid(
         schema.databaseId,
         schema.tableId,
@@ -158,10 +157,10 @@ async function buildKey(run: Run, schema: TableSchema, change: KeyChange): Promi
       ),
     );
     try {
-      await exec(sql, [ddl.validateForeignKey(schema.databaseId, schema.tableId, change.foreignKeyId)]);
+      await sql.run(ddl.validateForeignKey(schema.databaseId, schema.tableId, change.foreignKeyId));
     } catch (error) {
       if (sqlStateOf(error) !== SQLSTATE.foreignKeyViolation) throw error;
-      await exec(sql, [ddl.dropForeignKeyIfExists(schema.databaseId, schema.tableId, change.foreignKeyId)]);
+      await sql.run(ddl.dropForeignKeyIfExists(schema.databaseId, schema.tableId, change.foreignKeyId));
       throw (await orphans(sql)) ?? error;
     }
   });
@@ -177,12 +176,12 @@ async function cutover(sql: SqlExecutor, run: Run, schema: TableSchema): Promise
       ddl.uniqueIndexIsValid(schema.databaseId, change.ruleId).params,
     );
     if (!index?.valid) throw new Error('The unique index is missing or invalid at cutover');
-    await exec(sql, [
+    await sql.run(
       ddl.insertUniqueRule(change.ruleId, schema.tableId, change.fieldIds, change.where, change.enforcement),
-    ]);
+    );
     result.ruleId = change.ruleId;
   } else if (change.kind === 'add_foreign_key') {
-    await exec(sql, [
+    await sql.run(
       ddl.insertForeignKey(
         change.foreignKeyId,
         schema.tableId,
@@ -190,7 +189,7 @@ async function cutover(sql: SqlExecutor, run: Run, schema: TableSchema): Promise
         change.referencedTableId,
         change.referencedRuleId,
       ),
-    ]);
+    );
     result.foreignKeyId = change.foreignKeyId;
   }
   result.schemaVersion = await bump(sql, schema.tableId);

@@ -37,7 +37,7 @@ async function dropIndex(pool: pg.Pool, payload: Payload): Promise<void> {
   try {
     const sql = pgExecutor(client);
     const check = selectKeysReferencingRule(payload.ruleId);
-    const keys = await sql.query<RuleReference>(check.sql, check.params);
+    const keys = await sql.run<RuleReference>(check);
     if (keys.length > 0) throw referencedRuleConflict(keys);
     const [rule] = await sql.query<{ enforcement: string }>(selectRuleEnforcement(payload.ruleId).sql, [
       payload.ruleId,
@@ -48,7 +48,7 @@ async function dropIndex(pool: pg.Pool, payload: Payload): Promise<void> {
       rule?.enforcement === 'hash'
         ? dropHashedKey(payload.databaseId, payload.tableId, payload.ruleId)
         : [dropUniqueIndex(payload.databaseId, payload.ruleId, true)];
-    for (const drop of drops) await sql.query(drop.sql, drop.params);
+    for (const drop of drops) await sql.run(drop);
   } finally {
     client.release();
   }
@@ -68,11 +68,11 @@ export const deleteUniqueRule: JobHandler<Payload, Journal> = {
     if (run.journal.phase === 'cutover') {
       await run.step(async (sql) => {
         const lock = lockCatalogRow(run.payload.tableId);
-        await sql.query(lock.sql, lock.params);
+        await sql.run(lock);
         const remove = deleteRuleRow(run.payload.ruleId);
-        await sql.query(remove.sql, remove.params);
+        await sql.run(remove);
         const bump = bumpSchemaVersion(run.payload.tableId);
-        const [row] = await sql.query<{ schema_version: number }>(bump.sql, bump.params);
+        const [row] = await sql.run<{ schema_version: number }>(bump);
         return { journal: { phase: 'done', schemaVersion: row!.schema_version }, progress: { done: 2, total: 2 } };
       });
     }

@@ -10,7 +10,7 @@ import type { JobKind } from '../../engine/kinds.ts';
 import { CHANGE_JOBS, keysThatNoLongerFit, PlannedChange, renamedInWhere } from './plan.ts';
 import { conversionSql } from './conversions.ts';
 import * as ddl from './change-statements.ts';
-import { bump, exec, lockVersion } from './steps.ts';
+import { bump, lockVersion } from './steps.ts';
 import { abandonConstraint, buildConstraint } from './constraints.ts';
 import { abandonIndexChange, forgetFieldIndexes, rebuildFieldIndexes, runIndexChange } from './updateTableIndexes.ts';
 
@@ -63,7 +63,7 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
   switch (change.kind) {
     case 'add_field': {
       if (change.field.required && !typeSpecOf(change.field.type).generated) {
-        await exec(sql, [ddl.blockWrites(databaseId, tableId)]);
+        await sql.run(ddl.blockWrites(databaseId, tableId));
         const [rows] = await sql.query<{ present: boolean }>(ddl.hasRows(databaseId, tableId).sql);
         if (rows!.present) {
           throw new DomainError(
@@ -72,7 +72,7 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
           );
         }
       }
-      await exec(sql, [ddl.insertField(tableId, change.field), ...ddl.addColumn(databaseId, tableId, change.field)]);
+      await sql.runEach([ddl.insertField(tableId, change.field), ...ddl.addColumn(databaseId, tableId, change.field)]);
       result.fieldId = change.field.id;
       break;
     }
@@ -82,7 +82,7 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
         const where = renamedInWhere(schema, rule.where, change.fieldId, change.name);
         return where === null ? [] : [ddl.updateRuleWhere(rule.id, where)];
       });
-      await exec(sql, [ddl.renameField(fieldIn(schema, change.fieldId).id, change.name), ...wheres]);
+      await sql.runEach([ddl.renameField(fieldIn(schema, change.fieldId).id, change.name), ...wheres]);
       result.fieldId = change.fieldId;
       break;
     }
@@ -94,7 +94,7 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
           unfit,
           'An index or unique rule added since this change was accepted cannot hold the new maxLength.',
         );
-      await exec(sql, [ddl.blockWrites(databaseId, tableId)]);
+      await sql.run(ddl.blockWrites(databaseId, tableId));
       const check = ddl.selectViolations(
         databaseId,
         tableId,
@@ -102,7 +102,7 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
         change.required && !field.required,
         change.options,
       );
-      const [violations] = await sql.query<{ count: number; sample: string[] }>(check.sql, check.params);
+      const [violations] = await sql.run<{ count: number; sample: string[] }>(check);
       if (violations!.count > 0) {
         throw new DomainError(
           'VALIDATION_FAILED',
@@ -112,19 +112,19 @@ async function applyDirectly(sql: SqlExecutor, run: Run, schema: TableSchema): P
           },
         );
       }
-      await exec(sql, [ddl.updateFieldSettings(field.id, field.type, change.required, change.options)]);
+      await sql.run(ddl.updateFieldSettings(field.id, field.type, change.required, change.options));
       if (change.required !== field.required)
-        await exec(sql, [ddl.setRequired(databaseId, tableId, field.id, change.required)]);
+        await sql.run(ddl.setRequired(databaseId, tableId, field.id, change.required));
       result.fieldId = field.id;
       break;
     }
     case 'delete_field':
-      await exec(sql, ddl.deleteField(databaseId, tableId, fieldIn(schema, change.fieldId)));
+      await sql.runEach(ddl.deleteField(databaseId, tableId, fieldIn(schema, change.fieldId)));
       await forgetFieldIndexes(sql, tableId, change.fieldId);
       result.fieldId = change.fieldId;
       break;
     case 'reorder_fields':
-      await exec(sql, ddl.reorderFields(tableId, change.fieldIds));
+      await sql.runEach(ddl.reorderFields(tableId, change.fieldIds));
       result.fieldIds = change.fieldIds;
       break;
     default:
@@ -152,7 +152,7 @@ async function conversionOf(
     throw new DomainError('VALIDATION_FAILED', `A ${source.type} field cannot be converted to ${change.type}.`);
   if (conversion.literals.length === 0) return conversion.sql;
   const quote = quoteLiterals(conversion.literals);
-  const [row] = await sql.query<{ literals: string[] }>(quote.sql, quote.params);
+  const [row] = await sql.run<{ literals: string[] }>(quote);
   return inlineLiterals(conversion.sql, row!.literals);
 }
 
@@ -211,8 +211,7 @@ async function convert(run: Run, schema: TableSchema): Promise<void> {
     await run.step(async (sql) => {
       await lockVersion(sql, run.payload);
       const conversion = await conversionOf(sql, source, change);
-      await exec(
-        sql,
+      await sql.runEach(
         ddl.startConversion(
           databaseId,
           tableId,
@@ -233,7 +232,7 @@ async function convert(run: Run, schema: TableSchema): Promise<void> {
     const { afterId, done, total } = run.journal as Extract<ConvertJournal, { phase: 'backfill' }>;
     await run.step(async (sql) => {
       const statement = ddl.backfillBatch(databaseId, tableId, source.id, afterId, BACKFILL_BATCH);
-      const batch = await sql.query<{ id: string }>(statement.sql, statement.params);
+      const batch = await sql.run<{ id: string }>(statement);
       const converted = done + batch.length;
       const progress = { done: Math.min(converted, Math.max(total, converted)), total: Math.max(total, converted) };
       if (batch.length < BACKFILL_BATCH) return { journal: { phase: 'cutover', total: progress.total }, progress };
@@ -247,10 +246,10 @@ async function convert(run: Run, schema: TableSchema): Promise<void> {
       await lockVersion(sql, run.payload);
       // Writes wait from here to the swap, so the verification cannot go stale; it is small (only rows that ever
       // failed to convert are looked at), so the cutover is short.
-      await exec(sql, [ddl.blockWrites(databaseId, tableId)]);
+      await sql.run(ddl.blockWrites(databaseId, tableId));
       const { count, report } = await writeUnconvertibleReport(sql, run, source);
       if (count > 0 && change.onUnconvertible === 'fail') {
-        await exec(sql, ddl.abandonConversion(databaseId, tableId, run.job.id));
+        await sql.runEach(ddl.abandonConversion(databaseId, tableId, run.job.id));
         const outcome: JobOutcome = {
           state: 'failed',
           summary: run.payload.summary,
@@ -263,11 +262,11 @@ async function convert(run: Run, schema: TableSchema): Promise<void> {
         };
         return { journal: { phase: 'done', outcome }, progress: { done: total, total } };
       }
-      await exec(sql, ddl.swapColumns(databaseId, tableId, run.job.id, source.id));
+      await sql.runEach(ddl.swapColumns(databaseId, tableId, run.job.id, source.id));
       // An autoNumber converted away leaves its sequence unused: the old column's default was its only user.
-      if (typeSpecOf(source.type).generated) await exec(sql, [ddl.dropSequence(databaseId, source.id)]);
-      await exec(sql, [ddl.updateFieldSettings(source.id, change.type, source.required, change.options)]);
-      if (source.required) await exec(sql, [ddl.setRequired(databaseId, tableId, source.id, true)]);
+      if (typeSpecOf(source.type).generated) await sql.run(ddl.dropSequence(databaseId, source.id));
+      await sql.run(ddl.updateFieldSettings(source.id, change.type, source.required, change.options));
+      if (source.required) await sql.run(ddl.setRequired(databaseId, tableId, source.id, true));
       const converted = schema.fields.map((field) =>
         field.id === source.id ? { ...field, type: change.type, options: change.options } : field,
       );
@@ -318,7 +317,7 @@ function handlerFor(kind: JobKind): JobHandler<SchemaChangePayload, SchemaJourna
         change.kind === 'convert_field'
           ? ddl.abandonConversion(databaseId, tableId, run.job.id)
           : abandonConstraint(run.payload, change);
-      await exec(pgExecutor(run.pool), undo);
+      await pgExecutor(run.pool).runEach(undo);
     },
   };
 }

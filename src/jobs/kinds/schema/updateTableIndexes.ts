@@ -17,7 +17,7 @@ import { newId } from '../../../kernel/ids.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { PlannedChange } from './plan.ts';
-import { bump, exec, lockVersion } from './steps.ts';
+import { bump, lockVersion } from './steps.ts';
 import * as catalog from '../../../catalog/table-indexes.ts';
 import { insertJob, notifyWorkers } from '../../engine/sql/queue.ts';
 import type { Statement } from '../../../data/statement.ts';
@@ -48,7 +48,7 @@ async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => 
 }
 
 async function query<T>(sql: SqlExecutor, statement: { sql: string; params: unknown[] }): Promise<T[]> {
-  return sql.query<T>(statement.sql, statement.params);
+  return sql.run<T>(statement);
 }
 
 /** Builds the index unless a valid one is there already; an INVALID leftover of an interrupted build is dropped first. */
@@ -62,8 +62,8 @@ export async function ensureSortIndex(
   await outsideTransaction(pool, async (sql) => {
     const [state] = await query<{ valid: boolean }>(sql, sortIndexState(target.databaseId, indexId));
     if (state?.valid) return;
-    if (state) await exec(sql, [dropSortIndex(target.databaseId, indexId)]);
-    await exec(sql, [build ?? createSortIndex(target.databaseId, target.tableId, indexId, keys)]);
+    if (state) await sql.run(dropSortIndex(target.databaseId, indexId));
+    await sql.run(build ?? createSortIndex(target.databaseId, target.tableId, indexId, keys));
   });
 }
 
@@ -117,7 +117,7 @@ async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): 
   if (!run.journal.phase) {
     await run.step(async (sql) => {
       await lockVersion(sql, run.payload);
-      await exec(sql, [catalog.lockTableIndexes(schema.tableId)]);
+      await sql.run(catalog.lockTableIndexes(schema.tableId));
       const existing = await query<catalog.IndexRow>(sql, catalog.selectTableIndexes(schema.tableId));
       const signature = catalog.indexSignatureOf(change.method, change.keys);
       if (!existing.some((index) => index.signature === signature) && existing.length >= MAX_INDEXES_PER_TABLE)
@@ -126,7 +126,7 @@ async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): 
         sql,
         catalog.insertTableIndex(change.indexId, schema.tableId, change.keys, 'explicit', change.method),
       );
-      await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
+      await sql.run(catalog.bumpIndexVersion(schema.tableId));
       return { journal: { phase: 'build', indexId: row!.id, keys: change.keys }, progress: { done: 0, total: 2 } };
     });
   }
@@ -147,7 +147,7 @@ async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): 
           'RESOURCE_NOT_FOUND',
           'The index was removed while it was built (its field was deleted).',
         );
-      await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
+      await sql.run(catalog.bumpIndexVersion(schema.tableId));
       const schemaVersion = await bump(sql, schema.tableId);
       const outcome: JobOutcome = {
         state: 'succeeded',
@@ -167,13 +167,13 @@ async function dropIndex(run: ChangeRun, schema: TableSchema, change: DropIndex)
   if (!run.journal.phase) {
     await run.step(async (sql) => {
       await lockVersion(sql, run.payload);
-      await exec(sql, [catalog.lockTableIndexes(schema.tableId)]);
+      await sql.run(catalog.lockTableIndexes(schema.tableId));
       const [row] = await query<catalog.IndexRow>(sql, catalog.selectTableIndex(change.indexId));
       if (!row) throw new DomainError('RESOURCE_NOT_FOUND', 'The index no longer exists.');
       const needed = (await neededSignatures(sql, schema)).has(row.signature);
-      if (needed) await exec(sql, [catalog.setIndexOrigin(row.id, 'automatic')]);
-      else await exec(sql, [catalog.deleteTableIndex(row.id)]);
-      await exec(sql, [catalog.bumpIndexVersion(schema.tableId)]);
+      if (needed) await sql.run(catalog.setIndexOrigin(row.id, 'automatic'));
+      else await sql.run(catalog.deleteTableIndex(row.id));
+      await sql.run(catalog.bumpIndexVersion(schema.tableId));
       const schemaVersion = await bump(sql, schema.tableId);
       const outcome: JobOutcome = {
         state: 'succeeded',
@@ -188,7 +188,7 @@ async function dropIndex(run: ChangeRun, schema: TableSchema, change: DropIndex)
   }
   if (run.journal.phase === 'drop') {
     const { outcome } = run.journal as Extract<ChangeJournal, { phase: 'drop' }>;
-    await outsideTransaction(run.pool, (sql) => exec(sql, [dropSortIndex(schema.databaseId, change.indexId)]));
+    await outsideTransaction(run.pool, (sql) => sql.run(dropSortIndex(schema.databaseId, change.indexId)));
     await run.step(async () => ({ journal: { phase: 'done', outcome }, progress: { done: 2, total: 2 } }));
   }
 }
@@ -209,7 +209,7 @@ export async function abandonIndexChange(
   const indexId = journal.indexId;
   const removed = await query(pgExecutor(run.pool), catalog.discardBuildingIndex(indexId, ['explicit']));
   if (removed.length > 0)
-    await outsideTransaction(run.pool, (sql) => exec(sql, [dropSortIndex(run.payload.databaseId, indexId)]));
+    await outsideTransaction(run.pool, (sql) => sql.run(dropSortIndex(run.payload.databaseId, indexId)));
 }
 
 /** The automatic index job: build the index its row asks for and mark it ready, or drop it when its row is gone. */
@@ -231,16 +231,16 @@ async function syncViewIndex(run: JobRun<ViewIndexPayload, ViewIndexJournal>): P
   let kept = false;
   if (row) {
     await run.step(async (tx) => {
-      await exec(tx, [catalog.lockTableIndexes(tableId)]);
+      await tx.run(catalog.lockTableIndexes(tableId));
       const [marked] = await query(tx, catalog.setIndexState(indexId, 'ready'));
       kept = marked !== undefined;
-      if (kept) await exec(tx, [catalog.bumpIndexVersion(tableId)]);
+      if (kept) await tx.run(catalog.bumpIndexVersion(tableId));
       const outcome: JobOutcome = { state: 'succeeded', result: { indexId, state: 'ready' }, summary };
       return { journal: { phase: 'done', outcome }, progress: { done: 1, total: 1 } };
     });
   }
   if (kept) return (run.journal as ViewIndexJournal).outcome;
-  await outsideTransaction(run.pool, (client) => exec(client, [dropSortIndex(databaseId, indexId)]));
+  await outsideTransaction(run.pool, (client) => client.run(dropSortIndex(databaseId, indexId)));
   return { state: 'succeeded', result: { indexId, dropped: true }, summary };
 }
 
@@ -255,14 +255,14 @@ export const updateTableIndexes: JobHandler<ViewIndexPayload, ViewIndexJournal> 
     const sql = pgExecutor(run.pool);
     await query(sql, catalog.discardBuildingIndex(indexId, ['automatic']));
     const [row] = await query(sql, catalog.selectTableIndex(indexId));
-    if (!row) await outsideTransaction(run.pool, (client) => exec(client, [dropSortIndex(databaseId, indexId)]));
+    if (!row) await outsideTransaction(run.pool, (client) => client.run(dropSortIndex(databaseId, indexId)));
   },
 };
 
 /** delete_field: the column's indexes go with it (PostgreSQL drops them with the column), so do their rows. */
 export async function forgetFieldIndexes(sql: SqlExecutor, tableId: string, fieldId: string): Promise<void> {
   const gone = await query(sql, catalog.deleteIndexesOnField(tableId, fieldId));
-  if (gone.length > 0) await exec(sql, [catalog.bumpIndexVersion(tableId)]);
+  if (gone.length > 0) await sql.run(catalog.bumpIndexVersion(tableId));
 }
 
 /**
@@ -282,10 +282,10 @@ export async function rebuildFieldIndexes(
     const order = index.keys.map((key) => ({ field: key.fieldId, direction: key.direction }));
     // A text index over the field went with its column; it is not rebuilt over a new type (add it again).
     if (index.method !== 'btree' || indexKeysOf(fields, order, []).problems.length > 0) {
-      await exec(sql, [catalog.deleteTableIndex(index.id)]);
+      await sql.run(catalog.deleteTableIndex(index.id));
       continue;
     }
-    await exec(sql, [
+    await sql.runEach([
       catalog.setIndexState(index.id, 'building'),
       insertJob({
         id: newId(),
@@ -307,5 +307,5 @@ export async function rebuildFieldIndexes(
       }),
     ]);
   }
-  if (indexes.length > 0) await exec(sql, [catalog.bumpIndexVersion(tableId), notifyWorkers()]);
+  if (indexes.length > 0) await sql.runEach([catalog.bumpIndexVersion(tableId), notifyWorkers()]);
 }

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { SqlExecutor } from '../../../db/sql.ts';
 import type { Statement } from '../../../data/statement.ts';
 import { dropTableData, markPurging, selectPurgedTables, type TrashKind } from '../../../catalog/trash.ts';
 import { JobCancelled, type JobRun } from '../../engine/handler.ts';
@@ -31,17 +30,11 @@ export type PurgeJournal = {
   dropped: number;
 };
 
-export async function exec(sql: SqlExecutor, statements: readonly Statement[]): Promise<Record<string, unknown>[]> {
-  let rows: Record<string, unknown>[] = [];
-  for (const statement of statements) rows = await sql.query(statement.sql, statement.params);
-  return rows;
-}
-
 /** Step 1: claims the entry and notes what there is to drop. A restored entry ends the job as cancelled. */
 export async function claimEntry(run: JobRun<PurgePayload, PurgeJournal>, kind: TrashKind, id: string): Promise<void> {
   let claimed = true;
   await run.step(async (sql) => {
-    claimed = (await exec(sql, [markPurging(kind, id, run.job.id)])).length === 1;
+    claimed = (await sql.run(markPurging(kind, id, run.job.id))).length === 1;
     const tables = claimed
       ? await sql.query<PurgedTable>(selectPurgedTables(kind === 'database' ? 'database_id' : 'id', id).sql, [id])
       : [];
@@ -63,7 +56,7 @@ export async function dropInSteps(run: JobRun<PurgePayload, PurgeJournal>, plan:
   const journal = run.journal as PurgeJournal;
   for (let index = journal.dropped; index < plan.length; index += 1) {
     await run.step(async (sql) => {
-      await exec(sql, [plan[index]!]);
+      await sql.run(plan[index]!);
       const done = index + 1;
       return {
         journal: { ...journal, phase: done === plan.length ? 'catalog' : 'drop', dropped: done },
@@ -82,7 +75,7 @@ export async function deleteCatalog(
 ): Promise<void> {
   const journal = run.journal as PurgeJournal;
   await run.step(async (sql) => {
-    await exec(sql, statements);
+    await sql.runEach(statements);
     const total = journal.dropped + 1;
     return { journal: { ...journal, phase: 'done' }, progress: { done: total, total } };
   });
