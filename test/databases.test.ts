@@ -258,7 +258,14 @@ describe('POST …/databases/{databaseId}/tables', () => {
     const tables = await suite.server.prisma.$queryRaw<{ name: string }[]>`
       SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = ${schema} ORDER BY table_name`;
     const suffix = table.tableId.toLowerCase();
-    expect(tables.map((row) => row.name)).toEqual([`h_${suffix}`, `t_${suffix}`]);
+    // The database's change feed (docs/decisions/changes.md) lives beside its tables.
+    expect(tables.map((row) => row.name)).toEqual([
+      'change_commits',
+      'change_feed',
+      'changes',
+      `h_${suffix}`,
+      `t_${suffix}`,
+    ]);
 
     const columns = await columnsOf(schema, `t_${suffix}`);
     expect(columns.size).toBe(4 + EVERY_TYPE.length); // id, version, created_at, updated_at

@@ -358,7 +358,9 @@ describe('DELETE …/tables/{tableId} and restore', () => {
   });
 
   it('purges a table’s hashed unique rules with it: no key type or lock function stays in the schema', async () => {
-    const created = await createTable(suite.server, suite.org, [{ name: 'Note', type: 'text' }]);
+    const created = await createTable(suite.server, suite.org, [
+      { name: 'Note', type: 'text', options: { maxLength: 1000 } },
+    ]);
     const rule = await addUniqueRule(suite.server, suite.org.adminKey, created, { fieldIds: ['Note'] });
     expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
     const leftovers = async () =>

@@ -254,7 +254,7 @@ describe('the job worker of `npm start`', () => {
       expect(logged(service, 'worker process ended; starting it again')).toEqual([
         expect.objectContaining({ signal: 'SIGKILL', restartInMs: 1000 }),
       ]);
-      const jobId = await queuedJob(service);
+      const { jobId } = await queuedJob(service);
       await vi.waitFor(
         async () => {
           const [job] = await prisma.$queryRaw<{ state: string }[]>`SELECT state FROM jobs WHERE id = ${jobId}`;

@@ -215,6 +215,9 @@ const VOLATILE: Record<string, string[]> = {
   sessions: ['last_seen_at'],
   // A wrong password or two-factor code is counted before it is checked (issue 18 §2): a refusal that counts.
   users: ['failed_logins', 'locked_until'],
+  // Every feed read sequences what committed since the last (docs/decisions/changes.md): bookkeeping, not state.
+  change_commits: ['position', 'committed_at'],
+  change_feed: ['head_position', 'head_seq', 'head_committed_at', 'armed'],
 };
 const IGNORED_TABLES = new Set(['idempotency_records', '_prisma_migrations']);
 
