@@ -86,9 +86,11 @@ async function swapReplace(
     present.map((row) => row.id),
   );
   if (lock) await sql.query(lock.sql);
+  // The feed moves before the renames: on Citus a schema renamed earlier in the transaction is not yet known by that
+  // name on every worker that the move's DDL reaches ("schema … does not exist"), docs/decisions/citus.md.
+  for (const statement of moveChangeFeed(databaseId, journal.stagingId)) await sql.run(statement);
   await sql.query(renameSchema(databaseId, journal.retiredId).sql);
   await sql.query(renameSchema(journal.stagingId, databaseId).sql);
-  for (const statement of moveChangeFeed(journal.retiredId, databaseId)) await sql.query(statement.sql);
   const live = await sql.query<{ versions: string }>(
     `SELECT coalesce(jsonb_object_agg(id, jsonb_build_array(schema_version, index_version)), '{}')::text AS versions
        FROM public.data_tables WHERE database_id = $1::bpchar`,
