@@ -15,6 +15,7 @@ import { createTable } from './helpers/workspace.ts';
  */
 let hung: Server;
 const sockets: Socket[] = [];
+const closed = new WeakSet<Socket>();
 let server: TestServer;
 let patient: TestServer;
 let org: TestOrg;
@@ -25,6 +26,9 @@ beforeAll(async () => {
   hung = createServer((socket) => {
     sockets.push(socket);
     socket.on('error', () => undefined);
+    socket.on('close', () => closed.add(socket));
+    // Reading (and dropping) what arrives lets the socket see the client's end: a paused socket never closes.
+    socket.resume();
   });
   hung.listen(0, '127.0.0.1');
   await once(hung, 'listening');
@@ -100,11 +104,14 @@ describe('a job waiting on a destination that never answers', () => {
     // Without the cap the hanging org's second test took the other slot, and the preview stayed queued.
     expect(await stateOf(hanging, second.statusUrl)).toBe('queued');
 
+    const firstJobSockets = sockets.slice(connected);
     const cancel = await controlJob(patient, hanging.adminKey, hanging.orgId, first.jobId, 'cancel');
     expect(cancel.status, cancel.text).toBe(200);
     // The request has ten minutes left (three times, with the SDK's retries): only the job's AbortSignal ends it now.
     const cancelled = await waitForJob(patient, hanging.adminKey, first.statusUrl);
     expect(cancelled).toMatchObject({ state: 'cancelled' });
+    // And it ends the request's socket too, not only the job's wait for it.
+    await expect.poll(() => firstJobSockets.every((socket) => closed.has(socket)), { timeout: 10_000 }).toBe(true);
 
     await waitForJob(patient, hanging.adminKey, second.statusUrl, (job) => job.state === 'running');
     expect((await controlJob(patient, hanging.adminKey, hanging.orgId, second.jobId, 'cancel')).status).toBe(200);

@@ -162,10 +162,17 @@ describe('the S3 destination', () => {
     // hex digests compress only about 2:1, so 120,000 of them make a rows object of several parts.
     const table = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }]);
     const count = 120_000;
-    await server().prisma.$executeRawUnsafe(
-      `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)})
-       SELECT lpad(n::text, 26, '0'), 1, now(), now(), md5(n::text) || md5((n * 7)::text) || md5((n * 13)::text) || md5((n * 31)::text)
-       FROM generate_series(1, ${count}) AS n`,
+    // The test's own insert of 120,000 rows is not held to the service's 5 s statement budget (it timed out under load).
+    await server().prisma.$transaction(
+      async (tx) => {
+        await tx.$executeRawUnsafe('SET LOCAL statement_timeout = 0');
+        await tx.$executeRawUnsafe(
+          `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, version, created_at, updated_at, ${columnOf(table.fields.Name!)})
+         SELECT lpad(n::text, 26, '0'), 1, now(), now(), md5(n::text) || md5((n * 7)::text) || md5((n * 13)::text) || md5((n * 31)::text)
+         FROM generate_series(1, ${count}) AS n`,
+        );
+      },
+      { timeout: 300_000, maxWait: 60_000 },
     );
     await server().prisma.dataTable.update({ where: { id: table.tableId }, data: { rowCount: count } });
     const backup = await runBackup(server(), admin(), orgId(), table.databaseId);

@@ -142,6 +142,61 @@ describe('with REDIS_URL, the in-flight limit holds across API processes', () =>
   }, 120_000);
 });
 
+describe('with REDIS_URL, the open event-stream caps hold across API processes', () => {
+  // One stream per credential; a lease lasts six re-checks (1.2 s here), renewed at each while the stream is open.
+  const api = useApiPair({
+    REDIS_URL,
+    RATE_LIMIT_RPS: '0',
+    CONCURRENCY_LIMIT: '0',
+    ORG_CONCURRENCY_LIMIT: '0',
+    EVENT_STREAMS_PER_CREDENTIAL: '1',
+    EVENT_STREAM_RECHECK_MS: '200',
+  });
+  let org: TestOrg;
+  let table: TestTable;
+  beforeAll(async () => {
+    org = await createOrg(prisma);
+    table = await createTable(api.one, org, [{ name: 'Name', type: 'text' }]);
+  });
+  const feed = () => `/v1/orgs/${org.orgId}/databases/${table.databaseId}/changes`;
+
+  /** A long poll of the feed from its head: it holds a stream slot until a change commits or `wait` runs out. */
+  async function waitingPoll(on: ApiProcess, token: string, wait: number): Promise<{ answer: Promise<ApiResponse> }> {
+    const head = await on.request('GET', `${feed()}/head`, { token });
+    expect(head.status, head.text).toBe(200);
+    const path = `${feed()}?wait=${wait}&after=${encodeURIComponent(head.body.cursor)}`;
+    return { answer: on.request('GET', path, { token }) };
+  }
+
+  const refusedOn = async (on: ApiProcess, token: string) => await on.request('GET', `${feed()}?wait=1`, { token });
+
+  it('a stream held on one process is counted on the other, and frees its slot there when it ends', async () => {
+    const { apiKey } = await addMember(prisma, org.orgId, 'member');
+    const held = (await waitingPoll(api.one, apiKey, 30)).answer;
+    await expect.poll(async () => (await refusedOn(api.two, apiKey)).status, { timeout: 10_000 }).toBe(429);
+    const beyond = await refusedOn(api.two, apiKey);
+    expectError(beyond, 429, 'RATE_LIMITED');
+    expect(beyond.body.error.details).toEqual({ limit: 'event-streams', scope: 'credential', max: 1 });
+    // Held longer than a lease: the slot stays taken because the process renews it.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expectError(await refusedOn(api.two, apiKey), 429, 'RATE_LIMITED');
+    expect((await createRow(api.two, apiKey, table, { Name: 'wakes the poll' })).status).toBe(201);
+    expect((await held).status).toBe(200);
+    expect((await refusedOn(api.two, apiKey)).status).toBe(200);
+  });
+
+  it('the streams of a process that died free their slots when their leases end', async () => {
+    const { apiKey } = await addMember(prisma, org.orgId, 'member');
+    const held = (await waitingPoll(api.one, apiKey, 30)).answer.catch(() => null);
+    await expect.poll(async () => (await refusedOn(api.two, apiKey)).status, { timeout: 10_000 }).toBe(429);
+    process.kill(-api.one.pid, 'SIGKILL');
+    await held;
+    await expect
+      .poll(async () => (await refusedOn(api.two, apiKey)).status, { timeout: 10_000, interval: 200 })
+      .toBe(200);
+  });
+});
+
 describe('without REDIS_URL, each process counts on its own (documented)', () => {
   const api = useApiPair({
     RATE_LIMIT_RPS: '1',

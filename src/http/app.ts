@@ -129,7 +129,7 @@ function slotLeaseMs(config: Config): number {
 }
 
 export function createApp({ prisma, config, logger, redis, shutdown }: AppDependencies): Express {
-  const yoga = createGraphServer(prisma, config, logger, shutdown);
+  const yoga = createGraphServer(prisma, config, logger, shutdown, redis);
   const openApi = openApiDocument(routes);
   const app = express();
   app.disable('x-powered-by');

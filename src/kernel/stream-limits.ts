@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { DomainError } from './errors.ts';
 
 /**
- * Open event streams of one process, counted per credential and per org (docs/decisions/faults.md). Every kind of
+ * Open event streams, counted per credential and per org (docs/decisions/faults.md): by this process alone, or by
+ * every process of the service through a shared count (`SharedStreamCounts`, Redis). Every kind of
  * stream (job events, change feeds) acquires a lease here before its first event and releases it when it ends; a
  * lease beyond either cap is refused with 429 RATE_LIMITED and Retry-After. While open, each (credential, org) pair
  * is re-checked every `recheckMs` by one of its streams' checks: a revoked credential or a removed member ends all of
@@ -22,6 +24,25 @@ export interface StreamLease {
   release(): void;
 }
 
+/** One stream as the shared count knows it: its caller, its org and a token of its own. */
+export interface StreamKey {
+  credential: string;
+  org: string;
+  token: string;
+}
+
+/**
+ * The count of open streams shared by every process of the service (Redis with REDIS_URL). A stream is held there
+ * under a lease that its process renews while the stream is open, so that the streams of a process that died free
+ * their slots by themselves. Any method may throw while the store is unreachable.
+ */
+export interface SharedStreamCounts {
+  /** Counts `stream` unless its credential or org is at its cap: answers the full scope, or null once counted. */
+  take(stream: StreamKey, limits: StreamLimits): Promise<'credential' | 'org' | null>;
+  renew(streams: readonly StreamKey[]): Promise<void>;
+  give(stream: StreamKey): Promise<void>;
+}
+
 /** Whole seconds a refused client should wait: streams are long-lived, so a slot frees slowly. */
 export const STREAM_RETRY_AFTER_SECONDS = 10;
 
@@ -30,6 +51,9 @@ class Lease implements StreamLease {
   private released = false;
 
   constructor(
+    readonly key: StreamKey,
+    /** Whether the shared count holds this stream (false: counted in this process only, the store being down). */
+    readonly shared: boolean,
     readonly group: string,
     readonly check: AuthorityCheck,
     readonly onRevoked: () => void,
@@ -55,21 +79,30 @@ export class StreamRegistry {
   private readonly groups = new Map<string, Set<Lease>>();
   private timer: NodeJS.Timeout | null = null;
   private checking = false;
+  private sharedDown = false;
 
-  constructor(private readonly limits: StreamLimits) {}
+  /**
+   * With `sharedCounts`, the caps hold across every process that shares them; while that store cannot be reached,
+   * each process counts its own streams against the same caps (reported once through `onSharedDown`).
+   */
+  constructor(
+    private readonly limits: StreamLimits,
+    private readonly sharedCounts?: SharedStreamCounts,
+    private readonly onSharedDown: (error: unknown) => void = () => undefined,
+  ) {}
 
   /**
    * A lease for one stream of `credential` (its type and id) in `org`; `onRevoked` wakes the stream so that it can
    * send `lease.revoked` and end. Throws RATE_LIMITED (429) when either cap is reached.
    */
-  acquire(credential: string, org: string, check: AuthorityCheck, onRevoked: () => void): StreamLease {
-    const [mine, theirs] = [this.byCredential.get(credential) ?? 0, this.byOrg.get(org) ?? 0];
-    if (mine >= this.limits.perCredential) throw refused('credential', this.limits.perCredential);
-    if (theirs >= this.limits.perOrg) throw refused('org', this.limits.perOrg);
-    this.byCredential.set(credential, mine + 1);
-    this.byOrg.set(org, theirs + 1);
+  async acquire(credential: string, org: string, check: AuthorityCheck, onRevoked: () => void): Promise<StreamLease> {
+    const key = { credential, org, token: randomUUID() };
+    const shared = await this.takeShared(key);
+    if (!shared) this.takeLocal(credential, org);
+    this.byCredential.set(credential, (this.byCredential.get(credential) ?? 0) + 1);
+    this.byOrg.set(org, (this.byOrg.get(org) ?? 0) + 1);
     const group = `${credential}\n${org}`;
-    const lease = new Lease(group, check, onRevoked, () => this.release(credential, org, lease));
+    const lease = new Lease(key, shared, group, check, onRevoked, () => this.release(credential, org, lease));
     const members = this.groups.get(group) ?? new Set<Lease>();
     members.add(lease);
     this.groups.set(group, members);
@@ -85,7 +118,35 @@ export class StreamRegistry {
     return count;
   }
 
+  /** Whether the shared count took the stream; throws RATE_LIMITED when it is full, false when it is unreachable. */
+  private async takeShared(key: StreamKey): Promise<boolean> {
+    if (!this.sharedCounts) return false;
+    let full: 'credential' | 'org' | null;
+    try {
+      full = await this.sharedCounts.take(key, this.limits);
+    } catch (error) {
+      this.sharedUnavailable(error);
+      return false;
+    }
+    this.sharedDown = false;
+    if (full) throw refused(full, full === 'credential' ? this.limits.perCredential : this.limits.perOrg);
+    return true;
+  }
+
+  private takeLocal(credential: string, org: string): void {
+    if ((this.byCredential.get(credential) ?? 0) >= this.limits.perCredential) {
+      throw refused('credential', this.limits.perCredential);
+    }
+    if ((this.byOrg.get(org) ?? 0) >= this.limits.perOrg) throw refused('org', this.limits.perOrg);
+  }
+
+  private sharedUnavailable(error: unknown): void {
+    if (!this.sharedDown) this.onSharedDown(error);
+    this.sharedDown = true;
+  }
+
   private release(credential: string, org: string, lease: Lease): void {
+    if (lease.shared) this.sharedCounts?.give(lease.key).catch((error) => this.sharedUnavailable(error));
     decrement(this.byCredential, credential);
     decrement(this.byOrg, org);
     const members = this.groups.get(lease.group);
@@ -99,8 +160,20 @@ export class StreamRegistry {
 
   private schedule(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.recheck(), this.limits.recheckMs);
+    this.timer = setInterval(() => {
+      this.renewShared();
+      void this.recheck();
+    }, this.limits.recheckMs);
     this.timer.unref();
+  }
+
+  /** Renews the shared leases of this process's open streams, whatever their authority checks are doing. */
+  private renewShared(): void {
+    if (!this.sharedCounts) return;
+    const held = [...this.groups.values()].flatMap((members) =>
+      [...members].filter((lease) => lease.shared).map((lease) => lease.key),
+    );
+    if (held.length > 0) this.sharedCounts.renew(held).catch((error) => this.sharedUnavailable(error));
   }
 
   /** One check per (credential, org) pair, not per stream; a check that fails (database down) changes nothing. */

@@ -91,7 +91,7 @@ async function changesPage(
   const read = reader(context, databaseId, query.tableId);
   if (query.wait === undefined) return read(query.after ?? null, query.limit);
   const abort = new AbortController();
-  const lease = acquireStream(context, orgId, 'rows:read', () => abort.abort());
+  const lease = await acquireStream(context, orgId, 'rows:read', () => abort.abort());
   let signal: ChangeSignal | undefined;
   try {
     signal = await context.changeSignals.subscribe(databaseId);
@@ -237,7 +237,7 @@ builder.subscriptionFields((t) => ({
       const { orgId, databaseId, ...rest } = args;
       const query = parseOrThrow(RowChangesQuery, defined(rest));
       let wake = () => undefined as void;
-      const lease = acquireStream(context, String(orgId), 'rows:read', () => wake());
+      const lease = await acquireStream(context, String(orgId), 'rows:read', () => wake());
       let signal: ChangeSignal | undefined;
       try {
         await requireDatabase(context.prisma, String(orgId), String(databaseId));

@@ -107,7 +107,7 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, args, context) => {
       const [orgId, jobId] = [String(args.orgId), String(args.jobId)];
       let wake = () => undefined as void;
-      const lease = acquireStream(context, orgId, 'jobs:read', () => wake());
+      const lease = await acquireStream(context, orgId, 'jobs:read', () => wake());
       let signal: ChangeSignal | undefined;
       try {
         signal = await context.jobUpdates.subscribe(jobId);

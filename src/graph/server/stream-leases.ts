@@ -32,7 +32,12 @@ async function authorityLost(context: Context, orgId: string, scope: OAuthScope)
  * per-credential and per-org caps (429 beyond), and revoked when the caller may no longer read `orgId` with `scope`.
  * `onRevoked` wakes the stream so that it ends with `lease.revoked`.
  */
-export function acquireStream(context: Context, orgId: string, scope: OAuthScope, onRevoked: () => void): StreamLease {
+export function acquireStream(
+  context: Context,
+  orgId: string,
+  scope: OAuthScope,
+  onRevoked: () => void,
+): Promise<StreamLease> {
   const credential = context.caller!.credential;
   return context.streams.acquire(
     `${credential.type}:${credential.id}`,

@@ -22,6 +22,8 @@ import { responseSizeLimit } from './response-size.ts';
 import { GRAPHIQL_OPTIONS, renderGraphiQLPage } from './graphiql.ts';
 import { ViewLensCache } from '../views/lens-cache.ts';
 import { StreamRegistry } from '../../kernel/stream-limits.ts';
+import { RedisStreamCounts } from '../../db/stream-counts.ts';
+import type { Redis } from 'ioredis';
 
 export type GraphServer = YogaServerInstance<ServerContext, Context>;
 
@@ -76,6 +78,12 @@ function callerOf(credential: ResolvedCredential): Caller | null {
 }
 
 /**
+ * A shared stream lease lasts this many re-checks (renewed at each): 30 s by default, so that the streams of a process
+ * that died free their slots within half a minute, while a renewal may fail five times in a row before a lease ends.
+ */
+const STREAM_LEASE_RECHECKS = 6;
+
+/**
  * The one GraphQL server: `/graphql` mounts it, and src/http/rest runs its typed operations through its envelop
  * in-process (src/http/rest/execute.ts), so both get the same context, authority, validation and error masking.
  */
@@ -84,17 +92,22 @@ export function createGraphServer(
   config: Config,
   logger: Logger,
   shutdown?: AbortSignal,
+  redis?: Redis,
 ): GraphServer {
   const schemas = new SchemaCache();
   const views = new ViewLensCache();
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
   const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
   const changeArms = new FeedArming(pgExecutor(sqlPoolOf(prisma)), (databaseId) => changeSignals.version(databaseId));
-  const streams = new StreamRegistry({
-    perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
-    perOrg: config.EVENT_STREAMS_PER_ORG,
-    recheckMs: config.EVENT_STREAM_RECHECK_MS,
-  });
+  const streams = new StreamRegistry(
+    {
+      perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
+      perOrg: config.EVENT_STREAMS_PER_ORG,
+      recheckMs: config.EVENT_STREAM_RECHECK_MS,
+    },
+    redis && new RedisStreamCounts(redis, STREAM_LEASE_RECHECKS * config.EVENT_STREAM_RECHECK_MS),
+    (error) => logger.warn({ err: error }, 'shared event-stream counts unavailable; counting in this process'),
+  );
   // On SIGTERM, open job and change streams (REST and /graphql) end at once with a last event that says to
   // reconnect, and a waiting long poll of the change feed answers its empty page.
   shutdown?.addEventListener(

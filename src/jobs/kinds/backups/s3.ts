@@ -1,8 +1,31 @@
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { HttpHandlerOptions } from '@smithy/types';
 import type { Readable } from 'node:stream';
 import type { Config } from '../../../kernel/config.ts';
 import type { BackupDestination } from './destination.ts';
+
+/**
+ * Every request of the client honours the job's signal, also those sent by lib-storage, which sends its parts and its
+ * single PUT without it (`Upload.abort()` only rejects `done()`): on abort the handler destroys the request and with
+ * it the socket, which otherwise lingered until the request timeout.
+ */
+class SignalledHandler extends NodeHttpHandler {
+  constructor(
+    private readonly signal: AbortSignal | undefined,
+    options: ConstructorParameters<typeof NodeHttpHandler>[0],
+  ) {
+    super(options);
+  }
+
+  override handle(request: Parameters<NodeHttpHandler['handle']>[0], options: HttpHandlerOptions = {}) {
+    if (!this.signal) return super.handle(request, options);
+    // The SDK passes a signal of its own with every request; either one aborts it.
+    const own = options.abortSignal as AbortSignal | undefined;
+    return super.handle(request, { ...options, abortSignal: own ? AbortSignal.any([own, this.signal]) : this.signal });
+  }
+}
 
 /**
  * An S3-compatible bucket (AWS, MinIO, Ceph, R2…) through the official AWS SDK. Credentials come from the SDK's
@@ -15,11 +38,11 @@ export function s3Destination(config: Config, signal?: AbortSignal): BackupDesti
     region: config.BACKUP_S3_REGION,
     // The SDK waits forever by default: an endpoint that accepts and never answers held both worker slots for
     // minutes (issue 26 §8). A request that has not connected, or not been answered, in time fails instead.
-    requestHandler: {
+    requestHandler: new SignalledHandler(signal, {
       connectionTimeout: config.BACKUP_S3_TIMEOUT_MS,
       requestTimeout: config.BACKUP_S3_TIMEOUT_MS,
       throwOnRequestTimeout: true,
-    },
+    }),
     ...(config.BACKUP_S3_ENDPOINT ? { endpoint: config.BACKUP_S3_ENDPOINT, forcePathStyle: true } : {}),
   });
   const bucket = config.BACKUP_S3_BUCKET!;
