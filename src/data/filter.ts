@@ -96,7 +96,8 @@ export const MAX_FILTER_VALUES = 10_000;
 
 type PathKey = string | number;
 
-const FieldReference = z.string().min(1).max(64);
+/** A field id or a field's exact name (`resolveField`). */
+export const FieldReference = z.string().min(1).max(64);
 
 const PathItem = z.union([z.string().max(MAX_PATH_KEY_LENGTH), z.number().int().min(0).max(MAX_PATH_INDEX)], {
   error: `must be a string of at most ${MAX_PATH_KEY_LENGTH} characters or an integer 0..${MAX_PATH_INDEX}`,

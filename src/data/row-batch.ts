@@ -28,6 +28,15 @@ export function rowPayload(
   return payload;
 }
 
+/** A key as the key statements take it: the batch position of its operation as `id`, then the key's values. */
+export function keyPayload(
+  index: number,
+  fieldIds: readonly string[],
+  values: ReadonlyMap<string, CellValue>,
+): RowPayload {
+  return { id: index, ...Object.fromEntries(fieldIds.map((id) => [columnKeyOf(id), values.get(id) ?? null])) };
+}
+
 /** `jsonb_to_recordset(<placeholder>) AS alias(id bpchar, …columns)`, typed by the fields' own column types. */
 function recordset(
   payload: string,
