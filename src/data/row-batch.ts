@@ -1,6 +1,7 @@
 import { isId } from '../kernel/ids.ts';
 import { typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
-import { compileFilter, type FilterExpression } from './filter.ts';
+import type { FilterExpression } from './filter.ts';
+import { compileFilter } from './filter-sql.ts';
 import { columnKeyOf, columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
 import { bindEvent, rowActivity, rowProjection, type BoundEvent, type PhysicalTable, type RowEvent } from './rows.ts';
 import { activityInsertSql } from './activity.ts';

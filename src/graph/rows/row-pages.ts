@@ -1,14 +1,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import {
-  checkFilter,
-  checkOrderBy,
-  filterBudgetProblems,
-  FilterExpression,
-  OrderBy,
-  resolveField,
-  type OrderByItem,
-} from '../../data/filter.ts';
+import { FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
+import { filterBudgetProblems } from '../../data/filter-budget.ts';
+import { checkFilter, checkOrderBy } from '../../data/filter-check.ts';
 import { countRows } from '../../data/aggregate.ts';
 import type { Position, SortKey } from '../../data/keyset.ts';
 import {

@@ -15,7 +15,7 @@ import { currentSchema } from '../tables/schema-endpoint.ts';
  * POST …/rows/similar and `similarRows` (issue 28): the rows whose field reads most like a value, by trigram
  * similarity of the folded texts (case and accents ignored), with their scores: "Acme Corp." finds "ACME
  * Corporation". The check a steward runs before creating a supplier. Search itself rides on the row reads
- * (`search` of GET …/rows, src/graph/tables/row-filter.ts).
+ * (`search` of GET …/rows, src/graph/rows/row-filter.ts).
  */
 export type SimilarRowShape = { row: RowShape; score: number };
 

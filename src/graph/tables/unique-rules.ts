@@ -1,6 +1,8 @@
 import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
 import { INDEX_BUDGET_BYTES, keyBytes, type KeyEnforcement } from '../../data/unique-keys.ts';
-import { checkFilter, isIndexable, resolveField } from '../../data/filter.ts';
+import { resolveField } from '../../data/filter.ts';
+import { checkFilter } from '../../data/filter-check.ts';
+import { isIndexable } from '../../data/filter-sql.ts';
 import { validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { builder } from '../server/builder.ts';
 import { CreateUniqueRuleBody } from '../../contracts/tables.ts';
