@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Id, SchemaVersion, VersionString } from '../kernel/formats.ts';
-import { RowResponse } from './rows.ts';
+import { RowResponse, RowValues } from './rows.ts';
 
 /**
  * POST …/rows/batch and `batchRows(input:)` (issue 13): up to 1,000 creates, updates, deletes and upserts in one
@@ -9,7 +9,6 @@ import { RowResponse } from './rows.ts';
  */
 export const MAX_BATCH_OPERATIONS = 1_000;
 
-const Values = z.record(z.string(), z.unknown());
 /**
  * An update or delete names its row by `rowId` (with `expectedVersion`), or by `matchOn` (an unconditional unique
  * rule) and `key` (its fields' values in its order), where `expectedVersion` is optional (issue 28).
@@ -43,13 +42,13 @@ function targetIssues(
 export const BatchOperation = z.discriminatedUnion(
   'op',
   [
-    z.strictObject({ op: z.literal('create'), values: Values }),
-    z.strictObject({ op: z.literal('update'), ...RowTarget, values: Values }).superRefine(targetIssues),
+    z.strictObject({ op: z.literal('create'), values: RowValues }),
+    z.strictObject({ op: z.literal('update'), ...RowTarget, values: RowValues }).superRefine(targetIssues),
     z.strictObject({ op: z.literal('delete'), ...RowTarget }).superRefine(targetIssues),
     z.strictObject({
       op: z.literal('upsert'),
       matchOn: Id.describe('an unconditional unique rule of the table'),
-      values: Values,
+      values: RowValues,
     }),
   ],
   { error: 'op must be one of create, update, delete, upsert' },

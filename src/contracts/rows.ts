@@ -12,17 +12,17 @@ import { SearchText } from './rows-search.ts';
  * table's fields is the domain's check (src/graph/rows/row-values.ts), not a shape. No side effects.
  */
 
-/** POST …/rows and `createRow(input:)`: `values` keyed by field id or exact name. */
-export const CreateRowBody = z.strictObject({
-  expectedSchemaVersion: SchemaVersion,
-  values: z.record(z.string(), z.unknown()),
-});
+/** A row's cells as a write names them: keyed by field id or exact name; how they fit the table is checked later. */
+export const RowValues = z.record(z.string(), z.unknown());
+
+/** POST …/rows and `createRow(input:)`. */
+export const CreateRowBody = z.strictObject({ expectedSchemaVersion: SchemaVersion, values: RowValues });
 export type CreateRowBody = z.infer<typeof CreateRowBody>;
 
 /** PATCH …/rows/{rowId} and `updateRow(input:)`: the named cells change, the others stay. */
 export const UpdateRowBody = z.strictObject({
   expectedVersion: VersionString,
-  values: z.record(z.string(), z.unknown()),
+  values: RowValues,
   expectedSchemaVersion: SchemaVersion.optional(),
 });
 export type UpdateRowBody = z.infer<typeof UpdateRowBody>;

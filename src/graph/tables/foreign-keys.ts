@@ -1,5 +1,4 @@
 import { selectTableVersions } from '../../catalog/tables.ts';
-import { z } from 'zod';
 import { prismaExecutor } from '../../db/sql.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { dropForeignKey } from '../../data/ddl.ts';
@@ -13,7 +12,15 @@ import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
 import { CreateForeignKeyBody } from '../../contracts/tables.ts';
 import type { Context } from '../server/context.ts';
-import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import {
+  Cursor,
+  cursorKey,
+  decodeCursor,
+  DEFAULT_PAGE_SIZE,
+  encodeCursor,
+  IdPosition,
+  PageLimit,
+} from '../../catalog/cursor.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { pageOf, pageRef } from '../shared/pages.ts';
 import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
@@ -158,8 +165,6 @@ async function deleteForeignKey(
   return { id: foreignKeyId, deleted: true, mutationId };
 }
 
-const PagePosition = z.strictObject({ id: Id });
-
 builder.queryFields((t) => ({
   foreignKeys: t.field({
     type: ForeignKeyPage,
@@ -175,7 +180,7 @@ builder.queryFields((t) => ({
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
       const key = await cursorKey(context.prisma);
       const scope = `foreign-keys:${schema.tableId}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : '';
+      const after = args.cursor ? decodeCursor(key, scope, args.cursor, IdPosition).id : '';
       const keys = schema.foreignKeys.filter((candidate) => candidate.id > after).slice(0, limit + 1);
       return pageOf(keys, limit, toForeignKeyShape, (last) => encodeCursor(key, scope, { id: last.id }));
     },

@@ -1,5 +1,4 @@
 import { selectTablePageIds, type TablePageKey } from '../../catalog/tables.ts';
-import { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { createTable as createTableDdl } from '../../data/ddl.ts';
 import { type FieldInput, resolvedOptions, type FieldDefinition, type FieldType } from '../../data/field-types.ts';
@@ -10,7 +9,15 @@ import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import { Id, type Json } from '../../kernel/formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import {
+  cursorKey,
+  Cursor,
+  decodeCursor,
+  DEFAULT_PAGE_SIZE,
+  encodeCursor,
+  IdPosition,
+  PageLimit,
+} from '../../catalog/cursor.ts';
 import { nameTaken } from '../databases/databases.ts';
 import { CreateTableBody } from '../../contracts/tables.ts';
 import { idempotent } from '../../idempotency/run.ts';
@@ -199,8 +206,6 @@ async function createTable(
   return toTableShape(row);
 }
 
-const PagePosition = z.strictObject({ id: Id });
-
 async function loadTablePages(context: Context, keys: readonly TablePageKey[]): Promise<TableRow[][]> {
   const page = selectTablePageIds(keys);
   const picked = await dataPlane(context).run<{ index: number; id: string }>(page);
@@ -234,7 +239,7 @@ export async function pageOfTables(
   const limit = page.limit ?? DEFAULT_PAGE_SIZE;
   const key = await cursorKey(context.prisma);
   const scope = `tables:${databaseId}`;
-  const afterId = page.cursor ? decodeCursor(key, scope, page.cursor, PagePosition).id : null;
+  const afterId = page.cursor ? decodeCursor(key, scope, page.cursor, IdPosition).id : null;
   const loader = requestLoader<TablePageKey, TableRow[]>(
     context,
     'tablePages',
