@@ -1,6 +1,7 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { compileFilter, resolveField, type FilterExpression, type OrderByItem } from '../src/data/filter.ts';
+import { resolveField, type FilterExpression, type OrderByItem } from '../src/data/filter.ts';
+import { compileFilter } from '../src/data/filter-sql.ts';
 import type { FieldDefinition } from '../src/data/field-types.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import type { SortKey } from '../src/data/keyset.ts';

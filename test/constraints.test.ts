@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/kernel/ids.ts';
-import { RowMutationResponse } from '../src/http/rest/routes/rows.ts';
+import { RowMutationResponse } from '../src/contracts/rows.ts';
 import { JobHandleResponse } from '../src/http/rest/routes/jobs.ts';
-import { ForeignKeyResponse, TableSchemaResponse, UniqueRuleResponse } from '../src/http/rest/routes/tables.ts';
+import { ForeignKeyResponse, TableSchemaResponse, UniqueRuleResponse } from '../src/contracts/tables.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { waitForJob } from './helpers/jobs.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Page } from '../src/contracts/pages.ts';
-import { RowMutationResponse, RowResponse } from '../src/http/rest/routes/rows.ts';
-import { TableResponse, TableSchemaResponse } from '../src/http/rest/routes/tables.ts';
+import { RowMutationResponse, RowResponse } from '../src/contracts/rows.ts';
+import { TableResponse, TableSchemaResponse } from '../src/contracts/tables.ts';
 import type { ApiResponse } from './helpers/server.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';

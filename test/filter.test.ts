@@ -10,16 +10,9 @@ import {
   type FieldDefinition,
   type FieldType,
 } from '../src/data/field-types.ts';
-import {
-  checkFilter,
-  checkOrderBy,
-  compileFilter,
-  FilterExpression,
-  isIndexable,
-  OrderBy,
-  resolveField,
-  type Bind,
-} from '../src/data/filter.ts';
+import { FilterExpression, OrderBy, resolveField } from '../src/data/filter.ts';
+import { checkFilter, checkOrderBy } from '../src/data/filter-check.ts';
+import { compileFilter, isIndexable, type Bind } from '../src/data/filter-sql.ts';
 import { columnOf } from '../src/data/identifiers.ts';
 import { Params } from '../src/data/statement.ts';
 import { newId } from '../src/kernel/ids.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobResponse } from '../src/http/rest/routes/jobs.ts';
-import { RowResponse } from '../src/http/rest/routes/rows.ts';
+import { RowResponse } from '../src/contracts/rows.ts';
 import { Page } from '../src/contracts/pages.ts';
 import { expectError } from './helpers/expectations.ts';
 import { holdJobUpdate } from './helpers/job-holds.ts';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LookupRowsResponse } from '../src/contracts/rows-lookup.ts';
-import { RowBatchResponse, RowResponse } from '../src/http/rest/routes/rows.ts';
+import { RowResponse } from '../src/contracts/rows.ts';
+import { RowBatchResponse } from '../src/contracts/rows-batch.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FILTER_COST_BUDGET, MAX_FILTER_VALUES } from '../src/data/filter.ts';
+import { FILTER_COST_BUDGET, MAX_FILTER_VALUES } from '../src/data/filter-budget.ts';
 import { expectError } from './helpers/expectations.ts';
 import { createOrg, type TestOrg } from './helpers/factories.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RowBatchResponse } from '../src/http/rest/routes/rows.ts';
+import { RowBatchResponse } from '../src/contracts/rows-batch.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/http/app.ts';
 import { createLogger } from '../src/kernel/log.ts';
 import { Page } from '../src/contracts/pages.ts';
-import { RowDeletionResponse, RowResponse } from '../src/http/rest/routes/rows.ts';
+import { RowDeletionResponse, RowResponse } from '../src/contracts/rows.ts';
 import { expectError } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { send, type TestServer } from './helpers/server.ts';

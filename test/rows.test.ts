@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ID_PATTERN, newId } from '../src/kernel/ids.ts';
 import { Page } from '../src/contracts/pages.ts';
-import {
-  HistoryEntryResponse,
-  RowDeletionResponse,
-  RowMutationResponse,
-  RowResponse,
-} from '../src/http/rest/routes/rows.ts';
+import { HistoryEntryResponse, RowDeletionResponse, RowMutationResponse, RowResponse } from '../src/contracts/rows.ts';
 import { expectError, expectProblemPaths, expectTimestamp } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../src/kernel/input-hygiene.ts';
 import { Page } from '../src/contracts/pages.ts';
-import { RowResponse } from '../src/http/rest/routes/rows.ts';
+import { RowResponse } from '../src/contracts/rows.ts';
 import { expectError } from './helpers/expectations.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { definitionOf, expectProblems, repeat, savedView, viewClient, type Body, type Path } from './helpers/views.ts';

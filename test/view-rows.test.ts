@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/kernel/ids.ts';
 import { Page } from '../src/contracts/pages.ts';
-import { RowResponse } from '../src/http/rest/routes/rows.ts';
+import { RowResponse } from '../src/contracts/rows.ts';
 import { SavedViewResponse } from '../src/contracts/views.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, idempotencyKey } from './helpers/factories.ts';

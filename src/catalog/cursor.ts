@@ -2,6 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { PrismaClient } from '../db/prisma.ts';
 import { DomainError } from '../kernel/errors.ts';
+import { Id } from '../kernel/formats.ts';
 
 /**
  * Opaque, tamper-evident page cursors (DESIGN §4): base64url JSON + HMAC-SHA256. The MAC also covers the cursor's
@@ -61,6 +62,9 @@ export function decodeCursor<T>(key: Buffer, scope: string, cursor: string, shap
   }
   throw cursorInvalid();
 }
+
+/** The position of a page in id order: the id of its last item. */
+export const IdPosition = z.strictObject({ id: Id });
 
 /** `limit` and `cursor` of every list: the REST query and the GraphQL arguments share these rules. */
 export const PageLimit = z.coerce.number().int().min(1).max(100);

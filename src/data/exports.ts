@@ -1,4 +1,5 @@
-import { compileFilter, type FilterExpression } from './filter.ts';
+import type { FilterExpression } from './filter.ts';
+import { compileFilter } from './filter-sql.ts';
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
 import { columnOf, rowsTableOf } from './identifiers.ts';
 import { orderByClause, type SortKey } from './keyset.ts';

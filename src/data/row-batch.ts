@@ -1,6 +1,7 @@
 import { isId } from '../kernel/ids.ts';
 import { typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
-import { compileFilter, type FilterExpression } from './filter.ts';
+import type { FilterExpression } from './filter.ts';
+import { compileFilter } from './filter-sql.ts';
 import { columnKeyOf, columnOf, historyTableOf, rowsTableOf, sequenceOf } from './identifiers.ts';
 import { bindEvent, rowActivity, rowProjection, type BoundEvent, type PhysicalTable, type RowEvent } from './rows.ts';
 import { activityInsertSql } from './activity.ts';
@@ -26,6 +27,15 @@ export function rowPayload(
   const payload: RowPayload = { id: rowId, ...extra };
   for (const field of fields) payload[columnKeyOf(field.id)] = values.get(field.id) ?? null;
   return payload;
+}
+
+/** A key as the key statements take it: the batch position of its operation as `id`, then the key's values. */
+export function keyPayload(
+  index: number,
+  fieldIds: readonly string[],
+  values: ReadonlyMap<string, CellValue>,
+): RowPayload {
+  return { id: index, ...Object.fromEntries(fieldIds.map((id) => [columnKeyOf(id), values.get(id) ?? null])) };
 }
 
 /** `jsonb_to_recordset(<placeholder>) AS alias(id bpchar, …columns)`, typed by the fields' own column types. */

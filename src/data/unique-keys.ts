@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { typeSpecOf, type FieldDefinition } from './field-types.ts';
+import { FieldReference } from './filter.ts';
 import { columnOf, keyLockOf, keyTypeOf, rowsTableOf, uniqueIndexOf } from './identifiers.ts';
 import type { Statement } from './statement.ts';
 
@@ -11,6 +13,9 @@ import type { Statement } from './statement.ts';
  * pseudo-type that no index accepts).
  */
 export type KeyEnforcement = 'btree' | 'hash';
+
+/** The fields of a unique rule or a foreign key, each a field id or exact name, in the key's order: 1..8. */
+export const KeyFieldReferences = z.array(FieldReference).min(1).max(8);
 
 /**
  * btree entries must fit a third of a page (2704 bytes); keep headroom for tuple headers. A key that may be wider

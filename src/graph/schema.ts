@@ -17,7 +17,7 @@ import './tables/tables.ts';
 import './tables/table-changes.ts';
 import './tables/schema-endpoint.ts';
 import './rows/rows.ts';
-import './rows/row-batch.ts';
+import './rows/batch/batch-rows.ts';
 import './rows/row-restore.ts';
 import './rows/row-pages.ts';
 import './rows/row-aggregate.ts';

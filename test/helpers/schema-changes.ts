@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { JobHandleResponse, JobResponse } from '../../src/http/rest/routes/jobs.ts';
 import { rowsTableOf } from '../../src/data/identifiers.ts';
-import { TableSchemaResponse } from '../../src/http/rest/routes/tables.ts';
+import { TableSchemaResponse } from '../../src/contracts/tables.ts';
 import { idempotencyKey } from './factories.ts';
 import { waitForJob } from './jobs.ts';
 import type { ApiResponse, TestServer } from './server.ts';

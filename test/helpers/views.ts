@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { Page } from '../../src/contracts/pages.ts';
-import { RowResponse } from '../../src/http/rest/routes/rows.ts';
+import { RowResponse } from '../../src/contracts/rows.ts';
 import { SavedViewResponse, ViewDeletionResponse } from '../../src/contracts/views.ts';
 import { expectError } from './expectations.ts';
 import { idempotencyKey } from './factories.ts';

@@ -8,7 +8,6 @@ import { requestLoader } from '../server/loaders.ts';
 import type { TableVersion } from '../../catalog/table-schema.ts';
 import { readRowPage, RowOrderInput, RowPage } from '../rows/row-pages.ts';
 import { aggregateTable, AggregatePage, AggregateRowsInput } from '../rows/row-aggregate.ts';
-import { AggregateRowsBody } from '../../contracts/rows-aggregate.ts';
 import { SearchText } from '../../contracts/rows-search.ts';
 import {
   ForeignKey,
@@ -129,6 +128,6 @@ builder.objectFields(Table, (t) => ({
     args: { input: t.arg({ type: AggregateRowsInput, required: true }) },
     authScopes: (table) => readsTable(table, 'rows:read'),
     resolve: async (table, args, context) =>
-      aggregateTable(context, await schemaOfTable(context, versionOf(table)), AggregateRowsBody.parse(args.input)),
+      aggregateTable(context, await schemaOfTable(context, versionOf(table)), args.input),
   }),
 }));

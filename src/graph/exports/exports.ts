@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { filterBudgetProblems, OrderBy, resolveField } from '../../data/filter.ts';
+import { OrderBy, resolveField } from '../../data/filter.ts';
+import { filterBudgetProblems } from '../../data/filter-budget.ts';
 import type { FieldDefinition } from '../../data/field-types.ts';
 import { notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import type { ExportDatabasePayload } from '../../jobs/kinds/exports/exportDatabase.ts';

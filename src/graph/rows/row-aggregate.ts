@@ -273,23 +273,24 @@ export const AggregatePage = builder.objectRef<AggregatePageShape>('AggregatePag
   }),
 });
 
-export const AggregateRowsInput = builder.inputType('AggregateRowsInput', {
-  description:
-    'As the body of POST …/rows/aggregate: groupBy (≤ 3), aggregates (1..20: count, countDistinct, countEmpty, countNotEmpty, ' +
-    'sum, avg, min, max, percentile), having, orderBy, limit (1..1000) and cursor.',
-  fields: (t) => ({
-    viewId: t.id(),
-    where: t.field({ type: 'JSON' }),
-    search: t.string(),
-    groupBy: t.field({ type: ['JSON'] }),
-    aggregates: t.field({ type: ['JSON'], required: true }),
-    having: t.field({ type: 'JSON' }),
-    orderBy: t.field({ type: ['JSON'] }),
-    limit: t.int(),
-    cursor: t.string(),
-  }),
-  validate: AggregateRowsBody,
-});
+export const AggregateRowsInput = builder
+  .inputType('AggregateRowsInput', {
+    description:
+      'As the body of POST …/rows/aggregate: groupBy (≤ 3), aggregates (1..20: count, countDistinct, countEmpty, countNotEmpty, ' +
+      'sum, avg, min, max, percentile), having, orderBy, limit (1..1000) and cursor.',
+    fields: (t) => ({
+      viewId: t.id(),
+      where: t.field({ type: 'JSON' }),
+      search: t.string(),
+      groupBy: t.field({ type: ['JSON'] }),
+      aggregates: t.field({ type: ['JSON'], required: true }),
+      having: t.field({ type: 'JSON' }),
+      orderBy: t.field({ type: ['JSON'] }),
+      limit: t.int(),
+      cursor: t.string(),
+    }),
+  })
+  .validate(AggregateRowsBody);
 
 builder.queryFields((t) => ({
   aggregateRows: t.field({
@@ -297,7 +298,7 @@ builder.queryFields((t) => ({
     description: 'Counts, sums and other aggregates of the rows GET …/rows would read, optionally grouped (issue 28).',
     args: { ...tableAddressArgs, input: t.arg({ type: AggregateRowsInput, required: true }) },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
-    resolve: async (_root, args, context) =>
-      aggregateTable(context, await currentSchema(context, addressOf(args)), AggregateRowsBody.parse(args.input)),
+    resolve: async (_root, { input, ...args }, context) =>
+      aggregateTable(context, await currentSchema(context, addressOf(args)), input),
   }),
 }));

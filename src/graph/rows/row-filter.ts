@@ -1,4 +1,6 @@
-import { compileFilter, filterBudgetProblems, type FilterExpression } from '../../data/filter.ts';
+import type { FilterExpression } from '../../data/filter.ts';
+import { filterBudgetProblems } from '../../data/filter-budget.ts';
+import { compileFilter } from '../../data/filter-sql.ts';
 import { isSearchable, searchCondition, searchRank, searchWords, type SearchPlan } from '../../data/search.ts';
 import type { Params } from '../../data/statement.ts';
 import { validationFailed } from '../../kernel/errors.ts';

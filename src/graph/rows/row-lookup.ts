@@ -96,17 +96,18 @@ const RowLookup = builder.objectRef<{ data: (RowShape | null)[] }>('RowLookup').
   }),
 });
 
-const LookupRowsInput = builder.inputType('LookupRowsInput', {
-  fields: (t) => ({
-    ruleId: t.id({ required: true }),
-    keys: t.field({
-      type: ['JSON'],
-      required: true,
-      description: '1..1000 keys, each an array of the rule’s field values in its order',
+const LookupRowsInput = builder
+  .inputType('LookupRowsInput', {
+    fields: (t) => ({
+      ruleId: t.id({ required: true }),
+      keys: t.field({
+        type: ['JSON'],
+        required: true,
+        description: '1..1000 keys, each an array of the rule’s field values in its order',
+      }),
     }),
-  }),
-  validate: LookupRowsBody,
-});
+  })
+  .validate(LookupRowsBody);
 
 builder.queryFields((t) => ({
   lookupRows: t.field({
@@ -114,9 +115,8 @@ builder.queryFields((t) => ({
     description: 'Rows by the values of an unconditional unique rule, in key order (null for a key no row holds).',
     args: { ...tableAddressArgs, input: t.arg({ type: LookupRowsInput, required: true }) },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
-    resolve: async (_root, args, context) => {
+    resolve: async (_root, { input: body, ...args }, context) => {
       const address = addressOf(args);
-      const body = LookupRowsBody.parse(args.input);
       // As row pages do: the table head's round trip rides in the lookup's statement as its guard. A guarded lookup
       // that finds nothing, or that the cached definition refused, is read again the long way (404, 422 or rows).
       const cached = cachedTable(context, address);

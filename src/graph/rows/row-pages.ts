@@ -1,14 +1,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import {
-  checkFilter,
-  checkOrderBy,
-  filterBudgetProblems,
-  FilterExpression,
-  OrderBy,
-  resolveField,
-  type OrderByItem,
-} from '../../data/filter.ts';
+import { FilterExpression, OrderBy, resolveField, type OrderByItem } from '../../data/filter.ts';
+import { filterBudgetProblems } from '../../data/filter-budget.ts';
+import { checkFilter, checkOrderBy } from '../../data/filter-check.ts';
 import { countRows } from '../../data/aggregate.ts';
 import type { Position, SortKey } from '../../data/keyset.ts';
 import {
@@ -26,7 +20,7 @@ import type { Statement } from '../../data/statement.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { builder } from '../server/builder.ts';
 import { viewLens, type ViewLens } from '../views/views.ts';
-import { Id, type Json } from '../../kernel/formats.ts';
+import { Id, VersionString, type Json } from '../../kernel/formats.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { canonicalJson } from '../../idempotency/key.ts';
@@ -110,7 +104,7 @@ async function resolvePosition(
     throw new DomainError('CURSOR_INVALID', 'The row this page ended on was deleted; start again without the cursor.');
   return { values: keys.map((_key, index) => row[`k${index}`] ?? null), rowId: position.rowId };
 }
-const HistoryPosition = z.strictObject({ version: z.string().regex(/^[1-9][0-9]{0,18}$/), fieldId: Id });
+const HistoryPosition = z.strictObject({ version: VersionString, fieldId: Id });
 
 function prefixed(problems: FieldProblem[], prefix: string): FieldProblem[] {
   return problems.map((problem) => ({ ...problem, path: [prefix, ...problem.path] }));

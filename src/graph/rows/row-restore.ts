@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { SqlExecutor } from '../../db/sql.ts';
 import { typeSpecOf, type CellValue } from '../../data/field-types.ts';
 import {
@@ -10,7 +9,8 @@ import {
 } from '../../data/row-restore.ts';
 import { claimRowCapacity, rowGuardState, selectRow, type RowRecord } from '../../data/rows.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
-import { Id, SchemaVersion, storedVersion, VersionString } from '../../kernel/formats.ts';
+import { Id, storedVersion } from '../../kernel/formats.ts';
+import { RestoreRowBody } from '../../contracts/rows.ts';
 import { builder } from '../server/builder.ts';
 import type { Context } from '../server/context.ts';
 import { idempotentSql, type IdempotentTransaction } from '../../idempotency/run.ts';
@@ -28,20 +28,12 @@ import {
 } from './rows.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
 
-/**
- * Restoring a deleted row from its cell history (docs/decisions/lifecycle.md, "Row restore").
- * `expectedVersion` is the version of the deletion, as the delete answered it and the history shows it.
- */
-export const RestoreRowBody = z.strictObject({
-  expectedVersion: VersionString,
-  expectedSchemaVersion: SchemaVersion.optional(),
-});
-type RestoreRowBody = z.infer<typeof RestoreRowBody>;
-
-const RestoreRowInput = builder.inputType('RestoreRowInput', {
-  fields: (t) => ({ expectedVersion: t.string({ required: true }), expectedSchemaVersion: t.int() }),
-  validate: RestoreRowBody,
-});
+/** Restoring a deleted row from its cell history (docs/decisions/lifecycle.md, "Row restore"). */
+const RestoreRowInput = builder
+  .inputType('RestoreRowInput', {
+    fields: (t) => ({ expectedVersion: t.string({ required: true }), expectedSchemaVersion: t.int() }),
+  })
+  .validate(RestoreRowBody);
 
 function versionConflict(message: string, details: Record<string, unknown>): DomainError {
   return new DomainError('ROW_VERSION_CONFLICT', message, { details });
@@ -181,8 +173,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: RestoreRowInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
-    resolve: async (_root, args, context) => {
-      const body = RestoreRowBody.parse(args.input);
+    resolve: async (_root, { input: body, ...args }, context) => {
       const address = addressOf(args);
       const rowId = String(args.rowId);
       const schema = await currentSchema(context, address);

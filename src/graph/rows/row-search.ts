@@ -15,7 +15,7 @@ import { currentSchema } from '../tables/schema-endpoint.ts';
  * POST …/rows/similar and `similarRows` (issue 28): the rows whose field reads most like a value, by trigram
  * similarity of the folded texts (case and accents ignored), with their scores: "Acme Corp." finds "ACME
  * Corporation". The check a steward runs before creating a supplier. Search itself rides on the row reads
- * (`search` of GET …/rows, src/graph/tables/row-filter.ts).
+ * (`search` of GET …/rows, src/graph/rows/row-filter.ts).
  */
 export type SimilarRowShape = { row: RowShape; score: number };
 
@@ -74,15 +74,16 @@ const SimilarRows = builder.objectRef<{ data: SimilarRowShape[] }>('SimilarRows'
   fields: (t) => ({ data: t.field({ type: [SimilarRow], resolve: (result) => result.data }) }),
 });
 
-const SimilarRowsInput = builder.inputType('SimilarRowsInput', {
-  fields: (t) => ({
-    fieldId: t.string({ required: true }),
-    value: t.string({ required: true }),
-    limit: t.int({ description: '1..100, default 10' }),
-    threshold: t.float({ description: 'lowest similarity answered, 0..1, default 0.3' }),
-  }),
-  validate: SimilarRowsBody,
-});
+const SimilarRowsInput = builder
+  .inputType('SimilarRowsInput', {
+    fields: (t) => ({
+      fieldId: t.string({ required: true }),
+      value: t.string({ required: true }),
+      limit: t.int({ description: '1..100, default 10' }),
+      threshold: t.float({ description: 'lowest similarity answered, 0..1, default 0.3' }),
+    }),
+  })
+  .validate(SimilarRowsBody);
 
 builder.queryFields((t) => ({
   similarRows: t.field({
@@ -91,7 +92,7 @@ builder.queryFields((t) => ({
       'Rows whose text field is most similar to a value (trigram similarity, case and accents ignored), with scores.',
     args: { ...tableAddressArgs, input: t.arg({ type: SimilarRowsInput, required: true }) },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
-    resolve: async (_root, args, context) =>
-      similarInTable(context, await currentSchema(context, addressOf(args)), SimilarRowsBody.parse(args.input)),
+    resolve: async (_root, { input, ...args }, context) =>
+      similarInTable(context, await currentSchema(context, addressOf(args)), input),
   }),
 }));

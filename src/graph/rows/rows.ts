@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { SqlExecutor } from '../../db/sql.ts';
 import { recogniseFailure } from '../../data/failures.ts';
 import { typeSpecOf, type CellValue } from '../../data/field-types.ts';
@@ -22,7 +21,8 @@ import { newId } from '../../kernel/ids.ts';
 import { actorOf } from '../../catalog/activity.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
-import { Id, SchemaVersion, storedVersion, VersionString } from '../../kernel/formats.ts';
+import { Id, storedVersion } from '../../kernel/formats.ts';
+import { CreateRowBody, DeleteRowBody, UpdateRowBody } from '../../contracts/rows.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { idempotentSql, type IdempotentTransaction, type OneStatementWrite } from '../../idempotency/run.ts';
 import { schemaVersionConflict, type TableAddress, type TableSchema } from '../../catalog/table-schema.ts';
@@ -33,20 +33,6 @@ import { checkRowSize, checkValues } from './row-values.ts';
 import { currentSchema, schemaExpecting } from '../tables/schema-endpoint.ts';
 
 /** Spec 4.8 / 2.6: create, read, update and delete rows, each write one statement in one transaction. */
-export const CreateRowBody = z.strictObject({
-  expectedSchemaVersion: SchemaVersion,
-  values: z.record(z.string(), z.unknown()),
-});
-export const UpdateRowBody = z.strictObject({
-  expectedVersion: VersionString,
-  values: z.record(z.string(), z.unknown()),
-  expectedSchemaVersion: SchemaVersion.optional(),
-});
-export const DeleteRowBody = z.strictObject({
-  expectedVersion: VersionString,
-  expectedSchemaVersion: SchemaVersion.optional(),
-});
-
 export type RowMutationShape = { row: RowShape; mutationId: string };
 export type RowDeletionShape = { id: string; deleted: boolean; version: string; mutationId: string };
 
@@ -79,25 +65,28 @@ const RowDeletion = builder.objectRef<RowDeletionShape>('RowDeletion').implement
   }),
 });
 
-const CreateRowInput = builder.inputType('CreateRowInput', {
-  fields: (t) => ({
-    expectedSchemaVersion: t.int({ required: true }),
-    values: t.field({ type: 'JSON', required: true }),
-  }),
-  validate: CreateRowBody,
-});
-const UpdateRowInput = builder.inputType('UpdateRowInput', {
-  fields: (t) => ({
-    expectedVersion: t.string({ required: true }),
-    values: t.field({ type: 'JSON', required: true }),
-    expectedSchemaVersion: t.int(),
-  }),
-  validate: UpdateRowBody,
-});
-const DeleteRowInput = builder.inputType('DeleteRowInput', {
-  fields: (t) => ({ expectedVersion: t.string({ required: true }), expectedSchemaVersion: t.int() }),
-  validate: DeleteRowBody,
-});
+const CreateRowInput = builder
+  .inputType('CreateRowInput', {
+    fields: (t) => ({
+      expectedSchemaVersion: t.int({ required: true }),
+      values: t.field({ type: 'JSON', required: true }),
+    }),
+  })
+  .validate(CreateRowBody);
+const UpdateRowInput = builder
+  .inputType('UpdateRowInput', {
+    fields: (t) => ({
+      expectedVersion: t.string({ required: true }),
+      values: t.field({ type: 'JSON', required: true }),
+      expectedSchemaVersion: t.int(),
+    }),
+  })
+  .validate(UpdateRowBody);
+const DeleteRowInput = builder
+  .inputType('DeleteRowInput', {
+    fields: (t) => ({ expectedVersion: t.string({ required: true }), expectedSchemaVersion: t.int() }),
+  })
+  .validate(DeleteRowBody);
 
 export async function run<T>(executor: SqlExecutor, schema: TableSchema, statement: Statement): Promise<T[]> {
   try {
@@ -165,11 +154,7 @@ function prepareCreate(context: Context, schema: TableSchema, values: Map<string
   return { values, event, result: { row: newRowShape(schema, values, event), mutationId: event.mutationId } };
 }
 
-function checkedValues(
-  context: Context,
-  schema: TableSchema,
-  body: z.infer<typeof CreateRowBody>,
-): Map<string, CellValue> {
+function checkedValues(context: Context, schema: TableSchema, body: CreateRowBody): Map<string, CellValue> {
   const values = checkValues(schema, body.values, 'create');
   checkRowSize(values, context.config.ROW_SIZE_LIMIT_BYTES);
   return values;
@@ -179,7 +164,7 @@ async function createRow(
   context: Context,
   tx: IdempotentTransaction,
   schema: TableSchema,
-  body: z.infer<typeof CreateRowBody>,
+  body: CreateRowBody,
 ): Promise<RowMutationShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const values = checkedValues(context, schema, body);
@@ -213,7 +198,7 @@ async function createRowAtOnce(
   context: Context,
   once: OneStatementWrite,
   schema: TableSchema,
-  body: z.infer<typeof CreateRowBody>,
+  body: CreateRowBody,
 ): Promise<RowMutationShape | null> {
   if (allocateGenerated(schema) !== null || body.expectedSchemaVersion !== schema.schemaVersion) return null;
   const { values, event, result } = prepareCreate(context, schema, checkedValues(context, schema, body));
@@ -259,7 +244,7 @@ async function changeRow(
   tx: IdempotentTransaction,
   schema: TableSchema,
   rowId: string,
-  body: z.infer<typeof UpdateRowBody>,
+  body: UpdateRowBody,
 ): Promise<RowMutationShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const values: Map<string, CellValue> = checkValues(schema, body.values, 'update');
@@ -282,7 +267,7 @@ async function removeRow(
   tx: IdempotentTransaction,
   schema: TableSchema,
   rowId: string,
-  body: z.infer<typeof DeleteRowBody>,
+  body: DeleteRowBody,
 ): Promise<RowDeletionShape> {
   checkSchemaVersion(schema, body.expectedSchemaVersion);
   const expectedVersion = storedVersion(body.expectedVersion);
@@ -326,8 +311,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreateRowInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
-    resolve: async (_root, args, context) => {
-      const body = CreateRowBody.parse(args.input);
+    resolve: async (_root, { input: body, ...args }, context) => {
       const address = addressOf(args);
       const schema = await schemaExpecting(context, address, body.expectedSchemaVersion);
       return idempotentSql(
@@ -348,8 +332,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: UpdateRowInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
-    resolve: async (_root, args, context) => {
-      const body = UpdateRowBody.parse(args.input);
+    resolve: async (_root, { input: body, ...args }, context) => {
       const address = addressOf(args);
       const rowId = String(args.rowId);
       const schema = await currentSchema(context, address);
@@ -370,8 +353,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: DeleteRowInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'write' }, oauth: 'rows:write' }),
-    resolve: async (_root, args, context) => {
-      const body = DeleteRowBody.parse(args.input);
+    resolve: async (_root, { input: body, ...args }, context) => {
       const address = addressOf(args);
       const rowId = String(args.rowId);
       const schema = await currentSchema(context, address);

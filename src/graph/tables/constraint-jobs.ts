@@ -4,8 +4,8 @@ import { JobHandle } from '../jobs/enqueue.ts';
 import { startScopes } from '../jobs/start-authority.ts';
 import { enqueueSchemaChange } from '../jobs/schema-changes.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
-import { CreateForeignKeyBody, CreateForeignKeyInput } from './foreign-keys.ts';
-import { CreateUniqueRuleBody, CreateUniqueRuleInput } from './unique-rules.ts';
+import { CreateForeignKeyInput } from './foreign-keys.ts';
+import { CreateUniqueRuleInput } from './unique-rules.ts';
 
 /**
  * Creating a unique rule or a foreign key is a schema-change job (issue 5): the request is checked against the
@@ -24,8 +24,8 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreateUniqueRuleInput, required: true }),
     },
     authScopes: (_root, { orgId }) => startScopes('createUniqueRule', orgId),
-    resolve: (_root, args, context) => {
-      const { expectedSchemaVersion, fieldIds, where } = CreateUniqueRuleBody.parse(args.input);
+    resolve: (_root, { input, ...args }, context) => {
+      const { expectedSchemaVersion, fieldIds, where } = input;
       const address = addressOf(args);
       return idempotent(
         context,
@@ -54,8 +54,8 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreateForeignKeyInput, required: true }),
     },
     authScopes: (_root, { orgId }) => startScopes('createForeignKey', orgId),
-    resolve: (_root, args, context) => {
-      const { expectedSchemaVersion, ...key } = CreateForeignKeyBody.parse(args.input);
+    resolve: (_root, { input, ...args }, context) => {
+      const { expectedSchemaVersion, ...key } = input;
       const address = addressOf(args);
       return idempotent(
         context,

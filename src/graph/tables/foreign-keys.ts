@@ -1,5 +1,4 @@
 import { selectTableVersions } from '../../catalog/tables.ts';
-import { z } from 'zod';
 import { prismaExecutor } from '../../db/sql.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { dropForeignKey } from '../../data/ddl.ts';
@@ -10,9 +9,18 @@ import { recordActivity } from '../../catalog/activity.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
-import { Id, SchemaVersion } from '../../kernel/formats.ts';
+import { Id } from '../../kernel/formats.ts';
+import { CreateForeignKeyBody } from '../../contracts/tables.ts';
 import type { Context } from '../server/context.ts';
-import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import {
+  Cursor,
+  cursorKey,
+  decodeCursor,
+  DEFAULT_PAGE_SIZE,
+  encodeCursor,
+  IdPosition,
+  PageLimit,
+} from '../../catalog/cursor.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { pageOf, pageRef } from '../shared/pages.ts';
 import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
@@ -25,7 +33,7 @@ import {
   toForeignKeyShape,
 } from './schema-endpoint.ts';
 import { INDEX_BUDGET_BYTES, keyBytes } from '../../data/unique-keys.ts';
-import { FieldReferences, resolveKeyFields } from './unique-rules.ts';
+import { resolveKeyFields } from './unique-rules.ts';
 
 /**
  * Foreign keys (spec 2.13): real PostgreSQL foreign keys from some fields to an unconditional unique rule of a
@@ -33,28 +41,21 @@ import { FieldReferences, resolveKeyFields } from './unique-rules.ts';
  */
 export const MAX_FOREIGN_KEYS_PER_TABLE = 50;
 
-export const CreateForeignKeyBody = z.strictObject({
-  fieldIds: FieldReferences,
-  referencedTableId: Id,
-  referencedRuleId: Id,
-  expectedSchemaVersion: SchemaVersion.optional(),
-});
-type CreateForeignKeyBody = z.infer<typeof CreateForeignKeyBody>;
-
 export type ForeignKeyDeletionShape = { id: string; deleted: boolean; mutationId: string };
 
-export const CreateForeignKeyInput = builder.inputType('CreateForeignKeyInput', {
-  fields: (t) => ({
-    fieldIds: t.stringList({
-      required: true,
-      description: 'Field ids or exact field names of this table, in the order of the rule’s fields.',
+export const CreateForeignKeyInput = builder
+  .inputType('CreateForeignKeyInput', {
+    fields: (t) => ({
+      fieldIds: t.stringList({
+        required: true,
+        description: 'Field ids or exact field names of this table, in the order of the rule’s fields.',
+      }),
+      referencedTableId: t.id({ required: true }),
+      referencedRuleId: t.id({ required: true }),
+      expectedSchemaVersion: t.int(),
     }),
-    referencedTableId: t.id({ required: true }),
-    referencedRuleId: t.id({ required: true }),
-    expectedSchemaVersion: t.int(),
-  }),
-  validate: CreateForeignKeyBody,
-});
+  })
+  .validate(CreateForeignKeyBody);
 
 const ForeignKeyPage = pageRef('ForeignKeyPage', ForeignKey, 'A page of a table’s foreign keys, oldest first.');
 
@@ -164,8 +165,6 @@ async function deleteForeignKey(
   return { id: foreignKeyId, deleted: true, mutationId };
 }
 
-const PagePosition = z.strictObject({ id: Id });
-
 builder.queryFields((t) => ({
   foreignKeys: t.field({
     type: ForeignKeyPage,
@@ -181,7 +180,7 @@ builder.queryFields((t) => ({
       const limit = args.limit ?? DEFAULT_PAGE_SIZE;
       const key = await cursorKey(context.prisma);
       const scope = `foreign-keys:${schema.tableId}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : '';
+      const after = args.cursor ? decodeCursor(key, scope, args.cursor, IdPosition).id : '';
       const keys = schema.foreignKeys.filter((candidate) => candidate.id > after).slice(0, limit + 1);
       return pageOf(keys, limit, toForeignKeyShape, (last) => encodeCursor(key, scope, { id: last.id }));
     },

@@ -1,6 +1,5 @@
 import { lockActiveTable, selectKeysReferencingTable, selectTrashedTable } from '../../catalog/tables.ts';
 import { prismaExecutor } from '../../db/sql.ts';
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { trashTable } from '../../catalog/trash.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
@@ -9,10 +8,10 @@ import { recordActivity } from '../../catalog/activity.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
-import { VersionString } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
-import { DeleteBody, DeleteInput, versionConflict } from '../databases/database-changes.ts';
-import { nameTaken, ResourceName } from '../databases/databases.ts';
+import { DeleteInput, versionConflict } from '../databases/database-changes.ts';
+import { nameTaken } from '../databases/databases.ts';
+import { UpdateTableBody } from '../../contracts/tables.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { purgeTime, schedulePurge, toTrashEntryShape, TrashEntry, type TrashEntryShape } from '../trash/entries.ts';
@@ -26,12 +25,11 @@ import { Table, toTableShape, withFields, type TableShape } from './tables.ts';
  * the catalog row, so it is immediate rather than an `updateTable` job, and leaves `schemaVersion` alone: rows,
  * views and imports address fields by id, never by the table's name.
  */
-export const UpdateTableBody = z.strictObject({ expectedVersion: VersionString, name: ResourceName });
-
-const UpdateTableInput = builder.inputType('UpdateTableInput', {
-  fields: (t) => ({ expectedVersion: t.string({ required: true }), name: t.string({ required: true }) }),
-  validate: UpdateTableBody,
-});
+const UpdateTableInput = builder
+  .inputType('UpdateTableInput', {
+    fields: (t) => ({ expectedVersion: t.string({ required: true }), name: t.string({ required: true }) }),
+  })
+  .validate(UpdateTableBody);
 
 /** The active table, locked (row writes and schema changes wait), at the caller's version. */
 async function lockTable(tx: TransactionClient, address: TableAddress, expectedVersion: string) {
@@ -45,7 +43,7 @@ async function renameTable(
   tx: TransactionClient,
   caller: Caller,
   address: TableAddress,
-  body: z.infer<typeof UpdateTableBody>,
+  body: UpdateTableBody,
 ): Promise<TableShape> {
   const before = await lockTable(tx, address, body.expectedVersion);
   try {
@@ -153,8 +151,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: UpdateTableInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'tables:manage' }),
-    resolve: (_root, args, context) => {
-      const body = UpdateTableBody.parse(args.input);
+    resolve: (_root, { input: body, ...args }, context) => {
       const address = addressOf(args);
       return idempotent(
         context,
@@ -174,8 +171,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: DeleteInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'tables:manage' }),
-    resolve: (_root, args, context) => {
-      const body = DeleteBody.parse(args.input);
+    resolve: (_root, { input: body, ...args }, context) => {
       const address = addressOf(args);
       return idempotent(
         context,

@@ -1,14 +1,7 @@
 import { selectTablePageIds, type TablePageKey } from '../../catalog/tables.ts';
-import { z } from 'zod';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { createTable as createTableDdl } from '../../data/ddl.ts';
-import {
-  FieldInput,
-  MAX_FIELDS_PER_TABLE,
-  resolvedOptions,
-  type FieldDefinition,
-  type FieldType,
-} from '../../data/field-types.ts';
+import { type FieldInput, resolvedOptions, type FieldDefinition, type FieldType } from '../../data/field-types.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { recordActivity } from '../../catalog/activity.ts';
@@ -16,8 +9,17 @@ import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import { Id, type Json } from '../../kernel/formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
-import { nameTaken, ResourceName } from '../databases/databases.ts';
+import {
+  cursorKey,
+  Cursor,
+  decodeCursor,
+  DEFAULT_PAGE_SIZE,
+  encodeCursor,
+  IdPosition,
+  PageLimit,
+} from '../../catalog/cursor.ts';
+import { nameTaken } from '../databases/databases.ts';
+import { CreateTableBody } from '../../contracts/tables.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
 import { dataPlane, type Context } from '../server/context.ts';
@@ -47,32 +49,6 @@ export type TableShape = {
   createdAt: string;
   updatedAt: string;
 };
-
-const caseInsensitiveDuplicates = (names: string[]) => {
-  const seen = new Set<string>();
-  return names.map((name) => {
-    const folded = name.toLowerCase();
-    const duplicate = seen.has(folded);
-    seen.add(folded);
-    return duplicate;
-  });
-};
-
-export const CreateTableBody = z
-  .strictObject({
-    name: ResourceName,
-    fields: z.array(FieldInput).min(1).max(MAX_FIELDS_PER_TABLE),
-  })
-  .superRefine((body, context) => {
-    caseInsensitiveDuplicates(body.fields.map((field) => String(field.name))).forEach((duplicate, index) => {
-      if (duplicate)
-        context.addIssue({
-          code: 'custom',
-          path: ['fields', index, 'name'],
-          message: 'field names must be unique ignoring case',
-        });
-    });
-  });
 
 export const Field = builder.objectRef<FieldShape>('Field').implement({
   description: 'A typed field (column) of a table. Row values are keyed by field id.',
@@ -122,13 +98,14 @@ const FieldDefinitionInput = builder.inputType('FieldDefinitionInput', {
   }),
 });
 
-const CreateTableInput = builder.inputType('CreateTableInput', {
-  fields: (t) => ({
-    name: t.string({ required: true }),
-    fields: t.field({ type: [FieldDefinitionInput], required: true }),
-  }),
-  validate: CreateTableBody,
-});
+const CreateTableInput = builder
+  .inputType('CreateTableInput', {
+    fields: (t) => ({
+      name: t.string({ required: true }),
+      fields: t.field({ type: [FieldDefinitionInput], required: true }),
+    }),
+  })
+  .validate(CreateTableBody);
 
 interface TableRow {
   id: string;
@@ -185,8 +162,6 @@ export async function requireDatabase(
   if (!database) throw notFound('database');
 }
 
-type CreateTableBody = z.infer<typeof CreateTableBody>;
-
 async function createTable(
   tx: TransactionClient,
   caller: Caller,
@@ -197,12 +172,8 @@ async function createTable(
   await requireDatabase(tx, orgId, databaseId);
   const tableId = newId();
   const fields: FieldDefinition[] = body.fields.map((field, position) => {
-    const input = field as z.infer<typeof FieldInput> & {
-      type: FieldType;
-      name: string;
-      required?: boolean;
-      options?: Record<string, unknown>;
-    };
+    // FieldInput's zod union is declared loosely (one member per type); its output is this shape.
+    const input = field as FieldInput;
     return {
       id: newId(),
       name: input.name,
@@ -234,8 +205,6 @@ async function createTable(
   const row = await tx.dataTable.findUniqueOrThrow({ where: { id: tableId }, include: withFields });
   return toTableShape(row);
 }
-
-const PagePosition = z.strictObject({ id: Id });
 
 async function loadTablePages(context: Context, keys: readonly TablePageKey[]): Promise<TableRow[][]> {
   const page = selectTablePageIds(keys);
@@ -270,7 +239,7 @@ export async function pageOfTables(
   const limit = page.limit ?? DEFAULT_PAGE_SIZE;
   const key = await cursorKey(context.prisma);
   const scope = `tables:${databaseId}`;
-  const afterId = page.cursor ? decodeCursor(key, scope, page.cursor, PagePosition).id : null;
+  const afterId = page.cursor ? decodeCursor(key, scope, page.cursor, IdPosition).id : null;
   const loader = requestLoader<TablePageKey, TableRow[]>(
     context,
     'tablePages',
@@ -328,8 +297,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreateTableInput, required: true }),
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'manage' }, oauth: 'tables:manage' }),
-    resolve: (_root, { idempotencyKey, orgId, databaseId, input }, context) => {
-      const body = CreateTableBody.parse(input);
+    resolve: (_root, { idempotencyKey, orgId, databaseId, input: body }, context) => {
       const [org, database] = [String(orgId), String(databaseId)];
       return idempotent(
         context,

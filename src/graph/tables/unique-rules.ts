@@ -1,10 +1,11 @@
-import { z } from 'zod';
 import { typeSpecOf, type FieldDefinition } from '../../data/field-types.ts';
 import { INDEX_BUDGET_BYTES, keyBytes, type KeyEnforcement } from '../../data/unique-keys.ts';
-import { checkFilter, FilterExpression, isIndexable, resolveField } from '../../data/filter.ts';
+import { resolveField } from '../../data/filter.ts';
+import { checkFilter } from '../../data/filter-check.ts';
+import { isIndexable } from '../../data/filter-sql.ts';
 import { validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { builder } from '../server/builder.ts';
-import { SchemaVersion } from '../../kernel/formats.ts';
+import { CreateUniqueRuleBody } from '../../contracts/tables.ts';
 import type { TableSchema } from '../../catalog/table-schema.ts';
 
 /**
@@ -14,26 +15,18 @@ import type { TableSchema } from '../../catalog/table-schema.ts';
  */
 export const MAX_UNIQUE_RULES_PER_TABLE = 50;
 
-export const FieldReferences = z.array(z.string().min(1).max(64)).min(1).max(8);
-
-export const CreateUniqueRuleBody = z.strictObject({
-  fieldIds: FieldReferences,
-  where: FilterExpression.optional(),
-  expectedSchemaVersion: SchemaVersion.optional(),
-});
-export type CreateUniqueRuleBody = z.infer<typeof CreateUniqueRuleBody>;
-
-export const CreateUniqueRuleInput = builder.inputType('CreateUniqueRuleInput', {
-  fields: (t) => ({
-    fieldIds: t.stringList({ required: true, description: 'Field ids or exact field names, 1..8.' }),
-    where: t.field({
-      type: 'JSON',
-      description: 'Optional filter expression (spec 2.4): only matching rows must be unique.',
+export const CreateUniqueRuleInput = builder
+  .inputType('CreateUniqueRuleInput', {
+    fields: (t) => ({
+      fieldIds: t.stringList({ required: true, description: 'Field ids or exact field names, 1..8.' }),
+      where: t.field({
+        type: 'JSON',
+        description: 'Optional filter expression (spec 2.4): only matching rows must be unique.',
+      }),
+      expectedSchemaVersion: t.int(),
     }),
-    expectedSchemaVersion: t.int(),
-  }),
-  validate: CreateUniqueRuleBody,
-});
+  })
+  .validate(CreateUniqueRuleBody);
 
 /** Resolves field references (ids or names), reporting each unknown or repeated one at its position. */
 export function resolveKeyFields(

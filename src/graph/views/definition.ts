@@ -1,4 +1,5 @@
-import { checkFilter, checkOrderBy, filterBudgetProblems } from '../../data/filter.ts';
+import { filterBudgetProblems } from '../../data/filter-budget.ts';
+import { checkFilter, checkOrderBy } from '../../data/filter-check.ts';
 import type { FieldDefinition } from '../../data/field-types.ts';
 import type { FieldProblem } from '../../kernel/errors.ts';
 import { MAX_VALIDATION_ERRORS, type ViewDefinition } from '../../contracts/views.ts';

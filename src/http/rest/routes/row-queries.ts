@@ -1,14 +1,11 @@
-import { z } from 'zod';
-import { Id } from '../../../kernel/formats.ts';
 import { AggregateRowsBody, AggregateRowsResponse } from '../../../contracts/rows-aggregate.ts';
 import { LookupRowsBody, LookupRowsResponse } from '../../../contracts/rows-lookup.ts';
 import { SimilarRowsBody, SimilarRowsResponse } from '../../../contracts/rows-search.ts';
 import { AggregateRowsDocument, LookupRowsDocument, SimilarRowsDocument } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
-import { RowResponse } from './rows.ts';
+import { RowResponse } from '../../../contracts/rows.ts';
 
 /** Reads of rows beyond pages (issue 28): aggregates, similar rows, rows by key. Each a read: no Idempotency-Key. */
-const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
 const ROWS = '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/rows';
 
 export const rowQueryRoutes = [
@@ -18,8 +15,6 @@ export const rowQueryRoutes = [
     summary: 'Count, sum and other aggregates of rows, optionally grouped (a read: no Idempotency-Key)',
     tags: ['rows'],
     operation: AggregateRowsDocument,
-    params: TablePath,
-    query: z.strictObject({}),
     body: AggregateRowsBody,
     idempotent: false,
     successStatus: 200,
@@ -32,8 +27,6 @@ export const rowQueryRoutes = [
     summary: 'The rows whose text field is most similar to a value, with scores (a read: no Idempotency-Key)',
     tags: ['rows'],
     operation: SimilarRowsDocument,
-    params: TablePath,
-    query: z.strictObject({}),
     body: SimilarRowsBody,
     idempotent: false,
     successStatus: 200,
@@ -45,8 +38,6 @@ export const rowQueryRoutes = [
     summary: 'Rows by the values of an unconditional unique rule, in key order (a read: no Idempotency-Key)',
     tags: ['rows'],
     operation: LookupRowsDocument,
-    params: TablePath,
-    query: z.strictObject({}),
     body: LookupRowsBody,
     idempotent: false,
     successStatus: 200,

@@ -1,5 +1,6 @@
 import { typeSpecOf, type FieldDefinition } from '../../../data/field-types.ts';
-import { compileFilter, type FilterExpression } from '../../../data/filter.ts';
+import type { FilterExpression } from '../../../data/filter.ts';
+import { compileFilter } from '../../../data/filter-sql.ts';
 import { columnOf, historyTableOf, rowsTableOf } from '../../../data/identifiers.ts';
 import { Params, type Statement } from '../../../data/statement.ts';
 import type { ForeignKeyDefinition, TableSchema, UniqueRuleDefinition } from '../../../catalog/table-schema.ts';

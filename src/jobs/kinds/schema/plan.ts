@@ -13,7 +13,7 @@ import {
 import type { FieldProblem } from '../../../kernel/errors.ts';
 import { FilterExpression, resolveField } from '../../../data/filter.ts';
 import { INDEX_KEY_BUDGET_BYTES, indexKeysOf, signatureOf } from '../../../data/sort-indexes.ts';
-import { INDEX_BUDGET_BYTES, keyBytes } from '../../../data/unique-keys.ts';
+import { INDEX_BUDGET_BYTES, KeyFieldReferences, keyBytes } from '../../../data/unique-keys.ts';
 import { isSearchable } from '../../../data/search.ts';
 import { Id } from '../../../kernel/formats.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
@@ -52,15 +52,14 @@ export const ReorderFields = z.strictObject({
 });
 
 /** Unique rules and foreign keys built online (CREATE UNIQUE INDEX CONCURRENTLY; NOT VALID + VALIDATE). */
-const FieldReferences = z.array(z.string().min(1).max(64)).min(1).max(8);
 export const AddUniqueRule = z.strictObject({
   kind: z.literal('add_unique_rule'),
-  fieldIds: FieldReferences,
+  fieldIds: KeyFieldReferences,
   where: FilterExpression.optional(),
 });
 export const AddForeignKey = z.strictObject({
   kind: z.literal('add_foreign_key'),
-  fieldIds: FieldReferences,
+  fieldIds: KeyFieldReferences,
   referencedTableId: Id,
   referencedRuleId: Id,
 });

@@ -1,70 +1,16 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
-import type { CellValue } from '../../data/field-types.ts';
-import { DomainError, httpStatusOf, type ErrorCode, type FieldProblem } from '../../kernel/errors.ts';
-import { Id, SchemaVersion, VersionString } from '../../kernel/formats.ts';
-import type { TableSchema, UniqueRuleDefinition } from '../../catalog/table-schema.ts';
-import { checkRowSize, checkValues } from './row-values.ts';
-import { checkedKey, unconditionalRule } from './row-lookup.ts';
+import type { CellValue } from '../../../data/field-types.ts';
+import { DomainError, type FieldProblem } from '../../../kernel/errors.ts';
+import type { TableSchema, UniqueRuleDefinition } from '../../../catalog/table-schema.ts';
+import type { BatchOperation, BatchRowsBody } from '../../../contracts/rows-batch.ts';
+import { checkRowSize, checkValues } from '../row-values.ts';
+import { checkedKey, unconditionalRule } from '../row-lookup.ts';
+import type { BatchFailures } from './failures.ts';
 
 /**
- * The in-memory half of a row batch (issue 13): the request's shape, each operation checked against the schema
- * without touching the database, and the failures of all operations gathered into one answer.
+ * The in-memory half of a row batch (issue 13): each operation of the request checked against the schema without
+ * touching the database. An operation that fails is recorded in `BatchFailures` and left out of the plan.
  */
-export const MAX_BATCH_OPERATIONS = 1_000;
-
-const Values = z.record(z.string(), z.unknown());
-/**
- * An update or delete names its row by `rowId` (with `expectedVersion`), or by `matchOn` (an unconditional unique
- * rule) and `key` (its fields' values in its order), where `expectedVersion` is optional (issue 28).
- */
-const RowTarget = {
-  rowId: Id.optional(),
-  matchOn: Id.optional().describe('an unconditional unique rule of the table, instead of rowId'),
-  key: z.array(z.unknown()).min(1).max(16).optional().describe('with matchOn: the rule’s field values in its order'),
-  expectedVersion: VersionString.optional().describe('required with rowId, optional with matchOn'),
-};
-function targetIssues(
-  operation: {
-    rowId?: string | undefined;
-    matchOn?: string | undefined;
-    key?: unknown[] | undefined;
-    expectedVersion?: string | undefined;
-  },
-  context: z.core.$RefinementCtx,
-): void {
-  if (operation.rowId !== undefined) {
-    if (operation.matchOn !== undefined || operation.key !== undefined)
-      context.addIssue({ code: 'custom', path: ['matchOn'], message: 'must be absent with rowId' });
-    if (operation.expectedVersion === undefined)
-      context.addIssue({ code: 'custom', path: ['expectedVersion'], message: 'is required with rowId' });
-  } else if (operation.matchOn === undefined) {
-    context.addIssue({ code: 'custom', path: ['rowId'], message: 'is required (or matchOn and key)' });
-  } else if (operation.key === undefined) {
-    context.addIssue({ code: 'custom', path: ['key'], message: 'is required with matchOn' });
-  }
-}
-export const BatchOperation = z.discriminatedUnion(
-  'op',
-  [
-    z.strictObject({ op: z.literal('create'), values: Values }),
-    z.strictObject({ op: z.literal('update'), ...RowTarget, values: Values }).superRefine(targetIssues),
-    z.strictObject({ op: z.literal('delete'), ...RowTarget }).superRefine(targetIssues),
-    z.strictObject({
-      op: z.literal('upsert'),
-      matchOn: Id.describe('an unconditional unique rule of the table'),
-      values: Values,
-    }),
-  ],
-  { error: 'op must be one of create, update, delete, upsert' },
-);
-export type BatchOperation = z.infer<typeof BatchOperation>;
-
-export const BatchRowsBody = z.strictObject({
-  expectedSchemaVersion: SchemaVersion,
-  operations: z.array(BatchOperation).min(1).max(MAX_BATCH_OPERATIONS),
-});
-export type BatchRowsBody = z.infer<typeof BatchRowsBody>;
 
 /** One operation, checked: what the database phase needs. */
 export type PlannedOperation =
@@ -90,67 +36,12 @@ export type PlannedOperation =
 
 /**
  * An update or delete by key: its rule and checked key. `rowId` (and `expectedVersion`, when the request gave none)
- * are filled in once the key's row is found under lock (src/graph/tables/row-batch.ts, `resolveKeyedTargets`).
+ * are filled in once the key's row is found under lock (`resolveKeyedTargets` in ./targets.ts).
  */
 export interface KeyMatch {
   rule: UniqueRuleDefinition;
   key: CellValue[];
   versionGiven: boolean;
-}
-
-export interface BatchFailure {
-  index: number;
-  code: ErrorCode;
-  message: string;
-  details?: unknown;
-}
-
-/**
- * Failures of a batch, answered together. Which status wins when they are mixed: 422 (the request itself is wrong;
- * fixing it may change everything else), then 413 (a row too large), then 409 (the data changed; retry after
- * reading it again). The top-level code is that of the first failing operation with the winning status;
- * `details.failures` lists every failing operation by index, and a 422 also carries the usual `problems` with paths
- * under `operations.<index>`.
- */
-export class BatchFailures {
-  readonly list: BatchFailure[] = [];
-
-  add(index: number, error: DomainError): void {
-    this.list.push({
-      index,
-      code: error.code,
-      message: error.message,
-      ...(error.details === undefined ? {} : { details: error.details }),
-    });
-  }
-
-  invalid(index: number, path: (string | number)[], message: string): void {
-    this.add(index, new DomainError('VALIDATION_FAILED', message, { details: { problems: [{ path, message }] } }));
-  }
-
-  has(index: number): boolean {
-    return this.list.some((failure) => failure.index === index);
-  }
-
-  throwIfAny(total: number): void {
-    if (this.list.length === 0) return;
-    const failures = [...this.list].sort((a, b) => a.index - b.index);
-    const rank = (failure: BatchFailure) => [422, 413, 409].indexOf(httpStatusOf(failure.code));
-    const winner = failures.reduce((best, failure) => (rank(failure) < rank(best) ? failure : best));
-    const summary = `${new Set(failures.map((failure) => failure.index)).size} of ${total} operations failed; nothing was written.`;
-    if (winner.code === 'VALIDATION_FAILED') {
-      const problems = failures.flatMap((failure) =>
-        failure.code === 'VALIDATION_FAILED'
-          ? (failure.details as { problems: FieldProblem[] }).problems.map((problem) => ({
-              ...problem,
-              path: ['operations', failure.index, ...problem.path],
-            }))
-          : [],
-      );
-      throw new DomainError('VALIDATION_FAILED', summary, { details: { problems, failures } });
-    }
-    throw new DomainError(winner.code, summary, { details: { failures } });
-  }
 }
 
 /** The key of an upsert as one comparable string: canonical values in the rule's field order. */
