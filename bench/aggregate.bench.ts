@@ -4,7 +4,8 @@ import pg from 'pg';
 import { aggregateRows } from '../src/data/aggregate.ts';
 import type { FieldDefinition } from '../src/data/field-types.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { api, median, ratioLine, startServers, type Servers } from './harness.ts';
+import { cpuLine, withCpu } from './cpu.ts';
+import { api, median, ratioLine, startServers, workerArgs, type Servers } from './harness.ts';
 
 /**
  * Issue 28, on BENCH_ROWS rows (default 1,000,000) of one table, one request at a time, REST and raw alternating:
@@ -13,7 +14,8 @@ import { api, median, ratioLine, startServers, type Servers } from './harness.ts
  * - search p50 for a word 10 rows hold, through GET …/rows?search=, before and after the table's search index.
  * - lookup of 1,000 keys through POST …/rows/lookup against `SELECT … WHERE (sku) IN (…)` through `pg`.
  *   Target: REST / raw ≥ 0.5.
- * BENCH_ROUNDS (default 3) and BENCH_REQUESTS (default 10 per round and way) shrink it for quick runs.
+ * BENCH_ROUNDS (default 3) and BENCH_REQUESTS (default 10 per round and way) shrink it for quick runs. Each side of
+ * each round also prints its CPU per request (bench/cpu.ts): the figure that holds on a loaded machine.
  */
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -37,7 +39,7 @@ async function startWorker(databaseUrl: string): Promise<{ stop(): Promise<void>
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+  const child = spawn(process.execPath, workerArgs(), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });
@@ -116,6 +118,14 @@ async function timed(work: () => Promise<void>, times: number): Promise<number[]
   return latencies;
 }
 
+/** `timed`, with the CPU each process spent per request: the API's (or, for raw, this process's) and PostgreSQL's. */
+async function timedWithCpu(servers: Servers, pid: number, work: () => Promise<void>, times: number) {
+  return withCpu({ pid, databaseUrl: servers.databaseUrl }, async () => {
+    const latencies = await timed(work, times);
+    return { latencies, requests: latencies.length };
+  });
+}
+
 async function post(servers: Servers, path: string, body: unknown): Promise<void> {
   const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
     method: 'POST',
@@ -147,10 +157,13 @@ async function compare(
   await raw();
   const ratios: number[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const restTimes = await timed(rest, REQUESTS);
-    const rawTimes = await timed(raw, REQUESTS);
-    ratios.push(median(rawTimes) / median(restTimes));
-    process.stdout.write(`  round ${round}: REST p50 ${ms(restTimes)}, raw pg p50 ${ms(rawTimes)}\n`);
+    const restSide = await timedWithCpu(servers, servers.pid, rest, REQUESTS);
+    const rawSide = await timedWithCpu(servers, process.pid, raw, REQUESTS);
+    ratios.push(median(rawSide.latencies) / median(restSide.latencies));
+    process.stdout.write(
+      `  round ${round}: REST p50 ${ms(restSide.latencies)} (${cpuLine(restSide.cpu)}), ` +
+        `raw pg p50 ${ms(rawSide.latencies)} (${cpuLine(rawSide.cpu)})\n`,
+    );
   }
   process.stdout.write(`${ratioLine(label, quotient, ratios, target)}\n`);
 }
