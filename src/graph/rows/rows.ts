@@ -13,6 +13,7 @@ import {
   toRowShape,
   updateRow,
   type RowEvent,
+  type RowAnswer,
   type RowRecord,
   type RowShape,
 } from '../../data/rows.ts';
@@ -50,7 +51,7 @@ export const DeleteRowBody = z.strictObject({
 export type RowMutationShape = { row: RowShape; mutationId: string };
 export type RowDeletionShape = { id: string; deleted: boolean; version: string; mutationId: string };
 
-export const Row = builder.objectRef<RowShape>('Row').implement({
+export const Row = builder.objectRef<RowAnswer>('Row').implement({
   description: 'A row: `values` holds every field’s cell keyed by field id (null when empty).',
   fields: (t) => ({
     id: t.exposeID('id'),
