@@ -5,7 +5,16 @@ import { aggregateRows } from '../src/data/aggregate.ts';
 import type { FieldDefinition } from '../src/data/field-types.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { cpuLine, withCpu } from './cpu.ts';
-import { api, median, ratioLine, startServers, workerArgs, type Servers } from './harness.ts';
+import {
+  api,
+  median,
+  ratioLine,
+  startBeforeServer,
+  startServers,
+  workerArgs,
+  type BuiltServer,
+  type Servers,
+} from './harness.ts';
 
 /**
  * Issue 28, on BENCH_ROWS rows (default 1,000,000) of one table, one request at a time, REST and raw alternating:
@@ -126,8 +135,8 @@ async function timedWithCpu(servers: Servers, pid: number, work: () => Promise<v
   });
 }
 
-async function post(servers: Servers, path: string, body: unknown): Promise<void> {
-  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
+async function post(servers: Servers, path: string, body: unknown, port = servers.servicePort): Promise<void> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -146,35 +155,52 @@ async function get(servers: Servers, path: string): Promise<any> {
 
 const ms = (values: number[]) => `${median(values).toFixed(1)} ms`;
 
+/**
+ * REST (`rest` given the API's port) against raw, alternating; with BENCH_BEFORE also REST on the other checkout's
+ * built server, and the service CPU per request of this checkout over that one's.
+ */
 async function compare(
   label: string,
-  rest: () => Promise<void>,
+  rest: (port: number) => Promise<void>,
   raw: () => Promise<void>,
   target: number,
   quotient: string,
 ): Promise<void> {
-  await rest();
+  await rest(servers.servicePort);
+  if (before) await rest(before.port);
   await raw();
   const ratios: number[] = [];
+  const cpuQuotients: number[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const restSide = await timedWithCpu(servers, servers.pid, rest, REQUESTS);
+    const restSide = await timedWithCpu(servers, servers.pid, () => rest(servers.servicePort), REQUESTS);
     const rawSide = await timedWithCpu(servers, process.pid, raw, REQUESTS);
     ratios.push(median(rawSide.latencies) / median(restSide.latencies));
     process.stdout.write(
       `  round ${round}: REST p50 ${ms(restSide.latencies)} (${cpuLine(restSide.cpu)}), ` +
         `raw pg p50 ${ms(rawSide.latencies)} (${cpuLine(rawSide.cpu)})\n`,
     );
+    if (!before) continue;
+    const earlier = await timedWithCpu(servers, before.pid, () => rest(before!.port), REQUESTS);
+    cpuQuotients.push((restSide.cpu?.service ?? NaN) / (earlier.cpu?.service ?? NaN));
+    process.stdout.write(`           REST before p50 ${ms(earlier.latencies)} (${cpuLine(earlier.cpu)})\n`);
   }
   process.stdout.write(`${ratioLine(label, quotient, ratios, target)}\n`);
+  if (before)
+    process.stdout.write(
+      `cpu | ${label} | service CPU per request, this checkout / BENCH_BEFORE | median of ${cpuQuotients.length}: ` +
+        `${median(cpuQuotients).toFixed(2)} | rounds ${cpuQuotients.map((value) => value.toFixed(2)).join(' ')}\n`,
+    );
 }
 
 const servers = await startServers();
 let worker: { stop(): Promise<void> } | undefined;
+let before: BuiltServer | undefined;
 const client = new pg.Client({ connectionString: servers.databaseUrl });
 try {
   worker = await startWorker(servers.databaseUrl);
   await client.connect();
   const table = await createBenchTable(servers);
+  before = await startBeforeServer(servers);
   const seeded = performance.now();
   await loadRows(client, table);
   process.stdout.write(
@@ -199,14 +225,19 @@ try {
   process.stdout.write('count + sum grouped by a 20-choice select\n');
   await compare(
     'aggregate count+sum by select',
-    () =>
-      post(servers, `${table.path}/rows/aggregate`, {
-        groupBy: ['Category'],
-        aggregates: [
-          { fn: 'count', as: 'n' },
-          { fn: 'sum', fieldId: 'Qty', as: 'qty' },
-        ],
-      }),
+    (port) =>
+      post(
+        servers,
+        `${table.path}/rows/aggregate`,
+        {
+          groupBy: ['Category'],
+          aggregates: [
+            { fn: 'count', as: 'n' },
+            { fn: 'sum', fieldId: 'Qty', as: 'qty' },
+          ],
+        },
+        port,
+      ),
     async () => {
       await client.query(statement.sql, statement.params);
     },
@@ -218,7 +249,8 @@ try {
   process.stdout.write('lookup of 1,000 keys\n');
   await compare(
     'lookup 1,000 keys',
-    () => post(servers, `${table.path}/rows/lookup`, { ruleId: table.ruleId, keys: keys.map((key) => [key]) }),
+    (port) =>
+      post(servers, `${table.path}/rows/lookup`, { ruleId: table.ruleId, keys: keys.map((key) => [key]) }, port),
     async () => {
       await client.query(
         `SELECT * FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE (${columnNamed(table, 'Sku')}) IN (${keys.map((_key, index) => `($${index + 1})`).join(', ')})`,
@@ -252,5 +284,6 @@ try {
 } finally {
   await client.end().catch(() => undefined);
   await worker?.stop();
+  await before?.stop();
   await servers.stop();
 }
