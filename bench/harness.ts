@@ -76,7 +76,10 @@ async function startBuiltServer(databaseUrl: string, directory = process.cwd(), 
   const built = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit', cwd: directory });
   if (built.status !== 0) throw new Error(`npm run build failed in ${directory}`);
   const port = await freePort();
-  const limitsOff = process.env.BENCH_KEEP_LIMITS === '1' ? {} : { RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0' };
+  const limitsOff =
+    process.env.BENCH_KEEP_LIMITS === '1'
+      ? {}
+      : { RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0' };
   const child = spawn(process.execPath, [...(profile ? profileArgs() : []), 'dist/main.js'], {
     cwd: directory,
     stdio: ['ignore', 'ignore', 'inherit'],
