@@ -360,11 +360,11 @@ try {
     );
     const floorUrl = await registerFloor(servers, `activity_${index}`, floorStatement(scenario.service));
     const run = async (seconds: number) => ({
-      rest: await withCpu(servers.pid, () => restPages(servers, scenario.url, seconds)).finally(() => settle(pool)),
-      bare: await withCpu(servers.pid, () =>
+      rest: await withCpu(servers, () => restPages(servers, scenario.url, seconds)).finally(() => settle(pool)),
+      bare: await withCpu(servers, () =>
         sqlPages(pool, 'bare index scan (pg)', scenario.bare, `bench_bare_${index}`, seconds),
       ),
-      floor: await withCpu(servers.pid, () => restPages(servers, floorUrl, seconds, 'floor: node:http + pg')),
+      floor: await withCpu(servers, () => restPages(servers, floorUrl, seconds, 'floor: node:http + pg')),
     });
     await run(WARM_UP_SECONDS);
     // Alternating rounds: both share the machine's 2 cores with PostgreSQL, so one pair of runs swings widely;

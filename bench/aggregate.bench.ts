@@ -4,7 +4,17 @@ import pg from 'pg';
 import { aggregateRows } from '../src/data/aggregate.ts';
 import type { FieldDefinition } from '../src/data/field-types.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { api, median, ratioLine, startServers, type Servers } from './harness.ts';
+import { cpuLine, withCpu } from './cpu.ts';
+import {
+  api,
+  median,
+  ratioLine,
+  startBeforeServer,
+  startServers,
+  workerArgs,
+  type BuiltServer,
+  type Servers,
+} from './harness.ts';
 
 /**
  * Issue 28, on BENCH_ROWS rows (default 1,000,000) of one table, one request at a time, REST and raw alternating:
@@ -13,7 +23,8 @@ import { api, median, ratioLine, startServers, type Servers } from './harness.ts
  * - search p50 for a word 10 rows hold, through GET …/rows?search=, before and after the table's search index.
  * - lookup of 1,000 keys through POST …/rows/lookup against `SELECT … WHERE (sku) IN (…)` through `pg`.
  *   Target: REST / raw ≥ 0.5.
- * BENCH_ROUNDS (default 3) and BENCH_REQUESTS (default 10 per round and way) shrink it for quick runs.
+ * BENCH_ROUNDS (default 3) and BENCH_REQUESTS (default 10 per round and way) shrink it for quick runs. Each side of
+ * each round also prints its CPU per request (bench/cpu.ts): the figure that holds on a loaded machine.
  */
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -37,7 +48,7 @@ async function startWorker(databaseUrl: string): Promise<{ stop(): Promise<void>
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+  const child = spawn(process.execPath, workerArgs(), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });
@@ -116,8 +127,16 @@ async function timed(work: () => Promise<void>, times: number): Promise<number[]
   return latencies;
 }
 
-async function post(servers: Servers, path: string, body: unknown): Promise<void> {
-  const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}`, {
+/** `timed`, with the CPU each process spent per request: the API's (or, for raw, this process's) and PostgreSQL's. */
+async function timedWithCpu(servers: Servers, pid: number, work: () => Promise<void>, times: number) {
+  return withCpu({ pid, databaseUrl: servers.databaseUrl }, async () => {
+    const latencies = await timed(work, times);
+    return { latencies, requests: latencies.length };
+  });
+}
+
+async function post(servers: Servers, path: string, body: unknown, port = servers.servicePort): Promise<void> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
@@ -136,32 +155,52 @@ async function get(servers: Servers, path: string): Promise<any> {
 
 const ms = (values: number[]) => `${median(values).toFixed(1)} ms`;
 
+/**
+ * REST (`rest` given the API's port) against raw, alternating; with BENCH_BEFORE also REST on the other checkout's
+ * built server, and the service CPU per request of this checkout over that one's.
+ */
 async function compare(
   label: string,
-  rest: () => Promise<void>,
+  rest: (port: number) => Promise<void>,
   raw: () => Promise<void>,
   target: number,
   quotient: string,
 ): Promise<void> {
-  await rest();
+  await rest(servers.servicePort);
+  if (before) await rest(before.port);
   await raw();
   const ratios: number[] = [];
+  const cpuQuotients: number[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const restTimes = await timed(rest, REQUESTS);
-    const rawTimes = await timed(raw, REQUESTS);
-    ratios.push(median(rawTimes) / median(restTimes));
-    process.stdout.write(`  round ${round}: REST p50 ${ms(restTimes)}, raw pg p50 ${ms(rawTimes)}\n`);
+    const restSide = await timedWithCpu(servers, servers.pid, () => rest(servers.servicePort), REQUESTS);
+    const rawSide = await timedWithCpu(servers, process.pid, raw, REQUESTS);
+    ratios.push(median(rawSide.latencies) / median(restSide.latencies));
+    process.stdout.write(
+      `  round ${round}: REST p50 ${ms(restSide.latencies)} (${cpuLine(restSide.cpu)}), ` +
+        `raw pg p50 ${ms(rawSide.latencies)} (${cpuLine(rawSide.cpu)})\n`,
+    );
+    if (!before) continue;
+    const earlier = await timedWithCpu(servers, before.pid, () => rest(before!.port), REQUESTS);
+    cpuQuotients.push((restSide.cpu?.service ?? NaN) / (earlier.cpu?.service ?? NaN));
+    process.stdout.write(`           REST before p50 ${ms(earlier.latencies)} (${cpuLine(earlier.cpu)})\n`);
   }
   process.stdout.write(`${ratioLine(label, quotient, ratios, target)}\n`);
+  if (before)
+    process.stdout.write(
+      `cpu | ${label} | service CPU per request, this checkout / BENCH_BEFORE | median of ${cpuQuotients.length}: ` +
+        `${median(cpuQuotients).toFixed(2)} | rounds ${cpuQuotients.map((value) => value.toFixed(2)).join(' ')}\n`,
+    );
 }
 
 const servers = await startServers();
 let worker: { stop(): Promise<void> } | undefined;
+let before: BuiltServer | undefined;
 const client = new pg.Client({ connectionString: servers.databaseUrl });
 try {
   worker = await startWorker(servers.databaseUrl);
   await client.connect();
   const table = await createBenchTable(servers);
+  before = await startBeforeServer(servers);
   const seeded = performance.now();
   await loadRows(client, table);
   process.stdout.write(
@@ -186,14 +225,19 @@ try {
   process.stdout.write('count + sum grouped by a 20-choice select\n');
   await compare(
     'aggregate count+sum by select',
-    () =>
-      post(servers, `${table.path}/rows/aggregate`, {
-        groupBy: ['Category'],
-        aggregates: [
-          { fn: 'count', as: 'n' },
-          { fn: 'sum', fieldId: 'Qty', as: 'qty' },
-        ],
-      }),
+    (port) =>
+      post(
+        servers,
+        `${table.path}/rows/aggregate`,
+        {
+          groupBy: ['Category'],
+          aggregates: [
+            { fn: 'count', as: 'n' },
+            { fn: 'sum', fieldId: 'Qty', as: 'qty' },
+          ],
+        },
+        port,
+      ),
     async () => {
       await client.query(statement.sql, statement.params);
     },
@@ -205,7 +249,8 @@ try {
   process.stdout.write('lookup of 1,000 keys\n');
   await compare(
     'lookup 1,000 keys',
-    () => post(servers, `${table.path}/rows/lookup`, { ruleId: table.ruleId, keys: keys.map((key) => [key]) }),
+    (port) =>
+      post(servers, `${table.path}/rows/lookup`, { ruleId: table.ruleId, keys: keys.map((key) => [key]) }, port),
     async () => {
       await client.query(
         `SELECT * FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE (${columnNamed(table, 'Sku')}) IN (${keys.map((_key, index) => `($${index + 1})`).join(', ')})`,
@@ -239,5 +284,6 @@ try {
 } finally {
   await client.end().catch(() => undefined);
   await worker?.stop();
+  await before?.stop();
   await servers.stop();
 }

@@ -95,7 +95,7 @@ async function startTarget(label: string, url: string): Promise<Target> {
   await migrate(url);
   const config = loadConfig(
     {},
-    { LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', DATABASE_URL: url },
+    { LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0', DATABASE_URL: url },
   );
   const prisma = createPrisma(url, config.DATABASE_POOL_SIZE, config.QUERY_TIMEOUT_MS);
   const { orgId, apiKey } = await bootstrapOrg(prisma, {

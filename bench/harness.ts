@@ -1,5 +1,6 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
@@ -22,37 +23,131 @@ export interface Servers {
   orgId: string;
   userId: string;
   databaseUrl: string;
-  /** The servers process (the API), for memory readings. */
+  /** The API's process (the built server, or the servers process with BENCH_SERVER=tsx): CPU and memory readings. */
   pid: number;
   /** Stops the servers; with BENCH_PROFILE=1, waits for their CPU profile and prints its top self-time functions. */
   stop(): Promise<void>;
 }
 
 /**
+ * BENCH_SERVER: `dist` (default) benchmarks the API as production runs it, `node dist/main.js` (built by
+ * `npm run build` first, so it is never stale); `tsx` benchmarks the API inside bench/servers.ts, compiled by tsx
+ * at run time, as benches did before the built server existed (for before/after comparisons).
+ */
+const SERVER = process.env.BENCH_SERVER ?? 'dist';
+if (SERVER !== 'dist' && SERVER !== 'tsx') throw new Error(`BENCH_SERVER is dist or tsx, not ${SERVER}`);
+
+// NODE_ENV=production as `npm start` runs it: graphql-js, for one, checks every instanceof twice otherwise.
+const childEnv = () => ({ ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production' });
+const profileArgs = () => (profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+
+function stopper(child: ChildProcess): () => Promise<void> {
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return async () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** How a bench starts the job worker (and the whole server): the built ones with BENCH_SERVER=dist, else tsx. */
+export const workerArgs = (): string[] =>
+  SERVER === 'dist' ? ['dist/worker.js'] : ['--import', 'tsx', 'src/bin/worker.ts'];
+export const mainArgs = (): string[] => (SERVER === 'dist' ? ['dist/main.js'] : ['--import', 'tsx', 'src/bin/main.ts']);
+
+export interface BuiltServer {
+  port: number;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * `node dist/main.js` of the checkout in `directory` (built first) on the bench's database, with the same settings
+ * bench/servers.ts gives its in-process API.
+ */
+async function startBuiltServer(databaseUrl: string, directory = process.cwd(), profile = true): Promise<BuiltServer> {
+  const built = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit', cwd: directory });
+  if (built.status !== 0) throw new Error(`npm run build failed in ${directory}`);
+  const port = await freePort();
+  const limitsOff =
+    process.env.BENCH_KEEP_LIMITS === '1'
+      ? {}
+      : { RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0' };
+  const child = spawn(process.execPath, [...(profile ? profileArgs() : []), 'dist/main.js'], {
+    cwd: directory,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...childEnv(),
+      ...limitsOff,
+      DATABASE_URL: databaseUrl,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'silent',
+      RUN_WORKER: 'false',
+    },
+  });
+  const stop = stopper(child);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`dist/main.js exited (${child.exitCode})`);
+    const ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ready) return { port, pid: child.pid!, stop };
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error('dist/main.js did not answer /healthz within 60 s');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * BENCH_BEFORE=<directory>: another checkout (e.g. a worktree of main with node_modules) whose built server runs
+ * beside this one on the same database, so a bench can measure before and after in one alternating run: on a
+ * shared machine, runs minutes apart differ by more than most changes do. Undefined without BENCH_BEFORE.
+ */
+export async function startBeforeServer(servers: Servers): Promise<BuiltServer | undefined> {
+  const directory = process.env.BENCH_BEFORE;
+  return directory ? startBuiltServer(servers.databaseUrl, directory, false) : undefined;
+}
+
+/**
  * bench/servers.ts in its own process (node directly, so SIGTERM reaches it), so the load generator does not share
- * the service's event loop. It prints one JSON line when ready.
+ * the service's event loop: it prepares the bench database and the bench org, serves the bare and floor servers
+ * and (BENCH_SERVER=tsx) the API, and prints one JSON line when ready. With BENCH_SERVER=dist the API is the
+ * built server in a process of its own.
  */
 export async function startServers(): Promise<Servers> {
-  // NODE_ENV=production as `npm start` runs it: graphql-js, for one, checks every instanceof twice otherwise.
-  const env = { ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production' };
   const started = Date.now();
-  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'bench/servers.ts'], {
+  const builtApi = SERVER === 'dist';
+  const child = spawn(process.execPath, [...(builtApi ? [] : profileArgs()), '--import', 'tsx', 'bench/servers.ts'], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env,
+    env: childEnv(),
   });
+  const stopHelpers = stopper(child);
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`bench servers exited (${code})`)));
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ready = JSON.parse(line) as Omit<Servers, 'pid' | 'stop'>;
+  const api = builtApi ? await startBuiltServer(ready.databaseUrl) : undefined;
   const stop = async () => {
-    child.kill('SIGTERM');
-    await exited;
+    await api?.stop();
+    await stopHelpers();
     const file = profileDir && profileSince(profileDir, started);
     if (file) process.stdout.write(`\n${topSelfTime(file)}\n`);
   };
-  return { ...JSON.parse(line), pid: child.pid!, stop };
+  process.stdout.write(`API: ${builtApi ? 'node dist/main.js (built)' : 'bench/servers.ts through tsx'}\n`);
+  return api ? { ...ready, servicePort: api.port, pid: api.pid, stop } : { ...ready, pid: child.pid!, stop };
 }
 
 /** Registers a statement that yields one `body` text with the floor server; answers the URL that runs it. */

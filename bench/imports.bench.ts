@@ -7,7 +7,7 @@ import { parse } from 'csv-parse';
 import pg from 'pg';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { parseCsv } from '../src/jobs/kinds/imports/source.ts';
-import { api, median, ratioLine, startServers, type Servers } from './harness.ts';
+import { api, median, ratioLine, startServers, workerArgs, type Servers } from './harness.ts';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /**
@@ -375,12 +375,7 @@ async function startWorker(
 ): Promise<{ process: ChildProcess; stop(): Promise<void> }> {
   const profile = options.profile === false || !profileDir ? undefined : join(profileDir, 'worker');
   const started = Date.now();
-  const args = [
-    ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
-    '--import',
-    'tsx',
-    'src/bin/worker.ts',
-  ];
+  const args = [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), ...workerArgs()];
   const env = {
     ...process.env,
     NODE_ENV: process.env.NODE_ENV ?? 'production',

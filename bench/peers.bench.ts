@@ -12,7 +12,17 @@ import { columnOf, rowsTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { selectRowPage } from '../src/data/rows.ts';
 import type { Params, Statement } from '../src/data/statement.ts';
 import { cpuLine, withCpu, type CpuTimes } from './cpu.ts';
-import { api, figures, median, ratioLine, startServers, type Figures, type Servers } from './harness.ts';
+import {
+  api,
+  figures,
+  median,
+  ratioLine,
+  startBeforeServer,
+  startServers,
+  type BuiltServer,
+  type Figures,
+  type Servers,
+} from './harness.ts';
 
 /**
  * Our service against PostGraphile 5 (bench/peers/postgraphile.ts) on the same physical table, in one alternating
@@ -304,6 +314,7 @@ function targets(
   token: string,
   pool: pg.Pool,
   deep: { ourCursor: string; peerCursor: string },
+  before: BuiltServer | undefined,
 ): Target[] {
   const service = `http://127.0.0.1:${servers.servicePort}`;
   const peerUrl = `http://127.0.0.1:${peer.port}/graphql`;
@@ -312,27 +323,35 @@ function targets(
   const json = { ...ours, 'content-type': 'application/json' };
   const page = filteredStatement(table);
   const deepRaw = deepStatement(table, seededId(DEEP));
+  const restPage = () => ({
+    method: 'GET' as const,
+    path: `${table.path}?limit=${PAGE}&where=${encodeURIComponent(JSON.stringify(whereFor(threshold())))}`,
+    headers: ours,
+  });
+  const graphqlPage = () => ({
+    method: 'POST' as const,
+    path: '/graphql',
+    headers: json,
+    body: JSON.stringify({
+      query: OUR_PAGE_QUERY,
+      variables: {
+        orgId: table.orgId,
+        databaseId: table.databaseId,
+        tableId: table.tableId,
+        where: whereFor(threshold()),
+        limit: PAGE,
+      },
+    }),
+  });
   return [
-    httpTarget('page: REST', servers.pid, service, () => ({
-      method: 'GET',
-      path: `${table.path}?limit=${PAGE}&where=${encodeURIComponent(JSON.stringify(whereFor(threshold())))}`,
-      headers: ours,
-    })),
-    httpTarget('page: /graphql', servers.pid, service, () => ({
-      method: 'POST',
-      path: '/graphql',
-      headers: json,
-      body: JSON.stringify({
-        query: OUR_PAGE_QUERY,
-        variables: {
-          orgId: table.orgId,
-          databaseId: table.databaseId,
-          tableId: table.tableId,
-          where: whereFor(threshold()),
-          limit: PAGE,
-        },
-      }),
-    })),
+    httpTarget('page: REST', servers.pid, service, restPage),
+    httpTarget('page: /graphql', servers.pid, service, graphqlPage),
+    ...(before
+      ? [
+          httpTarget('page: REST, before', before.pid, `http://127.0.0.1:${before.port}`, restPage),
+          httpTarget('page: /graphql, before', before.pid, `http://127.0.0.1:${before.port}`, graphqlPage),
+        ]
+      : []),
     httpTarget('page: PostGraphile', peer.pid, peerUrl, () => ({
       method: 'POST',
       headers: theirs,
@@ -380,6 +399,7 @@ const client = new pg.Client({ connectionString: servers.databaseUrl });
 await client.connect();
 const pool = new pg.Pool({ connectionString: servers.databaseUrl, max: CONNECTIONS });
 let peer: Awaited<ReturnType<typeof startPeer>> | undefined;
+let before: BuiltServer | undefined;
 try {
   const table = await createTable(servers);
   await loadRows(client, table);
@@ -401,7 +421,8 @@ try {
     ourCursor: chosen('deep: REST') ? await ourDeepCursor(servers, table) : '',
     peerCursor: peerDeep.allItems.pageInfo.endCursor,
   };
-  const all = targets(servers, table, peer, token, pool, deep).filter((target) => chosen(target.name));
+  before = await startBeforeServer(servers);
+  const all = targets(servers, table, peer, token, pool, deep, before).filter((target) => chosen(target.name));
   process.stdout.write(
     `peers: ${TABLE_ROWS} rows, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${SECONDS} s per target; ` +
       `load average ${(await import('node:os'))
@@ -416,7 +437,8 @@ try {
   for (let round = 1; round <= ROUNDS; round += 1) {
     process.stdout.write(`round ${round}\n`);
     for (const target of all) {
-      const measured = await withCpu(target.pid ?? servers.pid, () => target.run(SECONDS));
+      const sources = { pid: target.pid ?? process.pid, databaseUrl: servers.databaseUrl };
+      const measured = await withCpu(sources, () => target.run(SECONDS));
       results.set(target.name, [...(results.get(target.name) ?? []), measured]);
       process.stdout.write(`  ${line(measured)}\n`);
     }
@@ -440,7 +462,20 @@ try {
       ratio('row create', 'REST / PostGraphile createItem', 'create: REST', 'create: PostGraphile', 0.6) +
       ratio('filtered page', 'REST / raw pg', 'page: REST', 'page: raw pg', 0.5),
   );
+  // BENCH_BEFORE: the CPU one request costs this checkout's built server over what it costs the other's, per round.
+  for (const name of before ? ['page: REST', 'page: /graphql'] : []) {
+    const after = results.get(name) ?? [];
+    const earlier = results.get(`${name}, before`) ?? [];
+    const quotients = after.map((f, index) => (f.cpu?.service ?? NaN) / (earlier[index]?.cpu?.service ?? NaN));
+    if (quotients.length === 0) continue;
+    const format = (values: number[]) => values.map((value) => value.toFixed(2)).join(' ');
+    process.stdout.write(
+      `cpu | ${name} | service CPU per request, this checkout / BENCH_BEFORE | median of ${quotients.length}: ` +
+        `${median(quotients).toFixed(2)} | rounds ${format(quotients)}\n`,
+    );
+  }
 } finally {
+  await before?.stop();
   await peer?.stop();
   await pool.end();
   await client.end();

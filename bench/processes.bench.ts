@@ -5,7 +5,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { api, median, ratioLine, startServers, type Figures } from './harness.ts';
+import { api, median, ratioLine, mainArgs, startServers, type Figures } from './harness.ts';
 
 /**
  * Issue 14: req/s of one API process against two behind the same load — a page of 50 rows (GET …/rows?limit=50) at
@@ -47,7 +47,7 @@ async function startApiProcess(databaseUrl: string): Promise<ApiProcess> {
     ORG_CONCURRENCY_LIMIT: '0',
   };
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/main.ts'], {
+  const child = spawn(process.execPath, mainArgs(), {
     stdio: ['ignore', 'ignore', 'inherit'],
     env,
   });

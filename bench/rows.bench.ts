@@ -176,8 +176,8 @@ try {
   const ratios: number[] = [];
   const ceilings: (number | undefined)[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const rest = await withCpu(servers.pid, () => restCreates(servers, table.path, table.schemaVersion, ROWS));
-    const raw = await withCpu(servers.pid, () => rawCreates(servers, ROWS));
+    const rest = await withCpu(servers, () => restCreates(servers, table.path, table.schemaVersion, ROWS));
+    const raw = await withCpu(servers, () => rawCreates(servers, ROWS));
     ratios.push(rest.rps / raw.rps);
     ceilings.push(cpuCeiling(rest.cpu, raw.cpu));
     process.stdout.write(

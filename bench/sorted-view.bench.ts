@@ -9,7 +9,7 @@ import type { Position, SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
 import type { Statement } from '../src/data/statement.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
-import { api, figures, median, startServers, type Figures, type Servers } from './harness.ts';
+import { api, figures, median, startServers, workerArgs, type Figures, type Servers } from './harness.ts';
 
 /**
  * A shared view sorted by a field nothing indexed (issue 14), on BENCH_ROWS rows (default 1,000,000): page 1 and
@@ -82,7 +82,7 @@ async function startWorker(databaseUrl: string): Promise<{ stop(): Promise<void>
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+  const child = spawn(process.execPath, workerArgs(), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });
@@ -264,8 +264,8 @@ try {
     );
     await markIndex(pool, table, index.id, 'ready');
     for (const [at, page] of pages.entries()) {
-      const after = await withCpu(servers.pid, () => restPages(servers, page.url, `REST ${page.label}, index`));
-      const raw = await withCpu(servers.pid, () =>
+      const after = await withCpu(servers, () => restPages(servers, page.url, `REST ${page.label}, index`));
+      const raw = await withCpu(servers, () =>
         rawPages(pool, page.statement, `bench_sorted_${at}`, `raw pg ${page.label}, index`),
       );
       results[at]!.ceilings.push(cpuCeiling(after.cpu, raw.cpu));

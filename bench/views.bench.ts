@@ -269,8 +269,8 @@ try {
     const ceilings: (number | undefined)[] = [];
     const floors: number[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
-      const rest = await withCpu(servers.pid, () => restPages(servers, url, SECONDS));
-      const raw = await withCpu(servers.pid, () => rawPages(pool, statement, name, SECONDS));
+      const rest = await withCpu(servers, () => restPages(servers, url, SECONDS));
+      const raw = await withCpu(servers, () => rawPages(pool, statement, name, SECONDS));
       ratios.push(rest.rps / raw.rps);
       ceilings.push(cpuCeiling(rest.cpu, raw.cpu));
       process.stdout.write(
@@ -278,7 +278,7 @@ try {
           `    REST / raw ${(rest.rps / raw.rps).toFixed(2)}\n`,
       );
       if (floorUrl) {
-        const floor = await withCpu(servers.pid, () => restPages(servers, floorUrl, SECONDS, 'floor: node:http + pg'));
+        const floor = await withCpu(servers, () => restPages(servers, floorUrl, SECONDS, 'floor: node:http + pg'));
         floors.push(floor.rps / raw.rps);
         process.stdout.write(
           `    ${line(floor)}\n      ${cpuLine(floor.cpu)}\n    floor / raw ${(floor.rps / raw.rps).toFixed(2)}\n`,

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import autocannon from 'autocannon';
-import { api, percentile, ratioLine, type Servers } from './harness.ts';
+import { api, percentile, ratioLine, workerArgs, type Servers } from './harness.ts';
 
 /**
  * The webhook rows of bench/changes.bench.ts (issue 27):
@@ -67,7 +67,7 @@ async function startWorker(databaseUrl: string): Promise<ChildProcess> {
     LOG_LEVEL: 'info',
   };
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+  const child = spawn(process.execPath, workerArgs(), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });

@@ -1,7 +1,7 @@
 import { typeSpecOf, type CellValue, type FieldDefinition } from './field-types.ts';
 import { columnKeyOf, columnOf, rowsTableOf } from './identifiers.ts';
 import { keyMatch, type KeyRule } from './row-batch.ts';
-import { guardCondition, rowJsonProjection, rowProjection, type PageGuard, type PhysicalTable } from './rows.ts';
+import { guardCondition, rowJsonColumns, rowProjection, type PageGuard, type PhysicalTable } from './rows.ts';
 import { Params, type Statement } from './statement.ts';
 
 /**
@@ -25,7 +25,7 @@ function keyset(params: Params, rule: KeyRule, keys: readonly (readonly CellValu
 }
 
 /**
- * The rows holding `keys`, each as JSON text `j` with the `shown` fields, and `k`: the key's position. With a
+ * The rows holding `keys`, each as `rowJsonColumns` with the `shown` fields, and `k`: the key's position. With a
  * `guard` (a cached table definition, as row pages use it) the statement answers nothing unless the table is still
  * active at that schema version in that database and org.
  */
@@ -37,7 +37,7 @@ export function lookupRows(
   guard: PageGuard | null = null,
 ): Statement {
   const params = new Params();
-  const sql = `SELECT k.id AS k, ${rowJsonProjection(shown, 't')} AS j
+  const sql = `SELECT k.id AS k, t.id, ${rowJsonColumns(shown, 't')}
       FROM ${keyset(params, rule, keys)} JOIN ${rowsTableOf(table.databaseId, table.tableId)} t ON ${keyMatch(table, rule)}
       ${guard ? `WHERE ${guardCondition(guard, params)}` : ''}`;
   return { sql, params: params.values };

@@ -12,6 +12,7 @@ import {
 } from './keyset.ts';
 import { ID, jsonObject, Params, utcTimestamp, type Statement } from './statement.ts';
 import { activityInsertSql, type Actor } from './activity.ts';
+import { RawJson } from '../kernel/raw-json.ts';
 import { visibleViewSql } from './view-visibility.ts';
 
 /**
@@ -86,25 +87,48 @@ function cellJson(field: FieldDefinition, column: string): string {
 }
 
 /**
- * Each row as one JSON text in the spec's shape (`RowShape`, `values` holding `fields` in their order), built by
- * PostgreSQL: one column to parse per row instead of one per field, and one `JSON.parse` instead of a per-field
- * mapping (issue 14, round 3). Ids, versions and timestamps need no escaping. Concatenated (`jsonObject`) rather
- * than `json_build_object`, which takes at most 50 pairs.
+ * Each row in the spec's shape (`RowShape`) as PostgreSQL built it, for reads that answer rows as they are (pages,
+ * lookups, similarity): `id`, `version`, `created_at`, `updated_at` as text and `v`, the `values` object with
+ * `fields` in their order as JSON text, which the answer carries unparsed (`RowRead`, src/kernel/raw-json.ts).
+ * Concatenated (`jsonObject`) rather than `json_build_object`, which takes at most 50 pairs.
  */
-export function rowJsonProjection(fields: readonly FieldDefinition[], alias: string): string {
-  const quoted = (text: string) => `'"' || ${text} || '"'`;
-  return jsonObject([
-    ['id', quoted(`${alias}.id`)],
-    ['version', quoted(`${alias}.version::text`)],
-    ['createdAt', quoted(utcTimestamp(`${alias}.created_at`))],
-    ['updatedAt', quoted(utcTimestamp(`${alias}.updated_at`))],
-    [
-      'values',
-      jsonObject(
-        fields.map((field) => [field.id, `coalesce(${cellJson(field, `${alias}.${columnOf(field.id)}`)}, 'null')`]),
-      ),
-    ],
-  ]);
+export function rowJsonColumns(fields: readonly FieldDefinition[], alias: string): string {
+  const values = jsonObject(
+    fields.map((field) => [field.id, `coalesce(${cellJson(field, `${alias}.${columnOf(field.id)}`)}, 'null')`]),
+  );
+  return [
+    `${alias}.version::text AS version`,
+    `${utcTimestamp(`${alias}.created_at`)} AS created_at`,
+    `${utcTimestamp(`${alias}.updated_at`)} AS updated_at`,
+    `${values} AS v`,
+  ].join(', ');
+}
+
+/** The columns `rowJsonColumns` answers, with the row's id. */
+export const ROW_JSON_COLUMNS = ['id', 'version', 'created_at', 'updated_at', 'v'] as const;
+
+export interface RowJsonRecord {
+  id: string;
+  version: string;
+  created_at: string;
+  updated_at: string;
+  v: string;
+}
+
+/** A row as read, its `values` the JSON text PostgreSQL built: serialized as it is, never parsed on the way out. */
+export type RowRead = Omit<RowShape, 'values'> & { values: RawJson };
+
+/** What the GraphQL `Row` type answers: a row a mutation wrote (objects) or one read (PostgreSQL's JSON). */
+export type RowAnswer = RowShape | RowRead;
+
+export function rowRead(record: RowJsonRecord): RowRead {
+  return {
+    id: record.id,
+    version: record.version,
+    createdAt: record.created_at,
+    updatedAt: record.updated_at,
+    values: new RawJson(record.v),
+  };
 }
 
 /** Cells keyed by field id, every field present (null when empty). */
@@ -398,7 +422,7 @@ export interface RowPageQuery {
   limit: number;
   /** A ready sort index matches `keys` (src/data/sort-indexes.ts): read a later page as index ranges. */
   indexed?: boolean;
-  /** Answer each row as `id`, its sort keys and `j`, its JSON with these fields' values (`rowJsonProjection`). */
+  /** Answer each row as `rowJsonColumns` with these fields' values, and its sort keys. */
   json?: readonly FieldDefinition[];
   /**
    * Search relevance (issue 28), when there are no `keys`: the page is ordered by it, highest first, then id, and
@@ -427,7 +451,7 @@ function selectRankedPage(table: PhysicalTable, query: RowPageQuery, rank: (para
 }
 
 function pageProjection(table: PhysicalTable, query: RowPageQuery): string {
-  const row = query.json ? `r.id, ${rowJsonProjection(query.json, 'r')} AS j` : rowProjection(table.fields, 'r');
+  const row = query.json ? `r.id, ${rowJsonColumns(query.json, 'r')}` : rowProjection(table.fields, 'r');
   return [row, ...sortKeyProjection(query.keys, 'r')].join(', ');
 }
 
@@ -471,7 +495,7 @@ function selectIndexedPage(table: PhysicalTable, query: RowPageQuery, after: Pos
   // Not `p.*`: the `s` columns have the fields' own types, and a statement prepared before a field's conversion
   // would fail with "cached plan must not change result type" when its result type changed.
   const rowColumns = query.json
-    ? ['id', 'j']
+    ? ROW_JSON_COLUMNS
     : ['id', 'version', 'created_at', 'updated_at', ...table.fields.map((_field, index) => `c${index}`)];
   const columns = [...rowColumns, ...query.keys.map((_key, index) => `k${index}`)]
     .map((column) => `p.${column}`)

@@ -1,6 +1,6 @@
 import type { FieldDefinition, FieldType } from './field-types.ts';
 import { columnOf, rowsTableOf } from './identifiers.ts';
-import { rowJsonProjection, type PhysicalTable } from './rows.ts';
+import { rowJsonColumns, type PhysicalTable } from './rows.ts';
 import { Params, type Statement } from './statement.ts';
 
 /**
@@ -101,7 +101,7 @@ export function similarRows(table: PhysicalTable, query: SimilarQuery): Statemen
     ...(query.threshold >= TRIGRAM_OPERATOR_THRESHOLD ? [`${folded} % ${value}`] : []),
     `${score} >= ${params.add(query.threshold, 'float8')}`,
   ];
-  const sql = `SELECT r.id, ${rowJsonProjection(query.shown, 'r')} AS j, ${score} AS score
+  const sql = `SELECT r.id, ${rowJsonColumns(query.shown, 'r')}, ${score} AS score
       FROM ${rowsTableOf(table.databaseId, table.tableId)} r
      WHERE ${conditions.join(' AND ')}
      ORDER BY score DESC, r.id ASC LIMIT ${params.add(query.limit, 'int')}`;

@@ -2,7 +2,7 @@ import type { CellValue } from '../../data/field-types.ts';
 import { isStaleDefinition } from '../../data/failures.ts';
 import { lookupRows } from '../../data/lookup.ts';
 import type { KeyRule } from '../../data/row-batch.ts';
-import type { PageGuard, RowShape } from '../../data/rows.ts';
+import { rowRead, type PageGuard, type RowJsonRecord, type RowRead } from '../../data/rows.ts';
 import { DomainError, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import type { TableSchema, UniqueRuleDefinition } from '../../catalog/table-schema.ts';
 import { LookupRowsBody } from '../../contracts/rows-lookup.ts';
@@ -71,25 +71,25 @@ export async function lookupInTable(
   schema: TableSchema,
   body: LookupRowsBody,
   guard: PageGuard | null = null,
-): Promise<{ data: (RowShape | null)[] } | null> {
+): Promise<{ data: (RowRead | null)[] } | null> {
   const rule = unconditionalRule(schema, body.ruleId, ['ruleId']);
   if ('path' in rule) throw validationFailed([rule]);
   const problems: FieldProblem[] = [];
   const keys = body.keys.map((key, index) => checkedKey(schema, rule, key, ['keys', index], problems));
   if (problems.length > 0) throw validationFailed(problems, 'The keys do not fit the rule’s fields.');
   const statement = lookupRows(schema, keyRuleOf(schema, rule), keys, schema.fields, guard);
-  const records = await dataPlane(context).query<{ k: number; j: string }>(statement.sql, statement.params);
+  const records = await dataPlane(context).query<RowJsonRecord & { k: number }>(statement.sql, statement.params);
   if (guard && records.length === 0) return null;
-  const found = new Map(records.map((record) => [record.k, record.j]));
+  const found = new Map(records.map((record) => [record.k, record]));
   return {
     data: keys.map((_key, index) => {
-      const json = found.get(index);
-      return json === undefined ? null : rowFromTable(schema, JSON.parse(json) as RowShape);
+      const record = found.get(index);
+      return record === undefined ? null : rowFromTable(schema, rowRead(record));
     }),
   };
 }
 
-const RowLookup = builder.objectRef<{ data: (RowShape | null)[] }>('RowLookup').implement({
+const RowLookup = builder.objectRef<{ data: (RowRead | null)[] }>('RowLookup').implement({
   description: 'One entry per key, in key order: the row holding it, or null.',
   fields: (t) => ({
     data: t.field({ type: [Row], nullable: { list: false, items: true }, resolve: (result) => result.data }),

@@ -1,4 +1,4 @@
-import type { RowShape } from '../../data/rows.ts';
+import type { RowAnswer } from '../../data/rows.ts';
 import type { TableSchema } from '../../catalog/table-schema.ts';
 
 /**
@@ -9,14 +9,14 @@ import type { TableSchema } from '../../catalog/table-schema.ts';
  */
 const TABLE = Symbol('table');
 
-type TracedRow = RowShape & { [TABLE]?: TableSchema };
+type TracedRow = RowAnswer & { [TABLE]?: TableSchema };
 
-export function rowFromTable(schema: TableSchema, row: RowShape): RowShape {
+export function rowFromTable<Row extends RowAnswer>(schema: TableSchema, row: Row): Row {
   (row as TracedRow)[TABLE] = schema;
   return row;
 }
 
 /** The table a row was read from; undefined for rows answered by a mutation. */
-export function tableOfRowRead(row: RowShape): TableSchema | undefined {
+export function tableOfRowRead(row: RowAnswer): TableSchema | undefined {
   return (row as TracedRow)[TABLE];
 }

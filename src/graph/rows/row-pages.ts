@@ -13,7 +13,9 @@ import {
   type HistoryRecord,
   type PageGuard,
   type RowRecord,
-  type RowShape,
+  rowRead,
+  type RowJsonRecord,
+  type RowRead,
 } from '../../data/rows.ts';
 import { signatureOf } from '../../data/sort-indexes.ts';
 import type { Statement } from '../../data/statement.ts';
@@ -171,8 +173,8 @@ export function throughView(lens: ViewLens, asked: RowQuery): RowQuery {
   };
 }
 
-/** A page row: its id, sort keys, and the row itself as JSON (hidden fields left out) built by PostgreSQL. */
-type RowPageRecord = { id: string; j: string } & Record<`k${number}`, string | null>;
+/** A page row: the row as PostgreSQL built it (hidden fields left out, `rowJsonColumns`) and its sort keys. */
+type RowPageRecord = RowJsonRecord & Record<`k${number}`, string | null>;
 
 export interface RowPageArgs extends PageArgs {
   viewId?: string | number | null;
@@ -185,7 +187,7 @@ export interface RowPageArgs extends PageArgs {
 }
 
 /** A row page, with the count of all its matches when the first page asked for it. */
-export type RowPageShape = PageShape<RowShape> & { total?: number | null };
+export type RowPageShape = PageShape<RowRead> & { total?: number | null };
 
 /**
  * The table's schema as this server last read it, when it still claims this address, and the guard a statement
@@ -279,7 +281,7 @@ async function readPageThrough(
   const page: RowPageShape = pageOf(
     records,
     limit,
-    (record) => rowFromTable(schema, JSON.parse(record.j) as RowShape),
+    (record) => rowFromTable(schema, rowRead(record)),
     (last) => encodeCursor(key, scope, positionAfter(cursorKeys as readonly SortKey[], last)),
   );
   if (args.includeTotal && !args.cursor) {

@@ -1,5 +1,5 @@
 import { resolveField } from '../../data/filter.ts';
-import type { RowShape } from '../../data/rows.ts';
+import { rowRead, type RowJsonRecord, type RowRead } from '../../data/rows.ts';
 import { similarRows, TRIGRAM_OPERATOR_THRESHOLD } from '../../data/search.ts';
 import { validationFailed } from '../../kernel/errors.ts';
 import type { TableSchema } from '../../catalog/table-schema.ts';
@@ -17,7 +17,7 @@ import { currentSchema } from '../tables/schema-endpoint.ts';
  * Corporation". The check a steward runs before creating a supplier. Search itself rides on the row reads
  * (`search` of GET …/rows, src/graph/rows/row-filter.ts).
  */
-export type SimilarRowShape = { row: RowShape; score: number };
+export type SimilarRowShape = { row: RowRead; score: number };
 
 const SIMILAR_TYPES = ['text', 'longText', 'email', 'url', 'select'];
 const DEFAULT_SIMILAR_LIMIT = 10;
@@ -51,10 +51,10 @@ export async function similarInTable(
     limit: body.limit ?? DEFAULT_SIMILAR_LIMIT,
     shown: schema.fields,
   });
-  const records = await dataPlane(context).query<{ j: string; score: number }>(statement.sql, statement.params);
+  const records = await dataPlane(context).query<RowJsonRecord & { score: number }>(statement.sql, statement.params);
   return {
     data: records.map((record) => ({
-      row: rowFromTable(schema, JSON.parse(record.j) as RowShape),
+      row: rowFromTable(schema, rowRead(record)),
       score: record.score,
     })),
   };

@@ -12,6 +12,7 @@ import {
   toRowShape,
   updateRow,
   type RowEvent,
+  type RowAnswer,
   type RowRecord,
   type RowShape,
 } from '../../data/rows.ts';
@@ -36,7 +37,7 @@ import { currentSchema, schemaExpecting } from '../tables/schema-endpoint.ts';
 export type RowMutationShape = { row: RowShape; mutationId: string };
 export type RowDeletionShape = { id: string; deleted: boolean; version: string; mutationId: string };
 
-export const Row = builder.objectRef<RowShape>('Row').implement({
+export const Row = builder.objectRef<RowAnswer>('Row').implement({
   description: 'A row: `values` holds every field’s cell keyed by field id (null when empty).',
   fields: (t) => ({
     id: t.exposeID('id'),

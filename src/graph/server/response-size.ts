@@ -1,5 +1,6 @@
 import type { Plugin } from 'graphql-yoga';
 import { DomainError } from '../../kernel/errors.ts';
+import { RawJson } from '../../kernel/raw-json.ts';
 
 /**
  * The output budget of one GraphQL answer (spec §8: "overflow of … an output budget yields 413"), /graphql and the
@@ -11,7 +12,8 @@ import { DomainError } from '../../kernel/errors.ts';
 
 /**
  * UTF-8 bytes of `value` as JSON, or a number above `limit` as soon as the walk passes it (so an answer far over
- * the budget costs no more to refuse than one just over it). Escapes are not counted: a close lower bound.
+ * the budget costs no more to refuse than one just over it). Escapes are not counted: a close lower bound. A
+ * RawJson (PostgreSQL-built JSON) counts as its text, which is what the answer holds.
  */
 export function jsonSizeWithin(value: unknown, limit: number): number {
   let size = 0;
@@ -21,6 +23,7 @@ export function jsonSizeWithin(value: unknown, limit: number): number {
     if (typeof current === 'string') size += Buffer.byteLength(current, 'utf8') + 2;
     else if (typeof current === 'number' || typeof current === 'boolean') size += String(current).length;
     else if (current === null || current === undefined) size += 4;
+    else if (current instanceof RawJson) size += Buffer.byteLength(current.text, 'utf8');
     else if (Array.isArray(current)) {
       size += 1 + current.length;
       for (const item of current) stack.push(item);

@@ -6,6 +6,7 @@ import { connectionStringOf, sqlPoolOf, type PrismaClient } from '../../db/prism
 import { pgExecutor } from '../../db/sql.ts';
 import { isStatementTimeout, queryTimeoutError } from '../../db/statement-budget.ts';
 import { DomainError } from '../../kernel/errors.ts';
+import { stringifyAnswer } from '../../kernel/raw-json.ts';
 import { JOB_UPDATED_CHANNEL } from '../../jobs/engine/sql/queue.ts';
 import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import type { Logger } from '../../kernel/log.ts';
@@ -70,6 +71,21 @@ function maskUnexpected(error: unknown): Error {
   if (isDatabaseUnavailable(thrown)) return databaseUnavailableError();
   if (thrown === error && error instanceof Error && error.name === 'GraphQLError') return error;
   return new DomainError('INTERNAL_ERROR', 'Internal error.');
+}
+
+/**
+ * /graphql answers write PostgreSQL-built JSON (RawJson: a read row's `values`) as it is: Yoga serializes a result
+ * with its `stringify` when it has one (graphql-jit's is plain JSON.stringify).
+ */
+function splicePostgresJson(): Plugin<Context> {
+  return {
+    onExecute: () => ({
+      onExecuteDone: ({ result }) => {
+        if (!(Symbol.asyncIterator in result))
+          (result as { stringify?: (value: unknown) => string }).stringify = stringifyAnswer;
+      },
+    }),
+  };
 }
 
 function callerOf(credential: ResolvedCredential): Caller | null {
@@ -155,6 +171,7 @@ export function createGraphServer(
       // Each document compiled once into plain functions (graphql-jit) instead of graphql-js walking ~1,500 fields of
       // a 100-entry page per request, where graphql-jit answers exactly as graphql-js; graphql-js everywhere else.
       compiledExecution(logger),
+      splicePostgresJson(),
     ],
   });
 }

@@ -133,12 +133,15 @@ export function inFlightLimit(
   return async (req, res, next) => {
     const keys = limitKeysOfResponse(res);
     const gone = new AbortController();
+    let acquiring = false;
     const held: [Slots, Held][] = [];
     const releaseAll = () => {
       for (const [slots, slot] of held.splice(0)) void slots.release(slot);
     };
     res.on('close', () => {
-      gone.abort();
+      // Only a request still waiting for a slot has anything to abort: abort() builds a DOMException with its
+      // stack, 0.4 % of a REST page's CPU when every response did it (issue 30 profile).
+      if (acquiring) gone.abort();
       releaseAll();
     });
     // An event stream gives its slots back once it has started: it waits on notifications, not on the pool.
@@ -154,7 +157,10 @@ export function inFlightLimit(
       [byOrg, keys.org, limits.org],
     ] as const) {
       if (limit === 0 || key === null) continue;
-      const attempt = await slots.acquire(key, gone.signal);
+      acquiring = true;
+      const attempt = await slots.acquire(key, gone.signal).finally(() => {
+        acquiring = false;
+      });
       waited ||= attempt.waited;
       if (attempt.held) held.push([slots, attempt.held]);
       if (gone.signal.aborted) return releaseAll();

@@ -4,6 +4,7 @@ import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../../kernel/config.ts';
 import type { SqlExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../kernel/errors.ts';
+import { stringifyAnswer } from '../../kernel/raw-json.ts';
 import { credentialRequired } from '../../kernel/errors.ts';
 import { schema as graphSchema } from '../../graph/schema.ts';
 import { validKey } from '../../idempotency/key.ts';
@@ -168,7 +169,8 @@ function handlerFor(route: Route, yoga: GraphServer, config: Config, files: SqlE
     // RFC 9110 §15.3.3: an accepted job's monitor; generic HTTP clients follow Location, not a body field.
     if (typeof statusUrl === 'string') res.location(statusUrl);
     if (route.file) await streamArtifact(req, res, files, payload as ArtifactPayload);
-    else res.status(route.successStatus).json(payload);
+    // As res.json would, but PostgreSQL-built JSON in the payload (RawJson) is written as it is, not re-encoded.
+    else res.status(route.successStatus).type('application/json').send(stringifyAnswer(payload));
   };
 }
 
