@@ -199,6 +199,14 @@ export function armChangeFeed(databaseId: string): Statement {
   };
 }
 
+/**
+ * Whether the service runs on a Citus coordinator, where a feed's COMMIT trigger notifies on the worker that holds
+ * the database's schema, out of the reach of the service's LISTEN: then readers poll (src/catalog/change-arming.ts).
+ */
+export function selectFeedWakeUps(): Statement {
+  return { sql: `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS polled`, params: [] };
+}
+
 const before = (a: FeedPosition, b: FeedPosition) =>
   a.position < b.position || (a.position === b.position && a.seq < b.seq);
 
