@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BackupResponse } from '../src/http/rest/routes/backups.ts';
 import { Page } from '../src/contracts/pages.ts';
 import {
@@ -28,8 +28,6 @@ import {
   refreshSchemaVersion,
   type TestTable,
 } from './helpers/workspace.ts';
-
-const onCitus = inject('databaseNodes').length > 1;
 
 /** Issue 16: run-now backups, listing, restore previews and restores of both targets, over HTTP. */
 const dir = backupDir();
@@ -290,52 +288,48 @@ describe('restore', () => {
     ]);
   });
 
-  // On Citus the feed records no row changes yet (docs/decisions/citus.md), and this test reads row.created.
-  it.skipIf(onCitus)(
-    'keeps the database’s change feed through a restore in place: cursors from before go on, after the restore’s changes',
-    async () => {
-      const databaseId = await createDatabase(server(), suite.org);
-      const table = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }], {
-        databaseId,
-        name: 'Feed',
-      });
-      await row(table, { Name: 'before' });
-      const backup = await runBackup(server(), admin(), orgId(), databaseId);
-      const feed = `${databasePath(orgId(), databaseId)}/changes`;
-      const head = await server().request('GET', `${feed}/head`, { token: admin() });
-      expect(head.status, head.text).toBe(200);
-      const version = await databaseVersion(server(), admin(), orgId(), databaseId);
-      const replaced = await finished(
-        server(),
-        admin(),
-        await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
-          target: 'replace',
-          expectedVersion: version,
-        }),
-      );
-      expect(replaced.state, JSON.stringify(replaced)).toBe('succeeded');
-      const restored = await refreshSchemaVersion(server(), admin(), table);
-      const added = await row(restored, { Name: 'after' });
+  it('keeps the database’s change feed through a restore in place: cursors from before go on, after the restore’s changes', async () => {
+    const databaseId = await createDatabase(server(), suite.org);
+    const table = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }], {
+      databaseId,
+      name: 'Feed',
+    });
+    await row(table, { Name: 'before' });
+    const backup = await runBackup(server(), admin(), orgId(), databaseId);
+    const feed = `${databasePath(orgId(), databaseId)}/changes`;
+    const head = await server().request('GET', `${feed}/head`, { token: admin() });
+    expect(head.status, head.text).toBe(200);
+    const version = await databaseVersion(server(), admin(), orgId(), databaseId);
+    const replaced = await finished(
+      server(),
+      admin(),
+      await requestRestore(server(), admin(), orgId(), databaseId, backup.jobId, {
+        target: 'replace',
+        expectedVersion: version,
+      }),
+    );
+    expect(replaced.state, JSON.stringify(replaced)).toBe('succeeded');
+    const restored = await refreshSchemaVersion(server(), admin(), table);
+    const added = await row(restored, { Name: 'after' });
 
-      const after = await server().request('GET', `${feed}?after=${head.body.cursor}`, { token: admin() });
-      expect(after.status, after.text).toBe(200);
-      expect(after.body.data).toEqual([
-        expect.objectContaining({ kind: 'table.created', tableId: table.tableId }),
-        expect.objectContaining({
-          kind: 'schema.changed',
-          tableId: table.tableId,
-          schemaVersion: restored.schemaVersion,
-        }),
-        expect.objectContaining({ kind: 'row.created', tableId: table.tableId, rowId: added.id }),
-      ]);
-      // The whole feed is still there: the changes from before the backup come first.
-      const all = await server().request('GET', `${feed}?limit=1000`, { token: admin() });
-      expect(all.body.data.slice(0, 2).map((change: { kind: string }) => change.kind)).toEqual([
-        'table.created',
-        'row.created',
-      ]);
-    },
-  );
+    const after = await server().request('GET', `${feed}?after=${head.body.cursor}`, { token: admin() });
+    expect(after.status, after.text).toBe(200);
+    expect(after.body.data).toEqual([
+      expect.objectContaining({ kind: 'table.created', tableId: table.tableId }),
+      expect.objectContaining({
+        kind: 'schema.changed',
+        tableId: table.tableId,
+        schemaVersion: restored.schemaVersion,
+      }),
+      expect.objectContaining({ kind: 'row.created', tableId: table.tableId, rowId: added.id }),
+    ]);
+    // The whole feed is still there: the changes from before the backup come first.
+    const all = await server().request('GET', `${feed}?limit=1000`, { token: admin() });
+    expect(all.body.data.slice(0, 2).map((change: { kind: string }) => change.kind)).toEqual([
+      'table.created',
+      'row.created',
+    ]);
+  });
 
   it('refuses a replace without the current version, before any job', async () => {
     const { databaseId } = await workspace();

@@ -79,7 +79,7 @@ describe('moving the shared change feed into each database’s schema', () => {
   it('keeps the retention watermark, sets the head to the last change and starts armed', async () => {
     const { rows } = await client.query(
       `SELECT head_position::int AS "headPosition", head_seq::int AS "headSeq", pruned_position::int AS "prunedPosition",
-              pruned_seq::int AS "prunedSeq", armed FROM ${schema}.change_feed`,
+              pruned_seq::int AS "prunedSeq", a.armed FROM ${schema}.change_feed, ${schema}.change_arm a`,
     );
     expect(rows).toEqual([{ headPosition: 2, headSeq: 57, prunedPosition: 0, prunedSeq: 5, armed: true }]);
   });

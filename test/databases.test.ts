@@ -260,6 +260,7 @@ describe('POST …/databases/{databaseId}/tables', () => {
     const suffix = table.tableId.toLowerCase();
     // The database's change feed (docs/decisions/changes.md) lives beside its tables.
     expect(tables.map((row) => row.name)).toEqual([
+      'change_arm',
       'change_commits',
       'change_feed',
       'changes',

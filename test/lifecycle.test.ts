@@ -52,7 +52,7 @@ async function events(event: string, where: { databaseId?: string; tableId?: str
 async function physicalTables(databaseId: string): Promise<string[]> {
   const rows = await suite.server.prisma.$queryRaw<{ name: string }[]>`
     SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = ${`d_${databaseId.toLowerCase()}`}
-       AND table_name NOT IN ('changes', 'change_commits', 'change_feed') ORDER BY 1`;
+       AND table_name NOT IN ('changes', 'change_commits', 'change_feed', 'change_arm') ORDER BY 1`;
   return rows.map((row) => row.name);
 }
 

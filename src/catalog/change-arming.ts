@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ChangeSignal } from '../db/listener.ts';
 import type { SqlExecutor } from '../db/sql.ts';
-import { armChangeFeed } from './changes.ts';
+import { armChangeFeed, selectFeedWakeUps } from './changes.ts';
 
 /**
  * Between two wake-ups of one database's readers in this process, at least this long: a reader woken by a commit
@@ -9,6 +10,13 @@ import { armChangeFeed } from './changes.ts';
  * the most a waiting reader's wake-up is delayed.
  */
 export const REARM_AFTER_MS = 50;
+
+/**
+ * On Citus a waiting reader reads again at least this often: a database's feed and its COMMIT trigger live on the
+ * worker that holds its schema, whose NOTIFY reaches only that worker's listeners, while the service listens on the
+ * coordinator (docs/decisions/citus.md). Also the most a waiting reader's wake-up is delayed there.
+ */
+export const CITUS_POLL_MS = 250;
 
 /**
  * A process's arming of change feeds (`armChangeFeed`), shared by all its readers of a database: a reader that found
@@ -22,17 +30,32 @@ export class FeedArming {
   private readonly armedAt = new Map<string, string>();
   private readonly arming = new Map<string, Promise<void>>();
   private readonly lastArm = new Map<string, number>();
+  private polling: Promise<boolean> | null = null;
 
   constructor(
     private readonly sql: SqlExecutor,
     private readonly notificationsOf: (databaseId: string) => string,
   ) {}
 
+  /** True on Citus: no NOTIFY of a change reaches this process, so waiting readers poll (`CITUS_POLL_MS`). */
+  polls(): Promise<boolean> {
+    if (!this.polling) {
+      const asked = this.sql.run<{ polled: boolean }>(selectFeedWakeUps()).then(([row]) => row?.polled === true);
+      asked.catch(() => {
+        if (this.polling === asked) this.polling = null;
+      });
+      this.polling = asked;
+    }
+    return this.polling;
+  }
+
   /**
    * Makes sure the feed is armed; true when it was not (the caller must read again before it waits: a change may
-   * have committed between its last read and the arm), false when the arm still holds (wait right away).
+   * have committed between its last read and the arm), false when the arm still holds or there is nothing to arm
+   * (Citus: wait right away, the wait ends at the next poll).
    */
   async arm(databaseId: string): Promise<boolean> {
+    if (await this.polls()) return false;
     if (this.armedAt.get(databaseId) === this.notificationsOf(databaseId)) return false;
     let pending = this.arming.get(databaseId);
     if (!pending) {
@@ -41,6 +64,15 @@ export class FeedArming {
     }
     await pending;
     return true;
+  }
+
+  /** Waits for the next notification of the signal's database; on Citus at most until the next poll. */
+  async next(signal: ChangeSignal): Promise<void> {
+    if (!(await this.polls())) return signal.next();
+    const poll = new AbortController();
+    const polled = sleep(CITUS_POLL_MS, undefined, { signal: poll.signal }).catch(() => undefined);
+    await Promise.race([signal.next(), polled]);
+    poll.abort();
   }
 
   private async armNow(databaseId: string): Promise<void> {

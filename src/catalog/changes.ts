@@ -187,15 +187,24 @@ export function sequenceChanges(databaseId: string): Statement {
 /**
  * Asks the database's next committing writer to NOTIFY (once; it disarms the feed as it does). The exclusive lock
  * waits for the commits in progress (writers hold the shared lock from their COMMIT's start to its end, see
- * `wds_changes_committed`), so a read made after this statement sees every commit that missed the arm. Readers
- * arm only when they are about to wait, so a feed nobody waits on costs its writers no NOTIFY.
+ * `wds_changes_committed`), so a read made after this statement sees every commit that missed the arm, or that
+ * skipped the arm row because another writer was disarming it. Readers arm only when they are about to wait, so a
+ * feed nobody waits on costs its writers no NOTIFY.
  */
 export function armChangeFeed(databaseId: string): Statement {
   return {
     sql: `WITH waited AS (SELECT pg_advisory_xact_lock(27, hashtext($1::text)))
-          UPDATE ${schemaOf(databaseId)}.change_feed SET armed = true FROM waited`,
+          UPDATE ${schemaOf(databaseId)}.change_arm SET armed = true FROM waited`,
     params: [databaseId],
   };
+}
+
+/**
+ * Whether the service runs on a Citus coordinator, where a feed's COMMIT trigger notifies on the worker that holds
+ * the database's schema, out of the reach of the service's LISTEN: then readers poll (src/catalog/change-arming.ts).
+ */
+export function selectFeedWakeUps(): Statement {
+  return { sql: `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS polled`, params: [] };
 }
 
 const before = (a: FeedPosition, b: FeedPosition) =>

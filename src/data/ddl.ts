@@ -11,14 +11,55 @@ import type { Statement } from './statement.ts';
 const plain = (sql: string): Statement => ({ sql, params: [] });
 
 /**
- * The schema of a workspace database and its change feed (`changes`, `change_commits`, `change_feed`, created by
- * `wds_create_change_feed` of the migration that also gave existing databases theirs): the feed lives beside the
- * tables it records, so its triggers write nothing outside the schema (docs/decisions/changes.md).
+ * The schema of a workspace database and its change feed: `changes` (one entry per change, written by triggers in
+ * the writer's transaction), `change_commits` (one per writing transaction: its position, null until a reader
+ * sequences it), `change_feed` (the head and the retention watermark) and `change_arm` (whether a reader waits for
+ * a NOTIFY; starts armed, so the webhook deliverer learns of a new database from its first commit). The feed lives
+ * beside the tables it records, so its triggers write nothing outside the schema (docs/decisions/changes.md).
+ * Top-level statements, not a function: Citus distributes only a table created by a top-level statement, so only
+ * then does the feed sit on the worker beside the schema's tables (docs/decisions/citus.md).
  */
 export function createDatabaseSchema(databaseId: string): Statement[] {
+  const schema = schemaOf(databaseId);
   return [
-    plain(`CREATE SCHEMA ${schemaOf(databaseId)}`),
-    { sql: 'SELECT public.wds_create_change_feed($1::bpchar)', params: [databaseId] },
+    plain(`CREATE SCHEMA ${schema}`),
+    plain(`CREATE SEQUENCE ${schema}.change_seq AS bigint`),
+    plain(`CREATE TABLE ${schema}.change_commits (
+      txid xid8 PRIMARY KEY DEFAULT pg_current_xact_id(),
+      position bigint UNIQUE,
+      committed_at timestamptz(3))`),
+    // The sequencer's look-up: the commits no reader has positioned yet (a handful, between two reads).
+    plain(`CREATE INDEX change_commits_unpositioned ON ${schema}.change_commits (txid) WHERE position IS NULL`),
+    plain(`CREATE INDEX change_commits_committed_at ON ${schema}.change_commits (committed_at)`),
+    plain(`CREATE TABLE ${schema}.changes (
+      txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+      seq bigint NOT NULL DEFAULT nextval('${schema}.change_seq'),
+      recorded_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      kind varchar(32) NOT NULL,
+      table_id char(26) NOT NULL,
+      row_id char(26),
+      version bigint,
+      schema_version integer,
+      mutation_id char(26) NOT NULL,
+      actor_id char(26) NOT NULL,
+      actor_kind varchar(16) NOT NULL,
+      "values" jsonb,
+      previous jsonb,
+      PRIMARY KEY (txid, seq))`),
+    plain(`CREATE TABLE ${schema}.change_feed (
+      singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+      head_position bigint NOT NULL DEFAULT 0,
+      head_seq bigint NOT NULL DEFAULT 0,
+      head_committed_at timestamptz(3),
+      pruned_position bigint NOT NULL DEFAULT 0,
+      pruned_seq bigint NOT NULL DEFAULT 0)`),
+    plain(`INSERT INTO ${schema}.change_feed DEFAULT VALUES`),
+    plain(`CREATE TABLE ${schema}.change_arm (
+      singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+      armed boolean NOT NULL DEFAULT true)`),
+    plain(`INSERT INTO ${schema}.change_arm DEFAULT VALUES`),
+    plain(`CREATE CONSTRAINT TRIGGER committed AFTER INSERT ON ${schema}.change_commits DEFERRABLE INITIALLY DEFERRED
+      FOR EACH ROW EXECUTE FUNCTION public.wds_changes_committed()`),
   ];
 }
 
@@ -70,15 +111,10 @@ export function createTable(databaseId: string, tableId: string, fields: readonl
     actor_name varchar(120) NOT NULL,
     changed_at timestamptz(3) NOT NULL,
     PRIMARY KEY (row_id, version, field_id))`);
-  // Every row write appends history, whatever its path: this trigger turns it into the change feed (issue 27).
-  // Not on Citus: the history table lives on a worker, whose trigger cannot write the coordinator's feed tables
-  // (docs/decisions/citus.md); there the feed records table and schema changes only.
-  const feed = plain(`DO $citus$ BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
-      CREATE TRIGGER record_changes AFTER INSERT ON ${historyTableOf(databaseId, tableId)}
-        REFERENCING NEW TABLE AS new_cells FOR EACH STATEMENT EXECUTE FUNCTION public.wds_record_row_changes();
-    END IF;
-  END $citus$`);
+  // Every row write appends history, whatever its path: this trigger turns it into the change feed (issue 27). On
+  // Citus it fires on the worker that holds the schema and writes the feed beside the table (docs/decisions/citus.md).
+  const feed = plain(`CREATE TRIGGER record_changes AFTER INSERT ON ${historyTableOf(databaseId, tableId)}
+    REFERENCING NEW TABLE AS new_cells FOR EACH STATEMENT EXECUTE FUNCTION public.wds_record_row_changes()`);
   return [...sequences, rows, history, feed];
 }
 

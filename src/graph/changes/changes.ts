@@ -106,7 +106,10 @@ async function changesPage(
       after = page.nextCursor;
       // Newly armed: read once more before waiting (a change may have committed before the arm).
       if (await context.changeArms.arm(databaseId)) continue;
-      await Promise.race([signal.next(), sleep(left, undefined, { signal: abort.signal }).catch(() => undefined)]);
+      await Promise.race([
+        context.changeArms.next(signal),
+        sleep(left, undefined, { signal: abort.signal }).catch(() => undefined),
+      ]);
     }
   } finally {
     abort.abort();
@@ -123,7 +126,7 @@ interface StreamEnd {
 /**
  * Changes one at a time from `after` (or from the head: a stream opened without a cursor shows what happens next),
  * reading a page whenever the last is used up and, when the feed has nothing newer, arming it (then reading once
- * more) and waiting for NOTIFY. A hand-written
+ * more) and waiting for NOTIFY (on Citus, for the next poll). A hand-written
  * iterator, like `jobUpdated`'s: a generator waiting for the next change would not run its cleanup on disconnect.
  * On shutdown (ChannelListener.drain) it sends what it has read, then ends with SERVICE_RESTARTING: the client
  * reconnects with the last event's cursor (`Last-Event-ID`) and misses nothing.
@@ -168,7 +171,7 @@ function changeEvents(
           const page = await read(cursor, STREAM_PAGE);
           buffer = page.data;
           cursor = page.nextCursor;
-          if (buffer.length === 0 && !(await arms.arm(databaseId))) await signal.next();
+          if (buffer.length === 0 && !(await arms.arm(databaseId))) await arms.next(signal);
         }
         return finish();
       } catch (error) {

@@ -42,7 +42,8 @@ import { sendMessage, type SendResult } from './send.ts';
  * holds that endpoint's session advisory lock, so two workers never deliver one endpoint's messages concurrently,
  * and a killed worker's lock goes with its connection. Woken by NOTIFY on new changes (`wds_changes`: each followed
  * feed is armed before it is read to its end, src/catalog/change-arming.ts) and on test,
- * replay and re-enable (`wds_webhooks`); every idle endpoint also looks at its feeds once a minute.
+ * replay and re-enable (`wds_webhooks`); every idle endpoint also looks at its feeds once a minute (on Citus, where
+ * changes are not notified to this process, every second).
  */
 
 export interface DelivererOptions {
@@ -58,6 +59,11 @@ export interface Deliverer {
 }
 
 const IDLE_RECHECK_SECONDS = 60;
+/**
+ * On Citus no NOTIFY of a change reaches the worker process (src/catalog/change-arming.ts): an idle endpoint looks at
+ * its feeds this often instead, found by the due scan every JOB_POLL_MS (docs/decisions/citus.md).
+ */
+const CITUS_IDLE_RECHECK_SECONDS = 1;
 /** Messages one claim of an endpoint sends before it lets other endpoints have the slot. */
 const MESSAGES_PER_CLAIM = 100;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
@@ -179,7 +185,8 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         dirty.delete(webhookId);
         message = await feeds.next();
         if (message === null) {
-          await sql.run(idleEndpoint(webhookId, IDLE_RECHECK_SECONDS));
+          const recheck = (await notifications.arms.polls()) ? CITUS_IDLE_RECHECK_SECONDS : IDLE_RECHECK_SECONDS;
+          await sql.run(idleEndpoint(webhookId, recheck));
           return;
         }
         const [started] = await sql.run(startMessage(webhookId, endpoint.generation, message));

@@ -114,9 +114,11 @@ export class FollowedFeeds {
 
   private async fill(feed: Feed): Promise<void> {
     if (feed.buffered.length > 0) return;
-    if (this.notifications.listening && feed.readToEndAt === this.notifications.counts.get(feed.databaseId)) return;
+    // On Citus no change is notified to this process (src/catalog/change-arming.ts): every look reads.
+    const notified = this.notifications.listening && !(await this.notifications.arms.polls());
+    if (notified && feed.readToEndAt === this.notifications.counts.get(feed.databaseId)) return;
     // Armed before the read that may reach the end: a change committed after that read notifies.
-    if (this.notifications.listening) await this.notifications.arms.arm(feed.databaseId);
+    if (notified) await this.notifications.arms.arm(feed.databaseId);
     const count = this.notifications.counts.get(feed.databaseId) ?? 0;
     for (let page = 0; page < PAGES_PER_LOOK; page += 1) {
       const read = await this.read(feed);

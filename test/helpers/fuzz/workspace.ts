@@ -217,7 +217,9 @@ const VOLATILE: Record<string, string[]> = {
   users: ['failed_logins', 'locked_until'],
   // Every feed read sequences what committed since the last (docs/decisions/changes.md): bookkeeping, not state.
   change_commits: ['position', 'committed_at'],
-  change_feed: ['head_position', 'head_seq', 'head_committed_at', 'armed'],
+  change_feed: ['head_position', 'head_seq', 'head_committed_at'],
+  // A waiting reader arms the feed, the next commit disarms it.
+  change_arm: ['armed'],
 };
 const IGNORED_TABLES = new Set(['idempotency_records', '_prisma_migrations']);
 
