@@ -17,6 +17,7 @@ import { newId } from '../../../kernel/ids.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { PlannedChange } from './plan.ts';
+import { UpdateTableResult, type ApplySchemaChangeResult } from './results.ts';
 import { bump, lockVersion } from './steps.ts';
 import * as catalog from '../../../catalog/table-indexes.ts';
 import { insertJob, notifyWorkers } from '../../engine/sql/queue.ts';
@@ -31,11 +32,13 @@ import type { Statement } from '../../../data/statement.ts';
 type Target = { orgId: string; databaseId: string; tableId: string; expectedSchemaVersion: number; summary: string };
 type AddIndex = Extract<PlannedChange, { kind: 'add_index' }>;
 type DropIndex = Extract<PlannedChange, { kind: 'drop_index' }>;
-type ChangeJournal =
+type IndexOutcome = JobOutcome<ApplySchemaChangeResult>;
+export type IndexChangeJournal =
   | { phase: 'build'; indexId: string; keys: IndexKey[] }
   | { phase: 'cutover'; indexId: string }
-  | { phase: 'drop'; outcome: JobOutcome }
-  | { phase: 'done'; outcome: JobOutcome };
+  | { phase: 'drop'; outcome: IndexOutcome }
+  | { phase: 'done'; outcome: IndexOutcome };
+type ChangeJournal = IndexChangeJournal;
 type ChangeRun = JobRun<Target & { change: PlannedChange }, ChangeJournal>;
 
 async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
@@ -149,7 +152,7 @@ async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): 
         );
       await sql.run(catalog.bumpIndexVersion(schema.tableId));
       const schemaVersion = await bump(sql, schema.tableId);
-      const outcome: JobOutcome = {
+      const outcome: IndexOutcome = {
         state: 'succeeded',
         result: { indexId, schemaVersion },
         summary: run.payload.summary,
@@ -175,7 +178,7 @@ async function dropIndex(run: ChangeRun, schema: TableSchema, change: DropIndex)
       else await sql.run(catalog.deleteTableIndex(row.id));
       await sql.run(catalog.bumpIndexVersion(schema.tableId));
       const schemaVersion = await bump(sql, schema.tableId);
-      const outcome: JobOutcome = {
+      const outcome: IndexOutcome = {
         state: 'succeeded',
         result: { indexId: row.id, dropped: !needed, keptForViews: needed, schemaVersion },
         summary: run.payload.summary,
@@ -221,9 +224,9 @@ export const ViewIndexPayload = z.object({
   summary: z.string(),
 });
 type ViewIndexPayload = z.infer<typeof ViewIndexPayload>;
-type ViewIndexJournal = { phase: 'done'; outcome: JobOutcome };
+type ViewIndexJournal = { phase: 'done'; outcome: JobOutcome<UpdateTableResult> };
 
-async function syncViewIndex(run: JobRun<ViewIndexPayload, ViewIndexJournal>): Promise<JobOutcome> {
+async function syncViewIndex(run: JobRun<ViewIndexPayload, ViewIndexJournal>): Promise<JobOutcome<UpdateTableResult>> {
   const { databaseId, tableId, indexId, summary } = run.payload;
   const sql = pgExecutor(run.pool);
   const [row] = await query<catalog.IndexRow>(sql, catalog.selectTableIndex(indexId));
@@ -235,7 +238,11 @@ async function syncViewIndex(run: JobRun<ViewIndexPayload, ViewIndexJournal>): P
       const [marked] = await query(tx, catalog.setIndexState(indexId, 'ready'));
       kept = marked !== undefined;
       if (kept) await tx.run(catalog.bumpIndexVersion(tableId));
-      const outcome: JobOutcome = { state: 'succeeded', result: { indexId, state: 'ready' }, summary };
+      const outcome: JobOutcome<UpdateTableResult> = {
+        state: 'succeeded',
+        result: { indexId, state: 'ready' },
+        summary,
+      };
       return { journal: { phase: 'done', outcome }, progress: { done: 1, total: 1 } };
     });
   }
@@ -244,9 +251,10 @@ async function syncViewIndex(run: JobRun<ViewIndexPayload, ViewIndexJournal>): P
   return { state: 'succeeded', result: { indexId, dropped: true }, summary };
 }
 
-export const updateTableIndexes: JobHandler<ViewIndexPayload, ViewIndexJournal> = {
+export const updateTableIndexes: JobHandler<ViewIndexPayload, ViewIndexJournal, UpdateTableResult> = {
   kind: 'updateTable',
   payload: ViewIndexPayload,
+  result: UpdateTableResult,
   successEvent: () => 'table.update',
   describe: (payload) => payload.summary,
   run: (run) => (run.journal.phase === 'done' ? Promise.resolve(run.journal.outcome!) : syncViewIndex(run)),
