@@ -8,7 +8,7 @@ import { deleteTable } from './trash/deleteTable.ts';
 import { deleteUniqueRule } from './schema/deleteUniqueRule.ts';
 import { exportDatabase } from './exports/exportDatabase.ts';
 import { exportRows, exportView } from './exports/exportRows.ts';
-import { updateTableIndexes } from './schema/updateTableIndexes.ts';
+import { updateTable } from './schema/updateTable.ts';
 
 import { previewDatabaseRestore } from './backups/previewDatabaseRestore.ts';
 import { restoreDatabaseBackup } from './backups/restoreDatabaseBackup.ts';
@@ -48,7 +48,7 @@ export const JOB_HANDLERS: readonly RegisteredJobHandler[] = [
   deleteDatabase,
   deleteTable,
   deleteUniqueRule,
-  updateTableIndexes,
+  updateTable,
   exportRows,
   exportView,
   exportDatabase,

@@ -17,19 +17,14 @@ import {
   type ChangeOf,
   type SchemaChangeRun,
 } from './schema-change.ts';
-import {
-  abandonIndexChange,
-  rebuildFieldIndexes,
-  runIndexChange,
-  type IndexChangeJournal,
-} from './updateTableIndexes.ts';
+import { abandonIndexChange, rebuildFieldIndexes, runIndexChange, type IndexChangeJournal } from './index-changes.ts';
 
 /**
  * applySchemaChange: the changes that take more than one transaction and keep the table writable meanwhile.
  * convert_field first builds a shadow column: a trigger converts every write from the start, a checkpointed backfill
  * converts existing rows in id order, a verification lists values that cannot convert, and only then the cutover
  * swaps the columns (DESIGN §1, issue 5). add_index and drop_index build and drop concurrently
- * (src/jobs/kinds/schema/updateTableIndexes.ts).
+ * (src/jobs/kinds/schema/index-changes.ts).
  */
 type ConvertJournal =
   | { phase: 'backfill'; afterId: string; done: number; total: number }

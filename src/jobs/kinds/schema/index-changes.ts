@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { z } from 'zod';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
 import {
   createSortIndex,
@@ -15,9 +14,9 @@ import {
 import { DomainError } from '../../../kernel/errors.ts';
 import { newId } from '../../../kernel/ids.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
-import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
+import type { JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { PlannedChange } from './plan.ts';
-import { UpdateTableResult, type ApplySchemaChangeResult } from './results.ts';
+import type { ApplySchemaChangeResult } from './results.ts';
 import { bump, lockVersion } from './steps.ts';
 import * as catalog from '../../../catalog/table-indexes.ts';
 import { insertJob, notifyWorkers } from '../../engine/sql/queue.ts';
@@ -41,7 +40,8 @@ export type IndexChangeJournal =
 type ChangeJournal = IndexChangeJournal;
 type ChangeRun = JobRun<Target & { change: PlannedChange }, ChangeJournal>;
 
-async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
+/** Runs outside a transaction (CONCURRENTLY refuses one), on its own connection. */
+export async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     return await work(pgExecutor(client));
@@ -214,58 +214,6 @@ export async function abandonIndexChange(
   if (removed.length > 0)
     await outsideTransaction(run.pool, (sql) => sql.run(dropSortIndex(run.payload.databaseId, indexId)));
 }
-
-/** The automatic index job: build the index its row asks for and mark it ready, or drop it when its row is gone. */
-export const ViewIndexPayload = z.object({
-  orgId: z.string(),
-  databaseId: z.string(),
-  tableId: z.string(),
-  indexId: z.string(),
-  summary: z.string(),
-});
-type ViewIndexPayload = z.infer<typeof ViewIndexPayload>;
-type ViewIndexJournal = { phase: 'done'; outcome: JobOutcome<UpdateTableResult> };
-
-async function syncViewIndex(run: JobRun<ViewIndexPayload, ViewIndexJournal>): Promise<JobOutcome<UpdateTableResult>> {
-  const { databaseId, tableId, indexId, summary } = run.payload;
-  const sql = pgExecutor(run.pool);
-  const [row] = await query<catalog.IndexRow>(sql, catalog.selectTableIndex(indexId));
-  if (row?.state === 'building') await ensureSortIndex(run.pool, { databaseId, tableId }, indexId, row.keys);
-  let kept = false;
-  if (row) {
-    await run.step(async (tx) => {
-      await tx.run(catalog.lockTableIndexes(tableId));
-      const [marked] = await query(tx, catalog.setIndexState(indexId, 'ready'));
-      kept = marked !== undefined;
-      if (kept) await tx.run(catalog.bumpIndexVersion(tableId));
-      const outcome: JobOutcome<UpdateTableResult> = {
-        state: 'succeeded',
-        result: { indexId, state: 'ready' },
-        summary,
-      };
-      return { journal: { phase: 'done', outcome }, progress: { done: 1, total: 1 } };
-    });
-  }
-  if (kept) return (run.journal as ViewIndexJournal).outcome;
-  await outsideTransaction(run.pool, (client) => client.run(dropSortIndex(databaseId, indexId)));
-  return { state: 'succeeded', result: { indexId, dropped: true }, summary };
-}
-
-export const updateTableIndexes: JobHandler<ViewIndexPayload, ViewIndexJournal, UpdateTableResult> = {
-  kind: 'updateTable',
-  payload: ViewIndexPayload,
-  result: UpdateTableResult,
-  successEvent: () => 'table.update',
-  describe: (payload) => payload.summary,
-  run: (run) => (run.journal.phase === 'done' ? Promise.resolve(run.journal.outcome!) : syncViewIndex(run)),
-  async discard(run) {
-    const { databaseId, indexId } = run.payload;
-    const sql = pgExecutor(run.pool);
-    await query(sql, catalog.discardBuildingIndex(indexId, ['automatic']));
-    const [row] = await query(sql, catalog.selectTableIndex(indexId));
-    if (!row) await outsideTransaction(run.pool, (client) => client.run(dropSortIndex(databaseId, indexId)));
-  },
-};
 
 /** delete_field: the column's indexes go with it (PostgreSQL drops them with the column), so do their rows. */
 export async function forgetFieldIndexes(sql: SqlExecutor, tableId: string, fieldId: string): Promise<void> {
