@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { JobHandleResponse, JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobResponse } from '../src/contracts/job-results.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import {

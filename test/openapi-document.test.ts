@@ -78,7 +78,8 @@ describe('GET /v1/openapi.json for client generators', () => {
       const schemaFile = join(directory, 'schema.ts');
       const useFile = join(directory, 'use.ts');
       writeFileSync(schemaFile, source);
-      // A client's view: the create-view body takes a recursive filter, and errors carry the envelope.
+      // A client's view: the create-view body takes a recursive filter, errors carry the envelope, a job's result
+      // narrows by its kind and an error's details by its code (issue 25).
       writeFileSync(
         useFile,
         [
@@ -88,6 +89,11 @@ describe('GET /v1/openapi.json for client generators', () => {
           "const filter: Filter = { and: [{ field: 'Code', op: 'prefix', value: 'A' }, { or: [{ field: 'n', op: 'gt', value: 1 }] }] };",
           "const error: operations['CreateView']['responses'][409]['content']['application/json'] = { error: { code: 'IDEMPOTENCY_CONFLICT', message: 'm', requestId: 'r' } };",
           'export const used: [Filter, typeof error, Body | undefined] = [filter, error, undefined];',
+          "type Job = operations['GetJob']['responses'][200]['content']['application/json'];",
+          "export const exported = (job: Job): string | undefined => (job.kind === 'exportRows' ? job.result?.artifact.sha256 : undefined);",
+          "export const converted = (job: Job): number | undefined => (job.kind === 'applySchemaChange' && job.result && 'emptied' in job.result ? job.result.emptied : undefined);",
+          "type Failure = operations['GetJob']['responses'][404]['content']['application/json']['error'];",
+          "export const groups = (error: Failure): number | undefined => (error.code === 'UNIQUE_CONFLICT' ? error.details?.duplicates?.length : undefined);",
           '',
         ].join('\n'),
       );

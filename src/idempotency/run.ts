@@ -12,6 +12,7 @@ import {
 import { isStatementTimeout } from '../db/statement-budget.ts';
 import type { Params } from '../data/statement.ts';
 import { DomainError, httpStatusOf } from '../kernel/errors.ts';
+import type { ErrorDetailsOf } from '../kernel/error-details.ts';
 import type { Json } from '../kernel/formats.ts';
 import { newId } from '../kernel/ids.ts';
 import { storableJson, storableText } from '../kernel/input-hygiene.ts';
@@ -24,7 +25,12 @@ import { openingOf, recordSql, save, storedOutcome, type Outcome } from './recor
 function replay(outcome: Outcome): Json {
   if (outcome.ok) return outcome.data;
   const { code, message, details } = outcome.error;
-  throw new DomainError(code, message, details === undefined ? {} : { details });
+  // The details were typed by their code when the first request raised them; the record stores them as JSON.
+  throw new DomainError(
+    code,
+    message,
+    details === undefined ? {} : { details: details as ErrorDetailsOf<typeof code> },
+  );
 }
 
 /**

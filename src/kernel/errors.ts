@@ -1,4 +1,5 @@
 import { GraphQLError } from 'graphql';
+import type { ErrorDetailsOf } from './error-details.ts';
 
 /**
  * The one table that maps every error code to its HTTP status (spec §7 lists the codes, not the mapping).
@@ -67,8 +68,9 @@ export function bearerChallenge(tokenPresented: boolean): string {
     : 'Bearer realm="workspace-data-service"';
 }
 
-export interface DomainErrorOptions {
-  details?: unknown;
+export interface DomainErrorOptions<Code extends ErrorCode = ErrorCode> {
+  /** What src/kernel/error-details.ts declares for the code (the OpenAPI document types it per code). */
+  details?: ErrorDetailsOf<Code>;
   /** Whole seconds; becomes the Retry-After header on REST and `extensions.retryAfter` on GraphQL. */
   retryAfter?: number;
   /** For UNAUTHENTICATED: whether a credential was presented (selects the WWW-Authenticate challenge). */
@@ -81,7 +83,10 @@ export interface DomainErrorOptions {
 }
 
 /** Yoga reads `extensions.http` to answer /graphql with the right status and headers (and strips it from bodies). */
-function httpExtension(code: ErrorCode, options: DomainErrorOptions): Record<string, unknown> {
+function httpExtension(
+  code: ErrorCode,
+  options: Pick<DomainErrorOptions, 'status' | 'tokenPresented'>,
+): Record<string, unknown> {
   if (options.status !== undefined) return { http: { status: options.status } };
   if (code !== 'UNAUTHENTICATED') return {};
   return { http: { status: 401, headers: { 'WWW-Authenticate': bearerChallenge(options.tokenPresented ?? false) } } };
@@ -91,14 +96,14 @@ function httpExtension(code: ErrorCode, options: DomainErrorOptions): Record<str
  * An expected failure with a code from spec §7. It is a GraphQLError so that Yoga's masking lets it through
  * unchanged and GraphQL clients see the same `code` in `extensions` that REST clients see in the envelope.
  */
-export class DomainError extends GraphQLError {
-  readonly code: ErrorCode;
+export class DomainError<Code extends ErrorCode = ErrorCode> extends GraphQLError {
+  readonly code: Code;
   readonly details: unknown;
   readonly retryAfter: number | undefined;
   /** The HTTP status: the code's, unless the error overrides it (DomainErrorOptions.status). */
   readonly status: number;
 
-  constructor(code: ErrorCode, message: string, options: DomainErrorOptions = {}) {
+  constructor(code: Code, message: string, options: DomainErrorOptions<Code> = {}) {
     super(message, {
       extensions: {
         code,

@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
-import { JobHandleResponse, JobResponse } from '../../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse } from '../../src/http/rest/routes/jobs.ts';
+import { JobResponse } from '../../src/contracts/job-results.ts';
 import { rowsTableOf } from '../../src/data/identifiers.ts';
 import { TableSchemaResponse } from '../../src/contracts/tables.ts';
 import { idempotencyKey } from './factories.ts';

@@ -9,6 +9,7 @@ import {
 } from '../../data/row-restore.ts';
 import { claimRowCapacity, rowGuardState, selectRow, type RowRecord } from '../../data/rows.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
+import type { ErrorDetailsOf } from '../../kernel/error-details.ts';
 import { Id, storedVersion } from '../../kernel/formats.ts';
 import { RestoreRowBody } from '../../contracts/rows.ts';
 import { builder } from '../server/builder.ts';
@@ -92,7 +93,8 @@ async function restoredValues(
   } catch (error) {
     if (!(error instanceof DomainError) || error.code !== 'VALIDATION_FAILED') throw error;
     throw new DomainError('VALIDATION_FAILED', 'The row’s last values do not fit the table’s schema as it is today.', {
-      details: error.details,
+      // The same code's details, typed when checkValues raised them.
+      details: error.details as ErrorDetailsOf<'VALIDATION_FAILED'>,
     });
   }
   const generated = schema.fields.filter((field) => typeSpecOf(field.type).generated);

@@ -2,7 +2,7 @@ import type { TransactionClient } from '../../db/prisma.ts';
 import { prismaExecutor } from '../../db/sql.ts';
 import { MAX_INDEXES_PER_TABLE, type IndexKey } from '../../data/sort-indexes.ts';
 import { newId } from '../../kernel/ids.ts';
-import { neededSignatures } from '../../jobs/kinds/schema/updateTableIndexes.ts';
+import { neededSignatures } from '../../jobs/kinds/schema/index-changes.ts';
 import * as catalog from '../../catalog/table-indexes.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { enqueueJob } from '../jobs/enqueue.ts';

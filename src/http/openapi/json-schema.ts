@@ -4,6 +4,8 @@ import { z } from 'zod';
 export type JsonSchema = Record<string, unknown>;
 
 const LOCAL_REF = /^#\/\$defs\/(.+)$/;
+/** The names zod gives definitions it had to extract itself; any other name is an `id` a schema declared. */
+const ANONYMOUS = /^__schema\d+$/;
 
 /** Names for the recursive schemas the routes share, recognised by shape; anything else gets a digest name. */
 function friendlyName(definition: JsonSchema): string | undefined {
@@ -46,6 +48,7 @@ const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(va
  * left refs to a `#/$defs` the document does not have. Each definition is hoisted into `components.schemas`
  * instead, once: definitions are identified by their content, with each local ref replaced by the content digest
  * of its target (two rounds, which tells the filter and JSON value definitions apart whatever zod numbered them).
+ * A schema that declares an `id` (`.meta({ id: 'Job' })`) becomes the component of that name.
  */
 export class SchemaComponents {
   readonly schemas: Record<string, JsonSchema> = {};
@@ -80,10 +83,8 @@ export class SchemaComponents {
     const names = new Map<string, string>();
     for (const [local, definition] of Object.entries(definitions)) {
       const key = identity.get(local)!;
-      names.set(
-        local,
-        this.nameByDigest.get(key) ?? this.freeName(friendlyName(definition) ?? `Schema${key.slice(0, 8)}`),
-      );
+      const wanted = ANONYMOUS.test(local) ? friendlyName(definition) : local;
+      names.set(local, this.nameByDigest.get(key) ?? this.freeName(wanted ?? `Schema${key.slice(0, 8)}`));
       this.nameByDigest.set(key, names.get(local)!);
     }
     for (const [local, definition] of Object.entries(definitions)) {

@@ -60,10 +60,13 @@ export interface JobFailure {
   details?: Json;
 }
 
-/** How a job ended. `failed` here is a verified, expected failure (e.g. rows that cannot convert). */
-export interface JobOutcome {
+/**
+ * How a job ended. `failed` here is a verified, expected failure (e.g. rows that cannot convert). `Result` is the
+ * kind's declared result (its zod schema in src/jobs/kinds/<family>/results.ts, which the OpenAPI `Job` reads).
+ */
+export interface JobOutcome<Result = Json> {
   state: 'succeeded' | 'partially_completed' | 'failed';
-  result: Json;
+  result: Result;
   error?: JobFailure;
   summary: string;
   affectedRows?: number;
@@ -71,17 +74,19 @@ export interface JobOutcome {
 
 /**
  * One kind of job (one file or folder per kind under src/jobs/kinds, as Graphile tasks): its payload schema, its
- * handler, and how it appears in the activity feed (`job.<kind>.<suffix>`, spec §6).
+ * result schema, its handler, and how it appears in the activity feed (`job.<kind>.<suffix>`, spec §6).
  */
-export interface JobHandler<Payload = any, Journal = any> {
+export interface JobHandler<Payload = any, Journal = any, Result = any> {
   kind: string;
   payload: z.ZodType<Payload>;
+  /** What `run` answers as `result`: the schema JOB_RESULTS (src/jobs/kinds/results.ts) holds for the kind. */
+  result: z.ZodType<Result>;
   /** Spec §6 kinds without a `succeeded` suffix mark success with a plain kind (e.g. `field.create`). */
   successEvent(payload: Payload): string;
   /** One line for the activity feed, e.g. "Import preview of customers.csv". */
   describe(payload: Payload): string;
   fileName?(payload: Payload): string | null;
-  run(run: JobRun<Payload, Journal>): Promise<JobOutcome>;
+  run(run: JobRun<Payload, Journal>): Promise<JobOutcome<Result>>;
   /** Undoes partial work after a cancel or a final failure (staging tables, shadow columns). Must be idempotent. */
   discard?(run: JobRun<Payload, Journal>): Promise<void>;
 }
@@ -105,6 +110,7 @@ export function succeededEvent(kind: string): string {
 }
 
 /** A handler as the runner gets it: with the activity category its kind has in JOB_CATEGORIES (src/jobs/engine/kinds.ts). */
-export interface RegisteredJobHandler<Payload = any, Journal = any> extends JobHandler<Payload, Journal> {
+export interface RegisteredJobHandler<Payload = any, Journal = any, Result = any>
+  extends JobHandler<Payload, Journal, Result> {
   category: ActivityCategory;
 }

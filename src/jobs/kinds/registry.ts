@@ -8,14 +8,20 @@ import { deleteTable } from './trash/deleteTable.ts';
 import { deleteUniqueRule } from './schema/deleteUniqueRule.ts';
 import { exportDatabase } from './exports/exportDatabase.ts';
 import { exportRows, exportView } from './exports/exportRows.ts';
-import { updateTableIndexes } from './schema/updateTableIndexes.ts';
+import { updateTable } from './schema/updateTable.ts';
 
 import { previewDatabaseRestore } from './backups/previewDatabaseRestore.ts';
 import { restoreDatabaseBackup } from './backups/restoreDatabaseBackup.ts';
 import { runDatabaseBackup } from './backups/runDatabaseBackup.ts';
 import { saveBackupSchedule } from './backups/saveBackupSchedule.ts';
 import { testBackupDestination } from './backups/testBackupDestination.ts';
-import { schemaChangeHandlers } from './schema/handlers.ts';
+import { createField } from './schema/createField.ts';
+import { updateField } from './schema/updateField.ts';
+import { deleteField } from './schema/deleteField.ts';
+import { reorderFields } from './schema/reorderFields.ts';
+import { applySchemaChange } from './schema/applySchemaChange.ts';
+import { createUniqueRule } from './schema/createUniqueRule.ts';
+import { createForeignKey } from './schema/createForeignKey.ts';
 
 /*
  * The one register of job handlers: adding a kind is one line here and one in JOB_CATEGORIES
@@ -32,11 +38,17 @@ function registered(handler: JobHandler): RegisteredJobHandler {
 export const JOB_HANDLERS: readonly RegisteredJobHandler[] = [
   previewImportRows,
   importRows,
-  ...schemaChangeHandlers,
+  createField,
+  updateField,
+  deleteField,
+  reorderFields,
+  applySchemaChange,
+  createUniqueRule,
+  createForeignKey,
   deleteDatabase,
   deleteTable,
   deleteUniqueRule,
-  updateTableIndexes,
+  updateTable,
   exportRows,
   exportView,
   exportDatabase,

@@ -20,7 +20,7 @@ import { runBatchStatement } from './run-statement.ts';
 import { valuesOf, type Writes } from './writes.ts';
 
 function ruleDetails(schema: TableSchema, fieldIds: readonly string[]) {
-  return { fieldIds, fieldNames: fieldIds.map((id) => schema.fieldsById.get(id)!.name) };
+  return { fieldIds: [...fieldIds], fieldNames: fieldIds.map((id) => schema.fieldsById.get(id)!.name) };
 }
 
 const uniqueConflict = (schema: TableSchema, ruleId: string, fieldIds: readonly string[], earlier: number | null) =>

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { Id, Timestamp } from '../../../kernel/formats.ts';
+import { Id } from '../../../kernel/formats.ts';
 import { IMPORT_BODY_LIMIT, ImportRowsBody, PreviewImportBody } from '../../../graph/jobs/imports.ts';
 import { JobKindFilter, JobStateFilter } from '../../../graph/jobs/jobs.ts';
 import { ApplySchemaChangeBody } from '../../../graph/jobs/schema-changes.ts';
-import { JOB_STATES } from '../../../jobs/engine/sql/queue.ts';
+import { JobResponse } from '../../../contracts/job-results.ts';
 import {
   ApplySchemaChangeDocument,
   CancelJobDocument,
@@ -20,30 +20,6 @@ import { Page, PageQuery } from '../../../contracts/pages.ts';
 
 /** Spec 2.7. */
 export const JobHandleResponse = z.strictObject({ jobId: Id, state: z.literal('queued'), statusUrl: z.string() });
-
-export const JobResponse = z.strictObject({
-  jobId: Id,
-  kind: z.string(),
-  state: z.enum(JOB_STATES as [string, ...string[]]),
-  progress: z.strictObject({ done: z.number().int().min(0), total: z.number().int().min(0).nullable() }),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  startedAt: Timestamp.nullable(),
-  finishedAt: Timestamp.nullable(),
-  result: z.unknown(),
-  error: z.strictObject({ code: z.string(), message: z.string(), details: z.unknown().optional() }).nullable(),
-  artifacts: z.array(
-    z.strictObject({
-      name: z.string(),
-      contentType: z.string(),
-      size: z.number().int().min(0),
-      sha256: z.string().regex(/^[0-9a-f]{64}$/),
-      createdAt: Timestamp,
-      expiresAt: Timestamp,
-      url: z.string(),
-    }),
-  ),
-});
 
 const OrgPath = z.strictObject({ orgId: Id });
 const JobPath = z.strictObject({ orgId: Id, jobId: Id });

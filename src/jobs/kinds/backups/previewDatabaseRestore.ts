@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
+import { PreviewDatabaseRestoreResult } from './results.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
 import { destinationOf } from './destination.ts';
@@ -107,16 +108,21 @@ export function restoreDifference(before: TableFacts[], after: TableFacts[]) {
   };
 }
 
-export const previewDatabaseRestore: JobHandler<PreviewRestorePayload, Record<string, never>> = {
+export const previewDatabaseRestore: JobHandler<
+  PreviewRestorePayload,
+  Record<string, never>,
+  PreviewDatabaseRestoreResult
+> = {
   kind: 'previewDatabaseRestore',
   payload: PreviewRestorePayload,
+  result: PreviewDatabaseRestoreResult,
   successEvent: () => succeededEvent('previewDatabaseRestore'),
   describe: (payload) => `Restore preview of backup ${payload.backupId}`,
   async run(run) {
     const sql = pgExecutor(run.pool);
     const verified = await verifyBackup(sql, destinationOf(run.config, run.signal), run.payload.backupId);
     const difference = restoreDifference(await currentTables(sql, run.job.databaseId!), snapshotTables(verified));
-    const result = {
+    const result: PreviewDatabaseRestoreResult = {
       backupId: run.payload.backupId,
       verified: true,
       snapshotAt: verified.manifest.snapshotAt,

@@ -12,6 +12,7 @@ import { rowsTableOf } from '../../../data/identifiers.ts';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
 import { DomainError } from '../../../kernel/errors.ts';
 import { newId } from '../../../kernel/ids.ts';
+import { RestoreDatabaseBackupResult } from './results.ts';
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
 import { destinationOf } from './destination.ts';
 import { freshIds, identityMap, mapped, remapJson, type IdMap } from './remap.ts';
@@ -37,7 +38,13 @@ type RestorePayload = z.infer<typeof RestorePayload>;
 
 type Journal =
   | { phase: 'started'; stagingId: string; retiredId: string; newDatabaseId: string | null }
-  | { phase: 'swapped'; stagingId: string; retiredId: string; newDatabaseId: string | null; outcome: JobOutcome };
+  | {
+      phase: 'swapped';
+      stagingId: string;
+      retiredId: string;
+      newDatabaseId: string | null;
+      outcome: JobOutcome<RestoreDatabaseBackupResult>;
+    };
 
 function restoreName(verified: VerifiedBackup, payload: RestorePayload): string {
   if (payload.name) return payload.name;
@@ -143,9 +150,10 @@ async function swapNewDatabase(
   return newDatabaseId;
 }
 
-export const restoreDatabaseBackup: JobHandler<RestorePayload, Journal> = {
+export const restoreDatabaseBackup: JobHandler<RestorePayload, Journal, RestoreDatabaseBackupResult> = {
   kind: 'restoreDatabaseBackup',
   payload: RestorePayload,
+  result: RestoreDatabaseBackupResult,
   successEvent: () => 'database.restore',
   describe: (payload) => `Restore of backup ${payload.backupId} (${payload.target})`,
   async run(run) {
@@ -172,7 +180,7 @@ export const restoreDatabaseBackup: JobHandler<RestorePayload, Journal> = {
           run.payload.target === 'replace'
             ? await swapReplace(sql, run, verified, journal)
             : await swapNewDatabase(sql, run, verified, journal, ids);
-        const result = {
+        const result: RestoreDatabaseBackupResult = {
           backupId: run.payload.backupId,
           target: run.payload.target,
           databaseId,
@@ -180,7 +188,7 @@ export const restoreDatabaseBackup: JobHandler<RestorePayload, Journal> = {
           rows,
           tableIds: verified.manifest.tables.map((table) => ({ from: table.id, to: mapped(ids, table.id) })),
         };
-        const outcome: JobOutcome = {
+        const outcome: JobOutcome<RestoreDatabaseBackupResult> = {
           state: 'succeeded',
           result,
           summary: `Restore of ${verified.catalog.database.name}`,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { SqlExecutor } from '../../../db/sql.ts';
 import { newId } from '../../../kernel/ids.ts';
+import { RunDatabaseBackupResult } from './results.ts';
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
 import { destinationOf } from './destination.ts';
@@ -21,7 +22,11 @@ export const RunBackupPayload = z.strictObject({
 });
 type RunBackupPayload = z.infer<typeof RunBackupPayload>;
 
-type Journal = { phase: 'recorded'; outcome: JobOutcome; pruned: { id: string; location: string }[] };
+type Journal = {
+  phase: 'recorded';
+  outcome: JobOutcome<RunDatabaseBackupResult>;
+  pruned: { id: string; location: string }[];
+};
 
 async function record(
   sql: SqlExecutor,
@@ -92,7 +97,7 @@ async function record(
     );
     await sql.run(removed);
   }
-  const result = {
+  const result: RunDatabaseBackupResult = {
     backupId: job.id,
     databaseId,
     createdAt: written.manifest.snapshotAt,
@@ -114,9 +119,10 @@ async function record(
   };
 }
 
-export const runDatabaseBackup: JobHandler<RunBackupPayload, Journal> = {
+export const runDatabaseBackup: JobHandler<RunBackupPayload, Journal, RunDatabaseBackupResult> = {
   kind: 'runDatabaseBackup',
   payload: RunBackupPayload,
+  result: RunDatabaseBackupResult,
   successEvent: () => succeededEvent('runDatabaseBackup'),
   describe: (payload) => (payload.scheduledFor ? `Scheduled backup for ${payload.scheduledFor}` : 'Backup'),
   async run(run) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { nextRuns } from '../../../kernel/cron.ts';
+import { SaveBackupScheduleResult } from './results.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 
 /**
@@ -10,9 +11,10 @@ import type { JobHandler } from '../../engine/handler.ts';
 export const SaveSchedulePayload = z.strictObject({ cron: z.string(), timezone: z.string() });
 type SaveSchedulePayload = z.infer<typeof SaveSchedulePayload>;
 
-export const saveBackupSchedule: JobHandler<SaveSchedulePayload, { nextRunAt: string }> = {
+export const saveBackupSchedule: JobHandler<SaveSchedulePayload, { nextRunAt: string }, SaveBackupScheduleResult> = {
   kind: 'saveBackupSchedule',
   payload: SaveSchedulePayload,
+  result: SaveBackupScheduleResult,
   successEvent: () => 'database.backup_schedule.update',
   describe: (payload) => `Backup schedule "${payload.cron}" (${payload.timezone})`,
   async run(run) {

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { DomainError } from '../../../kernel/errors.ts';
+import { TestBackupDestinationResult } from './results.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
 import { destinationOf } from './destination.ts';
@@ -22,9 +23,14 @@ async function readAll(stream: Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-export const testBackupDestination: JobHandler<z.infer<typeof TestDestinationPayload>, Record<string, never>> = {
+export const testBackupDestination: JobHandler<
+  z.infer<typeof TestDestinationPayload>,
+  Record<string, never>,
+  TestBackupDestinationResult
+> = {
   kind: 'testBackupDestination',
   payload: TestDestinationPayload,
+  result: TestBackupDestinationResult,
   successEvent: () => succeededEvent('testBackupDestination'),
   describe: () => 'Backup destination test',
   async run(run) {

@@ -4,6 +4,7 @@ import { ZipFile } from 'yazl';
 import { z } from 'zod';
 import { csvCopy, FORMULA_PREFIX, jsonlCopy, MULTI_SELECT_SEPARATOR, type CopyPlan } from '../../../data/exports.ts';
 import { DomainError } from '../../../kernel/errors.ts';
+import { ExportDatabaseResult } from './results.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
 import { readDatabase, type ExportedDatabase, type ExportedTable } from './catalog.ts';
@@ -123,14 +124,19 @@ async function writeDatabase(
   return { format: payload.format, tables: database.tables.length };
 }
 
-export const exportDatabase: JobHandler<ExportDatabasePayload, ExportJournal> = {
+export const exportDatabase: JobHandler<
+  ExportDatabasePayload,
+  ExportJournal<ExportDatabaseResult>,
+  ExportDatabaseResult
+> = {
   kind: 'exportDatabase',
   payload: ExportDatabasePayload,
+  result: ExportDatabaseResult,
   successEvent: () => succeededEvent('exportDatabase'),
   describe: (payload) => `Export of ${payload.fileName}`,
   fileName: (payload) => payload.fileName,
   run: (run) =>
-    runExport(
+    runExport<ExportDatabaseResult>(
       run as never,
       { name: run.payload.fileName, contentType: 'application/zip' },
       `Export of ${run.payload.fileName}`,

@@ -5,6 +5,7 @@ import { arrayCopy, csvCopy, jsonlCopy, type ExportFormat, type ExportQuery } fr
 import type { FieldDefinition } from '../../../data/field-types.ts';
 import { filterFieldsOf, type FilterExpression } from '../../../data/filter.ts';
 import { DomainError } from '../../../kernel/errors.ts';
+import { ExportRowsResult } from './results.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
 import { readTable, type ExportedTable } from './catalog.ts';
@@ -128,15 +129,18 @@ async function writeRows(payload: ExportRowsPayload, snapshot: Snapshot, sink: C
   return { format, fieldIds: payload.fieldIds, schemaVersion: table.schemaVersion };
 }
 
-function handlerFor(kind: 'exportRows' | 'exportView'): JobHandler<ExportRowsPayload, ExportJournal> {
+function handlerFor(
+  kind: 'exportRows' | 'exportView',
+): JobHandler<ExportRowsPayload, ExportJournal<ExportRowsResult>, ExportRowsResult> {
   return {
     kind,
     payload: ExportRowsPayload,
+    result: ExportRowsResult,
     successEvent: () => succeededEvent(kind),
     describe: (payload) => `Export of ${payload.fileName}`,
     fileName: (payload) => payload.fileName,
     run: (run) =>
-      runExport(
+      runExport<ExportRowsResult>(
         run as never,
         { name: run.payload.fileName, contentType: CONTENT_TYPES[run.payload.format] },
         `Export of ${run.payload.fileName}`,

@@ -1,5 +1,4 @@
 import { pgExecutor } from '../../../db/sql.ts';
-import type { Json } from '../../../kernel/formats.ts';
 import { deleteChunkedArtifacts, registerChunkedArtifact, saveChunk } from '../../engine/artifacts.ts';
 import type { JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { RowCounter } from './file-formats.ts';
@@ -15,7 +14,9 @@ import { Snapshot } from './snapshot.ts';
  * rerun therefore deletes what the earlier run stored and starts over with a new snapshot; the artifact row is only
  * written at the end, so nothing half-written is ever downloadable (docs/decisions/exports.md).
  */
-export type ExportJournal = { phase: 'export'; attempt: number } | { phase: 'done'; outcome: JobOutcome };
+export type ExportJournal<Result = unknown> =
+  | { phase: 'export'; attempt: number }
+  | { phase: 'done'; outcome: JobOutcome<Result> };
 
 export interface ExportProgress extends RowCounter {
   /** Rows the export will write, counted in its snapshot before it starts (null until then). */
@@ -27,19 +28,22 @@ export interface ExportFile {
   contentType: string;
 }
 
-/** Streams the whole file into `sink` and resolves when the sink has stored it; answers extra result fields. */
-export type ExportWriter = (
+/** What runExport adds to every export's result (src/jobs/kinds/exports/results.ts). */
+type Totals = { rowsDone: number; rowsTotal: number; artifact: { name: string; size: number; sha256: string } };
+
+/** Streams the whole file into `sink` and resolves when the sink has stored it; answers the kind's own result fields. */
+export type ExportWriter<Result extends Totals> = (
   snapshot: Snapshot,
   sink: ChunkSink,
   progress: ExportProgress,
-) => Promise<Record<string, Json>>;
+) => Promise<Omit<Result, keyof Totals>>;
 
-export async function runExport(
-  run: JobRun<unknown, ExportJournal>,
+export async function runExport<Result extends Totals>(
+  run: JobRun<unknown, ExportJournal<Result>>,
   file: ExportFile,
   summary: string,
-  write: ExportWriter,
-): Promise<JobOutcome> {
+  write: ExportWriter<Result>,
+): Promise<JobOutcome<Result>> {
   if (run.journal.phase === 'done' && run.journal.outcome) return run.journal.outcome;
   const jobId = run.job.id;
   const exporting: ExportJournal = { phase: 'export', attempt: run.job.attempt };
@@ -55,7 +59,7 @@ export async function runExport(
     }),
   );
   const snapshot = await Snapshot.open(run.pool);
-  let extra: Record<string, Json>;
+  let extra: Omit<Result, keyof Totals>;
   try {
     extra = await write(snapshot, sink, progress);
   } catch (error) {
@@ -65,9 +69,9 @@ export async function runExport(
   }
   await snapshot.close();
   const artifact = { name: file.name, size: sink.size, sha256: sink.sha256 };
-  const outcome: JobOutcome = {
+  const outcome: JobOutcome<Result> = {
     state: 'succeeded',
-    result: { ...extra, rowsDone: progress.rows, rowsTotal: progress.total ?? progress.rows, artifact },
+    result: { ...extra, rowsDone: progress.rows, rowsTotal: progress.total ?? progress.rows, artifact } as Result,
     summary,
     affectedRows: progress.rows,
   };

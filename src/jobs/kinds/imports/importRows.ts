@@ -6,6 +6,7 @@ import { schemaVersionConflict, type TableSchema } from '../../../catalog/table-
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
 import { countRows, readUpload, writeReport } from './previewImportRows.ts';
+import { ImportRowsResult } from './results.ts';
 import { ImportSpec, validateImport, type ValidationJournal } from './pipeline.ts';
 import {
   dropStaging,
@@ -36,7 +37,7 @@ export type ImportRowsPayload = z.infer<typeof ImportRowsPayload>;
 type ImportJournal =
   | ValidationJournal
   | { phase: 'insert'; fromLine: number; inserted: number }
-  | { phase: 'done'; outcome: JobOutcome };
+  | { phase: 'done'; outcome: JobOutcome<ImportRowsResult> };
 
 type Run = JobRun<ImportRowsPayload, ImportJournal>;
 
@@ -127,7 +128,12 @@ async function insertBatch(
   return { next: lastLine + 1, inserted };
 }
 
-async function finish(sql: SqlExecutor, run: Run, inserted: number, refusal: string | null): Promise<JobOutcome> {
+async function finish(
+  sql: SqlExecutor,
+  run: Run,
+  inserted: number,
+  refusal: string | null,
+): Promise<JobOutcome<ImportRowsResult>> {
   const counts = await countRows(sql, run.job.id);
   const report = await writeReport(sql, run as JobRun<unknown, unknown>);
   await sql.query(dropStaging(run.job.id).sql);
@@ -148,7 +154,7 @@ async function finish(sql: SqlExecutor, run: Run, inserted: number, refusal: str
     });
     await sql.run(event);
   }
-  const result = {
+  const result: ImportRowsResult = {
     ...counts,
     insertedRows: inserted,
     skippedRows: counts.totalRows - inserted,
@@ -224,9 +230,10 @@ async function insertValidRows(run: Run, schema: TableSchema): Promise<void> {
   }
 }
 
-export const importRows: JobHandler<ImportRowsPayload, ImportJournal> = {
+export const importRows: JobHandler<ImportRowsPayload, ImportJournal, ImportRowsResult> = {
   kind: 'importRows',
   payload: ImportRowsPayload,
+  result: ImportRowsResult,
   successEvent: () => succeededEvent('importRows'),
   describe: (payload) => `Import of ${payload.spec.fileName}`,
   fileName: (payload) => payload.spec.fileName,
@@ -239,7 +246,7 @@ export const importRows: JobHandler<ImportRowsPayload, ImportJournal> = {
       if (run.payload.mode === 'all-or-nothing') await insertAll(run, schema);
       else await insertValidRows(run, schema);
     }
-    return (run.journal as { outcome: JobOutcome }).outcome;
+    return (run.journal as { outcome: JobOutcome<ImportRowsResult> }).outcome;
   },
   /**
    * valid-rows-only commits each batch as it goes: a cancelled or finally failed import takes its rows out again,

@@ -3,6 +3,7 @@ import type { Json } from '../../../kernel/formats.ts';
 import { loadArtifactContent, saveArtifact, sha256Of } from '../../engine/artifacts.ts';
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
 import { succeededEvent } from '../../engine/handler.ts';
+import { PreviewImportRowsResult } from './results.ts';
 import { ImportSpec, validateImport, type ValidationJournal } from './pipeline.ts';
 import { countOutcome, dropStaging, selectPreview, selectProblems } from './staging.ts';
 
@@ -16,7 +17,7 @@ const PREVIEW_ROWS = 50;
 /** A report past this many problems is cut (the counts stay exact); 100,000 lines is roughly 15 MB. */
 const MAX_REPORTED_PROBLEMS = 100_000;
 
-type PreviewJournal = ValidationJournal | { phase: 'done'; outcome: JobOutcome };
+type PreviewJournal = ValidationJournal | { phase: 'done'; outcome: JobOutcome<PreviewImportRowsResult> };
 
 export async function readUpload(sql: SqlExecutor, jobId: string): Promise<string> {
   const content = await loadArtifactContent(sql, jobId, UPLOAD_ARTIFACT);
@@ -79,14 +80,14 @@ async function summarise(
   sql: SqlExecutor,
   run: JobRun<ImportSpec, PreviewJournal>,
   malformed: { line: number; message: string } | null,
-): Promise<JobOutcome> {
+): Promise<JobOutcome<PreviewImportRowsResult>> {
   const counts = await countRows(sql, run.job.id);
-  const preview = await sql.query<{ line: number; cells: Json; valid: boolean }>(
+  const preview = await sql.query<{ line: number; cells: Record<string, Json>; valid: boolean }>(
     selectPreview(run.job.id, PREVIEW_ROWS).sql,
   );
   const report = await writeReport(sql, run as JobRun<unknown, unknown>);
   await sql.query(dropStaging(run.job.id).sql);
-  const result = {
+  const result: PreviewImportRowsResult = {
     ...counts,
     schemaVersion: run.payload.schemaVersion,
     preview: preview.map((row) => ({ line: row.line, valid: row.valid, values: row.cells })),
@@ -107,9 +108,10 @@ async function summarise(
   return { state: 'succeeded', result, summary: `Import preview of ${run.payload.fileName}` };
 }
 
-export const previewImportRows: JobHandler<ImportSpec, PreviewJournal> = {
+export const previewImportRows: JobHandler<ImportSpec, PreviewJournal, PreviewImportRowsResult> = {
   kind: 'previewImportRows',
   payload: ImportSpec,
+  result: PreviewImportRowsResult,
   successEvent: () => succeededEvent('previewImportRows'),
   describe: (payload) => `Import preview of ${payload.fileName}`,
   fileName: (payload) => payload.fileName,
@@ -119,11 +121,11 @@ export const previewImportRows: JobHandler<ImportSpec, PreviewJournal> = {
       const { malformed } = await validateImport(run as JobRun<unknown, ValidationJournal>, run.payload, content);
       await run.step(async (sql) => {
         const outcome = await summarise(sql, run, malformed);
-        const { totalRows } = outcome.result as { totalRows: number };
+        const { totalRows } = outcome.result;
         return { journal: { phase: 'done', outcome }, progress: { done: totalRows, total: totalRows } };
       });
     }
-    return (run.journal as { outcome: JobOutcome }).outcome;
+    return (run.journal as { outcome: JobOutcome<PreviewImportRowsResult> }).outcome;
   },
   async discard(run) {
     await pgExecutor(run.pool).query(dropStaging(run.job.id).sql);

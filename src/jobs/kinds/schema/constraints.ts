@@ -11,6 +11,7 @@ import { DomainError } from '../../../kernel/errors.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
 import type { JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { PlannedChange } from './plan.ts';
+import type { CreateForeignKeyResult, CreateUniqueRuleResult } from './results.ts';
 import * as ddl from './change-statements.ts';
 import { bump, lockVersion } from './steps.ts';
 import { SQLSTATE, sqlStateOf } from '../../../db/pg-errors.ts';
@@ -22,8 +23,12 @@ import { SQLSTATE, sqlStateOf } from '../../../db/pg-errors.ts';
  * is dropped and started again on resume.
  */
 type Target = { orgId: string; databaseId: string; tableId: string; expectedSchemaVersion: number; summary: string };
-type Journal = { phase: 'build' } | { phase: 'cutover' } | { phase: 'done'; outcome: JobOutcome };
-type Run = JobRun<Target & { change: PlannedChange }, Journal>;
+type ConstraintResult = CreateUniqueRuleResult | CreateForeignKeyResult;
+export type ConstraintJournal =
+  | { phase: 'build' }
+  | { phase: 'cutover' }
+  | { phase: 'done'; outcome: JobOutcome<ConstraintResult> };
+type Run = JobRun<Target & { change: PlannedChange }, ConstraintJournal>;
 type RuleChange = Extract<PlannedChange, { kind: 'add_unique_rule' }>;
 type KeyChange = Extract<PlannedChange, { kind: 'add_foreign_key' }>;
 
@@ -134,7 +139,7 @@ async function buildKey(run: Run, schema: TableSchema, change: KeyChange): Promi
         details: {
           fieldIds: change.fieldIds,
           orphans: rows.map((row) => ({
-            rowId: row.id,
+            rowId: row.id as string,
             values: Object.fromEntries(
               fields.map((field, index) => [field.id, typeSpecOf(field.type).fromText(row[`c${index}`] as string)]),
             ),
@@ -167,10 +172,9 @@ async function buildKey(run: Run, schema: TableSchema, change: KeyChange): Promi
   });
 }
 
-async function cutover(sql: SqlExecutor, run: Run, schema: TableSchema): Promise<JobOutcome> {
+async function cutover(sql: SqlExecutor, run: Run, schema: TableSchema): Promise<JobOutcome<ConstraintResult>> {
   await lockVersion(sql, run.payload);
   const change = run.payload.change;
-  const result: Record<string, unknown> = {};
   if (change.kind === 'add_unique_rule') {
     const [index] = await sql.query<{ valid: boolean }>(
       ddl.uniqueIndexIsValid(schema.databaseId, change.ruleId).sql,
@@ -180,8 +184,10 @@ async function cutover(sql: SqlExecutor, run: Run, schema: TableSchema): Promise
     await sql.run(
       ddl.insertUniqueRule(change.ruleId, schema.tableId, change.fieldIds, change.where, change.enforcement),
     );
-    result.ruleId = change.ruleId;
-  } else if (change.kind === 'add_foreign_key') {
+    const schemaVersion = await bump(sql, schema.tableId);
+    return { state: 'succeeded', result: { ruleId: change.ruleId, schemaVersion }, summary: run.payload.summary };
+  }
+  if (change.kind === 'add_foreign_key') {
     await sql.run(
       ddl.insertForeignKey(
         change.foreignKeyId,
@@ -191,10 +197,14 @@ async function cutover(sql: SqlExecutor, run: Run, schema: TableSchema): Promise
         change.referencedRuleId,
       ),
     );
-    result.foreignKeyId = change.foreignKeyId;
+    const schemaVersion = await bump(sql, schema.tableId);
+    return {
+      state: 'succeeded',
+      result: { foreignKeyId: change.foreignKeyId, schemaVersion },
+      summary: run.payload.summary,
+    };
   }
-  result.schemaVersion = await bump(sql, schema.tableId);
-  return { state: 'succeeded', result: result as JobOutcome['result'], summary: run.payload.summary };
+  throw new Error(`not a constraint change: ${change.kind}`);
 }
 
 /** Runs (or resumes) an online rule or key build to its cutover. */

@@ -12,6 +12,7 @@ import { DomainError } from '../../../kernel/errors.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { bumpSchemaVersion, dropUniqueIndex, lockCatalogRow } from './change-statements.ts';
 import { Id } from '../../../kernel/formats.ts';
+import { DeleteUniqueRuleResult } from './results.ts';
 
 /**
  * Removes a unique rule online (issue 13): DROP INDEX CONCURRENTLY (row writes go on; a hashed rule's constraint
@@ -54,9 +55,10 @@ async function dropIndex(pool: pg.Pool, payload: Payload): Promise<void> {
   }
 }
 
-export const deleteUniqueRule: JobHandler<Payload, Journal> = {
+export const deleteUniqueRule: JobHandler<Payload, Journal, DeleteUniqueRuleResult> = {
   kind: 'deleteUniqueRule',
   payload: Payload,
+  result: DeleteUniqueRuleResult,
   // Spec §6 gives deleteUniqueRule no `succeeded` suffix: `rule.delete` marks it done.
   successEvent: () => 'rule.delete',
   describe: (payload) => payload.summary,
@@ -79,7 +81,7 @@ export const deleteUniqueRule: JobHandler<Payload, Journal> = {
     const { ruleId } = run.payload;
     return {
       state: 'succeeded',
-      result: { ruleId, deleted: true, schemaVersion: run.journal.schemaVersion ?? null },
+      result: { ruleId, deleted: true, schemaVersion: run.journal.schemaVersion! },
       summary: run.payload.summary,
     };
   },

@@ -4,6 +4,7 @@ import {
   deleteForeignKeysOf,
   dropDatabaseSchema,
 } from '../../../catalog/trash.ts';
+import { DeleteDatabaseResult } from './results.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { claimEntry, deleteCatalog, dropInSteps, dropPlan, PurgePayload, type PurgeJournal } from './purge.ts';
 
@@ -11,9 +12,10 @@ import { claimEntry, deleteCatalog, dropInSteps, dropPlan, PurgePayload, type Pu
  * Purges a database from the trash once its retention has passed (issue 13): each table's data in its own step,
  * then the schema, then the catalog — including tables that had been trashed on their own, whose purges it cancels.
  */
-export const deleteDatabase: JobHandler<PurgePayload, PurgeJournal> = {
+export const deleteDatabase: JobHandler<PurgePayload, PurgeJournal, DeleteDatabaseResult> = {
   kind: 'deleteDatabase',
   payload: PurgePayload,
+  result: DeleteDatabaseResult,
   // Spec §6 gives deleteDatabase no `succeeded` suffix: the plain kind marks the purge done.
   successEvent: () => 'database.delete',
   describe: (payload) => `Purge of database ${payload.name} from the trash`,

@@ -1,11 +1,13 @@
 import { deleteCatalogRow, deleteForeignKeysOf } from '../../../catalog/trash.ts';
+import { DeleteTableResult } from './results.ts';
 import type { JobHandler } from '../../engine/handler.ts';
 import { claimEntry, deleteCatalog, dropInSteps, dropPlan, PurgePayload, type PurgeJournal } from './purge.ts';
 
 /** Purges a table from the trash once its retention has passed (issue 13): its rows, history, sequences, catalog. */
-export const deleteTable: JobHandler<PurgePayload, PurgeJournal> = {
+export const deleteTable: JobHandler<PurgePayload, PurgeJournal, DeleteTableResult> = {
   kind: 'deleteTable',
   payload: PurgePayload,
+  result: DeleteTableResult,
   // Spec §6 gives deleteTable no `succeeded` suffix: the plain kind marks the purge done.
   successEvent: () => 'table.delete',
   describe: (payload) => `Purge of table ${payload.name} from the trash`,

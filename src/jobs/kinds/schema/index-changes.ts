@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { z } from 'zod';
 import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
 import {
   createSortIndex,
@@ -15,8 +14,9 @@ import {
 import { DomainError } from '../../../kernel/errors.ts';
 import { newId } from '../../../kernel/ids.ts';
 import type { TableSchema } from '../../../catalog/table-schema.ts';
-import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
+import type { JobOutcome, JobRun } from '../../engine/handler.ts';
 import type { PlannedChange } from './plan.ts';
+import type { ApplySchemaChangeResult } from './results.ts';
 import { bump, lockVersion } from './steps.ts';
 import * as catalog from '../../../catalog/table-indexes.ts';
 import { insertJob, notifyWorkers } from '../../engine/sql/queue.ts';
@@ -31,14 +31,17 @@ import type { Statement } from '../../../data/statement.ts';
 type Target = { orgId: string; databaseId: string; tableId: string; expectedSchemaVersion: number; summary: string };
 type AddIndex = Extract<PlannedChange, { kind: 'add_index' }>;
 type DropIndex = Extract<PlannedChange, { kind: 'drop_index' }>;
-type ChangeJournal =
+type IndexOutcome = JobOutcome<ApplySchemaChangeResult>;
+export type IndexChangeJournal =
   | { phase: 'build'; indexId: string; keys: IndexKey[] }
   | { phase: 'cutover'; indexId: string }
-  | { phase: 'drop'; outcome: JobOutcome }
-  | { phase: 'done'; outcome: JobOutcome };
+  | { phase: 'drop'; outcome: IndexOutcome }
+  | { phase: 'done'; outcome: IndexOutcome };
+type ChangeJournal = IndexChangeJournal;
 type ChangeRun = JobRun<Target & { change: PlannedChange }, ChangeJournal>;
 
-async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
+/** Runs outside a transaction (CONCURRENTLY refuses one), on its own connection. */
+export async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     return await work(pgExecutor(client));
@@ -149,7 +152,7 @@ async function addIndex(run: ChangeRun, schema: TableSchema, change: AddIndex): 
         );
       await sql.run(catalog.bumpIndexVersion(schema.tableId));
       const schemaVersion = await bump(sql, schema.tableId);
-      const outcome: JobOutcome = {
+      const outcome: IndexOutcome = {
         state: 'succeeded',
         result: { indexId, schemaVersion },
         summary: run.payload.summary,
@@ -175,7 +178,7 @@ async function dropIndex(run: ChangeRun, schema: TableSchema, change: DropIndex)
       else await sql.run(catalog.deleteTableIndex(row.id));
       await sql.run(catalog.bumpIndexVersion(schema.tableId));
       const schemaVersion = await bump(sql, schema.tableId);
-      const outcome: JobOutcome = {
+      const outcome: IndexOutcome = {
         state: 'succeeded',
         result: { indexId: row.id, dropped: !needed, keptForViews: needed, schemaVersion },
         summary: run.payload.summary,
@@ -211,53 +214,6 @@ export async function abandonIndexChange(
   if (removed.length > 0)
     await outsideTransaction(run.pool, (sql) => sql.run(dropSortIndex(run.payload.databaseId, indexId)));
 }
-
-/** The automatic index job: build the index its row asks for and mark it ready, or drop it when its row is gone. */
-export const ViewIndexPayload = z.object({
-  orgId: z.string(),
-  databaseId: z.string(),
-  tableId: z.string(),
-  indexId: z.string(),
-  summary: z.string(),
-});
-type ViewIndexPayload = z.infer<typeof ViewIndexPayload>;
-type ViewIndexJournal = { phase: 'done'; outcome: JobOutcome };
-
-async function syncViewIndex(run: JobRun<ViewIndexPayload, ViewIndexJournal>): Promise<JobOutcome> {
-  const { databaseId, tableId, indexId, summary } = run.payload;
-  const sql = pgExecutor(run.pool);
-  const [row] = await query<catalog.IndexRow>(sql, catalog.selectTableIndex(indexId));
-  if (row?.state === 'building') await ensureSortIndex(run.pool, { databaseId, tableId }, indexId, row.keys);
-  let kept = false;
-  if (row) {
-    await run.step(async (tx) => {
-      await tx.run(catalog.lockTableIndexes(tableId));
-      const [marked] = await query(tx, catalog.setIndexState(indexId, 'ready'));
-      kept = marked !== undefined;
-      if (kept) await tx.run(catalog.bumpIndexVersion(tableId));
-      const outcome: JobOutcome = { state: 'succeeded', result: { indexId, state: 'ready' }, summary };
-      return { journal: { phase: 'done', outcome }, progress: { done: 1, total: 1 } };
-    });
-  }
-  if (kept) return (run.journal as ViewIndexJournal).outcome;
-  await outsideTransaction(run.pool, (client) => client.run(dropSortIndex(databaseId, indexId)));
-  return { state: 'succeeded', result: { indexId, dropped: true }, summary };
-}
-
-export const updateTableIndexes: JobHandler<ViewIndexPayload, ViewIndexJournal> = {
-  kind: 'updateTable',
-  payload: ViewIndexPayload,
-  successEvent: () => 'table.update',
-  describe: (payload) => payload.summary,
-  run: (run) => (run.journal.phase === 'done' ? Promise.resolve(run.journal.outcome!) : syncViewIndex(run)),
-  async discard(run) {
-    const { databaseId, indexId } = run.payload;
-    const sql = pgExecutor(run.pool);
-    await query(sql, catalog.discardBuildingIndex(indexId, ['automatic']));
-    const [row] = await query(sql, catalog.selectTableIndex(indexId));
-    if (!row) await outsideTransaction(run.pool, (client) => client.run(dropSortIndex(databaseId, indexId)));
-  },
-};
 
 /** delete_field: the column's indexes go with it (PostgreSQL drops them with the column), so do their rows. */
 export async function forgetFieldIndexes(sql: SqlExecutor, tableId: string, fieldId: string): Promise<void> {
