@@ -13,6 +13,10 @@ import { idempotent } from '../../idempotency/run.ts';
 import { pageOf, pageRef, type PageArgs } from '../shared/pages.ts';
 import type { Context } from '../server/context.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
+import { CreateDatabaseBody } from '../../contracts/databases.ts';
+
+/** Table names share the database name rule; the tables contract imports it from src/contracts/databases.ts. */
+export { ResourceName } from '../../contracts/databases.ts';
 
 /** A workspace database: a named container of tables, stored as one PostgreSQL schema (DESIGN §2). */
 export interface DatabaseShape {
@@ -25,9 +29,6 @@ export interface DatabaseShape {
   createdAt: string;
   updatedAt: string;
 }
-
-export const ResourceName = z.string().trim().min(1).max(120);
-export const CreateDatabaseBody = z.strictObject({ name: ResourceName });
 
 export const Database = builder.objectRef<DatabaseShape>('Database').implement({
   description: 'A workspace database. Its tables live in their own PostgreSQL schema.',
@@ -44,10 +45,9 @@ export const Database = builder.objectRef<DatabaseShape>('Database').implement({
 
 export const DatabasePage = pageRef('DatabasePage', Database, 'A page of databases, oldest first.');
 
-const CreateDatabaseInput = builder.inputType('CreateDatabaseInput', {
-  fields: (t) => ({ name: t.string({ required: true }) }),
-  validate: CreateDatabaseBody,
-});
+const CreateDatabaseInput = builder
+  .inputType('CreateDatabaseInput', { fields: (t) => ({ name: t.string({ required: true }) }) })
+  .validate(CreateDatabaseBody);
 
 interface DatabaseRow {
   id: string;
@@ -162,12 +162,11 @@ builder.mutationFields((t) => ({
       oauth: 'databases:manage',
     }),
     resolve: (_root, { idempotencyKey, orgId, input }, context) => {
-      const body = CreateDatabaseBody.parse(input);
       const target = String(orgId);
       return idempotent(
         context,
-        { operation: 'createDatabase', key: idempotencyKey, input: { orgId: target, ...body } },
-        (tx) => createDatabase(tx, requireCaller(context), target, body.name),
+        { operation: 'createDatabase', key: idempotencyKey, input: { orgId: target, ...input } },
+        (tx) => createDatabase(tx, requireCaller(context), target, input.name),
       );
     },
   }),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { FIELD_TYPES } from '../../../data/field-types.ts';
 import { Id, SchemaVersion, Timestamp, VersionString } from '../../../kernel/formats.ts';
 import { CreateForeignKeyBody } from '../../../graph/tables/foreign-keys.ts';
-import { DeleteBody } from '../../../graph/databases/database-changes.ts';
+import { DeleteBody } from '../../../contracts/databases.ts';
 import { UpdateTableBody } from '../../../graph/tables/table-changes.ts';
 import { CreateTableBody } from '../../../graph/tables/tables.ts';
 import { CreateUniqueRuleBody } from '../../../graph/tables/unique-rules.ts';
@@ -22,7 +22,7 @@ import {
 import { defineRoute } from '../route.ts';
 import { JobHandleResponse } from './jobs.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';
-import { TrashEntryResponse } from './trash.ts';
+import { TrashEntryResponse } from '../../../contracts/trash.ts';
 
 export const FieldResponse = z.strictObject({
   id: Id,

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { Id, Timestamp, VersionString } from '../kernel/formats.ts';
+
+/** The databases domain's contract: what REST, GraphQL and OpenAPI read for its operations. No side effects. */
+
+/** A database or table name: trimmed, 1–120 characters, unique ignoring case within its parent. */
+export const ResourceName = z.string().trim().min(1).max(120);
+
+/** POST /v1/orgs/{orgId}/databases and `createDatabase(input:)`. */
+export const CreateDatabaseBody = z.strictObject({ name: ResourceName });
+export type CreateDatabaseBody = z.infer<typeof CreateDatabaseBody>;
+
+/** PATCH …/databases/{databaseId} and `updateDatabase(input:)`. */
+export const UpdateDatabaseBody = z.strictObject({ expectedVersion: VersionString, name: ResourceName });
+export type UpdateDatabaseBody = z.infer<typeof UpdateDatabaseBody>;
+
+/** DELETE of a database or a table: it goes only while still at `expectedVersion`. */
+export const DeleteBody = z.strictObject({ expectedVersion: VersionString });
+export type DeleteBody = z.infer<typeof DeleteBody>;
+
+export const DatabaseResponse = z.strictObject({
+  id: Id,
+  orgId: Id,
+  name: z.string().min(1).max(120),
+  state: z.enum(['active']),
+  version: VersionString,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
