@@ -9,32 +9,29 @@ import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageL
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { pageOf } from '../shared/pages.ts';
+import { CreatePersonalKeyBody } from '../../contracts/keys.ts';
 import {
   ApiKeyPage,
   checkDelegation,
   CreatedApiKey,
   createOnce,
   insertKey,
-  KeyCeiling,
-  KeyName,
   keySelect,
   revokeKey,
   toKeyShape,
 } from './shape.ts';
 
-/** `POST /v1/me/keys`: a key that acts as the caller inside one org, within the caller's current authority there. */
-export const CreatePersonalKeyBody = z.strictObject({ name: KeyName, orgId: Id, ...KeyCeiling });
-
-const CreatePersonalKeyInput = builder.inputType('CreatePersonalKeyInput', {
-  fields: (t) => ({
-    name: t.string({ required: true }),
-    orgId: t.id({ required: true }),
-    access: t.string({ required: true }),
-    includeAdmin: t.boolean({ required: false }),
-    expiresAt: t.string({ required: false }),
-  }),
-  validate: CreatePersonalKeyBody,
-});
+const CreatePersonalKeyInput = builder
+  .inputType('CreatePersonalKeyInput', {
+    fields: (t) => ({
+      name: t.string({ required: true }),
+      orgId: t.id({ required: true }),
+      access: t.string({ required: true }),
+      includeAdmin: t.boolean({ required: false }),
+      expiresAt: t.string({ required: false }),
+    }),
+  })
+  .validate(CreatePersonalKeyBody);
 
 const PagePosition = z.strictObject({ id: Id });
 
@@ -71,8 +68,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }),
       input: t.arg({ type: CreatePersonalKeyInput, required: true }),
     },
-    resolve: (_root, { idempotencyKey, input }, context) => {
-      const body = CreatePersonalKeyBody.parse(input);
+    resolve: (_root, { idempotencyKey, input: body }, context) => {
       const authority = requireOrg(context, body.orgId);
       checkDelegation(context.caller, authority, body);
       requireFreshStrongAuth(context);

@@ -9,31 +9,28 @@ import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageL
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { pageOf } from '../shared/pages.ts';
+import { CreateTeamKeyBody } from '../../contracts/keys.ts';
 import {
   ApiKeyPage,
   checkDelegation,
   CreatedApiKey,
   createOnce,
   insertKey,
-  KeyCeiling,
-  KeyName,
   keySelect,
   revokeKey,
   toKeyShape,
 } from './shape.ts';
 
-/** `POST /v1/orgs/{orgId}/keys`: a workspace-owned key. It acts under the org's admin role, capped by its access. */
-export const CreateTeamKeyBody = z.strictObject({ name: KeyName, ...KeyCeiling });
-
-const CreateTeamKeyInput = builder.inputType('CreateTeamKeyInput', {
-  fields: (t) => ({
-    name: t.string({ required: true }),
-    access: t.string({ required: true }),
-    includeAdmin: t.boolean({ required: false }),
-    expiresAt: t.string({ required: false }),
-  }),
-  validate: CreateTeamKeyBody,
-});
+const CreateTeamKeyInput = builder
+  .inputType('CreateTeamKeyInput', {
+    fields: (t) => ({
+      name: t.string({ required: true }),
+      access: t.string({ required: true }),
+      includeAdmin: t.boolean({ required: false }),
+      expiresAt: t.string({ required: false }),
+    }),
+  })
+  .validate(CreateTeamKeyBody);
 
 const PagePosition = z.strictObject({ id: Id });
 const adminOf = (orgId: unknown) => ({
@@ -78,8 +75,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreateTeamKeyInput, required: true }),
     },
     authScopes: (_root, { orgId }) => adminOf(orgId),
-    resolve: (_root, { idempotencyKey, orgId, input }, context) => {
-      const body = CreateTeamKeyBody.parse(input);
+    resolve: (_root, { idempotencyKey, orgId, input: body }, context) => {
       const target = String(orgId);
       const caller = requirePersonalIdentity(context);
       checkDelegation(caller, requireOrg(context, target), body);
