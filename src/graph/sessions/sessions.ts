@@ -11,6 +11,7 @@ import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { idempotentWithSecret } from '../server/one-time-secret.ts';
 import { pageOf, pageRef } from '../shared/pages.ts';
+import { ConfirmTwoFactorBody } from '../../contracts/sessions.ts';
 
 /** A browser session of the caller (spec 2.16 leaves the record open). `current` marks the one making the request. */
 export type SessionShape = {
@@ -50,12 +51,9 @@ const TwoFactorStatus = builder.objectRef<{ twoFactorEnabled: boolean }>('TwoFac
   fields: (t) => ({ twoFactorEnabled: t.exposeBoolean('twoFactorEnabled') }),
 });
 
-export const ConfirmTwoFactorBody = z.strictObject({ code: z.string().regex(/^\d{6}$/, 'must be the 6-digit code') });
-
-const ConfirmTwoFactorInput = builder.inputType('ConfirmTwoFactorInput', {
-  fields: (t) => ({ code: t.string({ required: true }) }),
-  validate: ConfirmTwoFactorBody,
-});
+const ConfirmTwoFactorInput = builder
+  .inputType('ConfirmTwoFactorInput', { fields: (t) => ({ code: t.string({ required: true }) }) })
+  .validate(ConfirmTwoFactorBody);
 
 const PagePosition = z.strictObject({ id: Id });
 
@@ -155,8 +153,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }),
       input: t.arg({ type: ConfirmTwoFactorInput, required: true }),
     },
-    resolve: async (_root, { idempotencyKey, input }, context) => {
-      const body = ConfirmTwoFactorBody.parse(input);
+    resolve: async (_root, { idempotencyKey, input: body }, context) => {
       await requireSecurityCredential(context);
       const userId = context.caller.userId;
       // Counted outside the transaction (a refusal rolls it back) and against the login lockout.
@@ -186,8 +183,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }),
       input: t.arg({ type: ConfirmTwoFactorInput, required: true }),
     },
-    resolve: async (_root, { idempotencyKey, input }, context) => {
-      const body = ConfirmTwoFactorBody.parse(input);
+    resolve: async (_root, { idempotencyKey, input: body }, context) => {
       await requireSecurityCredential(context);
       const userId = context.caller.userId;
       await countAttempt(context.prisma, context.config, userId);
