@@ -1,7 +1,7 @@
 import { Cron } from 'croner';
 import { describe, expect, it } from 'vitest';
 import { nextRuns, parseCron } from '../src/kernel/cron.ts';
-import { BackupSchedulePreviewResponse } from '../src/http/rest/routes/backups.ts';
+import { BackupSchedulePreviewResponse } from '../src/contracts/backups.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import type { ApiResponse } from './helpers/server.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { JobHandleResponse, JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse, JobResponse } from '../src/contracts/jobs.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import {

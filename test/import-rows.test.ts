@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobHandleResponse, JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse, JobResponse } from '../src/contracts/jobs.ts';
 import { newId } from '../src/kernel/ids.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobResponse } from '../src/contracts/jobs.ts';
 import { RowResponse } from '../src/http/rest/routes/rows.ts';
 import { Page } from '../src/contracts/pages.ts';
 import { expectError } from './helpers/expectations.ts';

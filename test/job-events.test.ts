@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobResponse } from '../src/contracts/jobs.ts';
 import { expectError } from './helpers/expectations.ts';
 import { openEventStream, type EventStream } from './helpers/event-stream.ts';
 import { addMember, createOrg } from './helpers/factories.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { startWorker } from '../src/jobs/start-worker.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobResponse } from '../src/contracts/jobs.ts';
 import { expectError } from './helpers/expectations.ts';
 import { createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { controlJob, mappingOf, requestPreview, waitForJob } from './helpers/jobs.ts';

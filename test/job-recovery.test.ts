@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { columnOf, historyTableOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { startWorker } from '../src/jobs/start-worker.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobResponse } from '../src/contracts/jobs.ts';
 import { allRows, mappingOf, reportOf, requestImport, requestPreview, waitForJob } from './helpers/jobs.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { addUniqueRule, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';

@@ -6,7 +6,7 @@ import { JOB_HANDLERS } from '../src/jobs/kinds/registry.ts';
 import { startJobRunner } from '../src/jobs/engine/runner.ts';
 import { startWorker } from '../src/jobs/start-worker.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobResponse } from '../src/contracts/jobs.ts';
 import { Page } from '../src/contracts/pages.ts';
 import { expectError, expectTimestamp } from './helpers/expectations.ts';
 import { requestExport } from './helpers/exports.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { columnOf, historyTableOf } from '../src/data/identifiers.ts';
 import { newId } from '../src/kernel/ids.ts';
-import { JobHandleResponse, JobResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse, JobResponse } from '../src/contracts/jobs.ts';
 import { TableSchemaResponse } from '../src/http/rest/routes/tables.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';

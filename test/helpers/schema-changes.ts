@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { JobHandleResponse, JobResponse } from '../../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse, JobResponse } from '../../src/contracts/jobs.ts';
 import { rowsTableOf } from '../../src/data/identifiers.ts';
 import { TableSchemaResponse } from '../../src/http/rest/routes/tables.ts';
 import { idempotencyKey } from './factories.ts';

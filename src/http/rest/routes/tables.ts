@@ -20,7 +20,7 @@ import {
   UpdateTableDocument,
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
-import { JobHandleResponse } from './jobs.ts';
+import { JobHandleResponse } from '../../../contracts/jobs.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';
 import { TrashEntryResponse } from '../../../contracts/trash.ts';
 
