@@ -1,6 +1,5 @@
 import { lockInvitationByTokenHash, lockInvitationState } from '../../catalog/invitations.ts';
 import { createHash, randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -11,14 +10,14 @@ import { hashPassword } from '../../identity/passwords.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion } from '../shared/deletion.ts';
 import { deliver, deliveryConfigured } from '../../identity/delivery.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { checkDelegation } from '../keys/shape.ts';
 import { Member, memberSelect, toMemberShape, type MemberShape } from '../members/members.ts';
 import { idempotentWithSecret } from '../server/one-time-secret.ts';
-import { pageOf, pageRef } from '../shared/pages.ts';
+import { pageRef } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { AcceptInvitationBody, CreateInvitationBody, type INVITATION_STATES } from '../../contracts/invitations.ts';
 
@@ -254,7 +253,6 @@ async function acceptInvitation(
   return toMemberShape(member);
 }
 
-const PagePosition = z.strictObject({ id: Id });
 const manage = (orgId: unknown) => ({
   org: { orgId: String(orgId), capability: 'admin' as const },
   oauth: 'members:manage' as const,
@@ -266,22 +264,21 @@ builder.queryFields((t) => ({
     description: 'The organisation’s invitations, newest first (admins).',
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
+      ...pageArgs,
     },
     authScopes: (_root, { orgId }) => manage(orgId),
-    resolve: async (_root, args, context) => {
+    resolve: (_root, args, context) => {
       const orgId = String(args.orgId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `invitations:${orgId}`;
-      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.invitation.findMany({
-        where: { orgId, ...(before ? { id: { lt: before } } : {}) },
-        orderBy: { id: 'desc' },
-        take: limit + 1,
+      return pageById(context, args, {
+        scope: `invitations:${orgId}`,
+        fetch: ({ after: before, limit }) =>
+          context.prisma.invitation.findMany({
+            where: { orgId, ...(before ? { id: { lt: before } } : {}) },
+            orderBy: { id: 'desc' },
+            take: limit + 1,
+          }),
+        toItem: toInvitationShape,
       });
-      return pageOf(rows, limit, toInvitationShape, (last) => encodeCursor(key, scope, { id: last.id }));
     },
   }),
 }));

@@ -1,5 +1,4 @@
 import { lockAdmins as lockAdminRows, lockMember } from '../../catalog/members.ts';
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -9,10 +8,10 @@ import { requireFreshStrongAuth } from '../server/step-up.ts';
 import { builder } from '../server/builder.ts';
 import { Id, storedVersion } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion, type DeletionShape } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { pageOf, pageRef, type PageArgs } from '../shared/pages.ts';
+import { pageRef, type PageArgs } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
 import { DeleteMemberBody, UpdateMemberBody } from '../../contracts/members.ts';
 
 /**
@@ -46,21 +45,19 @@ export const Member = builder.objectRef<MemberShape>('Member').implement({
   }),
 });
 
-const MemberPosition = z.strictObject({ id: Id });
-
 /** The org's members, oldest membership first: the `members` query and the `Org.members` edge. */
-export async function listMembers(context: Context, orgId: string, page: PageArgs) {
-  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-  const key = await cursorKey(context.prisma);
-  const scope = `members:${orgId}`;
-  const after = page.cursor ? decodeCursor(key, scope, page.cursor, MemberPosition).id : undefined;
-  const rows = await context.prisma.member.findMany({
-    where: { orgId, ...(after ? { id: { gt: after } } : {}) },
-    orderBy: { id: 'asc' },
-    take: limit + 1,
-    select: memberSelect,
+export function listMembers(context: Context, orgId: string, page: PageArgs) {
+  return pageById(context, page, {
+    scope: `members:${orgId}`,
+    fetch: ({ after, limit }) =>
+      context.prisma.member.findMany({
+        where: { orgId, ...(after ? { id: { gt: after } } : {}) },
+        orderBy: { id: 'asc' },
+        take: limit + 1,
+        select: memberSelect,
+      }),
+    toItem: toMemberShape,
   });
-  return pageOf(rows, limit, toMemberShape, (last) => encodeCursor(key, scope, { id: last.id }));
 }
 
 export const MemberPage = pageRef('MemberPage', Member, 'A page of members, oldest membership first.');
@@ -238,8 +235,7 @@ builder.queryFields((t) => ({
     type: MemberPage,
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
+      ...pageArgs,
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'members:read' }),
     resolve: (_root, args, context) => listMembers(context, String(args.orgId), args),
