@@ -16,7 +16,7 @@ import { idempotent } from '../../idempotency/run.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { purgeTime, schedulePurge, toTrashEntryShape, TrashEntry, type TrashEntryShape } from '../trash/entries.ts';
 
-/** Tables delete with the same body; the tables contract imports it from src/contracts/databases.ts. */
+/** src/graph/tables deletes a table with this body and imports it from here (src/contracts is its home). */
 export { DeleteBody } from '../../contracts/databases.ts';
 
 /** Renaming a database (`database.update`) and moving it to the trash (`database.delete`, issue 13). */

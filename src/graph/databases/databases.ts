@@ -14,7 +14,7 @@ import type { Context } from '../server/context.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { CreateDatabaseBody } from '../../contracts/databases.ts';
 
-/** Table names share the database name rule; the tables contract imports it from src/contracts/databases.ts. */
+/** Table names follow this rule; src/graph/tables imports it from here (src/contracts is its home). */
 export { ResourceName } from '../../contracts/databases.ts';
 
 /** A workspace database: a named container of tables, stored as one PostgreSQL schema (DESIGN §2). */
