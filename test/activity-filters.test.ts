@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/kernel/ids.ts';
-import { ActivityPageResponse, FilterOptionsResponse } from '../src/http/rest/routes/activity.ts';
+import { ActivityPageResponse, FilterOptionsResponse } from '../src/contracts/activity.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

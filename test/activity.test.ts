@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ActivityPageResponse } from '../src/http/rest/routes/activity.ts';
+import { ActivityPageResponse } from '../src/contracts/activity.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

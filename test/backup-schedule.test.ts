@@ -1,7 +1,7 @@
 import { Cron } from 'croner';
 import { describe, expect, it } from 'vitest';
 import { nextRuns, parseCron } from '../src/kernel/cron.ts';
-import { BackupSchedulePreviewResponse } from '../src/http/rest/routes/backups.ts';
+import { BackupSchedulePreviewResponse } from '../src/contracts/backups.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import type { ApiResponse } from './helpers/server.ts';
@@ -468,5 +468,37 @@ describe('POST /v1/orgs/{orgId}/databases/{databaseId}/backup-schedule/preview (
     );
     expect(bad.body.errors[0].extensions.code).toBe('VALIDATION_FAILED');
     expect(bad.body.errors[0].extensions.details.problems[0].path).toContain('cron');
+  });
+});
+
+describe('the backup policy body, over REST and GraphQL', () => {
+  const policyPath = (databaseId: string) => `/v1/orgs/${suite.org.orgId}/databases/${databaseId}/backup-policy`;
+  const mutation = `mutation($orgId: ID!, $databaseId: ID!, $key: String!, $input: BackupPolicyInput!) {
+    updateBackupPolicy(orgId: $orgId, databaseId: $databaseId, idempotencyKey: $key, input: $input) {
+      policy { keepLast keepDays } } }`;
+
+  it('PUT needs both members: 422 naming the one left out', async () => {
+    const databaseId = await createDatabase(suite.server, suite.org);
+    const response = await suite.server.request('PUT', policyPath(databaseId), {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { keepLast: 3 },
+    });
+    expectError(response, 422, 'VALIDATION_FAILED');
+    expectProblemPaths(response, [['body', 'keepDays']]);
+  });
+
+  it('GraphQL cannot require a nullable field: a member left out there is null, as null is in the PUT', async () => {
+    const databaseId = await createDatabase(suite.server, suite.org);
+    const answer = await suite.server.graphql(
+      mutation,
+      { orgId: suite.org.orgId, databaseId, key: idempotencyKey(), input: { keepLast: 3 } },
+      { token: suite.org.adminKey },
+    );
+    expect(answer.body).toEqual({ data: { updateBackupPolicy: { policy: { keepLast: 3, keepDays: null } } } });
+    const shown = await suite.server.request('GET', `${policyPath(databaseId).replace(/policy$/, 'schedule')}`, {
+      token: suite.org.adminKey,
+    });
+    expect(shown.body.policy).toEqual({ keepLast: 3, keepDays: null });
   });
 });

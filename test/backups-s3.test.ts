@@ -1,6 +1,6 @@
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackupResponse } from '../src/http/rest/routes/backups.ts';
+import { BackupResponse } from '../src/contracts/backups.ts';
 import { Page } from '../src/contracts/pages.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import {

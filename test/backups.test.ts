@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BackupResponse } from '../src/http/rest/routes/backups.ts';
+import { BackupResponse } from '../src/contracts/backups.ts';
 import { Page } from '../src/contracts/pages.ts';
 import {
   backupDir,

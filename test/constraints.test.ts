@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/kernel/ids.ts';
 import { RowMutationResponse } from '../src/contracts/rows.ts';
-import { JobHandleResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse } from '../src/contracts/jobs.ts';
 import { ForeignKeyResponse, TableSchemaResponse, UniqueRuleResponse } from '../src/contracts/tables.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/kernel/ids.ts';
-import { DatabaseResponse } from '../src/http/rest/routes/databases.ts';
+import { DatabaseResponse } from '../src/contracts/databases.ts';
 import { TableResponse, TableSchemaResponse } from '../src/contracts/tables.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import yauzl from 'yauzl';
 import { rowsTableOf } from '../src/data/identifiers.ts';
 import { sweepExpiredArtifacts } from '../src/jobs/engine/artifact-sweep.ts';
-import { JobHandleResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse } from '../src/contracts/jobs.ts';
 import { JobResponse } from '../src/contracts/job-results.ts';
 import { expectError } from './helpers/expectations.ts';
 import { download, exported, exportedText, requestExport } from './helpers/exports.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { JobHandleResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse } from '../src/contracts/jobs.ts';
 import { JobResponse } from '../src/contracts/job-results.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';

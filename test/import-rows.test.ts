@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobHandleResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse } from '../src/contracts/jobs.ts';
 import { JobResponse } from '../src/contracts/job-results.ts';
 import { newId } from '../src/kernel/ids.ts';
 import { expectError } from './helpers/expectations.ts';

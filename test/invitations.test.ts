@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DeletionResponse } from '../src/contracts/responses.ts';
-import { CreatedInvitationResponse, InvitationResponse } from '../src/http/rest/routes/invitations.ts';
-import { MemberResponse } from '../src/http/rest/routes/members.ts';
+import { CreatedInvitationResponse, InvitationResponse } from '../src/contracts/invitations.ts';
+import { MemberResponse } from '../src/contracts/members.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DeletionResponse } from '../src/contracts/responses.ts';
-import { CreatedKeyResponse, KeyMetadata } from '../src/http/rest/routes/keys.ts';
+import { CreatedKeyResponse, KeyMetadata } from '../src/contracts/keys.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/kernel/ids.ts';
-import { DatabaseResponse } from '../src/http/rest/routes/databases.ts';
+import { DatabaseResponse } from '../src/contracts/databases.ts';
 import { TableResponse } from '../src/contracts/tables.ts';
-import { RestoredResponse, TrashEntryResponse } from '../src/http/rest/routes/trash.ts';
+import { RestoredResponse, TrashEntryResponse } from '../src/contracts/trash.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey } from './helpers/factories.ts';
 import { controlJob, waitForJob } from './helpers/jobs.ts';

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { MemberResponse } from '../src/http/rest/routes/members.ts';
+import { MemberResponse } from '../src/contracts/members.ts';
 import { DeletionResponse } from '../src/contracts/responses.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey, type TestOrg } from './helpers/factories.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PreferenceOptionsResponse, PreferencesResponse } from '../src/http/rest/routes/preferences.ts';
+import { PreferenceOptionsResponse, PreferencesResponse } from '../src/contracts/preferences.ts';
 import { expectError, expectProblemPaths } from './helpers/expectations.ts';
 import { addMember, createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { columnOf, historyTableOf } from '../src/data/identifiers.ts';
 import { newId } from '../src/kernel/ids.ts';
-import { JobHandleResponse } from '../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse } from '../src/contracts/jobs.ts';
 import { JobResponse } from '../src/contracts/job-results.ts';
 import { TableSchemaResponse } from '../src/contracts/tables.ts';
 import { expectError } from './helpers/expectations.ts';

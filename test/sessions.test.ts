@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { lockDurationSeconds } from '../src/identity/login.ts';
 import { currentTotp } from '../src/identity/totp.ts';
 import { DeletionResponse } from '../src/contracts/responses.ts';
-import { EnrolmentResponse, SessionResponse } from '../src/http/rest/routes/sessions.ts';
+import { EnrolmentResponse, SessionResponse } from '../src/contracts/sessions.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, createTeamKey, idempotencyKey } from './helpers/factories.ts';
 import { browser, signIn, withPassword } from './helpers/sessions.ts';

@@ -339,6 +339,32 @@ describe('authority', () => {
 });
 
 describe('GraphQL', () => {
+  it('reads a null member of updateWebhook as "leave it", except databaseId, where null means every database', async () => {
+    const databaseId = await createDatabase(suite.server, suite.org);
+    const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { url: 'https://hooks.example.com/n', description: 'kept', events: ['*'], databaseId },
+    });
+    expect(created.status, created.text).toBe(201);
+    const update = await suite.server.graphql(
+      `mutation($orgId: ID!, $id: ID!, $key: String!, $input: UpdateWebhookInput!) {
+        updateWebhook(orgId: $orgId, id: $id, idempotencyKey: $key, input: $input) { url description databaseId version } }`,
+      {
+        orgId: suite.org.orgId,
+        id: created.body.id,
+        key: idempotencyKey(),
+        input: { expectedVersion: created.body.version, url: null, description: null, databaseId: null },
+      },
+      { token: suite.org.adminKey },
+    );
+    expect(update.body).toEqual({
+      data: {
+        updateWebhook: { url: 'https://hooks.example.com/n', description: 'kept', databaseId: null, version: '2' },
+      },
+    });
+  });
+
   it('offers the same fields: create, list, deliveries', async () => {
     const create = await suite.server.graphql(
       `mutation($orgId: ID!, $key: String!) { createWebhook(orgId: $orgId, idempotencyKey: $key, input: { url: "https://hooks.example.com/g", events: ["*"] }) { id secret state } }`,

@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { Id, Timestamp } from '../kernel/formats.ts';
-import { CAPABILITIES_BY_ROLE, OAUTH_SCOPES, type Role } from '../kernel/authority.ts';
+import { CAPABILITIES_BY_ROLE, OAUTH_SCOPES, ROLES } from '../kernel/authority.ts';
 
 /** Who is calling (GET /v1/me, GraphQL `me`) and the orgs the credential reaches (GET /v1/orgs, `orgs`). */
 export const CREDENTIAL_TYPES = ['personal-key', 'team-key', 'session', 'oauth'] as const;
-export const ROLES = ['admin', 'member', 'viewer'] as const satisfies readonly Role[];
 export const CAPABILITIES = CAPABILITIES_BY_ROLE.admin;
 
 export const MeUserResponse = z.strictObject({

@@ -58,10 +58,29 @@ export const UpdateWebhookBody = z.strictObject({
   state: z.enum(['active', 'disabled']).optional(),
 });
 
+/**
+ * `updateWebhook(input:)`: GraphQL has no "absent", so there a null member leaves the setting as it is, except
+ * `databaseId`, where null means every database (as in the PATCH body). The resolver receives the PATCH body.
+ */
+export const UpdateWebhookArgument = UpdateWebhookBody.extend({
+  url: UpdateWebhookBody.shape.url.nullish(),
+  description: UpdateWebhookBody.shape.description.nullish(),
+  events: UpdateWebhookBody.shape.events.nullish(),
+  tableIds: UpdateWebhookBody.shape.tableIds.nullish(),
+  state: UpdateWebhookBody.shape.state.nullish(),
+}).transform(
+  (input) =>
+    Object.fromEntries(
+      Object.entries(input).filter(([key, value]) => value !== null || key === 'databaseId'),
+    ) as z.output<typeof UpdateWebhookBody>,
+);
+
 export const DeleteWebhookBody = z.strictObject({ expectedVersion: VersionString });
 
 /** A feed cursor of `GET …/changes`: replay every matching change after it (all retained ones without it). */
 export const ReplayWebhookBody = z.strictObject({ after: z.string().min(1).max(512).optional() });
+/** `replayWebhook(input:)`: a null `after` is the same as none. */
+export const ReplayWebhookArgument = ReplayWebhookBody.extend({ after: ReplayWebhookBody.shape.after.nullish() });
 
 export const WebhookResponse = z.strictObject({
   id: Id,

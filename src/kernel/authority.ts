@@ -2,7 +2,8 @@
  * What a caller may do in an org: the intersection of the member's current role (read at call time) and
  * the ceiling of the credential it presented (DESIGN §3).
  */
-export type Role = 'admin' | 'member' | 'viewer';
+export const ROLES = ['admin', 'member', 'viewer'] as const;
+export type Role = (typeof ROLES)[number];
 
 /** read: see data; write: change rows, shared views, imports; manage: schema; admin: members, keys, settings. */
 export type Capability = 'read' | 'write' | 'manage' | 'admin';

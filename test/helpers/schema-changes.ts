@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { JobHandleResponse } from '../../src/http/rest/routes/jobs.ts';
+import { JobHandleResponse } from '../../src/contracts/jobs.ts';
 import { JobResponse } from '../../src/contracts/job-results.ts';
 import { rowsTableOf } from '../../src/data/identifiers.ts';
 import { TableSchemaResponse } from '../../src/contracts/tables.ts';

@@ -12,12 +12,12 @@ import {
 } from '../../catalog/activity-feed.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { ACTIVITY_CATEGORIES, Id, Timestamp } from '../../kernel/formats.ts';
-import { ACTIVITY_EVENTS } from '../../jobs/engine/kinds.ts';
 import { builder } from '../server/builder.ts';
 import { dataPlane, type Context } from '../server/context.ts';
-import { cursorInvalid, cursorKey, decodeCursor, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { cursorInvalid, cursorKey, decodeCursor, encodeCursor } from '../../catalog/cursor.ts';
 import { canonicalJson } from '../../idempotency/key.ts';
 import { parseOrThrow } from '../../kernel/validation.ts';
+import { ActivityFilterQuery, ActivityQuery } from '../../contracts/activity.ts';
 
 /**
  * The activity feed (endpoint 11) and its filter options (endpoint 12). Every member may read the whole feed of
@@ -25,47 +25,6 @@ import { parseOrThrow } from '../../kernel/validation.ts';
  */
 export const ACTIVITY_PAGE_SIZE = 50;
 export const FILTER_OPTIONS_PAGE_SIZE = 20;
-
-/** `resource` and `databaseId` / `tableId` narrow the same thing; when both are given they must name the same one. */
-function agrees(resource: string | undefined, kind: 'database' | 'table', id: string | undefined): boolean {
-  if (!resource || !id || !resource.startsWith(`${kind}:`)) return true;
-  return resource === `${kind}:${id}`;
-}
-
-const Resource = z.string().regex(/^(database|table):[0-9A-HJKMNP-TV-Z]{26}$/, 'must be database:<ID> or table:<ID>');
-
-/** Spec 4.11's parameters, named (the spec leaves them unnamed): shared by GraphQL arguments and the REST query. */
-export const ActivityQuery = z
-  .strictObject({
-    databaseId: Id.optional(),
-    tableId: Id.optional(),
-    category: z.enum(ACTIVITY_CATEGORIES).optional(),
-    event: z
-      .string()
-      .refine((event) => ACTIVITY_EVENTS.includes(event), 'must be an event kind of spec §6')
-      .optional(),
-    q: z.string().min(1).max(256).optional(),
-    resource: Resource.optional(),
-    cursor: z.string().min(1).max(200).optional(),
-    from: Timestamp.optional(),
-    to: Timestamp.optional(),
-    limit: PageLimit.optional(),
-  })
-  .refine((query) => !query.from || !query.to || query.from < query.to, { path: ['to'], message: 'must be after from' })
-  .refine(
-    (query) => agrees(query.resource, 'database', query.databaseId) && agrees(query.resource, 'table', query.tableId),
-    {
-      path: ['resource'],
-      message: 'names another database or table than databaseId / tableId',
-    },
-  );
-export type ActivityQuery = z.infer<typeof ActivityQuery>;
-
-export const ActivityFilterQuery = z.strictObject({
-  type: z.enum(['actors', 'resources']),
-  q: z.string().max(200).optional(),
-  limit: PageLimit.optional(),
-});
 
 type Named = { id: string; name: string; state: string };
 

@@ -11,6 +11,7 @@ import { enqueueJob, JobHandle } from '../jobs/enqueue.ts';
 import { startScopes } from '../jobs/start-authority.ts';
 import { pageOf, pageRef } from '../shared/pages.ts';
 import { requireDatabase } from '../tables/tables.ts';
+import { RestoreBackupBody } from '../../contracts/backups.ts';
 
 /**
  * Backups of a database (issue 16): run one now, list them, preview a restore, restore. The work is done by the
@@ -93,41 +94,20 @@ const databaseArgs = builder.args((t) => ({
   databaseId: t.id({ required: true, validate: Id }),
 }));
 
-export const RestoreBackupBody = z
-  .strictObject({
-    target: z.enum(['new-database', 'replace']),
-    expectedVersion: z
-      .string()
-      .regex(/^[1-9][0-9]{0,18}$/, 'must be the database’s version, a decimal string')
-      .optional(),
-    name: z.string().trim().min(1).max(120).optional(),
+const RestoreBackupInput = builder
+  .inputType('RestoreBackupInput', {
+    fields: (t) => ({
+      target: t.string({
+        required: true,
+        description: '`new-database` (a copy beside the original) or `replace` (swapped in atomically).',
+      }),
+      expectedVersion: t.string({ description: 'Required for `replace`: the database’s current version.' }),
+      name: t.string({
+        description: 'For `new-database`: the copy’s name (default: "<name> (restored <snapshot time>)").',
+      }),
+    }),
   })
-  .superRefine((body, context) => {
-    if (body.target === 'replace' && body.expectedVersion === undefined) {
-      context.addIssue({
-        code: 'custom',
-        path: ['expectedVersion'],
-        message: 'a replace restore needs the database’s current version',
-      });
-    }
-    if (body.target === 'replace' && body.name !== undefined) {
-      context.addIssue({ code: 'custom', path: ['name'], message: 'only a new-database restore takes a name' });
-    }
-  });
-
-const RestoreBackupInput = builder.inputType('RestoreBackupInput', {
-  fields: (t) => ({
-    target: t.string({
-      required: true,
-      description: '`new-database` (a copy beside the original) or `replace` (swapped in atomically).',
-    }),
-    expectedVersion: t.string({ description: 'Required for `replace`: the database’s current version.' }),
-    name: t.string({
-      description: 'For `new-database`: the copy’s name (default: "<name> (restored <snapshot time>)").',
-    }),
-  }),
-  validate: RestoreBackupBody,
-});
+  .validate(RestoreBackupBody);
 
 /** A backup of this database that can still be read: unknown → 404, expired or pruned → 410 before any job. */
 async function requireUsableBackup(
@@ -293,7 +273,7 @@ builder.mutationFields((t) => ({
     authScopes: (_root, { orgId }) => startScopes('restoreDatabaseBackup', orgId),
     resolve: (_root, args, context) => {
       const [orgId, databaseId, backupId] = [String(args.orgId), String(args.databaseId), String(args.backupId)];
-      const body = RestoreBackupBody.parse(args.input);
+      const body = args.input;
       return idempotent(
         context,
         {

@@ -1,26 +1,8 @@
-import { z } from 'zod';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
 import { requireDatabase } from '../tables/tables.ts';
-import { isKnownTimezone } from '../../kernel/timezones.ts';
-import { MAX_CRON_LENGTH, nextRuns, parseCron } from '../../kernel/cron.ts';
-
-/** Spec 4.9 (endpoint 7): the next runs of a five-field cron schedule in an explicit timezone (rules: src/kernel/cron.ts). */
-export const PreviewBackupScheduleBody = z.strictObject({
-  cron: z
-    .string()
-    .max(MAX_CRON_LENGTH)
-    .superRefine((cron, context) => {
-      if (cron.length > MAX_CRON_LENGTH) return;
-      const parsed = parseCron(cron);
-      if (!parsed.ok) for (const message of parsed.problems) context.addIssue({ code: 'custom', message });
-    }),
-  timezone: z
-    .string()
-    .min(1)
-    .max(100)
-    .refine(isKnownTimezone, 'unknown timezone: use an IANA name such as Europe/Berlin, or UTC'),
-});
+import { nextRuns } from '../../kernel/cron.ts';
+import { PreviewBackupScheduleBody } from '../../contracts/backups.ts';
 
 interface BackupSchedulePreviewShape {
   nextRuns: Date[];
@@ -37,16 +19,17 @@ const BackupSchedulePreview = builder.objectRef<BackupSchedulePreviewShape>('Bac
   }),
 });
 
-const PreviewBackupScheduleInput = builder.inputType('PreviewBackupScheduleInput', {
-  fields: (t) => ({
-    cron: t.string({
-      required: true,
-      description: 'Five fields: minute hour day-of-month month day-of-week (Vixie cron).',
+const PreviewBackupScheduleInput = builder
+  .inputType('PreviewBackupScheduleInput', {
+    fields: (t) => ({
+      cron: t.string({
+        required: true,
+        description: 'Five fields: minute hour day-of-month month day-of-week (Vixie cron).',
+      }),
+      timezone: t.string({ required: true, description: 'IANA time zone name, or UTC.' }),
     }),
-    timezone: t.string({ required: true, description: 'IANA time zone name, or UTC.' }),
-  }),
-  validate: PreviewBackupScheduleBody,
-});
+  })
+  .validate(PreviewBackupScheduleBody);
 
 builder.queryFields((t) => ({
   backupSchedulePreview: t.field({

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { nextRuns, shortestGap } from '../../kernel/cron.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { notFound, validationFailed } from '../../kernel/errors.ts';
@@ -6,7 +5,7 @@ import { Id } from '../../kernel/formats.ts';
 import { actorOf, recordActivity } from '../../catalog/activity.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
-import { PreviewBackupScheduleBody } from './schedule-preview.ts';
+import { BackupPolicyArgument, type BackupPolicyBody, SaveBackupScheduleBody } from '../../contracts/backups.ts';
 import { builder } from '../server/builder.ts';
 import type { Context } from '../server/context.ts';
 import { idempotent } from '../../idempotency/run.ts';
@@ -18,12 +17,6 @@ import { requireDatabase } from '../tables/tables.ts';
  * A database's backup schedule and retention policy (issue 16). Saving a schedule is the job `saveBackupSchedule`
  * (spec §6 lists it among the jobs); deleting it and changing the policy are immediate. Admin authority.
  */
-export const SaveBackupScheduleBody = PreviewBackupScheduleBody;
-export const BackupPolicyBody = z.strictObject({
-  keepLast: z.number().int().min(1).max(10_000).nullable(),
-  keepDays: z.number().int().min(1).max(36_500).nullable(),
-});
-
 export type BackupScheduleShape = {
   databaseId: string;
   schedule: { cron: string; timezone: string } | null;
@@ -67,17 +60,14 @@ const BackupSchedule = builder.objectRef<BackupScheduleShape>('BackupSchedule').
   }),
 });
 
-const SaveBackupScheduleInput = builder.inputType('SaveBackupScheduleInput', {
-  fields: (t) => ({ cron: t.string({ required: true }), timezone: t.string({ required: true }) }),
-  validate: SaveBackupScheduleBody,
-});
-const BackupPolicyInput = builder.inputType('BackupPolicyInput', {
-  fields: (t) => ({ keepLast: t.int(), keepDays: t.int() }),
-  validate: z.strictObject({
-    keepLast: z.number().int().min(1).max(10_000).nullish(),
-    keepDays: z.number().int().min(1).max(36_500).nullish(),
-  }),
-});
+const SaveBackupScheduleInput = builder
+  .inputType('SaveBackupScheduleInput', {
+    fields: (t) => ({ cron: t.string({ required: true }), timezone: t.string({ required: true }) }),
+  })
+  .validate(SaveBackupScheduleBody);
+const BackupPolicyInput = builder
+  .inputType('BackupPolicyInput', { fields: (t) => ({ keepLast: t.int(), keepDays: t.int() }) })
+  .validate(BackupPolicyArgument);
 
 async function settingsOf(db: TransactionClient | Context['prisma'], databaseId: string): Promise<BackupScheduleShape> {
   const row = await db.backupSettings.findUnique({ where: { databaseId } });
@@ -104,7 +94,7 @@ async function updatePolicy(
   context: Context,
   orgId: string,
   databaseId: string,
-  policy: z.infer<typeof BackupPolicyBody>,
+  policy: BackupPolicyBody,
 ): Promise<BackupScheduleShape> {
   const caller = requireCaller(context);
   await requireDatabase(tx, orgId, databaseId);
@@ -203,7 +193,7 @@ builder.mutationFields((t) => ({
     authScopes: (_root, { orgId }) => startScopes('saveBackupSchedule', orgId),
     resolve: (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
-      const body = SaveBackupScheduleBody.parse(args.input);
+      const body = args.input;
       requireMinimumInterval(context, body.cron, body.timezone);
       return idempotent(
         context,
@@ -249,7 +239,7 @@ builder.mutationFields((t) => ({
     authScopes: (_root, { orgId }) => adminOf(orgId, 'backups:manage'),
     resolve: (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
-      const policy = { keepLast: args.input.keepLast ?? null, keepDays: args.input.keepDays ?? null };
+      const policy = args.input;
       return idempotent(
         context,
         { operation: 'updateBackupPolicy', key: args.idempotencyKey, input: { orgId, databaseId, ...policy } },

@@ -1,6 +1,5 @@
 import { lockActiveDatabase, selectTrashedDatabase } from '../../catalog/databases.ts';
 import { prismaExecutor } from '../../db/sql.ts';
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { trashDatabase } from '../../catalog/trash.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
@@ -9,27 +8,28 @@ import { recordActivity } from '../../catalog/activity.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
-import { Id, VersionString } from '../../kernel/formats.ts';
+import { Id } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
-import { Database, nameTaken, ResourceName, toDatabaseShape, type DatabaseShape } from './databases.ts';
+import { Database, nameTaken, toDatabaseShape, type DatabaseShape } from './databases.ts';
+import { UpdateDatabaseBody } from '../../contracts/databases.ts';
+import { DeleteBody } from '../../contracts/resources.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
 import { purgeTime, schedulePurge, toTrashEntryShape, TrashEntry, type TrashEntryShape } from '../trash/entries.ts';
 
 /** Renaming a database (`database.update`) and moving it to the trash (`database.delete`, issue 13). */
-export const UpdateDatabaseBody = z.strictObject({ expectedVersion: VersionString, name: ResourceName });
-export const DeleteBody = z.strictObject({ expectedVersion: VersionString });
+const UpdateDatabaseInput = builder
+  .inputType('UpdateDatabaseInput', {
+    fields: (t) => ({ expectedVersion: t.string({ required: true }), name: t.string({ required: true }) }),
+  })
+  .validate(UpdateDatabaseBody);
 
-const UpdateDatabaseInput = builder.inputType('UpdateDatabaseInput', {
-  fields: (t) => ({ expectedVersion: t.string({ required: true }), name: t.string({ required: true }) }),
-  validate: UpdateDatabaseBody,
-});
-
-export const DeleteInput = builder.inputType('DeleteInput', {
-  description: 'Deletes the thing only while it is still at `expectedVersion` (else 409 ROW_VERSION_CONFLICT).',
-  fields: (t) => ({ expectedVersion: t.string({ required: true }) }),
-  validate: DeleteBody,
-});
+export const DeleteInput = builder
+  .inputType('DeleteInput', {
+    description: 'Deletes the thing only while it is still at `expectedVersion` (else 409 ROW_VERSION_CONFLICT).',
+    fields: (t) => ({ expectedVersion: t.string({ required: true }) }),
+  })
+  .validate(DeleteBody);
 
 export function versionConflict(what: string, expected: string, current: bigint): DomainError {
   return new DomainError('ROW_VERSION_CONFLICT', `The ${what} was changed by someone else; reload it and retry.`, {
@@ -50,7 +50,7 @@ async function renameDatabase(
   caller: Caller,
   orgId: string,
   databaseId: string,
-  body: z.infer<typeof UpdateDatabaseBody>,
+  body: UpdateDatabaseBody,
 ): Promise<DatabaseShape> {
   const before = await lockDatabase(tx, orgId, databaseId, body.expectedVersion);
   try {
@@ -134,12 +134,11 @@ builder.mutationFields((t) => ({
       oauth: 'databases:manage',
     }),
     resolve: (_root, args, context) => {
-      const body = UpdateDatabaseBody.parse(args.input);
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       return idempotent(
         context,
-        { operation: 'updateDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...body } },
-        (tx) => renameDatabase(tx, requireCaller(context), orgId, databaseId, body),
+        { operation: 'updateDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...args.input } },
+        (tx) => renameDatabase(tx, requireCaller(context), orgId, databaseId, args.input),
       );
     },
   }),
@@ -154,12 +153,11 @@ builder.mutationFields((t) => ({
       oauth: 'databases:manage',
     }),
     resolve: (_root, args, context) => {
-      const body = DeleteBody.parse(args.input);
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       return idempotent(
         context,
-        { operation: 'deleteDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...body } },
-        (tx) => trash(tx, context, requireCaller(context), orgId, databaseId, body.expectedVersion),
+        { operation: 'deleteDatabase', key: args.idempotencyKey, input: { orgId, databaseId, ...args.input } },
+        (tx) => trash(tx, context, requireCaller(context), orgId, databaseId, args.input.expectedVersion),
       );
     },
   }),

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { createDatabaseSchema } from '../../data/ddl.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
@@ -8,11 +7,12 @@ import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { pageOf, pageRef, type PageArgs } from '../shared/pages.ts';
+import { pageRef, type PageArgs } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
 import type { Context } from '../server/context.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
+import { CreateDatabaseBody } from '../../contracts/databases.ts';
 
 /** A workspace database: a named container of tables, stored as one PostgreSQL schema (DESIGN §2). */
 export interface DatabaseShape {
@@ -25,9 +25,6 @@ export interface DatabaseShape {
   createdAt: string;
   updatedAt: string;
 }
-
-export const ResourceName = z.string().trim().min(1).max(120);
-export const CreateDatabaseBody = z.strictObject({ name: ResourceName });
 
 export const Database = builder.objectRef<DatabaseShape>('Database').implement({
   description: 'A workspace database. Its tables live in their own PostgreSQL schema.',
@@ -44,10 +41,9 @@ export const Database = builder.objectRef<DatabaseShape>('Database').implement({
 
 export const DatabasePage = pageRef('DatabasePage', Database, 'A page of databases, oldest first.');
 
-const CreateDatabaseInput = builder.inputType('CreateDatabaseInput', {
-  fields: (t) => ({ name: t.string({ required: true }) }),
-  validate: CreateDatabaseBody,
-});
+const CreateDatabaseInput = builder
+  .inputType('CreateDatabaseInput', { fields: (t) => ({ name: t.string({ required: true }) }) })
+  .validate(CreateDatabaseBody);
 
 interface DatabaseRow {
   id: string;
@@ -107,20 +103,18 @@ async function createDatabase(
   }
 }
 
-const PagePosition = z.strictObject({ id: Id });
-
 /** The org's active databases, oldest first: the `databases` query and the `Org.databases` edge. */
-export async function listDatabases(context: Context, orgId: string, page: PageArgs) {
-  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-  const key = await cursorKey(context.prisma);
-  const scope = `databases:${orgId}`;
-  const after = page.cursor ? decodeCursor(key, scope, page.cursor, PagePosition).id : undefined;
-  const rows = await context.prisma.database.findMany({
-    where: { orgId, state: 'active', ...(after ? { id: { gt: after } } : {}) },
-    orderBy: { id: 'asc' },
-    take: limit + 1,
+export function listDatabases(context: Context, orgId: string, page: PageArgs) {
+  return pageById(context, page, {
+    scope: `databases:${orgId}`,
+    fetch: ({ after, limit }) =>
+      context.prisma.database.findMany({
+        where: { orgId, state: 'active', ...(after ? { id: { gt: after } } : {}) },
+        orderBy: { id: 'asc' },
+        take: limit + 1,
+      }),
+    toItem: toDatabaseShape,
   });
-  return pageOf(rows, limit, toDatabaseShape, (last) => encodeCursor(key, scope, { id: last.id }));
 }
 
 builder.queryFields((t) => ({
@@ -140,8 +134,7 @@ builder.queryFields((t) => ({
     type: DatabasePage,
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
+      ...pageArgs,
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'databases:read' }),
     resolve: (_root, args, context) => listDatabases(context, String(args.orgId), args),
@@ -162,12 +155,11 @@ builder.mutationFields((t) => ({
       oauth: 'databases:manage',
     }),
     resolve: (_root, { idempotencyKey, orgId, input }, context) => {
-      const body = CreateDatabaseBody.parse(input);
       const target = String(orgId);
       return idempotent(
         context,
-        { operation: 'createDatabase', key: idempotencyKey, input: { orgId: target, ...body } },
-        (tx) => createDatabase(tx, requireCaller(context), target, body.name),
+        { operation: 'createDatabase', key: idempotencyKey, input: { orgId: target, ...input } },
+        (tx) => createDatabase(tx, requireCaller(context), target, input.name),
       );
     },
   }),

@@ -1,6 +1,7 @@
 import { builder } from '../server/builder.ts';
 import { DatabasePage, listDatabases } from '../databases/databases.ts';
-import { JobKindFilter, JobPage, JobStateFilter, listJobs } from '../jobs/jobs.ts';
+import { JobKindFilter, JobStateFilter } from '../../contracts/jobs.ts';
+import { JobPage, listJobs } from '../jobs/jobs.ts';
 import { listMembers, MemberPage } from '../members/members.ts';
 import { Org } from '../orgs/orgs.ts';
 import { edgePageArgs, pageArgsOf } from './page-args.ts';

@@ -1,6 +1,5 @@
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
-import { OrderBy, resolveField } from '../../data/filter.ts';
+import { resolveField } from '../../data/filter.ts';
 import { filterBudgetProblems } from '../../data/filter-budget.ts';
 import type { FieldDefinition } from '../../data/field-types.ts';
 import { notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
@@ -10,7 +9,7 @@ import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
-import { BIDI_CONTROL_MESSAGE, BIDI_CONTROLS, BIDI_CONTROLS_GLOBAL } from '../../kernel/input-hygiene.ts';
+import { BIDI_CONTROLS_GLOBAL } from '../../kernel/input-hygiene.ts';
 import type { Context } from '../server/context.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from '../jobs/enqueue.ts';
@@ -20,91 +19,46 @@ import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
 import { checkRowQuery, throughView } from '../rows/row-pages.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
 import { viewLens, type ViewLens } from '../views/views.ts';
+import { ExportDatabaseBody, ExportRowsBody } from '../../contracts/exports.ts';
 
 /**
  * Exports (issue 15): a table's rows, or a saved view's, to CSV, JSONL or XLSX, and a whole database to a ZIP
  * archive. The request is checked and resolved here (fields, filter, the view's definition as of now) and the job
  * (src/jobs/kinds/export-*.ts) reads one snapshot and produces the downloadable artifact.
  */
-const ExportFileName = z
-  .string()
-  .min(1)
-  .max(128)
-  .refine((name) => name.trim() === name, 'must not start or end with whitespace')
-  .refine(
-    (name) => !/[\u0000-\u001f\u007f/\\]/.test(name),
-    'must be a file name without control characters or path separators',
-  )
-  .refine((name) => !BIDI_CONTROLS.test(name), BIDI_CONTROL_MESSAGE);
-
-export const ExportRowsBody = z.strictObject({
-  format: z.enum(['csv', 'jsonl', 'xlsx']),
-  viewId: Id.optional().describe(
-    'Export what this saved view shows: its filter (and `where`), its order unless `orderBy` is given, its column order and hidden columns.',
-  ),
-  where: z.unknown().optional().describe('A filter expression (spec 2.4).'),
-  orderBy: OrderBy.optional(),
-  fieldIds: z
-    .array(z.string().min(1).max(64))
-    .min(1)
-    .max(500)
-    .optional()
-    .describe(
-      'The exported fields (ids or names), in this column order; default: every field (through a view: its visible columns).',
-    ),
-  fieldNames: z.boolean().optional().describe('JSONL: key `values` by field name instead of field id.'),
-  escapeFormulas: z
-    .boolean()
-    .optional()
-    .describe(
-      "CSV: prefix with `'` every text cell (and header) that begins with =, +, -, @, a tab or a carriage return, so a spreadsheet does not run it as a formula (default true); false exports the raw values, for programs.",
-    ),
-  fileName: ExportFileName.optional().describe(
-    'The artifact’s file name (default: the table’s name and the format’s extension).',
-  ),
-});
-type ExportRowsBody = z.infer<typeof ExportRowsBody>;
-
-export const ExportDatabaseBody = z.strictObject({
-  format: z.enum(['csv', 'jsonl']),
-  fileName: ExportFileName.optional().describe('The archive’s file name (default: the database’s name with `.zip`).'),
-  escapeFormulas: z
-    .boolean()
-    .optional()
-    .describe(
-      "CSV: prefix with `'` every text cell (and header) that begins with =, +, -, @, a tab or a carriage return, so a spreadsheet does not run it as a formula (default true); false exports the raw values, for programs.",
-    ),
-});
-type ExportDatabaseBody = z.infer<typeof ExportDatabaseBody>;
-
 const OrderInput = builder.inputType('ExportOrderInput', {
   fields: (t) => ({ field: t.string({ required: true }), direction: t.string({ required: true }) }),
 });
 
-const ExportRowsInput = builder.inputType('ExportRowsInput', {
-  fields: (t) => ({
-    format: t.string({ required: true, description: '`csv`, `jsonl` or `xlsx`.' }),
-    viewId: t.id(),
-    where: t.field({ type: 'JSON' }),
-    orderBy: t.field({ type: [OrderInput] }),
-    fieldIds: t.stringList(),
-    fieldNames: t.boolean(),
-    fileName: t.string(),
-    escapeFormulas: t.boolean(),
-  }),
-  validate: ExportRowsBody,
-});
+const ExportRowsInput = builder
+  .inputType('ExportRowsInput', {
+    fields: (t) => ({
+      format: t.string({ required: true, description: '`csv`, `jsonl` or `xlsx`.' }),
+      viewId: t.id(),
+      where: t.field({ type: 'JSON' }),
+      orderBy: t.field({ type: [OrderInput] }),
+      fieldIds: t.stringList(),
+      fieldNames: t.boolean(),
+      fileName: t.string(),
+      escapeFormulas: t.boolean(),
+    }),
+  })
+  .validate(ExportRowsBody);
 
-const ExportDatabaseInput = builder.inputType('ExportDatabaseInput', {
-  fields: (t) => ({
-    format: t.string({ required: true, description: '`csv` or `jsonl` (one file per table inside the ZIP archive).' }),
-    fileName: t.string(),
-    escapeFormulas: t.boolean(),
-  }),
-  validate: ExportDatabaseBody,
-});
+const ExportDatabaseInput = builder
+  .inputType('ExportDatabaseInput', {
+    fields: (t) => ({
+      format: t.string({
+        required: true,
+        description: '`csv` or `jsonl` (one file per table inside the ZIP archive).',
+      }),
+      fileName: t.string(),
+      escapeFormulas: t.boolean(),
+    }),
+  })
+  .validate(ExportDatabaseBody);
 
-/** A user's name made into a safe default file name (the same rule as ExportFileName). */
+/** A user's name made into a safe default file name (the same rule as `ExportFileName` in src/contracts/exports.ts). */
 function defaultFileName(name: string, extension: string): string {
   const safe =
     name
@@ -225,7 +179,7 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => startScopes('exportRows', orgId),
     resolve: async (_root, args, context) => {
-      const body = ExportRowsBody.parse(args.input);
+      const body = args.input;
       const address = addressOf(args);
       return idempotent(
         context,
@@ -246,7 +200,7 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => startScopes('exportDatabase', orgId),
     resolve: async (_root, args, context) => {
-      const body = ExportDatabaseBody.parse(args.input);
+      const body = args.input;
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       return idempotent(
         context,

@@ -1,25 +1,25 @@
 import { lockInvitationByTokenHash, lockInvitationState } from '../../catalog/invitations.ts';
 import { createHash, randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { ceilingOfRole, type Role } from '../../kernel/authority.ts';
 import { requireCaller, requireOrg, requirePersonalIdentity, requireScope } from '../server/guards.ts';
 import { requireFreshStrongAuth } from '../server/step-up.ts';
-import { hashPassword, Password } from '../../identity/passwords.ts';
+import { hashPassword } from '../../identity/passwords.ts';
 import { builder } from '../server/builder.ts';
-import { Email, Id } from '../../kernel/formats.ts';
+import { Id } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion } from '../shared/deletion.ts';
 import { deliver, deliveryConfigured } from '../../identity/delivery.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { checkDelegation } from '../keys/shape.ts';
-import { Member, MemberName, memberSelect, ROLES, toMemberShape, type MemberShape } from '../members/members.ts';
+import { Member, memberSelect, toMemberShape, type MemberShape } from '../members/members.ts';
 import { idempotentWithSecret } from '../server/one-time-secret.ts';
-import { pageOf, pageRef } from '../shared/pages.ts';
+import { pageRef } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
+import { AcceptInvitationBody, CreateInvitationBody, type INVITATION_STATES } from '../../contracts/invitations.ts';
 
 /** Spec 2.16 leaves the invitation record open; this is ours. `state` is derived from the timestamps. */
 export type InvitationShape = {
@@ -33,16 +33,6 @@ export type InvitationShape = {
   expiresAt: string;
   acceptedAt: string | null;
 };
-
-export const INVITATION_STATES = ['pending', 'accepted', 'cancelled', 'expired'] as const;
-export const InvitationToken = z.string().regex(/^wdsi_[A-Za-z0-9_-]{43}$/, 'must be an invitation token');
-export const CreateInvitationBody = z.strictObject({ email: Email, role: z.enum(ROLES) });
-/** With a personal credential: `{token}`. Without one, a new user signs up: `{token, name, password}`. */
-export const AcceptInvitationBody = z.strictObject({
-  token: InvitationToken,
-  name: MemberName.optional(),
-  password: Password.optional(),
-});
 
 const Invitation = builder.objectRef<InvitationShape>('Invitation').implement({
   description: 'An invitation to join an organisation with a role. Its token is shown once, when it is created.',
@@ -72,19 +62,21 @@ const CreatedInvitation = builder
     }),
   });
 
-const CreateInvitationInput = builder.inputType('CreateInvitationInput', {
-  fields: (t) => ({ email: t.string({ required: true }), role: t.string({ required: true }) }),
-  validate: CreateInvitationBody,
-});
+const CreateInvitationInput = builder
+  .inputType('CreateInvitationInput', {
+    fields: (t) => ({ email: t.string({ required: true }), role: t.string({ required: true }) }),
+  })
+  .validate(CreateInvitationBody);
 
-const AcceptInvitationInput = builder.inputType('AcceptInvitationInput', {
-  fields: (t) => ({
-    token: t.string({ required: true }),
-    name: t.string({ required: false }),
-    password: t.string({ required: false }),
-  }),
-  validate: AcceptInvitationBody,
-});
+const AcceptInvitationInput = builder
+  .inputType('AcceptInvitationInput', {
+    fields: (t) => ({
+      token: t.string({ required: true }),
+      name: t.string({ required: false }),
+      password: t.string({ required: false }),
+    }),
+  })
+  .validate(AcceptInvitationBody);
 
 interface InvitationRow {
   id: string;
@@ -126,12 +118,7 @@ function alreadyMember(email: string): DomainError {
   });
 }
 
-async function createInvitation(
-  context: Context,
-  tx: TransactionClient,
-  orgId: string,
-  body: z.infer<typeof CreateInvitationBody>,
-) {
+async function createInvitation(context: Context, tx: TransactionClient, orgId: string, body: CreateInvitationBody) {
   const member = await tx.member.findFirst({ where: { orgId, user: { email: body.email } }, select: { id: true } });
   if (member) throw alreadyMember(body.email);
   // An expired invitation no longer blocks a new one for the same address.
@@ -266,7 +253,6 @@ async function acceptInvitation(
   return toMemberShape(member);
 }
 
-const PagePosition = z.strictObject({ id: Id });
 const manage = (orgId: unknown) => ({
   org: { orgId: String(orgId), capability: 'admin' as const },
   oauth: 'members:manage' as const,
@@ -278,22 +264,21 @@ builder.queryFields((t) => ({
     description: 'The organisation’s invitations, newest first (admins).',
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
+      ...pageArgs,
     },
     authScopes: (_root, { orgId }) => manage(orgId),
-    resolve: async (_root, args, context) => {
+    resolve: (_root, args, context) => {
       const orgId = String(args.orgId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `invitations:${orgId}`;
-      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.invitation.findMany({
-        where: { orgId, ...(before ? { id: { lt: before } } : {}) },
-        orderBy: { id: 'desc' },
-        take: limit + 1,
+      return pageById(context, args, {
+        scope: `invitations:${orgId}`,
+        fetch: ({ after: before, limit }) =>
+          context.prisma.invitation.findMany({
+            where: { orgId, ...(before ? { id: { lt: before } } : {}) },
+            orderBy: { id: 'desc' },
+            take: limit + 1,
+          }),
+        toItem: toInvitationShape,
       });
-      return pageOf(rows, limit, toInvitationShape, (last) => encodeCursor(key, scope, { id: last.id }));
     },
   }),
 }));
@@ -309,8 +294,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreateInvitationInput, required: true }),
     },
     authScopes: (_root, { orgId }) => manage(orgId),
-    resolve: async (_root, { idempotencyKey, orgId, input }, context) => {
-      const body = CreateInvitationBody.parse(input);
+    resolve: async (_root, { idempotencyKey, orgId, input: body }, context) => {
       const target = String(orgId);
       // Inviting grants a role to whoever holds the token: capped like a key (an OAuth token cannot invite, a
       // read key cannot invite a member), and from a browser session it needs a recent password check.
@@ -334,8 +318,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }),
       input: t.arg({ type: AcceptInvitationInput, required: true }),
     },
-    resolve: async (_root, { idempotencyKey, input }, context) => {
-      const body = AcceptInvitationBody.parse(input);
+    resolve: async (_root, { idempotencyKey, input: body }, context) => {
       if (context.caller) {
         requirePersonalIdentity(context);
         requireScope(context, 'profile:manage');

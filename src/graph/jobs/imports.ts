@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { isStorableText } from '../../data/field-types.ts';
 import { DomainError, notFound, validationFailed } from '../../kernel/errors.ts';
@@ -6,13 +5,11 @@ import { newId } from '../../kernel/ids.ts';
 import { sha256Of } from '../../jobs/engine/artifacts.ts';
 import { UPLOAD_ARTIFACT } from '../../jobs/kinds/imports/previewImportRows.ts';
 import type { ImportRowsPayload } from '../../jobs/kinds/imports/importRows.ts';
-import { csvHeaderOf, MappingItem, resolveMapping } from '../../jobs/kinds/imports/mapping.ts';
+import { csvHeaderOf, resolveMapping } from '../../jobs/kinds/imports/mapping.ts';
 import { ImportSpec } from '../../jobs/kinds/imports/pipeline.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
-import { Id, SchemaVersion } from '../../kernel/formats.ts';
-import { BIDI_CONTROL_MESSAGE, BIDI_CONTROLS } from '../../kernel/input-hygiene.ts';
 import type { Context } from '../server/context.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from './enqueue.ts';
@@ -20,40 +17,7 @@ import { startScopes } from './start-authority.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { schemaVersionConflict, type TableAddress } from '../../catalog/table-schema.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
-
-/** Spec §8: import content is at most 4,194,304 characters (Unicode code points, as JSON Schema counts). */
-export const MAX_IMPORT_CHARACTERS = 4_194_304;
-/** The JSON body of a maximal import: every character escaped as `\uXXXX` takes 6 bytes, plus the other members. */
-export const IMPORT_BODY_LIMIT = MAX_IMPORT_CHARACTERS * 6 + 1_048_576;
-
-const FileName = z
-  .string()
-  .min(1)
-  .max(255)
-  .refine(isStorableText, 'must not contain U+0000 or an unpaired surrogate')
-  .refine(
-    (name) => !/[\u0000-\u001f\u007f/\\]/.test(name),
-    'must be a file name without control characters or path separators',
-  )
-  .refine((name) => !BIDI_CONTROLS.test(name), BIDI_CONTROL_MESSAGE);
-
-export const PreviewImportBody = z.strictObject({
-  expectedSchemaVersion: SchemaVersion,
-  format: z.enum(['csv', 'jsonl']),
-  // The 4,194,304-character limit answers 413 (a payload budget, spec §7), so it is checked by the resolver.
-  content: z.string().describe(`At most ${MAX_IMPORT_CHARACTERS} characters (413 PAYLOAD_TOO_LARGE beyond).`),
-  fileName: FileName,
-  mapping: z.array(MappingItem).min(1).max(200),
-  header: z.boolean().optional().describe('CSV only: whether the first record names the columns (default true).'),
-});
-type PreviewImportBody = z.infer<typeof PreviewImportBody>;
-
-export const ImportRowsBody = z.strictObject({
-  previewJobId: Id,
-  expectedSchemaVersion: SchemaVersion,
-  mode: z.enum(['valid-rows-only', 'all-or-nothing']),
-});
-type ImportRowsBody = z.infer<typeof ImportRowsBody>;
+import { ImportRowsBody, MAX_IMPORT_CHARACTERS, PreviewImportBody } from '../../contracts/jobs.ts';
 
 const MappingItemInput = builder.inputType('ImportMappingItemInput', {
   fields: (t) => ({
@@ -66,26 +30,28 @@ const MappingItemInput = builder.inputType('ImportMappingItemInput', {
   }),
 });
 
-const PreviewImportInput = builder.inputType('PreviewImportInput', {
-  fields: (t) => ({
-    expectedSchemaVersion: t.int({ required: true }),
-    format: t.string({ required: true }),
-    content: t.string({ required: true }),
-    fileName: t.string({ required: true }),
-    mapping: t.field({ type: [MappingItemInput], required: true }),
-    header: t.boolean(),
-  }),
-  validate: PreviewImportBody,
-});
+const PreviewImportInput = builder
+  .inputType('PreviewImportInput', {
+    fields: (t) => ({
+      expectedSchemaVersion: t.int({ required: true }),
+      format: t.string({ required: true }),
+      content: t.string({ required: true }),
+      fileName: t.string({ required: true }),
+      mapping: t.field({ type: [MappingItemInput], required: true }),
+      header: t.boolean(),
+    }),
+  })
+  .validate(PreviewImportBody);
 
-const ImportRowsInput = builder.inputType('ImportRowsInput', {
-  fields: (t) => ({
-    previewJobId: t.id({ required: true }),
-    expectedSchemaVersion: t.int({ required: true }),
-    mode: t.string({ required: true, description: '`valid-rows-only` or `all-or-nothing`.' }),
-  }),
-  validate: ImportRowsBody,
-});
+const ImportRowsInput = builder
+  .inputType('ImportRowsInput', {
+    fields: (t) => ({
+      previewJobId: t.id({ required: true }),
+      expectedSchemaVersion: t.int({ required: true }),
+      mode: t.string({ required: true, description: '`valid-rows-only` or `all-or-nothing`.' }),
+    }),
+  })
+  .validate(ImportRowsBody);
 
 function codePointLength(text: string): number {
   let pairs = 0;
@@ -261,7 +227,7 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => startScopes('previewImportRows', orgId),
     resolve: (_root, args, context) => {
-      const body = PreviewImportBody.parse(args.input);
+      const body = args.input;
       checkContent(body.content);
       const address = addressOf(args);
       // The content enters the fingerprint as its digest: the same, for a fraction of canonicalising 4 MiB of JSON.
@@ -284,7 +250,7 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => startScopes('importRows', orgId),
     resolve: (_root, args, context) => {
-      const body = ImportRowsBody.parse(args.input);
+      const body = args.input;
       const address = addressOf(args);
       return idempotent(
         context,

@@ -10,7 +10,7 @@ import {
   requeue,
   type JobState,
 } from '../../jobs/engine/sql/queue.ts';
-import { JOB_CATEGORIES, JOB_KINDS, type JobKind } from '../../jobs/engine/kinds.ts';
+import { JOB_CATEGORIES, type JobKind } from '../../jobs/engine/kinds.ts';
 import { PURGE_KINDS } from '../../jobs/kinds/trash/purge.ts';
 import { recordActivity } from '../../catalog/activity.ts';
 import type { Caller, OrgAuthority } from '../../kernel/caller.ts';
@@ -22,6 +22,7 @@ import { idempotent } from '../../idempotency/run.ts';
 import { pageOf, pageRef, type PageArgs } from '../shared/pages.ts';
 import type { Context } from '../server/context.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
+import { JobKindFilter, JobStateFilter } from '../../contracts/jobs.ts';
 import { checkQueueCapacity, schemaMaintenance } from './enqueue.ts';
 import { requireStartAuthority } from './start-authority.ts';
 
@@ -279,8 +280,6 @@ async function retryJob(
 }
 
 const JobPosition = z.strictObject({ createdAt: z.string(), id: Id });
-export const JobStateFilter = z.enum(JOB_STATES as [JobState, ...JobState[]]);
-export const JobKindFilter = z.enum(JOB_KINDS as [string, ...string[]]);
 
 export type JobListArgs = PageArgs & { state?: string | null; kind?: string | null };
 

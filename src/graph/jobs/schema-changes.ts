@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -10,34 +9,29 @@ import { resolveEndpoints } from '../tables/foreign-keys.ts';
 import { checkRule } from '../tables/unique-rules.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
-import { SchemaVersion } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle, type JobHandleShape } from './enqueue.ts';
 import { startScopes } from './start-authority.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { currentSchema } from '../tables/schema-endpoint.ts';
+import { ApplySchemaChangeBody } from '../../contracts/jobs.ts';
 
-/** Endpoint 5: a journalled, resumable schema change with verified cutover, run as a durable job. */
-export const ApplySchemaChangeBody = z.strictObject({
-  expectedSchemaVersion: SchemaVersion,
-  change: SchemaChange,
-});
-
-const ApplySchemaChangeInput = builder.inputType('ApplySchemaChangeInput', {
-  fields: (t) => ({
-    expectedSchemaVersion: t.int({ required: true }),
-    change: t.field({
-      type: 'JSON',
-      required: true,
-      description:
-        '`{kind, …}`: add_field {field}, rename_field {fieldId, name}, update_field {fieldId, required?, options?}, ' +
-        'convert_field {fieldId, type, options?, onUnconvertible?}, delete_field {fieldId}, reorder_fields {fieldIds}, ' +
-        'add_index {fields: [{field, direction}]}, drop_index {indexId}.',
+const ApplySchemaChangeInput = builder
+  .inputType('ApplySchemaChangeInput', {
+    fields: (t) => ({
+      expectedSchemaVersion: t.int({ required: true }),
+      change: t.field({
+        type: 'JSON',
+        required: true,
+        description:
+          '`{kind, …}`: add_field {field}, rename_field {fieldId, name}, update_field {fieldId, required?, options?}, ' +
+          'convert_field {fieldId, type, options?, onUnconvertible?}, delete_field {fieldId}, reorder_fields {fieldIds}, ' +
+          'add_index {fields: [{field, direction}]}, drop_index {indexId}.',
+      }),
     }),
-  }),
-  validate: ApplySchemaChangeBody,
-});
+  })
+  .validate(ApplySchemaChangeBody);
 
 function describe(schema: TableSchema, change: PlannedChange, referencedTableName?: string): string {
   const name = (fieldId: string) => schema.fieldsById.get(fieldId)?.name ?? fieldId;
@@ -201,7 +195,7 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => startScopes('applySchemaChange', orgId),
     resolve: (_root, args, context) => {
-      const body = ApplySchemaChangeBody.parse(args.input);
+      const body = args.input;
       const address = addressOf(args);
       return idempotent(
         context,

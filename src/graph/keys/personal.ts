@@ -1,64 +1,54 @@
-import { z } from 'zod';
 import { notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { requireOrg } from '../server/guards.ts';
 import { requireFreshStrongAuth } from '../server/step-up.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { pageOf } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
+import { CreatePersonalKeyBody } from '../../contracts/keys.ts';
 import {
   ApiKeyPage,
   checkDelegation,
   CreatedApiKey,
   createOnce,
   insertKey,
-  KeyCeiling,
-  KeyName,
   keySelect,
   revokeKey,
   toKeyShape,
 } from './shape.ts';
 
-/** `POST /v1/me/keys`: a key that acts as the caller inside one org, within the caller's current authority there. */
-export const CreatePersonalKeyBody = z.strictObject({ name: KeyName, orgId: Id, ...KeyCeiling });
-
-const CreatePersonalKeyInput = builder.inputType('CreatePersonalKeyInput', {
-  fields: (t) => ({
-    name: t.string({ required: true }),
-    orgId: t.id({ required: true }),
-    access: t.string({ required: true }),
-    includeAdmin: t.boolean({ required: false }),
-    expiresAt: t.string({ required: false }),
-  }),
-  validate: CreatePersonalKeyBody,
-});
-
-const PagePosition = z.strictObject({ id: Id });
+const CreatePersonalKeyInput = builder
+  .inputType('CreatePersonalKeyInput', {
+    fields: (t) => ({
+      name: t.string({ required: true }),
+      orgId: t.id({ required: true }),
+      access: t.string({ required: true }),
+      includeAdmin: t.boolean({ required: false }),
+      expiresAt: t.string({ required: false }),
+    }),
+  })
+  .validate(CreatePersonalKeyBody);
 
 builder.queryFields((t) => ({
   myKeys: t.withAuth({ personal: true, oauth: 'keys:manage' }).field({
     type: ApiKeyPage,
     description: 'Metadata of the caller’s personal keys, newest first, revoked ones included (endpoint 13).',
-    args: {
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
-    },
-    resolve: async (_root, args, context) => {
+    args: pageArgs,
+    resolve: (_root, args, context) => {
       const userId = context.caller.userId;
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `my-keys:${userId}`;
-      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.apiKey.findMany({
-        where: { userId, scope: 'personal', ...(before ? { id: { lt: before } } : {}) },
-        orderBy: { id: 'desc' },
-        take: limit + 1,
-        select: keySelect,
+      return pageById(context, args, {
+        scope: `my-keys:${userId}`,
+        fetch: ({ after: before, limit }) =>
+          context.prisma.apiKey.findMany({
+            where: { userId, scope: 'personal', ...(before ? { id: { lt: before } } : {}) },
+            orderBy: { id: 'desc' },
+            take: limit + 1,
+            select: keySelect,
+          }),
+        toItem: toKeyShape,
       });
-      return pageOf(rows, limit, toKeyShape, (last) => encodeCursor(key, scope, { id: last.id }));
     },
   }),
 }));
@@ -71,8 +61,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }),
       input: t.arg({ type: CreatePersonalKeyInput, required: true }),
     },
-    resolve: (_root, { idempotencyKey, input }, context) => {
-      const body = CreatePersonalKeyBody.parse(input);
+    resolve: (_root, { idempotencyKey, input: body }, context) => {
       const authority = requireOrg(context, body.orgId);
       checkDelegation(context.caller, authority, body);
       requireFreshStrongAuth(context);

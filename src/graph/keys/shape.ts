@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -6,7 +5,6 @@ import { capabilitiesOfKey, type Capability } from '../../kernel/authority.ts';
 import type { Caller, OrgAuthority } from '../../kernel/caller.ts';
 import { issueApiKeySecret } from '../../identity/secrets.ts';
 import { builder } from '../server/builder.ts';
-import { Timestamp } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
 import type { IdempotentCall } from '../../idempotency/key.ts';
 import { idempotentWithSecret } from '../server/one-time-secret.ts';
@@ -32,15 +30,6 @@ export type KeyShape = {
 
 /** The create answer. `secret` is null when an Idempotency-Key replays a creation: it is shown once and never stored. */
 export type CreatedKeyShape = { key: KeyShape; secret: string | null };
-
-const future = (value: string) => Date.parse(value) > Date.now();
-
-export const KeyName = z.string().trim().min(1).max(120);
-export const KeyCeiling = {
-  access: z.enum(['read', 'write']),
-  includeAdmin: z.boolean().default(false),
-  expiresAt: Timestamp.refine(future, 'must be in the future').optional(),
-};
 
 export const ApiKey = builder.objectRef<KeyShape>('ApiKey').implement({
   description: 'Metadata of an API key (spec 2.12). The secret is never part of it.',

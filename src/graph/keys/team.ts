@@ -1,41 +1,35 @@
-import { z } from 'zod';
 import { notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { requireOrg, requirePersonalIdentity } from '../server/guards.ts';
 import { requireFreshStrongAuth } from '../server/step-up.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { pageOf } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
+import { CreateTeamKeyBody } from '../../contracts/keys.ts';
 import {
   ApiKeyPage,
   checkDelegation,
   CreatedApiKey,
   createOnce,
   insertKey,
-  KeyCeiling,
-  KeyName,
   keySelect,
   revokeKey,
   toKeyShape,
 } from './shape.ts';
 
-/** `POST /v1/orgs/{orgId}/keys`: a workspace-owned key. It acts under the org's admin role, capped by its access. */
-export const CreateTeamKeyBody = z.strictObject({ name: KeyName, ...KeyCeiling });
+const CreateTeamKeyInput = builder
+  .inputType('CreateTeamKeyInput', {
+    fields: (t) => ({
+      name: t.string({ required: true }),
+      access: t.string({ required: true }),
+      includeAdmin: t.boolean({ required: false }),
+      expiresAt: t.string({ required: false }),
+    }),
+  })
+  .validate(CreateTeamKeyBody);
 
-const CreateTeamKeyInput = builder.inputType('CreateTeamKeyInput', {
-  fields: (t) => ({
-    name: t.string({ required: true }),
-    access: t.string({ required: true }),
-    includeAdmin: t.boolean({ required: false }),
-    expiresAt: t.string({ required: false }),
-  }),
-  validate: CreateTeamKeyBody,
-});
-
-const PagePosition = z.strictObject({ id: Id });
 const adminOf = (orgId: unknown) => ({
   org: { orgId: String(orgId), capability: 'admin' as const },
   oauth: 'team-keys:manage' as const,
@@ -45,25 +39,21 @@ builder.queryFields((t) => ({
   teamKeys: t.field({
     type: ApiKeyPage,
     description: 'Metadata of the organisation’s team keys, newest first, revoked ones included (admins).',
-    args: {
-      orgId: t.arg.id({ required: true, validate: Id }),
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
-    },
+    args: { orgId: t.arg.id({ required: true, validate: Id }), ...pageArgs },
     authScopes: (_root, { orgId }) => adminOf(orgId),
-    resolve: async (_root, args, context) => {
+    resolve: (_root, args, context) => {
       const orgId = String(args.orgId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `team-keys:${orgId}`;
-      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.apiKey.findMany({
-        where: { orgId, scope: 'team', ...(before ? { id: { lt: before } } : {}) },
-        orderBy: { id: 'desc' },
-        take: limit + 1,
-        select: keySelect,
+      return pageById(context, args, {
+        scope: `team-keys:${orgId}`,
+        fetch: ({ after: before, limit }) =>
+          context.prisma.apiKey.findMany({
+            where: { orgId, scope: 'team', ...(before ? { id: { lt: before } } : {}) },
+            orderBy: { id: 'desc' },
+            take: limit + 1,
+            select: keySelect,
+          }),
+        toItem: toKeyShape,
       });
-      return pageOf(rows, limit, toKeyShape, (last) => encodeCursor(key, scope, { id: last.id }));
     },
   }),
 }));
@@ -78,8 +68,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreateTeamKeyInput, required: true }),
     },
     authScopes: (_root, { orgId }) => adminOf(orgId),
-    resolve: (_root, { idempotencyKey, orgId, input }, context) => {
-      const body = CreateTeamKeyBody.parse(input);
+    resolve: (_root, { idempotencyKey, orgId, input: body }, context) => {
       const target = String(orgId);
       const caller = requirePersonalIdentity(context);
       checkDelegation(caller, requireOrg(context, target), body);

@@ -1,13 +1,11 @@
-import { z } from 'zod';
 import { CAPABILITIES, CREDENTIAL_TYPES, type MeShape, type MyOrgShape } from '../../contracts/me.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { OAUTH_SCOPES } from '../../kernel/authority.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { builder } from '../server/builder.ts';
 import type { Context } from '../server/context.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
-import { Id } from '../../kernel/formats.ts';
-import { pageOf, pageRef, type PageArgs } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
+import { pageRef, type PageArgs } from '../shared/pages.ts';
 
 /**
  * `me` and `orgs`: what an integrator asks first, with any credential and no extra OAuth scope. Every scope is
@@ -128,30 +126,27 @@ async function me(context: Context, caller: Caller): Promise<MeShape> {
   return { user, credential };
 }
 
-const OrgPosition = z.strictObject({ id: Id });
-
 /** The orgs of the caller's authority as read for this request, in id order. */
-async function myOrgs(context: Context, caller: Caller, page: PageArgs) {
-  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-  const key = await cursorKey(context.prisma);
-  const scope = `orgs:${caller.credential.type}:${caller.credential.id}`;
-  const after = page.cursor ? decodeCursor(key, scope, page.cursor, OrgPosition).id : undefined;
-  const rows = await context.prisma.org.findMany({
-    where: { id: { in: [...caller.orgs.keys()], ...(after === undefined ? {} : { gt: after }) } },
-    select: { id: true, name: true },
-    orderBy: { id: 'asc' },
-    take: limit + 1,
+function myOrgs(context: Context, caller: Caller, page: PageArgs) {
+  return pageById(context, page, {
+    scope: `orgs:${caller.credential.type}:${caller.credential.id}`,
+    fetch: ({ after, limit }) =>
+      context.prisma.org.findMany({
+        where: { id: { in: [...caller.orgs.keys()], ...(after === undefined ? {} : { gt: after }) } },
+        select: { id: true, name: true },
+        orderBy: { id: 'asc' },
+        take: limit + 1,
+      }),
+    toItem: (row): MyOrgShape => {
+      const authority = caller.orgs.get(row.id)!;
+      return {
+        id: row.id,
+        name: row.name,
+        role: caller.kind === 'team-key' ? null : authority.role,
+        capabilities: CAPABILITIES.filter((capability) => authority.capabilities.has(capability)),
+      };
+    },
   });
-  const toItem = (row: { id: string; name: string }): MyOrgShape => {
-    const authority = caller.orgs.get(row.id)!;
-    return {
-      id: row.id,
-      name: row.name,
-      role: caller.kind === 'team-key' ? null : authority.role,
-      capabilities: CAPABILITIES.filter((capability) => authority.capabilities.has(capability)),
-    };
-  };
-  return pageOf(rows, limit, toItem, (last) => encodeCursor(key, scope, { id: last.id }));
 }
 
 builder.queryFields((t) => ({
@@ -165,10 +160,7 @@ builder.queryFields((t) => ({
     description:
       'The orgs the credential reaches (a key: its one org; a session or OAuth token: every org of its user), ' +
       'with the role and what the credential may do there. No OAuth scope needed: it is how an application finds its orgIds.',
-    args: {
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
-    },
+    args: pageArgs,
     resolve: (_root, args, context) => myOrgs(context, context.caller, args),
   }),
 }));

@@ -1,5 +1,4 @@
 import { lockAdmins as lockAdminRows, lockMember } from '../../catalog/members.ts';
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -7,12 +6,13 @@ import { capabilitiesOfKey, ceilingOfRole } from '../../kernel/authority.ts';
 import { requireCapability, requireScope } from '../server/guards.ts';
 import { requireFreshStrongAuth } from '../server/step-up.ts';
 import { builder } from '../server/builder.ts';
-import { Id, storedVersion, VersionString } from '../../kernel/formats.ts';
+import { Id, storedVersion } from '../../kernel/formats.ts';
 import type { Context } from '../server/context.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion, type DeletionShape } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { pageOf, pageRef, type PageArgs } from '../shared/pages.ts';
+import { pageRef, type PageArgs } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
+import { DeleteMemberBody, UpdateMemberBody } from '../../contracts/members.ts';
 
 /**
  * Spec 2.5. `email`, `verified` and `twoFactorEnabled` belong to the user; `role` and `version` to the membership;
@@ -30,15 +30,6 @@ export type MemberShape = {
   twoFactorEnabled: boolean;
 };
 
-export const ROLES = ['admin', 'member', 'viewer'] as const;
-export const MemberName = z.string().trim().min(1).max(120);
-export const UpdateMemberBody = z.strictObject({
-  expectedVersion: VersionString,
-  name: MemberName.optional(),
-  role: z.enum(ROLES).optional(),
-});
-export const DeleteMemberBody = z.strictObject({ expectedVersion: VersionString });
-
 export const Member = builder.objectRef<MemberShape>('Member').implement({
   description: 'A user’s membership of an organisation (spec 2.5).',
   fields: (t) => ({
@@ -54,38 +45,36 @@ export const Member = builder.objectRef<MemberShape>('Member').implement({
   }),
 });
 
-const MemberPosition = z.strictObject({ id: Id });
-
 /** The org's members, oldest membership first: the `members` query and the `Org.members` edge. */
-export async function listMembers(context: Context, orgId: string, page: PageArgs) {
-  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-  const key = await cursorKey(context.prisma);
-  const scope = `members:${orgId}`;
-  const after = page.cursor ? decodeCursor(key, scope, page.cursor, MemberPosition).id : undefined;
-  const rows = await context.prisma.member.findMany({
-    where: { orgId, ...(after ? { id: { gt: after } } : {}) },
-    orderBy: { id: 'asc' },
-    take: limit + 1,
-    select: memberSelect,
+export function listMembers(context: Context, orgId: string, page: PageArgs) {
+  return pageById(context, page, {
+    scope: `members:${orgId}`,
+    fetch: ({ after, limit }) =>
+      context.prisma.member.findMany({
+        where: { orgId, ...(after ? { id: { gt: after } } : {}) },
+        orderBy: { id: 'asc' },
+        take: limit + 1,
+        select: memberSelect,
+      }),
+    toItem: toMemberShape,
   });
-  return pageOf(rows, limit, toMemberShape, (last) => encodeCursor(key, scope, { id: last.id }));
 }
 
 export const MemberPage = pageRef('MemberPage', Member, 'A page of members, oldest membership first.');
 
-const UpdateMemberInput = builder.inputType('UpdateMemberInput', {
-  fields: (t) => ({
-    expectedVersion: t.string({ required: true }),
-    name: t.string({ required: false }),
-    role: t.string({ required: false }),
-  }),
-  validate: UpdateMemberBody,
-});
+const UpdateMemberInput = builder
+  .inputType('UpdateMemberInput', {
+    fields: (t) => ({
+      expectedVersion: t.string({ required: true }),
+      name: t.string({ required: false }),
+      role: t.string({ required: false }),
+    }),
+  })
+  .validate(UpdateMemberBody);
 
-const DeleteMemberInput = builder.inputType('DeleteMemberInput', {
-  fields: (t) => ({ expectedVersion: t.string({ required: true }) }),
-  validate: DeleteMemberBody,
-});
+const DeleteMemberInput = builder
+  .inputType('DeleteMemberInput', { fields: (t) => ({ expectedVersion: t.string({ required: true }) }) })
+  .validate(DeleteMemberBody);
 
 export const memberSelect = {
   id: true,
@@ -154,8 +143,6 @@ function lastAdmin(): DomainError {
   return new DomainError('LAST_ADMIN', 'The organisation must keep at least one admin.');
 }
 
-type UpdateMember = z.infer<typeof UpdateMemberBody>;
-
 /**
  * What a new name changes. Renaming oneself changes one's profile name (seen in every org that has not named the
  * member) and drops this org's own name for one. An admin renaming someone else names them in this org only: no
@@ -177,7 +164,7 @@ async function updateMember(
   tx: TransactionClient,
   orgId: string,
   memberId: string,
-  body: UpdateMember,
+  body: UpdateMemberBody,
   self: boolean,
 ): Promise<MemberShape> {
   const admins = body.role !== undefined && body.role !== 'admin' ? await lockAdmins(tx, orgId) : [];
@@ -218,7 +205,7 @@ async function removeMember(
  * Admins manage members (`members:manage`); anyone may rename themself (`profile:manage`). Changing a role is
  * sensitive: a browser session must have proved its password recently (STEP_UP_REQUIRED otherwise).
  */
-function authorizeUpdate(context: Context, orgId: string, memberId: string, body: UpdateMember): { self: boolean } {
+function authorizeUpdate(context: Context, orgId: string, memberId: string, body: UpdateMemberBody): { self: boolean } {
   const self = requireCapability(context, orgId, 'read').memberId === memberId;
   if (self && body.role === undefined) {
     requireScope(context, 'profile:manage');
@@ -248,8 +235,7 @@ builder.queryFields((t) => ({
     type: MemberPage,
     args: {
       orgId: t.arg.id({ required: true, validate: Id }),
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
+      ...pageArgs,
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'members:read' }),
     resolve: (_root, args, context) => listMembers(context, String(args.orgId), args),
@@ -268,13 +254,12 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' } }),
     resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
-      const body = UpdateMemberBody.parse(input);
       const target = { orgId: String(orgId), memberId: String(id) };
-      const { self } = authorizeUpdate(context, target.orgId, target.memberId, body);
+      const { self } = authorizeUpdate(context, target.orgId, target.memberId, input);
       return idempotent(
         context,
-        { operation: 'updateMember', key: idempotencyKey, input: { ...target, ...body } },
-        (tx) => updateMember(tx, target.orgId, target.memberId, body, self),
+        { operation: 'updateMember', key: idempotencyKey, input: { ...target, ...input } },
+        (tx) => updateMember(tx, target.orgId, target.memberId, input, self),
       );
     },
   }),
@@ -289,12 +274,11 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'admin' }, oauth: 'members:manage' }),
     resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
-      const body = DeleteMemberBody.parse(input);
       const target = { orgId: String(orgId), memberId: String(id) };
       return idempotent(
         context,
-        { operation: 'deleteMember', key: idempotencyKey, input: { ...target, ...body } },
-        (tx) => removeMember(tx, target.orgId, target.memberId, body.expectedVersion),
+        { operation: 'deleteMember', key: idempotencyKey, input: { ...target, ...input } },
+        (tx) => removeMember(tx, target.orgId, target.memberId, input.expectedVersion),
       );
     },
   }),

@@ -26,13 +26,14 @@ export const Org = builder.objectRef<OrgShape>('Org').implement({
   }),
 });
 
-const UpdateOrgInput = builder.inputType('UpdateOrgInput', {
-  fields: (t) => ({
-    expectedVersion: t.string({ required: true }),
-    name: t.string({ required: true }),
-  }),
-  validate: UpdateOrgBody,
-});
+const UpdateOrgInput = builder
+  .inputType('UpdateOrgInput', {
+    fields: (t) => ({
+      expectedVersion: t.string({ required: true }),
+      name: t.string({ required: true }),
+    }),
+  })
+  .validate(UpdateOrgBody);
 
 interface OrgRow {
   id: string;

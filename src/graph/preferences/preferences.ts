@@ -1,58 +1,14 @@
-import { z } from 'zod';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { builder } from '../server/builder.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { isKnownTimezone } from '../../kernel/timezones.ts';
-
-/** Spec 2.14 and 2.15: per-user display preferences and the values they may take. */
-export const DATE_FORMATS = [
-  'day-short-month-year',
-  'short-month-day-year',
-  'year-month-day',
-  'day-month-year',
-  'month-day-year',
-] as const;
-export const TIME_FORMATS = ['24-hour', '12-hour', '24-hour-seconds', '12-hour-seconds'] as const;
-export const THEMES = ['system', 'light', 'dark'] as const;
-
-/** IANA zones known to this runtime's ICU, plus `UTC` (the default, which ICU lists only as an alias). */
-export const TIMEZONES: readonly string[] = ['UTC', ...Intl.supportedValuesOf('timeZone')];
-
-/** The locales the product is offered in, kept to those the runtime can actually format. */
-const OFFERED_LOCALES = [
-  'en-US',
-  'en-GB',
-  'en-AU',
-  'en-CA',
-  'en-IN',
-  'de-DE',
-  'de-AT',
-  'de-CH',
-  'fr-FR',
-  'fr-CA',
-  'es-ES',
-  'es-MX',
-  'it-IT',
-  'nl-NL',
-  'pt-BR',
-  'pt-PT',
-  'sv-SE',
-  'da-DK',
-  'nb-NO',
-  'fi-FI',
-  'pl-PL',
-  'cs-CZ',
-  'tr-TR',
-  'uk-UA',
-  'ja-JP',
-  'ko-KR',
-  'zh-CN',
-  'zh-TW',
-];
-export const LOCALES: readonly string[] = Intl.DateTimeFormat.supportedLocalesOf(OFFERED_LOCALES);
-
-const timezoneSet = new Set(TIMEZONES);
-const localeSet = new Set(LOCALES);
+import {
+  DATE_FORMATS,
+  LOCALES,
+  PreferencesPatch,
+  THEMES,
+  TIME_FORMATS,
+  TIMEZONES,
+} from '../../contracts/preferences.ts';
 
 export const DEFAULT_PREFERENCES = {
   timezone: 'UTC',
@@ -61,26 +17,6 @@ export const DEFAULT_PREFERENCES = {
   timeFormat: '24-hour',
   theme: 'system',
 } as const;
-
-/** PATCH body: every member optional, none nullable, nothing else allowed. */
-export const PreferencesPatch = z.strictObject({
-  // The listed zones, plus any other name the runtime knows (Node 20 lists `Asia/Calcutta` but not `Asia/Kolkata`).
-  timezone: z
-    .string()
-    .min(1)
-    .max(100)
-    .refine((zone) => timezoneSet.has(zone) || isKnownTimezone(zone), 'unknown timezone (see /v1/preferences/options)')
-    .optional(),
-  locale: z
-    .string()
-    .min(2)
-    .max(64)
-    .refine((locale) => localeSet.has(locale), 'unsupported locale (see /v1/preferences/options)')
-    .optional(),
-  dateFormat: z.enum(DATE_FORMATS).optional(),
-  timeFormat: z.enum(TIME_FORMATS).optional(),
-  theme: z.enum(THEMES).optional(),
-});
 
 export interface PreferencesShape {
   [key: string]: string;
@@ -121,16 +57,17 @@ const PreferenceOptions = builder.objectRef<PreferenceOptionsShape>('PreferenceO
   }),
 });
 
-const UpdatePreferencesInput = builder.inputType('UpdatePreferencesInput', {
-  fields: (t) => ({
-    timezone: t.string({ required: false }),
-    locale: t.string({ required: false }),
-    dateFormat: t.string({ required: false }),
-    timeFormat: t.string({ required: false }),
-    theme: t.string({ required: false }),
-  }),
-  validate: PreferencesPatch,
-});
+const UpdatePreferencesInput = builder
+  .inputType('UpdatePreferencesInput', {
+    fields: (t) => ({
+      timezone: t.string({ required: false }),
+      locale: t.string({ required: false }),
+      dateFormat: t.string({ required: false }),
+      timeFormat: t.string({ required: false }),
+      theme: t.string({ required: false }),
+    }),
+  })
+  .validate(PreferencesPatch);
 
 const selectPreferences = { timezone: true, locale: true, dateFormat: true, timeFormat: true, theme: true } as const;
 
@@ -142,7 +79,7 @@ async function readPreferences(db: TransactionClient, userId: string): Promise<P
 async function writePreferences(
   tx: TransactionClient,
   userId: string,
-  patch: z.infer<typeof PreferencesPatch>,
+  patch: PreferencesPatch,
 ): Promise<PreferencesShape> {
   const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
   return tx.preference.upsert({
@@ -181,8 +118,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }),
       input: t.arg({ type: UpdatePreferencesInput, required: true }),
     },
-    resolve: (_root, { idempotencyKey, input }, context) => {
-      const patch = PreferencesPatch.parse(input);
+    resolve: (_root, { idempotencyKey, input: patch }, context) => {
       return idempotent(context, { operation: 'updateMyPreferences', key: idempotencyKey, input: patch }, (tx) =>
         writePreferences(tx, context.caller.userId, patch),
       );

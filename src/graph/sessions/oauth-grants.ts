@@ -1,14 +1,13 @@
-import { z } from 'zod';
 import { selectGrantPage } from '../../identity/oauth/grants.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { requireSecurityCredential } from '../server/step-up.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { pageOf, pageRef } from '../shared/pages.ts';
+import { pageRef } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
 
 /**
  * An application the user authorized (`GET/DELETE /v1/me/oauth-grants`): one token family, from the consent
@@ -46,30 +45,21 @@ interface GrantRow {
   last_issued_at: Date;
 }
 
-const PagePosition = z.strictObject({ id: Id });
-
 builder.queryFields((t) => ({
   myOAuthGrants: t.withAuth({ personal: true, oauth: 'account:security' }).field({
     type: OAuthGrantPage,
     description: 'The applications the caller authorized that still hold a live token, newest first.',
-    args: {
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
-    },
-    resolve: async (_root, args, context) => {
+    args: pageArgs,
+    resolve: (_root, args, context) => {
       const userId = context.caller.userId;
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `my-oauth-grants:${userId}`;
-      const before = args.cursor
-        ? decodeCursor(key, scope, args.cursor, PagePosition).id
-        : 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ';
-      const page = selectGrantPage(userId, before, limit + 1);
-      const rows = await context.prisma.$queryRawUnsafe<GrantRow[]>(page.sql, ...page.params);
-      return pageOf(
-        rows,
-        limit,
-        (row) => ({
+      return pageById(context, args, {
+        scope: `my-oauth-grants:${userId}`,
+        fetch: ({ after, limit }) => {
+          // Newest first: without a cursor, start above every id.
+          const page = selectGrantPage(userId, after ?? 'ZZZZZZZZZZZZZZZZZZZZZZZZZZ', limit + 1);
+          return context.prisma.$queryRawUnsafe<GrantRow[]>(page.sql, ...page.params);
+        },
+        toItem: (row) => ({
           id: row.id,
           clientId: row.client_id,
           clientName: row.client_name,
@@ -77,8 +67,7 @@ builder.queryFields((t) => ({
           createdAt: row.created_at.toISOString(),
           lastIssuedAt: row.last_issued_at.toISOString(),
         }),
-        (last) => encodeCursor(key, scope, { id: last.id }),
-      );
+      });
     },
   }),
 }));

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { DomainError, notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { clearFailures, countAttempt } from '../../identity/attempts.ts';
@@ -6,11 +5,12 @@ import { requireSecurityCredential } from '../server/step-up.ts';
 import { consumeTotp, newTotpSecret, totpUri } from '../../identity/totp.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { idempotentWithSecret } from '../server/one-time-secret.ts';
-import { pageOf, pageRef } from '../shared/pages.ts';
+import { pageRef } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
+import { ConfirmTwoFactorBody } from '../../contracts/sessions.ts';
 
 /** A browser session of the caller (spec 2.16 leaves the record open). `current` marks the one making the request. */
 export type SessionShape = {
@@ -50,40 +50,33 @@ const TwoFactorStatus = builder.objectRef<{ twoFactorEnabled: boolean }>('TwoFac
   fields: (t) => ({ twoFactorEnabled: t.exposeBoolean('twoFactorEnabled') }),
 });
 
-export const ConfirmTwoFactorBody = z.strictObject({ code: z.string().regex(/^\d{6}$/, 'must be the 6-digit code') });
-
-const ConfirmTwoFactorInput = builder.inputType('ConfirmTwoFactorInput', {
-  fields: (t) => ({ code: t.string({ required: true }) }),
-  validate: ConfirmTwoFactorBody,
-});
-
-const PagePosition = z.strictObject({ id: Id });
+const ConfirmTwoFactorInput = builder
+  .inputType('ConfirmTwoFactorInput', { fields: (t) => ({ code: t.string({ required: true }) }) })
+  .validate(ConfirmTwoFactorBody);
 
 builder.queryFields((t) => ({
   mySessions: t.withAuth({ personal: true, oauth: 'account:security' }).field({
     type: SessionPage,
     description: 'The caller’s live browser sessions, newest first.',
-    args: {
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
-    },
-    resolve: async (_root, args, context) => {
+    args: pageArgs,
+    resolve: (_root, args, context) => {
       const userId = context.caller.userId;
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `my-sessions:${userId}`;
-      const before = args.cursor ? decodeCursor(key, scope, args.cursor, PagePosition).id : undefined;
-      const rows = await context.prisma.session.findMany({
-        where: { userId, revokedAt: null, expiresAt: { gt: new Date() }, ...(before ? { id: { lt: before } } : {}) },
-        orderBy: { id: 'desc' },
-        take: limit + 1,
-        select: { id: true, userAgent: true, createdAt: true, lastSeenAt: true, expiresAt: true },
-      });
       const current = context.caller.credential.type === 'session' ? context.caller.credential.id : null;
-      return pageOf(
-        rows,
-        limit,
-        (row) => ({
+      return pageById(context, args, {
+        scope: `my-sessions:${userId}`,
+        fetch: ({ after: before, limit }) =>
+          context.prisma.session.findMany({
+            where: {
+              userId,
+              revokedAt: null,
+              expiresAt: { gt: new Date() },
+              ...(before ? { id: { lt: before } } : {}),
+            },
+            orderBy: { id: 'desc' },
+            take: limit + 1,
+            select: { id: true, userAgent: true, createdAt: true, lastSeenAt: true, expiresAt: true },
+          }),
+        toItem: (row) => ({
           id: row.id,
           current: row.id === current,
           userAgent: row.userAgent,
@@ -91,8 +84,7 @@ builder.queryFields((t) => ({
           lastSeenAt: row.lastSeenAt.toISOString(),
           expiresAt: row.expiresAt.toISOString(),
         }),
-        (last) => encodeCursor(key, scope, { id: last.id }),
-      );
+      });
     },
   }),
 }));
@@ -155,8 +147,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }),
       input: t.arg({ type: ConfirmTwoFactorInput, required: true }),
     },
-    resolve: async (_root, { idempotencyKey, input }, context) => {
-      const body = ConfirmTwoFactorBody.parse(input);
+    resolve: async (_root, { idempotencyKey, input: body }, context) => {
       await requireSecurityCredential(context);
       const userId = context.caller.userId;
       // Counted outside the transaction (a refusal rolls it back) and against the login lockout.
@@ -186,8 +177,7 @@ builder.mutationFields((t) => ({
       idempotencyKey: t.arg.string({ required: true }),
       input: t.arg({ type: ConfirmTwoFactorInput, required: true }),
     },
-    resolve: async (_root, { idempotencyKey, input }, context) => {
-      const body = ConfirmTwoFactorBody.parse(input);
+    resolve: async (_root, { idempotencyKey, input: body }, context) => {
       await requireSecurityCredential(context);
       const userId = context.caller.userId;
       await countAttempt(context.prisma, context.config, userId);

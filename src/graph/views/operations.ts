@@ -25,31 +25,34 @@ import {
 } from './views.ts';
 
 /** GraphQL (and so REST) operations on saved views. Personal views need read authority; see views.ts for the rest. */
-const CreateViewInput = builder.inputType('CreateViewInput', {
-  fields: (t) => ({
-    expectedSchemaVersion: t.int({ required: true }),
-    name: t.string({ required: true }),
-    visibility: t.string({ required: true, description: '`personal` or `shared`' }),
-    definition: t.field({ type: 'JSON', required: true, description: 'View definition (spec 2.3).' }),
-  }),
-  validate: CreateViewBody,
-});
+const CreateViewInput = builder
+  .inputType('CreateViewInput', {
+    fields: (t) => ({
+      expectedSchemaVersion: t.int({ required: true }),
+      name: t.string({ required: true }),
+      visibility: t.string({ required: true, description: '`personal` or `shared`' }),
+      definition: t.field({ type: 'JSON', required: true, description: 'View definition (spec 2.3).' }),
+    }),
+  })
+  .validate(CreateViewBody);
 
-const UpdateViewInput = builder.inputType('UpdateViewInput', {
-  fields: (t) => ({
-    expectedVersion: t.string({ required: true }),
-    expectedSchemaVersion: t.int({ description: 'Required when `definition` is given.' }),
-    name: t.string(),
-    visibility: t.string(),
-    definition: t.field({ type: 'JSON' }),
-  }),
-  validate: UpdateViewBody,
-});
+const UpdateViewInput = builder
+  .inputType('UpdateViewInput', {
+    fields: (t) => ({
+      expectedVersion: t.string({ required: true }),
+      expectedSchemaVersion: t.int({ description: 'Required when `definition` is given.' }),
+      name: t.string(),
+      visibility: t.string(),
+      definition: t.field({ type: 'JSON' }),
+    }),
+  })
+  .validate(UpdateViewBody);
 
-const DeleteViewInput = builder.inputType('DeleteViewInput', {
-  fields: (t) => ({ expectedVersion: t.string({ required: true }) }),
-  validate: DeleteViewBody,
-});
+const DeleteViewInput = builder
+  .inputType('DeleteViewInput', {
+    fields: (t) => ({ expectedVersion: t.string({ required: true }) }),
+  })
+  .validate(DeleteViewBody);
 
 const ViewDeletion = builder.objectRef<ViewDeletionShape>('ViewDeletion').implement({
   description: 'Spec 2.8: a deleted view. Its rows are untouched.',
@@ -150,7 +153,7 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
-      const body = CreateViewBody.parse(args.input);
+      const body = args.input;
       const address = addressOf(args);
       const scope = await viewContext(context, address);
       return idempotent(
@@ -171,7 +174,7 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
-      const body = UpdateViewBody.parse(args.input);
+      const body = args.input;
       const address = addressOf(args);
       const viewId = String(args.viewId);
       const scope = await viewContext(context, address);
@@ -193,7 +196,7 @@ builder.mutationFields((t) => ({
     },
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
-      const body = DeleteViewBody.parse(args.input);
+      const body = args.input;
       const address = addressOf(args);
       const viewId = String(args.viewId);
       const scope = await viewContext(context, address);

@@ -1,21 +1,19 @@
-import { z } from 'zod';
 import { selectAttemptPage, selectWebhookPage, type AttemptRow, type WebhookRow } from '../../catalog/webhooks.ts';
 import {
   CreateWebhookBody,
   DeleteWebhookBody,
-  ReplayWebhookBody,
-  UpdateWebhookBody,
+  ReplayWebhookArgument,
+  UpdateWebhookArgument,
   WEBHOOK_EVENT_KINDS,
 } from '../../contracts/webhooks.ts';
 import { Id } from '../../kernel/formats.ts';
 import { newId } from '../../kernel/ids.ts';
 import { builder } from '../server/builder.ts';
-import type { Context } from '../server/context.ts';
-import { cursorKey, Cursor, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
 import { Deletion } from '../shared/deletion.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { idempotentWithSecret } from '../server/one-time-secret.ts';
-import { pageOf, pageRef } from '../shared/pages.ts';
+import { pageRef } from '../shared/pages.ts';
+import { pageArgs, pageById } from '../server/paged.ts';
 import {
   createWebhook,
   getWebhook,
@@ -106,85 +104,63 @@ const WebhookReplay = builder.objectRef<{ webhookId: string; after: string | nul
 const WebhookPage = pageRef('WebhookPage', Webhook, 'A page of webhooks, oldest first.');
 const WebhookAttemptPage = pageRef('WebhookAttemptPage', WebhookAttempt, 'A page of delivery attempts, newest first.');
 
-const CreateWebhookInput = builder.inputType('CreateWebhookInput', {
-  fields: (t) => ({
-    url: t.string({ required: true }),
-    description: t.string(),
-    events: t.stringList({ required: true }),
-    databaseId: t.id(),
-    tableIds: t.idList(),
-  }),
-  validate: CreateWebhookBody,
-});
-const UpdateWebhookInput = builder.inputType('UpdateWebhookInput', {
-  fields: (t) => ({
-    expectedVersion: t.string({ required: true }),
-    url: t.string(),
-    description: t.string(),
-    events: t.stringList(),
-    databaseId: t.id(),
-    tableIds: t.idList(),
-    state: t.string(),
-  }),
-  validate: UpdateWebhookBody.extend({
-    // GraphQL has no "absent": null means "leave as it is", except for databaseId where null means every database.
-    url: UpdateWebhookBody.shape.url.nullish(),
-    description: UpdateWebhookBody.shape.description.nullish(),
-    events: UpdateWebhookBody.shape.events.nullish(),
-    tableIds: UpdateWebhookBody.shape.tableIds.nullish(),
-    state: UpdateWebhookBody.shape.state.nullish(),
-  }),
-});
-const DeleteWebhookInput = builder.inputType('DeleteWebhookInput', {
-  fields: (t) => ({ expectedVersion: t.string({ required: true }) }),
-  validate: DeleteWebhookBody,
-});
-const ReplayWebhookInput = builder.inputType('ReplayWebhookInput', {
-  fields: (t) => ({ after: t.string() }),
-  validate: ReplayWebhookBody.extend({ after: ReplayWebhookBody.shape.after.nullish() }),
-});
+const CreateWebhookInput = builder
+  .inputType('CreateWebhookInput', {
+    fields: (t) => ({
+      url: t.string({ required: true }),
+      description: t.string(),
+      events: t.stringList({ required: true }),
+      databaseId: t.id(),
+      tableIds: t.idList(),
+    }),
+  })
+  .validate(CreateWebhookBody);
+const UpdateWebhookInput = builder
+  .inputType('UpdateWebhookInput', {
+    fields: (t) => ({
+      expectedVersion: t.string({ required: true }),
+      url: t.string(),
+      description: t.string(),
+      events: t.stringList(),
+      databaseId: t.id(),
+      tableIds: t.idList(),
+      state: t.string(),
+    }),
+  })
+  .validate(UpdateWebhookArgument);
+const DeleteWebhookInput = builder
+  .inputType('DeleteWebhookInput', { fields: (t) => ({ expectedVersion: t.string({ required: true }) }) })
+  .validate(DeleteWebhookBody);
+const ReplayWebhookInput = builder
+  .inputType('ReplayWebhookInput', { fields: (t) => ({ after: t.string() }) })
+  .validate(ReplayWebhookArgument);
 
 const adminOf = (orgId: unknown) => ({
   org: { orgId: String(orgId), capability: 'admin' as const },
   oauth: 'org:manage' as const,
 });
-const PagePosition = z.strictObject({ id: Id });
-const withoutNulls = <T extends object>(input: T) =>
-  Object.fromEntries(Object.entries(input).filter(([key, value]) => value !== null || key === 'databaseId')) as never;
 
 const webhookArgs = builder.args((t) => ({
   orgId: t.id({ required: true, validate: Id }),
   id: t.id({ required: true, validate: Id }),
 }));
 
-async function pageArgs(context: Context, scope: string, cursor: string | null | undefined) {
-  const key = await cursorKey(context.prisma);
-  return { key, after: cursor ? decodeCursor(key, scope, cursor, PagePosition).id : null };
-}
-
 builder.queryFields((t) => ({
   webhooks: t.field({
     type: WebhookPage,
     description: 'The org’s webhooks, oldest first (admins). Never their secrets.',
-    args: {
-      orgId: t.arg.id({ required: true, validate: Id }),
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
-    },
+    args: { orgId: t.arg.id({ required: true, validate: Id }), ...pageArgs },
     authScopes: (_root, { orgId }) => adminOf(orgId),
-    resolve: async (_root, args, context) => {
+    resolve: (_root, args, context) => {
       const orgId = String(args.orgId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const scope = `webhooks:${orgId}`;
-      const { key, after } = await pageArgs(context, scope, args.cursor);
-      const statement = selectWebhookPage(orgId, after, limit);
-      const rows = await context.prisma.$queryRawUnsafe<WebhookRow[]>(statement.sql, ...statement.params);
-      return pageOf(
-        rows,
-        limit,
-        (row) => row,
-        (last) => encodeCursor(key, scope, { id: last.id }),
-      );
+      return pageById(context, args, {
+        scope: `webhooks:${orgId}`,
+        fetch: ({ after, limit }) => {
+          const statement = selectWebhookPage(orgId, after ?? null, limit);
+          return context.prisma.$queryRawUnsafe<WebhookRow[]>(statement.sql, ...statement.params);
+        },
+        toItem: (row) => row,
+      });
     },
   }),
   webhook: t.field({
@@ -197,26 +173,19 @@ builder.queryFields((t) => ({
   webhookDeliveries: t.field({
     type: WebhookAttemptPage,
     description: 'A webhook’s delivery attempts, newest first: status code, duration, error and next attempt of each.',
-    args: {
-      ...webhookArgs,
-      limit: t.arg.int({ validate: PageLimit.optional() }),
-      cursor: t.arg.string({ validate: Cursor.optional() }),
-    },
+    args: { ...webhookArgs, ...pageArgs },
     authScopes: (_root, { orgId }) => adminOf(orgId),
     resolve: async (_root, args, context) => {
       const id = String(args.id);
       await getWebhook(context.prisma, String(args.orgId), id);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const scope = `webhook-deliveries:${id}`;
-      const { key, after } = await pageArgs(context, scope, args.cursor);
-      const statement = selectAttemptPage(id, after, limit);
-      const rows = await context.prisma.$queryRawUnsafe<AttemptRow[]>(statement.sql, ...statement.params);
-      return pageOf(
-        rows,
-        limit,
-        (row) => row,
-        (last) => encodeCursor(key, scope, { id: last.id }),
-      );
+      return pageById(context, args, {
+        scope: `webhook-deliveries:${id}`,
+        fetch: ({ after, limit }) => {
+          const statement = selectAttemptPage(id, after ?? null, limit);
+          return context.prisma.$queryRawUnsafe<AttemptRow[]>(statement.sql, ...statement.params);
+        },
+        toItem: (row) => row,
+      });
     },
   }),
 }));
@@ -232,8 +201,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: CreateWebhookInput, required: true }),
     },
     authScopes: (_root, { orgId }) => adminOf(orgId),
-    resolve: async (_root, { idempotencyKey, orgId, input }, context) => {
-      const body = CreateWebhookBody.parse(input);
+    resolve: async (_root, { idempotencyKey, orgId, input: body }, context) => {
       const target = String(orgId);
       const { value, secret } = await idempotentWithSecret(
         context,
@@ -253,8 +221,7 @@ builder.mutationFields((t) => ({
       input: t.arg({ type: UpdateWebhookInput, required: true }),
     },
     authScopes: (_root, { orgId }) => adminOf(orgId),
-    resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
-      const body = UpdateWebhookBody.parse(withoutNulls(input));
+    resolve: (_root, { idempotencyKey, orgId, id, input: body }, context) => {
       const target = { orgId: String(orgId), id: String(id) };
       return idempotent(
         context,

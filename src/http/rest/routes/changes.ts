@@ -1,10 +1,7 @@
-import { z } from 'zod';
 import { ChangeHeadResponse, ChangePageResponse, ChangeResponse, ChangesQuery } from '../../../contracts/changes.ts';
-import { Id } from '../../../kernel/formats.ts';
 import { GetChangesHeadDocument, ListChangesDocument, RowChangesDocument } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
 
-const DatabasePath = z.strictObject({ orgId: Id, databaseId: Id });
 const CHANGES = '/v1/orgs/{orgId}/databases/{databaseId}/changes';
 
 /** Issue 27: the change feed. `Accept: text/event-stream` on the list turns it into a live stream (RowChanges). */
@@ -16,10 +13,7 @@ export const changeRoutes = [
       'The database’s change feed, in commit order (long poll with `wait`; server-sent events with `Accept: text/event-stream`)',
     tags: ['changes'],
     operation: ListChangesDocument,
-    params: DatabasePath,
     query: ChangesQuery,
-    idempotent: false,
-    successStatus: 200,
     response: ChangePageResponse,
     eventStream: { operation: RowChangesDocument, response: ChangeResponse, eventId: 'cursor' },
     errorStatuses: [410],
@@ -30,10 +24,6 @@ export const changeRoutes = [
     summary: 'A cursor at the newest change, to follow the feed from now on',
     tags: ['changes'],
     operation: GetChangesHeadDocument,
-    params: DatabasePath,
-    query: z.strictObject({}),
-    idempotent: false,
-    successStatus: 200,
     response: ChangeHeadResponse,
   }),
 ];

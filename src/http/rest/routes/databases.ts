@@ -1,7 +1,7 @@
-import { z } from 'zod';
-import { Id, Timestamp, VersionString } from '../../../kernel/formats.ts';
-import { DeleteBody, UpdateDatabaseBody } from '../../../graph/databases/database-changes.ts';
-import { CreateDatabaseBody } from '../../../graph/databases/databases.ts';
+import { CreateDatabaseBody, DatabaseResponse, UpdateDatabaseBody } from '../../../contracts/databases.ts';
+import { DeleteBody } from '../../../contracts/resources.ts';
+import { Page, PageQuery } from '../../../contracts/pages.ts';
+import { TrashEntryResponse } from '../../../contracts/trash.ts';
 import {
   CreateDatabaseDocument,
   DeleteDatabaseDocument,
@@ -10,21 +10,6 @@ import {
   UpdateDatabaseDocument,
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
-import { Page, PageQuery } from '../../../contracts/pages.ts';
-import { TrashEntryResponse } from './trash.ts';
-
-export const DatabaseResponse = z.strictObject({
-  id: Id,
-  orgId: Id,
-  name: z.string().min(1).max(120),
-  state: z.enum(['active']),
-  version: VersionString,
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-});
-
-const OrgPath = z.strictObject({ orgId: Id });
-const DatabasePath = z.strictObject({ orgId: Id, databaseId: Id });
 
 export const databaseRoutes = [
   defineRoute({
@@ -33,11 +18,7 @@ export const databaseRoutes = [
     summary: 'Create a database',
     tags: ['databases'],
     operation: CreateDatabaseDocument,
-    params: OrgPath,
-    query: z.strictObject({}),
     body: CreateDatabaseBody,
-    idempotent: true,
-    successStatus: 201,
     response: DatabaseResponse,
   }),
   defineRoute({
@@ -46,10 +27,7 @@ export const databaseRoutes = [
     summary: 'List databases, oldest first',
     tags: ['databases'],
     operation: ListDatabasesDocument,
-    params: OrgPath,
     query: PageQuery,
-    idempotent: false,
-    successStatus: 200,
     response: Page(DatabaseResponse),
   }),
   defineRoute({
@@ -58,10 +36,6 @@ export const databaseRoutes = [
     summary: 'Get a database',
     tags: ['databases'],
     operation: GetDatabaseDocument,
-    params: DatabasePath,
-    query: z.strictObject({}),
-    idempotent: false,
-    successStatus: 200,
     response: DatabaseResponse,
   }),
   defineRoute({
@@ -70,11 +44,7 @@ export const databaseRoutes = [
     summary: 'Rename a database still at `expectedVersion`',
     tags: ['databases'],
     operation: UpdateDatabaseDocument,
-    params: DatabasePath,
-    query: z.strictObject({}),
     body: UpdateDatabaseBody,
-    idempotent: true,
-    successStatus: 200,
     response: DatabaseResponse,
   }),
   defineRoute({
@@ -83,11 +53,7 @@ export const databaseRoutes = [
     summary: 'Move a database and its tables to the trash; purged by a `deleteDatabase` job after TRASH_RETENTION_DAYS',
     tags: ['databases'],
     operation: DeleteDatabaseDocument,
-    params: DatabasePath,
-    query: z.strictObject({}),
     body: DeleteBody,
-    idempotent: true,
-    successStatus: 200,
     response: TrashEntryResponse,
   }),
 ];

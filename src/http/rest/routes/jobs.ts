@@ -1,9 +1,15 @@
 import { z } from 'zod';
-import { Id } from '../../../kernel/formats.ts';
-import { IMPORT_BODY_LIMIT, ImportRowsBody, PreviewImportBody } from '../../../graph/jobs/imports.ts';
-import { JobKindFilter, JobStateFilter } from '../../../graph/jobs/jobs.ts';
-import { ApplySchemaChangeBody } from '../../../graph/jobs/schema-changes.ts';
+import {
+  ApplySchemaChangeBody,
+  ArtifactPath,
+  IMPORT_BODY_LIMIT,
+  ImportRowsBody,
+  JobHandleResponse,
+  ListJobsQuery,
+  PreviewImportBody,
+} from '../../../contracts/jobs.ts';
 import { JobResponse } from '../../../contracts/job-results.ts';
+import { Page } from '../../../contracts/pages.ts';
 import {
   ApplySchemaChangeDocument,
   CancelJobDocument,
@@ -16,14 +22,7 @@ import {
   RetryJobDocument,
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
-import { Page, PageQuery } from '../../../contracts/pages.ts';
 
-/** Spec 2.7. */
-export const JobHandleResponse = z.strictObject({ jobId: Id, state: z.literal('queued'), statusUrl: z.string() });
-
-const OrgPath = z.strictObject({ orgId: Id });
-const JobPath = z.strictObject({ orgId: Id, jobId: Id });
-const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
 const JOBS = '/v1/orgs/{orgId}/jobs';
 const IMPORTS = '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/imports';
 
@@ -34,11 +33,8 @@ export const jobRoutes = [
     summary: 'Preview import rows (endpoint 4)',
     tags: ['imports'],
     operation: PreviewImportRowsDocument,
-    params: TablePath,
-    query: z.strictObject({}),
     body: PreviewImportBody,
     bodyLimit: IMPORT_BODY_LIMIT,
-    idempotent: true,
     successStatus: 202,
     response: JobHandleResponse,
   }),
@@ -48,10 +44,7 @@ export const jobRoutes = [
     summary: 'Import the rows of a succeeded preview (append-only)',
     tags: ['imports'],
     operation: ImportRowsDocument,
-    params: TablePath,
-    query: z.strictObject({}),
     body: ImportRowsBody,
-    idempotent: true,
     // The preview's uploaded file has expired (ARTIFACT_EXPIRED): preview it again.
     errorStatuses: [410],
     successStatus: 202,
@@ -63,10 +56,7 @@ export const jobRoutes = [
     summary: 'Apply schema change (endpoint 5)',
     tags: ['schema'],
     operation: ApplySchemaChangeDocument,
-    params: TablePath,
-    query: z.strictObject({}),
     body: ApplySchemaChangeBody,
-    idempotent: true,
     successStatus: 202,
     response: JobHandleResponse,
   }),
@@ -76,10 +66,7 @@ export const jobRoutes = [
     summary: 'List jobs, newest first',
     tags: ['jobs'],
     operation: ListJobsDocument,
-    params: OrgPath,
-    query: PageQuery.extend({ state: JobStateFilter.optional(), kind: JobKindFilter.optional() }),
-    idempotent: false,
-    successStatus: 200,
+    query: ListJobsQuery,
     response: Page(JobResponse),
   }),
   defineRoute({
@@ -88,10 +75,6 @@ export const jobRoutes = [
     summary: 'Job status (the statusUrl of every job handle)',
     tags: ['jobs'],
     operation: GetJobDocument,
-    params: JobPath,
-    query: z.strictObject({}),
-    idempotent: false,
-    successStatus: 200,
     response: JobResponse,
   }),
   defineRoute({
@@ -100,10 +83,6 @@ export const jobRoutes = [
     summary: 'Live job status: server-sent events on every change of state or progress, until the job ends',
     tags: ['jobs'],
     operation: JobUpdatedDocument,
-    params: JobPath,
-    query: z.strictObject({}),
-    idempotent: false,
-    successStatus: 200,
     response: JobResponse,
     stream: true,
   }),
@@ -113,9 +92,6 @@ export const jobRoutes = [
     summary: 'Cancel a queued or running job',
     tags: ['jobs'],
     operation: CancelJobDocument,
-    params: JobPath,
-    query: z.strictObject({}),
-    idempotent: true,
     successStatus: 200,
     response: JobResponse,
   }),
@@ -125,9 +101,6 @@ export const jobRoutes = [
     summary: 'Run a failed or cancelled job again',
     tags: ['jobs'],
     operation: RetryJobDocument,
-    params: JobPath,
-    query: z.strictObject({}),
-    idempotent: true,
     successStatus: 200,
     response: JobResponse,
   }),
@@ -137,10 +110,7 @@ export const jobRoutes = [
     summary: 'Download a job artifact (e.g. the JSONL error report of an import preview)',
     tags: ['jobs'],
     operation: GetJobArtifactDocument,
-    params: JobPath.extend({ name: z.string().min(1).max(128) }),
-    query: z.strictObject({}),
-    idempotent: false,
-    successStatus: 200,
+    params: ArtifactPath,
     response: z.string().describe('The artifact’s bytes, with its content type and a Content-Digest header'),
     file: true,
   }),

@@ -1,26 +1,8 @@
-import { z } from 'zod';
-import { Id, VersionString } from '../../../kernel/formats.ts';
-import { DeleteMemberBody, MemberName, ROLES, UpdateMemberBody } from '../../../graph/members/members.ts';
+import { DeleteMemberBody, MemberResponse, UpdateMemberBody } from '../../../contracts/members.ts';
+import { Page, PageQuery } from '../../../contracts/pages.ts';
+import { DeletionResponse } from '../../../contracts/responses.ts';
 import { DeleteMemberDocument, ListMembersDocument, UpdateMemberDocument } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
-import { DeletionResponse } from '../../../contracts/responses.ts';
-import { Page, PageQuery } from '../../../contracts/pages.ts';
-
-/** Spec 2.5. */
-export const MemberResponse = z.strictObject({
-  id: Id,
-  orgId: Id,
-  userId: Id,
-  name: MemberName,
-  email: z.email(),
-  role: z.enum(ROLES),
-  version: VersionString,
-  verified: z.boolean(),
-  twoFactorEnabled: z.boolean(),
-});
-
-const OrgPath = z.strictObject({ orgId: Id });
-const MemberPath = z.strictObject({ orgId: Id, id: Id });
 
 export const memberRoutes = [
   defineRoute({
@@ -29,10 +11,7 @@ export const memberRoutes = [
     summary: 'List members, oldest membership first',
     tags: ['members'],
     operation: ListMembersDocument,
-    params: OrgPath,
     query: PageQuery,
-    idempotent: false,
-    successStatus: 200,
     response: Page(MemberResponse),
   }),
   defineRoute({
@@ -41,11 +20,7 @@ export const memberRoutes = [
     summary: 'Update member (endpoint 3): admins change roles and names; anyone renames themself',
     tags: ['members'],
     operation: UpdateMemberDocument,
-    params: MemberPath,
-    query: z.strictObject({}),
     body: UpdateMemberBody,
-    idempotent: true,
-    successStatus: 200,
     response: MemberResponse,
   }),
   defineRoute({
@@ -54,11 +29,7 @@ export const memberRoutes = [
     summary: 'Remove a member (admins); the organisation keeps at least one admin',
     tags: ['members'],
     operation: DeleteMemberDocument,
-    params: MemberPath,
-    query: z.strictObject({}),
     body: DeleteMemberBody,
-    idempotent: true,
-    successStatus: 200,
     response: DeletionResponse,
   }),
 ];

@@ -23,9 +23,9 @@ import {
   UpdateTableDocument,
 } from '../../../generated/documents.ts';
 import { defineRoute } from '../route.ts';
-import { JobHandleResponse } from './jobs.ts';
+import { JobHandleResponse } from '../../../contracts/jobs.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';
-import { TrashEntryResponse } from './trash.ts';
+import { TrashEntryResponse } from '../../../contracts/trash.ts';
 
 const TABLES = '/v1/orgs/{orgId}/databases/{databaseId}/tables';
 const TABLE = `${TABLES}/{tableId}`;

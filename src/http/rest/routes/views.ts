@@ -1,5 +1,3 @@
-import { z } from 'zod';
-import { Id } from '../../../kernel/formats.ts';
 import {
   CreateViewBody,
   DeleteViewBody,
@@ -17,8 +15,6 @@ import {
 import { defineRoute } from '../route.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';
 
-const TablePath = z.strictObject({ orgId: Id, databaseId: Id, tableId: Id });
-const ViewPath = TablePath.extend({ viewId: Id });
 const VIEWS = '/v1/orgs/{orgId}/databases/{databaseId}/tables/{tableId}/views';
 
 export const viewRoutes = [
@@ -28,11 +24,7 @@ export const viewRoutes = [
     summary: 'Create saved view (endpoint 1)',
     tags: ['views'],
     operation: CreateViewDocument,
-    params: TablePath,
-    query: z.strictObject({}),
     body: CreateViewBody,
-    idempotent: true,
-    successStatus: 201,
     response: SavedViewResponse,
   }),
   defineRoute({
@@ -41,10 +33,7 @@ export const viewRoutes = [
     summary: 'List the caller’s personal views and the shared views of a table',
     tags: ['views'],
     operation: ListViewsDocument,
-    params: TablePath,
     query: PageQuery,
-    idempotent: false,
-    successStatus: 200,
     response: Page(SavedViewResponse),
   }),
   defineRoute({
@@ -53,10 +42,6 @@ export const viewRoutes = [
     summary: 'Get a saved view',
     tags: ['views'],
     operation: GetViewDocument,
-    params: ViewPath,
-    query: z.strictObject({}),
-    idempotent: false,
-    successStatus: 200,
     response: SavedViewResponse,
   }),
   defineRoute({
@@ -65,11 +50,7 @@ export const viewRoutes = [
     summary: 'Rename a view, change its visibility or replace its definition',
     tags: ['views'],
     operation: UpdateViewDocument,
-    params: ViewPath,
-    query: z.strictObject({}),
     body: UpdateViewBody,
-    idempotent: true,
-    successStatus: 200,
     response: SavedViewResponse,
   }),
   defineRoute({
@@ -78,11 +59,7 @@ export const viewRoutes = [
     summary: 'Delete saved view (endpoint 2)',
     tags: ['views'],
     operation: DeleteViewDocument,
-    params: ViewPath,
-    query: z.strictObject({}),
     body: DeleteViewBody,
-    idempotent: true,
-    successStatus: 200,
     response: ViewDeletionResponse,
   }),
 ];

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import {
   CreateWebhookBody,
   DeleteWebhookBody,
@@ -10,7 +9,6 @@ import {
   WebhookResponse,
   WebhookWithSecretResponse,
 } from '../../../contracts/webhooks.ts';
-import { Id } from '../../../kernel/formats.ts';
 import {
   CreateWebhookDocument,
   DeleteWebhookDocument,
@@ -27,9 +25,6 @@ import { DeletionResponse } from '../../../contracts/responses.ts';
 import { Page, PageQuery } from '../../../contracts/pages.ts';
 
 const WEBHOOKS = '/v1/orgs/{orgId}/webhooks';
-const OrgPath = z.strictObject({ orgId: Id });
-const WebhookPath = z.strictObject({ orgId: Id, id: Id });
-const none = z.strictObject({});
 
 /** Issue 27: webhooks, admins only. The secret is in the answers of create and rotate-secret only. */
 export const webhookRoutes = [
@@ -39,12 +34,8 @@ export const webhookRoutes = [
     summary: 'Create a webhook (admins; the signing secret is in this answer only)',
     tags: ['webhooks'],
     operation: CreateWebhookDocument,
-    params: OrgPath,
-    query: none,
     body: CreateWebhookBody,
-    idempotent: true,
     secret: true,
-    successStatus: 201,
     response: WebhookWithSecretResponse,
     errorStatuses: [404],
   }),
@@ -54,10 +45,7 @@ export const webhookRoutes = [
     summary: 'List webhooks (admins), oldest first; never their secrets',
     tags: ['webhooks'],
     operation: ListWebhooksDocument,
-    params: OrgPath,
     query: PageQuery,
-    idempotent: false,
-    successStatus: 200,
     response: Page(WebhookResponse),
   }),
   defineRoute({
@@ -66,10 +54,6 @@ export const webhookRoutes = [
     summary: 'Get a webhook',
     tags: ['webhooks'],
     operation: GetWebhookDocument,
-    params: WebhookPath,
-    query: none,
-    idempotent: false,
-    successStatus: 200,
     response: WebhookResponse,
   }),
   defineRoute({
@@ -78,11 +62,7 @@ export const webhookRoutes = [
     summary: 'Change a webhook still at `expectedVersion`; `state: "active"` resumes it',
     tags: ['webhooks'],
     operation: UpdateWebhookDocument,
-    params: WebhookPath,
-    query: none,
     body: UpdateWebhookBody,
-    idempotent: true,
-    successStatus: 200,
     response: WebhookResponse,
   }),
   defineRoute({
@@ -91,11 +71,7 @@ export const webhookRoutes = [
     summary: 'Delete a webhook still at `expectedVersion`',
     tags: ['webhooks'],
     operation: DeleteWebhookDocument,
-    params: WebhookPath,
-    query: none,
     body: DeleteWebhookBody,
-    idempotent: true,
-    successStatus: 200,
     response: DeletionResponse,
   }),
   defineRoute({
@@ -104,9 +80,6 @@ export const webhookRoutes = [
     summary: 'Issue a new signing secret; the old one signs beside it for 24 h',
     tags: ['webhooks'],
     operation: RotateWebhookSecretDocument,
-    params: WebhookPath,
-    query: none,
-    idempotent: true,
     secret: true,
     successStatus: 200,
     response: WebhookWithSecretResponse,
@@ -117,9 +90,6 @@ export const webhookRoutes = [
     summary: 'Send a `webhook.test` message',
     tags: ['webhooks'],
     operation: TestWebhookDocument,
-    params: WebhookPath,
-    query: none,
-    idempotent: true,
     successStatus: 202,
     response: WebhookMessageQueued,
   }),
@@ -129,10 +99,7 @@ export const webhookRoutes = [
     summary: 'A webhook’s delivery attempts, newest first',
     tags: ['webhooks'],
     operation: ListWebhookDeliveriesDocument,
-    params: WebhookPath,
     query: PageQuery,
-    idempotent: false,
-    successStatus: 200,
     response: Page(WebhookAttemptResponse),
   }),
   defineRoute({
@@ -141,10 +108,7 @@ export const webhookRoutes = [
     summary: 'Deliver again every matching change after a feed cursor, or all retained',
     tags: ['webhooks'],
     operation: ReplayWebhookDocument,
-    params: WebhookPath,
-    query: none,
     body: ReplayWebhookBody,
-    idempotent: true,
     successStatus: 202,
     response: WebhookReplayResponse,
   }),
