@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPrisma, type PrismaClient } from '../src/db/prisma.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
@@ -170,10 +171,20 @@ describe('with REDIS_URL, the open event-stream caps hold across API processes',
 
   const refusedOn = async (on: ApiProcess, token: string) => await on.request('GET', `${feed()}?wait=1`, { token });
 
+  /** Waits until the shared count holds `count` open streams of the org: a probe before that would take the slot. */
+  async function untilCounted(count: number): Promise<void> {
+    const redis = new Redis(REDIS_URL);
+    try {
+      await expect.poll(() => redis.zcard(`wds:streams:org:${org.orgId}`), { timeout: 20_000 }).toBe(count);
+    } finally {
+      redis.disconnect();
+    }
+  }
+
   it('a stream held on one process is counted on the other, and frees its slot there when it ends', async () => {
     const { apiKey } = await addMember(prisma, org.orgId, 'member');
     const held = (await waitingPoll(api.one, apiKey, 30)).answer;
-    await expect.poll(async () => (await refusedOn(api.two, apiKey)).status, { timeout: 10_000 }).toBe(429);
+    await untilCounted(1);
     const beyond = await refusedOn(api.two, apiKey);
     expectError(beyond, 429, 'RATE_LIMITED');
     expect(beyond.body.error.details).toEqual({ limit: 'event-streams', scope: 'credential', max: 1 });
@@ -182,13 +193,15 @@ describe('with REDIS_URL, the open event-stream caps hold across API processes',
     expectError(await refusedOn(api.two, apiKey), 429, 'RATE_LIMITED');
     expect((await createRow(api.two, apiKey, table, { Name: 'wakes the poll' })).status).toBe(201);
     expect((await held).status).toBe(200);
+    await untilCounted(0);
     expect((await refusedOn(api.two, apiKey)).status).toBe(200);
   });
 
   it('the streams of a process that died free their slots when their leases end', async () => {
     const { apiKey } = await addMember(prisma, org.orgId, 'member');
     const held = (await waitingPoll(api.one, apiKey, 30)).answer.catch(() => null);
-    await expect.poll(async () => (await refusedOn(api.two, apiKey)).status, { timeout: 10_000 }).toBe(429);
+    await untilCounted(1);
+    expectError(await refusedOn(api.two, apiKey), 429, 'RATE_LIMITED');
     process.kill(-api.one.pid, 'SIGKILL');
     await held;
     await expect
