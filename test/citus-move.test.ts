@@ -40,7 +40,8 @@ describe.skipIf(!onCitus)('a database schema moving between Citus workers (needs
     const table: TestTable = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const url = suite.server.database.url;
     const before = await placements(url, table.databaseId);
-    expect(before.length).toBe(2);
+    // The rows and history tables and the change feed's tables: one schema, all on one worker.
+    expect(before.length).toBeGreaterThanOrEqual(2);
     expect(new Set(before.map((placement) => placement.nodeport)).size).toBe(1);
     const source = before[0]!.nodeport;
     const target = inject('databaseNodes')
@@ -95,7 +96,7 @@ describe.skipIf(!onCitus)('a database schema moving between Citus workers (needs
     // The move copies the schema by logical replication and blocks writes only for its final catch-up.
     expect(writesDuringMove).toBeGreaterThan(0);
     const after = await placements(url, table.databaseId);
-    expect(after.map((placement) => placement.nodeport)).toEqual([target, target]);
+    expect(after.map((placement) => placement.nodeport)).toEqual(before.map(() => target));
     const stored = new pg.Client({ connectionString: url });
     await stored.connect();
     try {
