@@ -439,7 +439,7 @@ describe('smaller findings (issue 19 §5)', () => {
     expect(first.status).toBe(201);
     const byKey = (token: string, body: unknown) =>
       suite.server.request('POST', `/v1/orgs/${org.orgId}/invitations`, { token, idempotencyKey: key, body });
-    expect((await byKey(org.adminKey, { email: 'a-' + address(), role: 'viewer' })).status).toBe(201);
+    expect((await byKey(org.adminKey, { email: `a-${address()}`, role: 'viewer' })).status).toBe(201);
     const other = await suite.server.request('POST', `/v1/orgs/${org.orgId}/keys`, {
       token: secondKey,
       idempotencyKey: key,

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../src/kernel/config.ts';
 import { rowsTableOf, schemaOf } from '../src/data/identifiers.ts';

@@ -149,7 +149,7 @@ describe('U+0000 in any text: 422, nothing changed', () => {
       details: { problems: [{ path: ['name'], message: UNSTORABLE_TEXT_MESSAGE }] },
     });
     const variable = await suite.server.graphql(
-      'query ($q: String) { activity(orgId: "' + suite.org.orgId + '", q: $q) { hasMore } }',
+      `query ($q: String) { activity(orgId: "${suite.org.orgId}", q: $q) { hasMore } }`,
       { q: `x${NUL}` },
       { token: admin() },
     );

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { JobResponse } from '../src/contracts/job-results.ts';
+import type { JobResponse } from '../src/contracts/job-results.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { allRows, tableActivity } from './helpers/jobs.ts';
 import { conversionLeftovers, NO_LEFTOVERS, schemaChangeApi } from './helpers/schema-changes.ts';

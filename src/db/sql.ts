@@ -118,6 +118,11 @@ export async function withPgConnection<T>(pool: pg.Pool, use: (held: HeldConnect
   }
 }
 
+/** Runs `work` on one pooled connection outside any transaction (CREATE INDEX CONCURRENTLY refuses one). */
+export function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
+  return withPgConnection(pool, (held) => work(pgExecutor(held.client)));
+}
+
 /**
  * BEGIN … COMMIT on one pooled connection; any error rolls back and is rethrown. `opening` statements
  * (parameter-free, same rule as `finalStatement`) travel with BEGIN in one round trip; each gets its own snapshot

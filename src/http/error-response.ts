@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { bearerChallenge, DomainError, httpStatusOf, type ErrorCode } from '../kernel/errors.ts';
+import { bearerChallenge, type DomainError, httpStatusOf, type ErrorCode } from '../kernel/errors.ts';
 
 export interface ErrorBody {
   code: ErrorCode;

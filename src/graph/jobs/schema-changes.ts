@@ -2,7 +2,7 @@ import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { MAX_INDEXES_PER_TABLE } from '../../data/sort-indexes.ts';
-import { CHANGE_JOBS, planChange, SchemaChange, type PlannedChange } from '../../jobs/kinds/schema/plan.ts';
+import { CHANGE_JOBS, planChange, type SchemaChange, type PlannedChange } from '../../jobs/kinds/schema/plan.ts';
 import { schemaSerialKey } from '../../jobs/engine/kinds.ts';
 import { schemaVersionConflict, type TableAddress, type TableSchema } from '../../catalog/table-schema.ts';
 import { resolveEndpoints } from '../tables/foreign-keys.ts';

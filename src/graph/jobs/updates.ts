@@ -106,7 +106,7 @@ builder.subscriptionFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'jobs:read' }),
     subscribe: async (_root, args, context) => {
       const [orgId, jobId] = [String(args.orgId), String(args.jobId)];
-      let wake = () => undefined as void;
+      let wake: () => void = () => undefined;
       const lease = await acquireStream(context, orgId, 'jobs:read', () => wake());
       let signal: ChangeSignal | undefined;
       try {

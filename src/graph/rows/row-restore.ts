@@ -115,7 +115,7 @@ async function explainRefusedRestore(
   expectedVersion: string,
 ): Promise<never> {
   const [state] = await run<{ schema_version: number; state: string }>(executor, schema, rowGuardState(schema.tableId));
-  if (!state || state.state !== 'active') throw notFound('table');
+  if (state?.state !== 'active') throw notFound('table');
   if (state.schema_version !== schema.schemaVersion)
     throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
   const [last] = await run<LastEntryRecord>(executor, schema, selectLastEntry(schema, rowId));

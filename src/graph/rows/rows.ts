@@ -116,7 +116,7 @@ export function checkSchemaVersion(schema: TableSchema, expected: number | undef
 /** Why an insert found the table changed: its schema moved on, or it is gone. */
 export async function explainRefusedInsert(executor: SqlExecutor, schema: TableSchema): Promise<never> {
   const [state] = await run<{ schema_version: number; state: string }>(executor, schema, rowGuardState(schema.tableId));
-  if (!state || state.state !== 'active') throw notFound('table');
+  if (state?.state !== 'active') throw notFound('table');
   throw schemaVersionConflict(schema.schemaVersion, state.schema_version);
 }
 

@@ -14,7 +14,7 @@ import {
   type SelectionSetNode,
   type ValueNode,
 } from 'graphql';
-import { DomainError } from '../../kernel/errors.ts';
+import type { DomainError } from '../../kernel/errors.ts';
 import { DEFAULT_PAGE_SIZE } from '../../catalog/cursor.ts';
 
 /**

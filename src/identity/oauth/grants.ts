@@ -220,7 +220,7 @@ async function refreshTokens(
       { id: string }[]
     >`SELECT id FROM oauth_tokens WHERE token_hash = ${tokenHash}::bpchar FOR UPDATE`;
     const token = locked ? await tx.oAuthToken.findUnique({ where: { id: locked.id } }) : null;
-    if (!token || token.kind !== 'refresh' || token.clientId !== client.id) return 'invalid';
+    if (token?.kind !== 'refresh' || token.clientId !== client.id) return 'invalid';
     if (token.rotatedAt) {
       await revokeFamily(tx, token.familyId);
       return 'reused';

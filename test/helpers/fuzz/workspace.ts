@@ -107,7 +107,7 @@ export async function buildFuzzWorkspace(server: TestServer): Promise<FuzzWorksp
       Count: index,
       Price: index * 1.25,
       Flag: index % 2 === 0,
-      Day: '2026-01-0' + ((index % 9) + 1),
+      Day: `2026-01-0${(index % 9) + 1}`,
       Status: index % 2 === 0 ? 'open' : 'closed',
       Tags: ['red'],
       Data: { n: index },

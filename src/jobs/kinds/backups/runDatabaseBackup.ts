@@ -68,6 +68,7 @@ async function record(
   const scheduledFor = run.payload.scheduledFor ?? written.manifest.snapshotAt;
   const success = recordSuccess(
     databaseId,
+    // biome-ignore lint/complexity/useMathMinMax: ISO timestamps compare as strings; Math.max would answer NaN
     scheduledFor > written.manifest.snapshotAt ? scheduledFor : written.manifest.snapshotAt,
   );
   const [alerts] = await sql.run<{ was_failed: boolean; was_overdue: boolean }>(success);

@@ -137,6 +137,7 @@ async function convert(run: Run, schema: TableSchema, change: ChangeOf<'convert_
       const converted = done + batch.length;
       const progress = { done: Math.min(converted, Math.max(total, converted)), total: Math.max(total, converted) };
       if (batch.length < BACKFILL_BATCH) return { journal: { phase: 'cutover', total: progress.total }, progress };
+      // biome-ignore lint/complexity/useMathMinMax: row ids are ULID strings; Math.max would answer NaN
       const last = batch.reduce((max, row) => (row.id > max ? row.id : max), afterId);
       return { journal: { phase: 'backfill', afterId: last, done: converted, total }, progress };
     });

@@ -1,5 +1,4 @@
-import type pg from 'pg';
-import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
+import { outsideTransaction, type SqlExecutor } from '../../../db/sql.ts';
 import { selectDuplicates, selectOrphans } from '../../../data/constraints.ts';
 import { inlineLiterals, quoteLiterals } from '../../../data/ddl.ts';
 import { typeSpecOf } from '../../../data/field-types.ts';
@@ -33,16 +32,6 @@ type RuleChange = Extract<PlannedChange, { kind: 'add_unique_rule' }>;
 type KeyChange = Extract<PlannedChange, { kind: 'add_foreign_key' }>;
 
 const REPORTED = 20;
-
-/** Runs outside a transaction (CONCURRENTLY refuses one), on its own connection. */
-async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    return await work(pgExecutor(client));
-  } finally {
-    client.release();
-  }
-}
 
 async function duplicatesError(sql: SqlExecutor, schema: TableSchema, change: RuleChange): Promise<DomainError | null> {
   const fields = change.fieldIds.map((id) => schema.fieldsById.get(id)!);

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
+import { outsideTransaction, pgExecutor, type SqlExecutor } from '../../../db/sql.ts';
 import {
   createSortIndex,
   createTextIndex,
@@ -39,16 +39,6 @@ export type IndexChangeJournal =
   | { phase: 'done'; outcome: IndexOutcome };
 type ChangeJournal = IndexChangeJournal;
 type ChangeRun = JobRun<Target & { change: PlannedChange }, ChangeJournal>;
-
-/** Runs outside a transaction (CONCURRENTLY refuses one), on its own connection. */
-export async function outsideTransaction<T>(pool: pg.Pool, work: (sql: SqlExecutor) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    return await work(pgExecutor(client));
-  } finally {
-    client.release();
-  }
-}
 
 async function query<T>(sql: SqlExecutor, statement: { sql: string; params: unknown[] }): Promise<T[]> {
   return sql.run<T>(statement);

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { pgExecutor } from '../../../db/sql.ts';
+import { outsideTransaction, pgExecutor } from '../../../db/sql.ts';
 import { dropSortIndex } from '../../../data/sort-indexes.ts';
 import * as catalog from '../../../catalog/table-indexes.ts';
 import type { JobHandler, JobOutcome, JobRun } from '../../engine/handler.ts';
-import { ensureSortIndex, outsideTransaction } from './index-changes.ts';
+import { ensureSortIndex } from './index-changes.ts';
 import { UpdateTableResult } from './results.ts';
 
 /**
