@@ -19,6 +19,8 @@ export interface Servers {
   barePort: number;
   /** A bare node:http server answering registered statements with PostgreSQL's text (bench/servers.ts). */
   floorPort: number;
+  /** The process of the bare and floor servers (bench/servers.ts): its CPU per request. */
+  floorPid: number;
   apiKey: string;
   orgId: string;
   userId: string;
@@ -150,7 +152,11 @@ export async function startServers(): Promise<Servers> {
   return api ? { ...ready, servicePort: api.port, pid: api.pid, stop } : { ...ready, pid: child.pid!, stop };
 }
 
-/** Registers a statement that yields one `body` text with the floor server; answers the URL that runs it. */
+/**
+ * Registers a statement with the floor server: one that yields one `body` text, or a row page statement of the
+ * service (`selectRowPage` with `json`: columns id, h, v), whose rows the floor joins into `{"data":[…]}` as texts,
+ * never parsed. Answers the URL that runs it.
+ */
 export async function registerFloor(
   servers: Servers,
   name: string,

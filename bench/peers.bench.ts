@@ -15,6 +15,7 @@ import { cpuLine, withCpu, type CpuTimes } from './cpu.ts';
 import {
   api,
   figures,
+  registerFloor,
   median,
   ratioLine,
   startBeforeServer,
@@ -315,6 +316,7 @@ function targets(
   pool: pg.Pool,
   deep: { ourCursor: string; peerCursor: string },
   before: BuiltServer | undefined,
+  floorUrl: string,
 ): Target[] {
   const service = `http://127.0.0.1:${servers.servicePort}`;
   const peerUrl = `http://127.0.0.1:${peer.port}/graphql`;
@@ -323,6 +325,11 @@ function targets(
   const json = { ...ours, 'content-type': 'application/json' };
   const page = filteredStatement(table);
   const deepRaw = deepStatement(table, seededId(DEEP));
+  const pageParams = () => {
+    const params = [...page.statement.params];
+    params[page.at] = threshold();
+    return params;
+  };
   const restPage = () => ({
     method: 'GET' as const,
     path: `${table.path}?limit=${PAGE}&where=${encodeURIComponent(JSON.stringify(whereFor(threshold())))}`,
@@ -357,11 +364,12 @@ function targets(
       headers: theirs,
       body: JSON.stringify({ query: PEER_PAGE_QUERY, variables: { min: String(threshold()) } }),
     })),
-    rawTarget('page: raw pg', pool, page.statement, () => {
-      const params = [...page.statement.params];
-      params[page.at] = threshold();
-      return params;
-    }),
+    httpTarget('page: floor', servers.floorPid, floorUrl, () => ({
+      method: 'GET',
+      path: `${new URL(floorUrl).pathname}?params=${encodeURIComponent(JSON.stringify(pageParams()))}`,
+      headers: {},
+    })),
+    rawTarget('page: raw pg', pool, page.statement, pageParams),
     httpTarget('deep: REST', servers.pid, service, () => ({
       method: 'GET',
       path: `${table.path}?limit=${PAGE}&cursor=${deep.ourCursor}`,
@@ -422,7 +430,10 @@ try {
     peerCursor: peerDeep.allItems.pageInfo.endCursor,
   };
   before = await startBeforeServer(servers);
-  const all = targets(servers, table, peer, token, pool, deep, before).filter((target) => chosen(target.name));
+  const floorUrl = await registerFloor(servers, 'filtered_page', filteredStatement(table).statement);
+  const all = targets(servers, table, peer, token, pool, deep, before, floorUrl).filter((target) =>
+    chosen(target.name),
+  );
   process.stdout.write(
     `peers: ${TABLE_ROWS} rows, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${SECONDS} s per target; ` +
       `load average ${(await import('node:os'))
@@ -447,6 +458,12 @@ try {
   const per = (over: string, under: string) => rps(over).map((value, index) => value / rps(under)[index]!);
   const ratio = (row: string, quotient: string, over: string, under: string, target: number) =>
     chosen(over) && chosen(under) ? `${ratioLine(row, quotient, per(over, under), target)}\n` : '';
+  // The floor is what no Node service on this machine can beat: informational lines, not issue targets.
+  const floor = (quotient: string, over: string, under: string) => {
+    if (!chosen(over) || !chosen(under)) return '';
+    const quotients = per(over, under);
+    return `floor | filtered page | ${quotient} | median of ${quotients.length}: ${median(quotients).toFixed(2)} | rounds ${quotients.map((q) => q.toFixed(2)).join(' ')}\n`;
+  };
   process.stdout.write('\nmedians\n');
   for (const [name, rounds] of results) {
     const cpu = (key: keyof CpuTimes) => median(rounds.map((f) => f.cpu?.[key] ?? NaN)).toFixed(2);
@@ -460,7 +477,9 @@ try {
       ratio('filtered page', '/graphql / PostGraphile', 'page: /graphql', 'page: PostGraphile', 1.0) +
       ratio('deep keyset page', 'REST / PostGraphile', 'deep: REST', 'deep: PostGraphile', 1.2) +
       ratio('row create', 'REST / PostGraphile createItem', 'create: REST', 'create: PostGraphile', 0.6) +
-      ratio('filtered page', 'REST / raw pg', 'page: REST', 'page: raw pg', 0.5),
+      ratio('filtered page', 'REST / raw pg', 'page: REST', 'page: raw pg', 0.5) +
+      floor('bare node:http + pg, same statement, no service / raw pg', 'page: floor', 'page: raw pg') +
+      floor('REST / bare node:http + pg', 'page: REST', 'page: floor'),
   );
   // BENCH_BEFORE: the CPU one request costs this checkout's built server over what it costs the other's, per round.
   for (const name of before ? ['page: REST', 'page: /graphql'] : []) {

@@ -82,13 +82,25 @@ const barePort = await listen(createServer(bare));
 /**
  * The floor under any Node service on this machine: a bare node:http server that answers each GET of a registered
  * statement with the one text value PostgreSQL built (no routing framework, credential, limits, GraphQL or JSON work
- * in Node). A bench registers a statement with POST /statements/<name> and a body of `{ sql, params }`.
+ * in Node beyond joining texts). A bench registers a statement with POST /statements/<name> and a body of
+ * `{ sql, params }` (see `registerFloor`); a GET may
+ * replace the parameters with `?params=<JSON array>`, so that a page can vary per request as the service's does.
  */
+type FloorRow = { body: string } | { id: string; h: string; v: string };
+
+/** The statement's one `body`, or its row page's rows joined as the service answers them (texts, never parsed). */
+function floorBody(rows: FloorRow[]): string {
+  if (rows.length === 1 && 'body' in rows[0]!) return rows[0].body;
+  const page = rows as { id: string; h: string; v: string }[];
+  return `{"data":[${page.map((row) => `{"id":"${row.id}",${row.h.slice(1, -1)},"values":${row.v}}`).join(',')}]}`;
+}
+
 const floorStatements = new Map<string, { sql: string; params: unknown[] }>();
 const floorPool = new pg.Pool({ connectionString: url, max: 4 });
 const floorPort = await listen(
   createServer((req, res) => {
-    const name = req.url!.slice('/statements/'.length);
+    const url = new URL(req.url!, 'http://floor');
+    const name = url.pathname.slice('/statements/'.length);
     if (req.method === 'POST') {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -100,15 +112,17 @@ const floorPort = await listen(
     }
     const statement = floorStatements.get(name);
     if (!statement) return void res.writeHead(404).end();
-    floorPool.query<{ body: string }>({ name: `floor_${name}`, text: statement.sql, values: statement.params }).then(
-      ({ rows }) => res.writeHead(200, { 'content-type': 'application/json' }).end(rows[0]!.body),
+    const params = url.searchParams.get('params');
+    const values = params === null ? statement.params : (JSON.parse(params) as unknown[]);
+    floorPool.query<FloorRow>({ name: `floor_${name}`, text: statement.sql, values }).then(
+      ({ rows }) => res.writeHead(200, { 'content-type': 'application/json' }).end(floorBody(rows)),
       (error: Error) => res.writeHead(500).end(error.message),
     );
   }),
 );
 
 process.stdout.write(
-  `${JSON.stringify({ servicePort, barePort, floorPort, apiKey, orgId, userId, databaseUrl: url })}\n`,
+  `${JSON.stringify({ servicePort, barePort, floorPort, floorPid: process.pid, apiKey, orgId, userId, databaseUrl: url })}\n`,
 );
 process.on('SIGTERM', async () => {
   await floorPool.end();

@@ -164,9 +164,9 @@ async function rawPages(pool: pg.Pool, statement: Statement, name: string, secon
 }
 
 /**
- * The same page as one text PostgreSQL builds, for the floor server (bench/servers.ts): what a Node process costs
- * with nothing of the service around the statement. Each row's JSON is the service's own (`json`), so PostgreSQL
- * does the service's work, not the raw side's.
+ * The service's own page statement, for the floor server (bench/servers.ts): what a Node process costs with nothing
+ * of the service around the statement. Each row's JSON is the service's own (`json`), so PostgreSQL does the
+ * service's work, not the raw side's; the floor joins the 101 rows' texts (the 101st tells the service `hasMore`).
  */
 function floorStatement(table: BenchTable, fields: FieldDefinition[], orderBy: OrderByItem[]): Statement {
   const keys: SortKey[] = orderBy.map((item) => ({
@@ -178,11 +178,7 @@ function floorStatement(table: BenchTable, fields: FieldDefinition[], orderBy: O
     { databaseId: table.databaseId, tableId: table.tableId, fields },
     { filter, keys, after: null, limit: PAGE_SIZE, json: fields },
   );
-  return {
-    sql: `SELECT '{"data":[' || coalesce(string_agg(p.j, ',' ORDER BY p.n), '') || ']}' AS body
-            FROM (SELECT row_number() OVER () AS n, q.j FROM (${page.sql}) q LIMIT ${PAGE_SIZE}) p`,
-    params: page.params,
-  };
+  return page;
 }
 
 /** Guards against benchmarking two different things: the REST page and the raw page hold the same rows in order. */
