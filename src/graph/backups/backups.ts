@@ -1,15 +1,15 @@
-import { z } from 'zod';
+import { pageById } from '../server/paged.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
 import { DomainError, notFound } from '../../kernel/errors.ts';
 import { Id } from '../../kernel/formats.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import type { Context } from '../server/context.ts';
-import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { Cursor, PageLimit } from '../../catalog/cursor.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import { enqueueJob, JobHandle } from '../jobs/enqueue.ts';
 import { startScopes } from '../jobs/start-authority.ts';
-import { pageOf, pageRef } from '../shared/pages.ts';
+import { pageRef } from '../shared/pages.ts';
 import { requireDatabase } from '../tables/tables.ts';
 import { RestoreBackupBody } from '../../contracts/backups.ts';
 
@@ -165,16 +165,16 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       await requireDatabase(context.prisma, orgId, databaseId);
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `backups:${databaseId}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, z.strictObject({ id: Id })).id : undefined;
-      const rows = await context.prisma.backup.findMany({
-        where: { orgId, databaseId, prunedAt: null, ...(after ? { id: { lt: after } } : {}) },
-        orderBy: { id: 'desc' },
-        take: limit + 1,
+      return pageById(context, args, {
+        scope: `backups:${databaseId}`,
+        fetch: ({ after, limit }) =>
+          context.prisma.backup.findMany({
+            where: { orgId, databaseId, prunedAt: null, ...(after ? { id: { lt: after } } : {}) },
+            orderBy: { id: 'desc' },
+            take: limit + 1,
+          }),
+        toItem: toBackupShape,
       });
-      return pageOf(rows, limit, toBackupShape, (last) => encodeCursor(key, scope, { id: last.id }));
     },
   }),
 }));

@@ -1,6 +1,12 @@
-import { z } from 'zod';
-import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
-import { Id } from '../../kernel/formats.ts';
+import {
+  Cursor,
+  cursorKey,
+  decodeCursor,
+  DEFAULT_PAGE_SIZE,
+  encodeCursor,
+  IdPosition,
+  PageLimit,
+} from '../../catalog/cursor.ts';
 import { pageOf, type PageArgs, type PageShape } from '../shared/pages.ts';
 import { builder } from './builder.ts';
 import type { Context } from './context.ts';
@@ -10,8 +16,6 @@ export const pageArgs = builder.args((t) => ({
   limit: t.int({ validate: PageLimit.optional() }),
   cursor: t.string({ validate: Cursor.optional() }),
 }));
-
-const IdPosition = z.strictObject({ id: Id });
 
 /** One list whose rows are ordered by id, either way. */
 export interface IdOrderedList<Row extends { id: string }, Item> {

@@ -1,3 +1,4 @@
+import { pageById } from '../server/paged.ts';
 import { selectTableVersions } from '../../catalog/tables.ts';
 import { prismaExecutor } from '../../db/sql.ts';
 import type { TransactionClient } from '../../db/prisma.ts';
@@ -12,17 +13,9 @@ import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
 import { CreateForeignKeyBody } from '../../contracts/tables.ts';
 import type { Context } from '../server/context.ts';
-import {
-  Cursor,
-  cursorKey,
-  decodeCursor,
-  DEFAULT_PAGE_SIZE,
-  encodeCursor,
-  IdPosition,
-  PageLimit,
-} from '../../catalog/cursor.ts';
+import { Cursor, PageLimit } from '../../catalog/cursor.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { pageOf, pageRef } from '../shared/pages.ts';
+import { pageRef } from '../shared/pages.ts';
 import type { TableAddress, TableSchema } from '../../catalog/table-schema.ts';
 import { addressOf, tableAddressArgs } from './address.ts';
 import {
@@ -177,12 +170,12 @@ builder.queryFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'schema:read' }),
     resolve: async (_root, args, context) => {
       const schema = await currentSchema(context, addressOf(args));
-      const limit = args.limit ?? DEFAULT_PAGE_SIZE;
-      const key = await cursorKey(context.prisma);
-      const scope = `foreign-keys:${schema.tableId}`;
-      const after = args.cursor ? decodeCursor(key, scope, args.cursor, IdPosition).id : '';
-      const keys = schema.foreignKeys.filter((candidate) => candidate.id > after).slice(0, limit + 1);
-      return pageOf(keys, limit, toForeignKeyShape, (last) => encodeCursor(key, scope, { id: last.id }));
+      return pageById(context, args, {
+        scope: `foreign-keys:${schema.tableId}`,
+        fetch: async ({ after = '', limit }) =>
+          schema.foreignKeys.filter((candidate) => candidate.id > after).slice(0, limit + 1),
+        toItem: toForeignKeyShape,
+      });
     },
   }),
 }));

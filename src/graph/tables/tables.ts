@@ -1,3 +1,4 @@
+import { pageById } from '../server/paged.ts';
 import { selectTablePageIds, type TablePageKey } from '../../catalog/tables.ts';
 import type { PrismaClient, TransactionClient } from '../../db/prisma.ts';
 import { createTable as createTableDdl } from '../../data/ddl.ts';
@@ -9,19 +10,11 @@ import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import { Id, type Json } from '../../kernel/formats.ts';
-import {
-  cursorKey,
-  Cursor,
-  decodeCursor,
-  DEFAULT_PAGE_SIZE,
-  encodeCursor,
-  IdPosition,
-  PageLimit,
-} from '../../catalog/cursor.ts';
+import { Cursor, PageLimit } from '../../catalog/cursor.ts';
 import { nameTaken } from '../databases/databases.ts';
 import { CreateTableBody } from '../../contracts/tables.ts';
 import { idempotent } from '../../idempotency/run.ts';
-import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
+import { pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { requestLoader } from '../server/loaders.ts';
 import { isUniqueViolation } from '../../db/pg-errors.ts';
@@ -236,18 +229,17 @@ export async function pageOfTables(
   databaseId: string,
   page: PageArgs,
 ): Promise<PageShape<TableShape>> {
-  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-  const key = await cursorKey(context.prisma);
-  const scope = `tables:${databaseId}`;
-  const afterId = page.cursor ? decodeCursor(key, scope, page.cursor, IdPosition).id : null;
   const loader = requestLoader<TablePageKey, TableRow[]>(
     context,
     'tablePages',
     (keys) => loadTablePages(context, keys),
     (k) => JSON.stringify(k),
   );
-  const rows = await loader.load({ orgId, databaseId, afterId, take: limit + 1 });
-  return pageOf(rows, limit, toTableShape, (last) => encodeCursor(key, scope, { id: last.id }));
+  return pageById(context, page, {
+    scope: `tables:${databaseId}`,
+    fetch: ({ after, limit }) => loader.load({ orgId, databaseId, afterId: after ?? null, take: limit + 1 }),
+    toItem: toTableShape,
+  });
 }
 
 builder.queryFields((t) => ({

@@ -1,14 +1,14 @@
+import { pageById } from '../server/paged.ts';
 import { selectViewPageIds, type ViewPageKey } from '../../catalog/views.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
-import { Cursor, cursorKey, decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, PageLimit } from '../../catalog/cursor.ts';
+import { Cursor, PageLimit } from '../../catalog/cursor.ts';
 import { idempotent } from '../../idempotency/run.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { requestLoader } from '../server/loaders.ts';
-import { pageOf, pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
+import { pageRef, type PageArgs, type PageShape } from '../shared/pages.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
-import { z } from 'zod';
 import { CreateViewBody, DeleteViewBody, UpdateViewBody } from '../../contracts/views.ts';
 import {
   createView,
@@ -64,7 +64,6 @@ export const SavedViewPage = pageRef(
   SavedView,
   'The caller’s personal views and the shared views of a table, oldest first.',
 );
-const PagePosition = z.strictObject({ id: Id });
 
 async function loadViewPages(context: Context, caller: Caller, keys: readonly ViewPageKey[]): Promise<ViewRow[][]> {
   const page = selectViewPageIds(keys, caller.userId);
@@ -91,28 +90,23 @@ export async function pageOfViews(
   scope: ViewContext,
   page: PageArgs,
 ): Promise<PageShape<SavedViewShape>> {
-  const limit = page.limit ?? DEFAULT_PAGE_SIZE;
-  const key = await cursorKey(context.prisma);
-  const cursorScope = `views:${scope.schema.tableId}:${scope.caller.actorKey}`;
-  const afterId = page.cursor ? decodeCursor(key, cursorScope, page.cursor, PagePosition).id : null;
   const loader = requestLoader<ViewPageKey, ViewRow[]>(
     context,
     'viewPages',
     (keys) => loadViewPages(context, scope.caller, keys),
     (k) => JSON.stringify(k),
   );
-  const rows = await loader.load({
-    orgId: scope.schema.orgId,
-    tableId: scope.schema.tableId,
-    afterId,
-    take: limit + 1,
+  return pageById(context, page, {
+    scope: `views:${scope.schema.tableId}:${scope.caller.actorKey}`,
+    fetch: ({ after, limit }) =>
+      loader.load({
+        orgId: scope.schema.orgId,
+        tableId: scope.schema.tableId,
+        afterId: after ?? null,
+        take: limit + 1,
+      }),
+    toItem: (view) => toViewShape(scope.caller, scope.authority, scope.schema, view),
   });
-  return pageOf(
-    rows,
-    limit,
-    (view) => toViewShape(scope.caller, scope.authority, scope.schema, view),
-    (last) => encodeCursor(key, cursorScope, { id: last.id }),
-  );
 }
 
 builder.queryFields((t) => ({
