@@ -151,7 +151,7 @@ describe('large answers, written in pieces', () => {
 });
 
 describe('answerPieces', () => {
-  it('joins to the text stringifyAnswer writes, in pieces of about 16 KB', () => {
+  it('joins to the text stringifyAnswer writes, in pieces of about 32 KB', () => {
     const when = new Date('2026-11-28T10:00:00.000Z');
     const value = {
       a: new RawJson('{"x": 1.50}'),
@@ -168,7 +168,7 @@ describe('answerPieces', () => {
     const pieces = answerPieces(value);
     expect(pieces.join('') === stringifyAnswer(value)).toBe(true);
     expect(pieces.length).toBeGreaterThan(1);
-    for (const piece of pieces) expect(piece.length).toBeLessThan(2 * 16_384);
+    for (const piece of pieces) expect(piece.length).toBeLessThan(2 * 32_768);
     const holed: unknown[] = new Array(3);
     holed[0] = 1;
     holed[2] = 3;
