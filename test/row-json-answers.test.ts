@@ -160,6 +160,7 @@ describe('answerPieces', () => {
       d: { toJSON: () => ({ shown: true }) },
       e: Object.assign(Object.create(null) as object, { k: 'x\u0000y', 'quote"key': -0 }),
       f: new Map([[1, 2]]),
+      g: [{}, { skipped: undefined }, []],
       rows: Array.from({ length: 2_000 }, (_item, index) => ({
         id: `r${index}`,
         values: new RawJson(`{"n":${index}}`),

@@ -89,6 +89,16 @@ export function answerPieces(value: unknown): string[] {
       current = '';
     }
   };
+  // Each row repeats the same keys: quoted once per answer, not once per member.
+  const labels = new Map<string, string>();
+  const labelOf = (key: string): string => {
+    let label = labels.get(key);
+    if (label === undefined) {
+      label = `${JSON.stringify(key)}:`;
+      labels.set(key, label);
+    }
+    return label;
+  };
   const walk = (item: unknown): void => {
     if (item === null || typeof item !== 'object') write(JSON.stringify(item));
     else if (item instanceof RawJson) write(item.text);
@@ -103,16 +113,16 @@ export function answerPieces(value: unknown): string[] {
       }
       write(']');
     } else {
-      let first = true;
-      write('{');
+      let separator = '{';
       for (const key of Object.keys(item)) {
         const member = (item as Record<string, unknown>)[key];
         if (isSkipped(member)) continue;
-        write(`${first ? '' : ','}${JSON.stringify(key)}:`);
-        first = false;
+        write(separator);
+        write(labelOf(key));
+        separator = ',';
         walk(member);
       }
-      write('}');
+      write(separator === '{' ? '{}' : '}');
     }
   };
   if (isSkipped(value)) return [];
