@@ -24,7 +24,7 @@ import {
   type QueuedMessage,
 } from '../../catalog/webhook-deliveries.ts';
 import { parseNetworks, type Network } from '../../catalog/webhook-destinations.ts';
-import { configuredSealingKey, openSecret, sealingKey, signatureHeader } from '../../catalog/webhook-secrets.ts';
+import { configuredSealingKey, openSecret, sealingKey, webhookSigner } from '../../catalog/webhook-secrets.ts';
 import { WEBHOOK_NOTIFY_CHANNEL } from '../../catalog/webhooks.ts';
 import { inPgTransaction, pgExecutor } from '../../db/sql.ts';
 import type { Config } from '../../kernel/config.ts';
@@ -88,6 +88,8 @@ const ASYNC_COMMIT = ['SET LOCAL synchronous_commit = off'];
 const DELIVERY_REARM_MS = 200;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 
+type Signer = ReturnType<typeof webhookSigner>;
+
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `5s,30s,2m,…` in milliseconds. Throws on a malformed entry, so a typo fails at start-up. */
@@ -127,17 +129,17 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
 
   const { notify, sleep } = createWaker(config.JOB_POLL_MS);
 
-  /** The endpoint's signing secrets, opened once per claim. */
-  async function secretsOf(endpoint: EndpointRow): Promise<string[]> {
+  /** The endpoint's signer: its secrets opened once per claim. */
+  async function signerOf(endpoint: EndpointRow): Promise<Signer> {
     const key = await sealingKey(pool, sql, configuredKey);
     const secrets = [openSecret(key, endpoint.id, endpoint.secretSealed)];
     if (endpoint.previousSecretSealed) secrets.push(openSecret(key, endpoint.id, endpoint.previousSecretSealed));
-    return secrets;
+    return webhookSigner(secrets);
   }
 
   async function attempt(
     endpoint: EndpointRow,
-    secrets: readonly string[],
+    sign: Signer,
     message: { id: string; type: string; timestamp: string; data: unknown },
   ): Promise<SendResult> {
     const body = JSON.stringify({ type: message.type, timestamp: message.timestamp, data: message.data });
@@ -147,7 +149,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       'user-agent': 'workspace-data-service-webhooks',
       'webhook-id': message.id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': signatureHeader(secrets, message.id, now, body),
+      'webhook-signature': sign(message.id, now, body),
     };
     return sendMessage({
       url: endpoint.url,
@@ -159,12 +161,12 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     });
   }
 
-  async function deliverQueued(endpoint: EndpointRow, secrets: readonly string[]): Promise<void> {
+  async function deliverQueued(endpoint: EndpointRow, sign: Signer): Promise<void> {
     const queued = await sql.run<QueuedMessage>(selectQueuedMessages(endpoint.id, 10));
     for (const message of queued) {
       const id = `msg_${message.id}`;
       const attemptedAt = new Date();
-      const result = await attempt(endpoint, secrets, {
+      const result = await attempt(endpoint, sign, {
         id,
         type: message.type,
         timestamp: message.createdAt,
@@ -202,8 +204,8 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     dirty.delete(webhookId);
     const [endpoint] = await sql.run<EndpointRow>(selectEndpoint(webhookId));
     if (!endpoint) return;
-    const secrets = await secretsOf(endpoint);
-    if (endpoint.hasQueued) await deliverQueued(endpoint, secrets);
+    const sign = await signerOf(endpoint);
+    if (endpoint.hasQueued) await deliverQueued(endpoint, sign);
     if (endpoint.state !== 'active' || (endpoint.message !== null && !endpoint.due)) return;
     const attempts: AttemptRecord[] = [];
     const places = new Map<string, DeliveredPlace>();
@@ -238,7 +240,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         }
       }
       const attemptedAt = new Date();
-      const result = await attempt(endpoint, secrets, message);
+      const result = await attempt(endpoint, sign, message);
       const failed = failedBefore + 1;
       const record = {
         id: newId(),

@@ -61,8 +61,12 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  * attempt and after any crash, without committing the message before it is sent; a replay or a changed scope moves
  * the generation, so a change sent again on purpose gets a new id.
  */
-export function messageIdOf(webhookId: string, generation: number, databaseId: string, cursor: string): string {
-  const { position, seq } = positionOf(cursor);
+export function messageIdOf(
+  webhookId: string,
+  generation: number,
+  databaseId: string,
+  { position, seq }: { position: string; seq: string },
+): string {
   const hash = createHash('sha256').update(`${webhookId}.${generation}.${databaseId}.${position}.${seq}`).digest();
   let bits = BigInt(`0x${hash.subarray(0, 16).toString('hex')}`);
   let text = '';
@@ -167,15 +171,16 @@ export class FollowedFeeds {
     }
     const change = best?.buffered.shift();
     if (!best || !change) return null;
+    const place = positionOf(change.cursor);
     return {
-      id: messageIdOf(this.endpoint.id, this.endpoint.generation, best.databaseId, change.cursor),
+      id: messageIdOf(this.endpoint.id, this.endpoint.generation, best.databaseId, place),
       type: change.kind,
       // When the change happened (Standard Webhooks' `timestamp`): the same on every attempt and after a crash.
       timestamp: change.committedAt,
       data: asDelivered(change),
       databaseId: best.databaseId,
       cursor: change.cursor,
-      ...positionOf(change.cursor),
+      ...place,
     };
   }
 }
