@@ -110,8 +110,10 @@ export interface DeliveredPlace {
  * each database's place moved past its last delivered message, the message kept for a retry (if any) dropped, and
  * the next look set — now, or after `idleSeconds` when every feed was read to its end. Positions move only while the
  * generation is the one the deliverer read (a replay or a changed scope moves it), attempts are logged either way.
- * Answers the endpoint's version and state (no row when the generation moved or the endpoint is gone), so that a
- * deliverer notices a change of its settings made meanwhile.
+ * Answers the endpoint's version and state (nulls when the generation moved or the endpoint is gone), so that a
+ * deliverer notices a change of its settings made meanwhile. Its transaction commits without waiting for the WAL
+ * flush (`synchronous_commit` off for it alone): a PostgreSQL crash that loses the last saves only means their
+ * messages are sent again, with the same ids.
  */
 export function saveProgress(
   webhookId: string,
@@ -121,7 +123,8 @@ export function saveProgress(
   idleSeconds: number | null,
 ): Statement {
   return {
-    sql: `WITH current AS (
+    sql: `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
+          current AS (
             UPDATE webhooks SET message = NULL, failed_attempts = 0,
                    next_attempt_at = now() + make_interval(secs => coalesce($5::double precision, 0))
              WHERE id = $1::bpchar AND generation = $2
@@ -133,7 +136,7 @@ export function saveProgress(
               FROM current, jsonb_to_recordset($4::jsonb) AS p(database_id bpchar, position bigint, seq bigint)
             ON CONFLICT (webhook_id, database_id) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq
           )
-          SELECT version, state FROM current`,
+          SELECT current.version, current.state FROM async LEFT JOIN current ON true`,
     params: [
       webhookId,
       generation,

@@ -74,12 +74,6 @@ const SAVE_EVERY_MESSAGES = 20;
 /** …or after this long, so that the attempt log of a slow receiver does not lag behind its deliveries. */
 const SAVE_EVERY_MS = 250;
 /**
- * Delivery bookkeeping commits without waiting for its WAL flush: what a PostgreSQL crash can lose of it is the last
- * saves, and their messages are then sent again with the same ids (at least once). It is the one thing the
- * deliverer writes per batch of messages; the flush would otherwise queue behind the writers' commits.
- */
-const ASYNC_COMMIT = ['SET LOCAL synchronous_commit = off'];
-/**
  * The deliverer arms a feed (so reads it past its end) at most this often, where a live reader arms every
  * REARM_AFTER_MS (50 ms): each look at a feed that is being written costs a claim (lock, endpoint, places), an arm,
  * a sequencing write and a page read, and on 2 cores those came out of the writers' CPU at 20 looks a second. At 5
@@ -216,13 +210,9 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
 
     /** Commits the deliveries since the last save; false when the claim must end (settings or generation moved). */
     const save = async (idleSeconds: number | null): Promise<boolean> => {
-      const statement = saveProgress(webhookId, endpoint.generation, attempts, [...places.values()], idleSeconds);
-      const [after] =
-        attempts.length === 0 && places.size === 0
-          ? await sql.run<{ version: string; state: string }>(statement)
-          : await inPgTransaction(pool, ASYNC_COMMIT, async (tx) => ({
-              value: await tx.run<{ version: string; state: string }>(statement),
-            }));
+      const [after] = await sql.run<{ version: string | null; state: string | null }>(
+        saveProgress(webhookId, endpoint.generation, attempts, [...places.values()], idleSeconds),
+      );
       attempts.length = 0;
       places.clear();
       savedAt = Date.now();
