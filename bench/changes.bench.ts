@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { historyTableOf, schemaOf } from '../src/data/identifiers.ts';
+import { createBenchTable, VALUES, type BenchTable } from './changes-table.ts';
 import { api, ratioLine, startServers, type Servers } from './harness.ts';
 import { benchWebhookRows, webhookBenchEnv } from './webhook-rows.ts';
 
@@ -19,38 +20,6 @@ const CREATES = Number(process.env.BENCH_CREATES ?? 3_000);
 const FEED_ROWS = Number(process.env.BENCH_FEED_ROWS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 8;
-
-const FIELDS = [
-  { name: 'Name', type: 'text', required: true },
-  { name: 'Quantity', type: 'integer' },
-  { name: 'Price', type: 'number' },
-  { name: 'Active', type: 'boolean' },
-  { name: 'Due', type: 'date' },
-  { name: 'Status', type: 'select', options: { choices: ['open', 'closed'] } },
-];
-const VALUES = { Name: 'Widget', Quantity: 3, Price: 19.99, Active: true, Due: '2026-12-01', Status: 'open' };
-
-interface BenchTable {
-  databaseId: string;
-  tableId: string;
-  path: string;
-  schemaVersion: number;
-}
-
-async function createBenchTable(servers: Servers): Promise<BenchTable> {
-  const { orgId } = servers;
-  const database = await api(servers, 'POST', `/v1/orgs/${orgId}/databases`, { name: `Changes bench ${Date.now()}` });
-  const table = await api(servers, 'POST', `/v1/orgs/${orgId}/databases/${database.id}/tables`, {
-    name: 'Orders',
-    fields: FIELDS,
-  });
-  return {
-    databaseId: database.id,
-    tableId: table.id,
-    schemaVersion: table.schemaVersion,
-    path: `/v1/orgs/${orgId}/databases/${database.id}/tables/${table.id}`,
-  };
-}
 
 async function creates(servers: Servers, table: BenchTable, amount: number): Promise<number> {
   const started = performance.now();

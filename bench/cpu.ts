@@ -24,7 +24,7 @@ const TICK_MS = 10;
 const LIST_EVERY_MS = 500;
 
 /** utime + stime of a process (all its threads), in ms; undefined once it has ended. */
-function processMs(pid: number, withReapedChildren = false): number | undefined {
+export function processMs(pid: number, withReapedChildren = false): number | undefined {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -44,7 +44,7 @@ function processMs(pid: number, withReapedChildren = false): number | undefined 
  * backend that ends mid-measurement (a pool's idle timeout) keeps what it had at its last reading; one that starts
  * counts from zero. Parallel workers show in pg_stat_activity under the leader's database while they run.
  */
-class BackendCpu {
+export class BackendCpu {
   private readonly first = new Map<number, number>();
   private readonly last = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;

@@ -5,7 +5,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import autocannon from 'autocannon';
+import pg from 'pg';
+import { BackendCpu, processMs } from './cpu.ts';
 import { api, percentile, ratioLine, workerArgs, type Servers } from './harness.ts';
+import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /**
  * The webhook rows of bench/changes.bench.ts (issue 27):
@@ -67,7 +70,8 @@ async function startWorker(databaseUrl: string): Promise<ChildProcess> {
     LOG_LEVEL: 'info',
   };
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, workerArgs(), {
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/worker`] : [];
+  const child = spawn(process.execPath, [...profile, ...workerArgs()], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });
@@ -81,6 +85,73 @@ async function startWorker(databaseUrl: string): Promise<ChildProcess> {
     await pause(100);
   }
   return child;
+}
+
+/**
+ * CPU ms of each process over a measurement, and the bench database's transactions (`xact_commit`: every committed
+ * transaction, a lone SELECT's included) and WAL bytes (what writes cost; of the whole server, so other work on it
+ * counts too).
+ */
+interface SideCost {
+  service: number;
+  worker: number;
+  postgres: number;
+  bench: number;
+  transactions: number;
+  walBytes: number;
+}
+
+interface CostReading {
+  stop(): Promise<SideCost>;
+}
+
+async function databaseCounters(client: pg.Client): Promise<{ transactions: number; wal: bigint }> {
+  // Backends report their counters when idle, at most once a second: a pause lets the last ones arrive.
+  await pause(1_500);
+  const { rows } = await client.query<{ transactions: string; wal: string }>(
+    `SELECT xact_commit::text AS transactions, (pg_current_wal_lsn() - '0/0')::text AS wal
+       FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  return { transactions: Number(rows[0]!.transactions), wal: BigInt(rows[0]!.wal.split('.')[0]!) };
+}
+
+/**
+ * Reads the CPU each process spends from now until `stop`: the service, the worker (its deliverer), the bench
+ * database's PostgreSQL backends, and this process (autocannon, the receiver, the SSE reader's client).
+ */
+async function readCost(servers: Servers, worker: ChildProcess, counters: pg.Client): Promise<CostReading> {
+  const before = await databaseCounters(counters);
+  const service = processMs(servers.pid) ?? 0;
+  const work = processMs(worker.pid!) ?? 0;
+  const backends = await BackendCpu.open(servers.databaseUrl);
+  await backends.start();
+  const bench = process.cpuUsage();
+  return {
+    async stop() {
+      const own = process.cpuUsage(bench);
+      const cost = {
+        service: (processMs(servers.pid) ?? 0) - service,
+        worker: (processMs(worker.pid!) ?? 0) - work,
+        postgres: await backends.stop(),
+        bench: (own.user + own.system) / 1000,
+      };
+      const after = await databaseCounters(counters);
+      return {
+        ...cost,
+        transactions: after.transactions - before.transactions,
+        walBytes: Number(after.wal - before.wal),
+      };
+    },
+  };
+}
+
+function costLine(side: string, cost: SideCost, changes: number): string {
+  const per = (value: number) => (value / changes).toFixed(2);
+  return (
+    `  ${side} CPU ms per create: service ${per(cost.service)}, worker ${per(cost.worker)}, ` +
+    `PostgreSQL ${per(cost.postgres)}, bench ${per(cost.bench)}; transactions per create ${per(cost.transactions)}, ` +
+    `server WAL bytes per create ${(cost.walBytes / changes).toFixed(0)}`
+  );
 }
 
 /** Creates/s of `amount` row creates over CONNECTIONS connections. */
@@ -141,6 +212,9 @@ export async function benchWebhookRows(
 ) {
   const receiver = await startReceiver();
   const worker = await startWorker(servers.databaseUrl);
+  const started = Date.now();
+  const counters = new pg.Client({ connectionString: servers.databaseUrl, application_name: 'bench counters' });
+  await counters.connect();
   try {
     const webhook = (await api(servers, 'POST', `/v1/orgs/${servers.orgId}/webhooks`, {
       url: receiver.url,
@@ -156,20 +230,26 @@ export async function benchWebhookRows(
     const ratios: number[] = [];
     for (let round = 1; round <= options.rounds; round += 1) {
       await setState(servers, webhook, 'disabled');
+      const noneCost = await readCost(servers, worker, counters);
       const none = await creates(servers, table, options.creates);
+      const noneSpent = await noneCost.stop();
       sent += options.creates;
       await setState(servers, webhook, 'active');
       // The backlog of the "none" side is delivered first, so that it does not load the measured side.
       await drained(receiver.receipts, sent);
+      const bothCost = await readCost(servers, worker, counters);
       const reader = openReader(servers, table);
       const both = await creates(servers, table, options.creates);
       sent += options.creates;
       reader.abort();
+      // The deliveries still due after the creates are counted on this side too: they are its cost.
+      await drained(receiver.receipts, sent);
+      const bothSpent = await bothCost.stop();
       ratios.push(both / none);
       process.stdout.write(
-        `round ${round}: creates/s with webhook + SSE ${both.toFixed(0)}, none ${none.toFixed(0)}, ratio ${(both / none).toFixed(2)}\n`,
+        `round ${round}: creates/s with webhook + SSE ${both.toFixed(0)}, none ${none.toFixed(0)}, ratio ${(both / none).toFixed(2)}\n` +
+          `${costLine('with', bothSpent, options.creates)}\n${costLine('none', noneSpent, options.creates)}\n`,
       );
-      await drained(receiver.receipts, sent);
     }
     process.stdout.write(
       `${ratioLine('(1) row create, one webhook + SSE reader vs none', 'with / none', ratios, 0.9)}\n`,
@@ -207,8 +287,11 @@ export async function benchWebhookRows(
         `p50 ${percentile(lags, 0.5)} ms, p99 ${percentile(lags, 0.99)} ms\n`,
     );
   } finally {
+    await counters.end();
     worker.kill('SIGTERM');
     await once(worker, 'exit');
+    const profile = profileDir && profileSince(`${profileDir}/worker`, started);
+    if (profile) process.stdout.write(`\nworker: ${topSelfTime(profile)}\n`);
     receiver.server.closeAllConnections();
     receiver.server.close();
   }

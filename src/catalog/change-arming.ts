@@ -35,6 +35,8 @@ export class FeedArming {
   constructor(
     private readonly sql: SqlExecutor,
     private readonly notificationsOf: (databaseId: string) => string,
+    /** The least time between two arms of a database: the most a waiting reader's wake-up is delayed. */
+    private readonly rearmAfterMs = REARM_AFTER_MS,
   ) {}
 
   /** True on Citus: no NOTIFY of a change reaches this process, so waiting readers poll (`CITUS_POLL_MS`). */
@@ -76,7 +78,7 @@ export class FeedArming {
   }
 
   private async armNow(databaseId: string): Promise<void> {
-    const wait = (this.lastArm.get(databaseId) ?? 0) + REARM_AFTER_MS - Date.now();
+    const wait = (this.lastArm.get(databaseId) ?? 0) + this.rearmAfterMs - Date.now();
     if (wait > 0) await sleep(wait);
     const count = this.notificationsOf(databaseId);
     const statement = armChangeFeed(databaseId);

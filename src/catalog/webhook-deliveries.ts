@@ -98,84 +98,87 @@ export function selectFollowedFeeds(webhookId: string, orgId: string, databaseId
   };
 }
 
-export function savePosition(webhookId: string, databaseId: string, position: string, seq: string): Statement {
-  return {
-    sql: `INSERT INTO webhook_positions (webhook_id, database_id, position, seq) VALUES ($1::bpchar, $2::bpchar, $3::bigint, $4::bigint)
-          ON CONFLICT (webhook_id, database_id) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq`,
-    params: [webhookId, databaseId, position, seq],
-  };
-}
-
-/** Puts a message in flight, unless the positions it was read from were moved meanwhile (no row then). */
-export function startMessage(webhookId: string, generation: number, message: InFlightMessage): Statement {
-  return {
-    sql: `UPDATE webhooks SET message = $3::jsonb, failed_attempts = 0, next_attempt_at = now()
-          WHERE id = $1::bpchar AND generation = $2 AND message IS NULL RETURNING id`,
-    params: [webhookId, generation, JSON.stringify(message)],
-  };
-}
-
-/** Nothing to send: look again after `seconds` (notifications wake it sooner). */
-export function idleEndpoint(webhookId: string, seconds: number): Statement {
-  return {
-    sql: `UPDATE webhooks SET next_attempt_at = now() + make_interval(secs => $2) WHERE id = $1::bpchar AND message IS NULL`,
-    params: [webhookId, seconds],
-  };
+/** Where a delivered message leaves the endpoint in its database's feed. */
+export interface DeliveredPlace {
+  databaseId: string;
+  position: string;
+  seq: string;
 }
 
 /**
- * One statement (one round trip, one commit) after a 2xx: the attempt logged, the feed position moved past the
- * message, and the next message (or none) put in flight, committed before it is sent. Answers the endpoint's
- * version, so that a deliverer notices a change of its settings made meanwhile.
+ * The deliveries made since the last save, in one statement (one round trip, one commit): their attempts logged,
+ * each database's place moved past its last delivered message, the message kept for a retry (if any) dropped, and
+ * the next look set — now, or after `idleSeconds` when every feed was read to its end. Positions move only while the
+ * generation is the one the deliverer read (a replay or a changed scope moves it), attempts are logged either way.
+ * Answers the endpoint's version and state (nulls when the generation moved or the endpoint is gone), so that a
+ * deliverer notices a change of its settings made meanwhile. Its transaction commits without waiting for the WAL
+ * flush (`synchronous_commit` off for it alone): a PostgreSQL crash that loses the last saves only means their
+ * messages are sent again, with the same ids.
  */
-export function finishAndStart(
-  attempt: AttemptRecord,
+export function saveProgress(
+  webhookId: string,
   generation: number,
-  delivered: InFlightMessage,
-  next: InFlightMessage | null,
+  attempts: readonly AttemptRecord[],
+  places: readonly DeliveredPlace[],
+  idleSeconds: number | null,
 ): Statement {
-  const logged = insertAttempt(attempt);
-  const at = (index: number) => `$${logged.params.length + index}`;
   return {
-    sql: `WITH current AS (
-            UPDATE webhooks SET message = ${at(6)}::jsonb, failed_attempts = 0, next_attempt_at = now()
-             WHERE id = ${at(1)}::bpchar AND generation = ${at(5)} AND message->>'id' = ${at(7)}
+    sql: `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
+          current AS (
+            UPDATE webhooks SET message = NULL, failed_attempts = 0,
+                   next_attempt_at = now() + make_interval(secs => coalesce($5::double precision, 0))
+             WHERE id = $1::bpchar AND generation = $2
             RETURNING id, version::text AS version, state
-          ), logged AS (${logged.sql}),
+          ), logged AS (${insertAttempts('$3')}),
           moved AS (
             INSERT INTO webhook_positions (webhook_id, database_id, position, seq)
-            SELECT id, ${at(2)}::bpchar, ${at(3)}::bigint, ${at(4)}::bigint FROM current
+            SELECT current.id, p.database_id, p.position, p.seq
+              FROM current, jsonb_to_recordset($4::jsonb) AS p(database_id bpchar, position bigint, seq bigint)
             ON CONFLICT (webhook_id, database_id) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq
           )
-          SELECT version, state FROM current`,
+          SELECT current.version, current.state FROM async LEFT JOIN current ON true`,
     params: [
-      ...logged.params,
-      attempt.webhookId,
-      delivered.databaseId,
-      delivered.position,
-      delivered.seq,
+      webhookId,
       generation,
-      next === null ? null : JSON.stringify(next),
-      delivered.id,
+      attemptsJson(attempts),
+      JSON.stringify(
+        places.map((place) => ({ database_id: place.databaseId, position: place.position, seq: place.seq })),
+      ),
+      idleSeconds,
     ],
   };
 }
 
-export function retryMessage(webhookId: string, failedAttempts: number, delayMs: number): Statement {
+/** A failed attempt: the message is kept (unless the positions were moved meanwhile) and tried again after `delayMs`. */
+export function retryMessage(
+  webhookId: string,
+  generation: number,
+  message: InFlightMessage,
+  failedAttempts: number,
+  delayMs: number,
+): Statement {
   return {
-    sql: `UPDATE webhooks SET failed_attempts = $2, next_attempt_at = now() + make_interval(secs => $3::double precision / 1000)
-          WHERE id = $1::bpchar`,
-    params: [webhookId, failedAttempts, delayMs],
+    sql: `UPDATE webhooks SET message = $3::jsonb, failed_attempts = $4,
+            next_attempt_at = now() + make_interval(secs => $5::double precision / 1000)
+          WHERE id = $1::bpchar AND generation = $2`,
+    params: [webhookId, generation, JSON.stringify(message), failedAttempts, delayMs],
   };
 }
 
 /** The last retry failed: the endpoint stops, keeping its message and positions for `PATCH {state: "active"}`. */
-export function disableEndpoint(webhookId: string, failedAttempts: number, reason: string): Statement {
+export function disableEndpoint(
+  webhookId: string,
+  generation: number,
+  message: InFlightMessage,
+  failedAttempts: number,
+  reason: string,
+): Statement {
   return {
     sql: `UPDATE webhooks SET state = 'disabled', failed_attempts = $2, disabled_at = now(), disabled_reason = $3,
-            version = version + 1, updated_at = now()
+            version = version + 1, updated_at = now(),
+            message = CASE WHEN generation = $4 THEN $5::jsonb ELSE message END
           WHERE id = $1::bpchar AND state = 'active' RETURNING url`,
-    params: [webhookId, failedAttempts, reason.slice(0, 500)],
+    params: [webhookId, failedAttempts, reason.slice(0, 500), generation, JSON.stringify(message)],
   };
 }
 
@@ -226,27 +229,48 @@ export interface AttemptRecord {
   responseBody: string | null;
   succeeded: boolean;
   nextAttemptAt: Date | null;
+  /** When the attempt began (a saved batch of attempts is committed after the last of them). */
+  attemptedAt: Date;
+}
+
+const ATTEMPT_COLUMNS = `id bpchar, webhook_id bpchar, message_id text, type text, cursor text, attempt int,
+  status_code int, duration_ms int, error text, response_body text, succeeded boolean, next_attempt_at timestamptz,
+  attempted_at timestamptz`;
+
+/** The attempts as the JSON rows `insertAttempts` reads (`jsonb_to_recordset`, columns named as the table's). */
+function attemptsJson(records: readonly AttemptRecord[]): string {
+  return JSON.stringify(
+    records.map((record) => ({
+      id: record.id,
+      webhook_id: record.webhookId,
+      message_id: record.messageId,
+      type: record.type,
+      cursor: record.cursor,
+      attempt: record.attempt,
+      status_code: record.statusCode,
+      duration_ms: record.durationMs,
+      error: record.error?.slice(0, 500) ?? null,
+      response_body: record.responseBody,
+      succeeded: record.succeeded,
+      next_attempt_at: record.nextAttemptAt?.toISOString() ?? null,
+      attempted_at: record.attemptedAt.toISOString(),
+    })),
+  );
+}
+
+/** An INSERT of the attempts in the JSON parameter `param` (see attemptsJson). */
+function insertAttempts(param: string): string {
+  return `INSERT INTO webhook_attempts (id, webhook_id, message_id, type, cursor, attempt, status_code, duration_ms, error,
+            response_body, succeeded, next_attempt_at, attempted_at)
+          SELECT a.id, a.webhook_id, a.message_id, a.type, a.cursor, a.attempt, a.status_code, a.duration_ms, a.error,
+                 a.response_body, a.succeeded, a.next_attempt_at, a.attempted_at
+            FROM jsonb_to_recordset(${param}::jsonb) AS a(${ATTEMPT_COLUMNS})`;
 }
 
 export function insertAttempt(record: AttemptRecord): Statement {
   return {
-    sql: `INSERT INTO webhook_attempts (id, webhook_id, message_id, type, cursor, attempt, status_code, duration_ms, error,
-            response_body, succeeded, next_attempt_at)
-          VALUES ($1::bpchar, $2::bpchar, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::timestamptz)`,
-    params: [
-      record.id,
-      record.webhookId,
-      record.messageId,
-      record.type,
-      record.cursor,
-      record.attempt,
-      record.statusCode,
-      record.durationMs,
-      record.error?.slice(0, 500) ?? null,
-      record.responseBody,
-      record.succeeded,
-      record.nextAttemptAt?.toISOString() ?? null,
-    ],
+    sql: insertAttempts('$1'),
+    params: [attemptsJson([record])],
   };
 }
 

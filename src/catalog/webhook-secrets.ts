@@ -1,5 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { SqlExecutor } from '../db/sql.ts';
 
 /**
@@ -15,7 +14,7 @@ const SEALED_PREFIX = 'v1';
 
 /** `whsec_` + base64 of 32 random bytes: the Standard Webhooks form every receiver library accepts. */
 export function newSigningSecret(): string {
-  return `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`;
+  return `${SECRET_PREFIX}${randomBytes(SECRET_BYTES).toString('base64')}`;
 }
 
 /** WEBHOOK_SECRET_KEY as 32 bytes, or undefined when unset. Throws at start-up when it is not 32 bytes of base64. */
@@ -75,10 +74,23 @@ export function openSecret(key: Buffer, webhookId: string, sealed: string): stri
   return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
 }
 
+const SECRET_PREFIX = 'whsec_';
+
 /**
- * The `webhook-signature` header: `v1,<base64 HMAC-SHA256>` per secret, space-separated (Standard Webhooks lets a
- * receiver accept any one of them), so a secret rotated within the last 24 hours still verifies beside the new one.
+ * Signs with every given secret: the `webhook-signature` header is `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}"
+ * keyed by the secret's base64-decoded bytes>` per secret, space-separated (Standard Webhooks lets a receiver accept
+ * any one of them), so a secret rotated within the last 24 hours still verifies beside the new one. Node's HMAC, not
+ * `standardwebhooks`' `sign` (a JavaScript SHA-256, and the key decoded again per message); the tests verify every
+ * delivery with that library, as a receiver would.
  */
-export function signatureHeader(secrets: readonly string[], messageId: string, timestamp: Date, body: string): string {
-  return secrets.map((secret) => new Webhook(secret).sign(messageId, timestamp, body)).join(' ');
+export function webhookSigner(
+  secrets: readonly string[],
+): (messageId: string, timestamp: Date, body: string) => string {
+  const keys = secrets.map((secret) =>
+    Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64'),
+  );
+  return (messageId, timestamp, body) => {
+    const signed = `${messageId}.${Math.floor(timestamp.getTime() / 1000)}.${body}`;
+    return keys.map((key) => `v1,${createHmac('sha256', key).update(signed).digest('base64')}`).join(' ');
+  };
 }

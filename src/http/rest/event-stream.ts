@@ -36,6 +36,12 @@ export async function sendEventStream<Data>(
       }
       const [payload] = Object.values(event.data as Record<string, unknown>);
       const id = eventId === undefined ? undefined : (payload as Record<string, unknown>)[eventId];
+      // The events of one read arrive together: one socket write for them all, at the end of this tick, instead of
+      // one per event (each write a syscall and a wake-up of the reader's process).
+      if (res.writableCorked === 0) {
+        res.cork();
+        process.nextTick(() => res.uncork());
+      }
       res.write(`${typeof id === 'string' ? `id: ${id}\n` : ''}data: ${JSON.stringify(payload)}\n\n`);
     }
   } catch {

@@ -5,27 +5,26 @@ import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import {
   deleteQueuedMessage,
   disableEndpoint,
-  finishAndStart,
-  idleEndpoint,
   insertAttempt,
   insertDisabledEvent,
   pruneAttempts,
   retryMessage,
+  saveProgress,
   selectActiveEndpoints,
   selectDueEndpoints,
   selectEndpoint,
   selectFollowers,
   selectQueuedMessages,
-  startMessage,
   tryLockEndpoint,
   unlockEndpoint,
   type AttemptRecord,
+  type DeliveredPlace,
   type EndpointRow,
   type InFlightMessage,
   type QueuedMessage,
 } from '../../catalog/webhook-deliveries.ts';
 import { parseNetworks, type Network } from '../../catalog/webhook-destinations.ts';
-import { configuredSealingKey, openSecret, sealingKey, signatureHeader } from '../../catalog/webhook-secrets.ts';
+import { configuredSealingKey, openSecret, sealingKey, webhookSigner } from '../../catalog/webhook-secrets.ts';
 import { WEBHOOK_NOTIFY_CHANNEL } from '../../catalog/webhooks.ts';
 import { inPgTransaction, pgExecutor } from '../../db/sql.ts';
 import type { Config } from '../../kernel/config.ts';
@@ -66,7 +65,24 @@ const IDLE_RECHECK_SECONDS = 60;
 const CITUS_IDLE_RECHECK_SECONDS = 1;
 /** Messages one claim of an endpoint sends before it lets other endpoints have the slot. */
 const MESSAGES_PER_CLAIM = 100;
+/**
+ * Delivered messages whose attempts and position are saved in one commit (or fewer, when the feeds are read to their
+ * end, an attempt fails or the claim ends). A crash resends at most these, with the same ids; a settings change
+ * (URL, events, disable) made meanwhile is seen after at most these.
+ */
+const SAVE_EVERY_MESSAGES = 20;
+/** …or after this long, so that the attempt log of a slow receiver does not lag behind its deliveries. */
+const SAVE_EVERY_MS = 250;
+/**
+ * The deliverer arms a feed (so reads it past its end) at most this often, where a live reader arms every
+ * REARM_AFTER_MS (50 ms): each look at a feed that is being written costs a claim (lock, endpoint, places), an arm,
+ * a sequencing write and a page read, and on 2 cores those came out of the writers' CPU at 20 looks a second. At 5
+ * looks a second, a change waits up to 200 ms more before its delivery starts; deliveries are not a live view.
+ */
+const DELIVERY_REARM_MS = 200;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
+
+type Signer = ReturnType<typeof webhookSigner>;
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -98,7 +114,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const notifications: FeedNotifications = {
     listening: false,
     counts,
-    arms: new FeedArming(sql, (databaseId) => `${epoch}.${counts.get(databaseId) ?? 0}`),
+    arms: new FeedArming(sql, (databaseId) => `${epoch}.${counts.get(databaseId) ?? 0}`, DELIVERY_REARM_MS),
   };
   const running = new Set<Promise<void>>();
   let stopped = false;
@@ -107,15 +123,17 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
 
   const { notify, sleep } = createWaker(config.JOB_POLL_MS);
 
-  async function secretsOf(endpoint: EndpointRow): Promise<string[]> {
+  /** The endpoint's signer: its secrets opened once per claim. */
+  async function signerOf(endpoint: EndpointRow): Promise<Signer> {
     const key = await sealingKey(pool, sql, configuredKey);
     const secrets = [openSecret(key, endpoint.id, endpoint.secretSealed)];
     if (endpoint.previousSecretSealed) secrets.push(openSecret(key, endpoint.id, endpoint.previousSecretSealed));
-    return secrets;
+    return webhookSigner(secrets);
   }
 
   async function attempt(
     endpoint: EndpointRow,
+    sign: Signer,
     message: { id: string; type: string; timestamp: string; data: unknown },
   ): Promise<SendResult> {
     const body = JSON.stringify({ type: message.type, timestamp: message.timestamp, data: message.data });
@@ -125,7 +143,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       'user-agent': 'workspace-data-service-webhooks',
       'webhook-id': message.id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': signatureHeader(await secretsOf(endpoint), message.id, now, body),
+      'webhook-signature': sign(message.id, now, body),
     };
     return sendMessage({
       url: endpoint.url,
@@ -137,11 +155,12 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     });
   }
 
-  async function deliverQueued(endpoint: EndpointRow): Promise<void> {
+  async function deliverQueued(endpoint: EndpointRow, sign: Signer): Promise<void> {
     const queued = await sql.run<QueuedMessage>(selectQueuedMessages(endpoint.id, 10));
     for (const message of queued) {
       const id = `msg_${message.id}`;
-      const result = await attempt(endpoint, {
+      const attemptedAt = new Date();
+      const result = await attempt(endpoint, sign, {
         id,
         type: message.type,
         timestamp: message.createdAt,
@@ -159,6 +178,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
             ...result,
             succeeded: result.error === null,
             nextAttemptAt: null,
+            attemptedAt,
           }),
         );
         await tx.run(deleteQueuedMessage(message.id));
@@ -168,34 +188,49 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   }
 
   /**
-   * Sends the endpoint's messages while it has some and they succeed, at most MESSAGES_PER_CLAIM. A settings change
-   * made meanwhile (its version moves) ends the claim, so that the next one reads the new settings.
+   * Sends the endpoint's messages while it has some and they succeed, at most MESSAGES_PER_CLAIM. Nothing is
+   * committed before a send: a message's id and body are functions of the change (FollowedFeeds.next), so a crash
+   * before the save resends the same message. Deliveries are saved in batches (SAVE_EVERY_MESSAGES, SAVE_EVERY_MS,
+   * and whenever the feeds are read to their end); a settings change made meanwhile (its version moves) or a replay
+   * (the generation moves) ends the claim at the next save, so that the next one reads the new settings.
    */
   async function work(webhookId: string): Promise<void> {
     dirty.delete(webhookId);
     const [endpoint] = await sql.run<EndpointRow>(selectEndpoint(webhookId));
     if (!endpoint) return;
-    if (endpoint.hasQueued) await deliverQueued(endpoint);
+    const sign = await signerOf(endpoint);
+    if (endpoint.hasQueued) await deliverQueued(endpoint, sign);
     if (endpoint.state !== 'active' || (endpoint.message !== null && !endpoint.due)) return;
-    const feeds = new FollowedFeeds(sql, endpoint, notifications, log, endpoint.message);
+    const attempts: AttemptRecord[] = [];
+    const places = new Map<string, DeliveredPlace>();
+    const feeds = new FollowedFeeds(sql, endpoint, notifications, log, endpoint.message, places);
     let message = endpoint.message;
     let failedBefore = endpoint.failedAttempts;
+    let savedAt = Date.now();
+
+    /** Commits the deliveries since the last save; false when the claim must end (settings or generation moved). */
+    const save = async (idleSeconds: number | null): Promise<boolean> => {
+      const [after] = await sql.run<{ version: string | null; state: string | null }>(
+        saveProgress(webhookId, endpoint.generation, attempts, [...places.values()], idleSeconds),
+      );
+      attempts.length = 0;
+      places.clear();
+      savedAt = Date.now();
+      return after?.state === 'active' && after.version === endpoint.version;
+    };
+
     for (let sent = 0; sent < MESSAGES_PER_CLAIM && !stopped; sent += 1) {
       if (message === null) {
         dirty.delete(webhookId);
         message = await feeds.next();
         if (message === null) {
           const recheck = (await notifications.arms.polls()) ? CITUS_IDLE_RECHECK_SECONDS : IDLE_RECHECK_SECONDS;
-          await sql.run(idleEndpoint(webhookId, recheck));
-          return;
-        }
-        const [started] = await sql.run(startMessage(webhookId, endpoint.generation, message));
-        if (!started) {
-          dirty.add(webhookId);
+          if (!(await save(recheck))) dirty.add(webhookId);
           return;
         }
       }
-      const result = await attempt(endpoint, message);
+      const attemptedAt = new Date();
+      const result = await attempt(endpoint, sign, message);
       const failed = failedBefore + 1;
       const record = {
         id: newId(),
@@ -205,49 +240,57 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         cursor: message.cursor,
         attempt: failed,
         ...result,
+        attemptedAt,
       };
       if (result.error !== null) {
-        await recordFailure(endpoint, message, record, failed);
+        await recordFailure(endpoint, message, record, failed, attempts, [...places.values()]);
         return;
       }
-      dirty.delete(webhookId);
-      const next = await feeds.next();
-      const [after] = await sql.run<{ version: string; state: string }>(
-        finishAndStart({ ...record, succeeded: true, nextAttemptAt: null }, endpoint.generation, message, next),
-      );
-      if (after?.state !== 'active' || after.version !== endpoint.version) {
-        dirty.add(webhookId);
-        return;
-      }
-      message = next;
+      attempts.push({ ...record, succeeded: true, nextAttemptAt: null });
+      places.set(message.databaseId, { databaseId: message.databaseId, position: message.position, seq: message.seq });
+      message = null;
       failedBefore = 0;
+      if (attempts.length >= SAVE_EVERY_MESSAGES || Date.now() - savedAt >= SAVE_EVERY_MS) {
+        if (!(await save(null))) {
+          dirty.add(webhookId);
+          return;
+        }
+      }
     }
-    // The claim's share is spent: other endpoints get the slot, and this one is looked at again at once.
+    // The claim's share is spent (or the worker stops): other endpoints get the slot, and this one is looked at again.
+    await save(null);
     dirty.add(webhookId);
   }
 
-  /** A failed attempt: retried on the schedule, or after its last retry the endpoint is disabled. */
+  /**
+   * A failed attempt, saved with the deliveries before it: retried on the schedule (the message kept, so that the
+   * retry sends it even if the feed's retention removed the change meanwhile), or after its last retry the endpoint
+   * is disabled.
+   */
   async function recordFailure(
     endpoint: EndpointRow,
     message: InFlightMessage,
     record: Omit<AttemptRecord, 'succeeded' | 'nextAttemptAt'>,
     failed: number,
+    delivered: readonly AttemptRecord[],
+    places: readonly DeliveredPlace[],
   ) {
     const delay = schedule[failed - 1];
+    const logged = {
+      ...record,
+      succeeded: false,
+      nextAttemptAt: delay === undefined ? null : new Date(Date.now() + delay),
+    };
     await inPgTransaction(pool, [], async (tx) => {
-      await tx.run(
-        insertAttempt({
-          ...record,
-          succeeded: false,
-          nextAttemptAt: delay === undefined ? null : new Date(Date.now() + delay),
-        }),
-      );
+      await tx.run(saveProgress(endpoint.id, endpoint.generation, [...delivered, logged], places, null));
       if (delay !== undefined) {
-        await tx.run(retryMessage(endpoint.id, failed, delay));
+        await tx.run(retryMessage(endpoint.id, endpoint.generation, message, failed, delay));
         return { value: undefined };
       }
       const reason = `Disabled after ${failed} failed attempts of one message; the last: ${record.error}`;
-      const [disabled] = await tx.run<{ url: string }>(disableEndpoint(endpoint.id, failed, reason));
+      const [disabled] = await tx.run<{ url: string }>(
+        disableEndpoint(endpoint.id, endpoint.generation, message, failed, reason),
+      );
       if (disabled) {
         await tx.run(
           insertDisabledEvent(

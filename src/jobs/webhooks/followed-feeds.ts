@@ -1,14 +1,14 @@
+import { createHash } from 'node:crypto';
 import type { FeedArming } from '../../catalog/change-arming.ts';
 import { encodeChangeCursor, readChanges, type Change } from '../../catalog/changes.ts';
 import {
-  savePosition,
   selectFollowedFeeds,
+  type DeliveredPlace,
   type EndpointRow,
   type InFlightMessage,
 } from '../../catalog/webhook-deliveries.ts';
 import type { SqlExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../kernel/errors.ts';
-import { newId } from '../../kernel/ids.ts';
 import type { Logger } from '../../kernel/log.ts';
 
 const FEED_PAGE = 100;
@@ -53,6 +53,30 @@ function asDelivered(change: Change) {
   };
 }
 
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * A change's message id for one endpoint: the first 128 bits of SHA-256 over (endpoint, generation, database, position,
+ * seq), written as a ULID is (26 Crockford characters, the first 0-7). The same change gives the same id on every
+ * attempt and after any crash, without committing the message before it is sent; a replay or a changed scope moves
+ * the generation, so a change sent again on purpose gets a new id.
+ */
+export function messageIdOf(
+  webhookId: string,
+  generation: number,
+  databaseId: string,
+  { position, seq }: { position: string; seq: string },
+): string {
+  const hash = createHash('sha256').update(`${webhookId}.${generation}.${databaseId}.${position}.${seq}`).digest();
+  let bits = BigInt(`0x${hash.subarray(0, 16).toString('hex')}`);
+  let text = '';
+  for (let index = 0; index < 26; index += 1) {
+    text = CROCKFORD[Number(bits & 31n)]! + text;
+    bits >>= 5n;
+  }
+  return `msg_${text}`;
+}
+
 function positionOf(cursor: string): { position: string; seq: string } {
   const [, , position, seq] = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
   return { position: position!, seq: seq! };
@@ -74,6 +98,8 @@ export class FollowedFeeds {
     private readonly log: Logger,
     /** The message in flight when the claim began: its feed is read from after it, not from the stored place. */
     private readonly inFlight: InFlightMessage | null,
+    /** The places to save, per database: a feed's place moves past changes it does not want here too. */
+    private readonly places: Map<string, DeliveredPlace>,
   ) {}
 
   private matches(change: Change): boolean {
@@ -128,9 +154,8 @@ export class FollowedFeeds {
       feed.after = last.cursor;
       feed.buffered = read.data.filter((change) => this.matches(change));
       if (feed.buffered.length > 0) return;
-      // Nothing here for this endpoint: its place moves past the changes it does not want.
-      const { position, seq } = positionOf(last.cursor);
-      await this.sql.run(savePosition(this.endpoint.id, feed.databaseId, position, seq));
+      // Nothing here for this endpoint: its place moves past the changes it does not want (saved with the deliveries).
+      this.places.set(feed.databaseId, { databaseId: feed.databaseId, ...positionOf(last.cursor) });
       if (!read.hasMore) return;
     }
   }
@@ -146,14 +171,16 @@ export class FollowedFeeds {
     }
     const change = best?.buffered.shift();
     if (!best || !change) return null;
+    const place = positionOf(change.cursor);
     return {
-      id: `msg_${newId()}`,
+      id: messageIdOf(this.endpoint.id, this.endpoint.generation, best.databaseId, place),
       type: change.kind,
-      timestamp: new Date().toISOString(),
+      // When the change happened (Standard Webhooks' `timestamp`): the same on every attempt and after a crash.
+      timestamp: change.committedAt,
       data: asDelivered(change),
       databaseId: best.databaseId,
       cursor: change.cursor,
-      ...positionOf(change.cursor),
+      ...place,
     };
   }
 }
