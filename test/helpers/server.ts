@@ -63,7 +63,7 @@ export async function send(
   const init = { method, headers, ...(body === undefined ? {} : { body }) };
   const response = await (options.outsideContract ? fetch : checkedFetch)(`${baseUrl}${path}`, init);
   const text = await response.text();
-  let parsed: unknown ;
+  let parsed: unknown;
   try {
     parsed = text === '' ? undefined : JSON.parse(text);
   } catch {
