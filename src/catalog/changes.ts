@@ -8,7 +8,8 @@ import { RawJson } from '../kernel/raw-json.ts';
  * The change feed of a database (issue 27, docs/decisions/changes.md), stored in the database's own schema
  * (`d_<id>.changes`, `change_commits`, `change_feed`). Triggers record every change in the writer's transaction
  * (prisma/migrations/*_change_feed_per_database); this module sequences the feed, reads it, encodes its cursors,
- * arms its NOTIFY and prunes it. No GraphQL here: resolvers and the worker (webhooks) both read through `readChanges`.
+ * arms its NOTIFY and prunes it. No GraphQL here: resolvers read through `readChangesAsJson`, the worker (webhooks)
+ * through `readChanges`.
  *
  * Order: a transaction's `position` is handed out after it committed, by the reader that first sees it
  * (`sequenceChanges`), always above every position handed out before; `seq` orders the changes of one transaction.
@@ -183,8 +184,8 @@ export function selectChangePage(
 
 /**
  * The same page, each change as the JSON text of its answer (`ChangeAnswer`, members in `ChangeResponse`'s order),
- * built by PostgreSQL so that an answer passes it on unparsed: a page of 1,000 changes was otherwise parsed from the
- * driver's rows into objects, resolved field by field (14 leaves each), walked for its size and stringified again.
+ * built by PostgreSQL so that an answer passes it on unparsed instead of parsing the driver's rows into objects,
+ * resolving 14 leaves per change, walking them for the answer's size and stringifying them again (a page: 1,000).
  * The cursor is `encodeChangeCursor`'s text (base64url: base64 with `-_` for `+/`, no padding, no line breaks,
  * which `encode` inserts every 76 characters; the text cast to bytea holds no backslash). Ids are `char(26)` ULIDs,
  * quoted as they are (concatenation drops a `char`'s padding, and a ULID has none); `kind` and the actor's kind go
