@@ -435,8 +435,8 @@ describe("the answer: PostgreSQL builds each change's JSON", () => {
   it('answers every member in order, null where it does not apply, the cursor as encodeChangeCursor writes it', async () => {
     const table = await codedTable();
     const schema = schemaOf(table.databaseId);
-    // Positions and seqs of 18-19 digits: the cursor's base64 is longer than the 76 characters after which
-    // PostgreSQL's `encode` breaks the line, and ends in padding; neither may reach the answer.
+    // Positions and seqs of 18-19 digits, the largest a feed reaches: the cursor (longer than base64's 76-character
+    // lines) is still the one encodeChangeCursor writes, spliced in front of the JSON PostgreSQL built.
     await pool.query(`SELECT setval('${schema}.change_seq', 1234567890123456789)`);
     await pool.query(`UPDATE ${schema}.change_feed SET head_position = 987654321012345678`);
     const start = await head(table.databaseId);
