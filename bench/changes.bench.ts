@@ -3,7 +3,8 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { historyTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { createBenchTable, VALUES, type BenchTable } from './changes-table.ts';
-import { api, ratioLine, startServers, type Servers } from './harness.ts';
+import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu, type CpuTimes } from './cpu.ts';
+import { api, median, ratioLine, startBeforeServer, startServers, type BuiltServer, type Servers } from './harness.ts';
 import { benchWebhookRows, webhookBenchEnv } from './webhook-rows.ts';
 
 /**
@@ -14,12 +15,16 @@ import { benchWebhookRows, webhookBenchEnv } from './webhook-rows.ts';
  *      same change rows through `pg`, in changes/s. Target ≥ 0.5.
  * Then the webhook rows (1) and (2) of bench/webhook-rows.ts, on a table of their own.
  * BENCH_CREATES (default 3000 per round and side), BENCH_FEED_ROWS (default 20000 changes to read) and BENCH_ROUNDS
- * (default 3) size it.
+ * (default 3) size it. BENCH_TARGETS (a comma-separated list of `1a`, `3`, `webhooks`) runs only those rows, e.g. to
+ * profile one path. BENCH_BEFORE=<checkout> also reads the feed in (3) through that checkout's built server, in the same
+ * rounds, and prints its ratio beside this one's.
  */
 const CREATES = Number(process.env.BENCH_CREATES ?? 3_000);
 const FEED_ROWS = Number(process.env.BENCH_FEED_ROWS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 8;
+const ONLY = process.env.BENCH_TARGETS?.split(',').map((row) => row.trim());
+const chosen = (row: string) => !ONLY || ONLY.includes(row);
 
 async function creates(servers: Servers, table: BenchTable, amount: number): Promise<number> {
   const started = performance.now();
@@ -59,14 +64,22 @@ async function setFeed(client: pg.Client, table: BenchTable, on: boolean): Promi
   );
 }
 
-/** Every change after the head at the start, over REST; answers changes/s. */
-async function restRead(servers: Servers, table: BenchTable, total: number): Promise<number> {
+/** A read of the feed: changes/s, and the pages read (each 1,000 changes, the last maybe fewer). */
+interface Read {
+  perSecond: number;
+  requests: number;
+}
+
+/** Every change from the start, over REST. */
+async function restRead(servers: Servers, table: BenchTable, total: number, port = servers.servicePort): Promise<Read> {
   const path = `/v1/orgs/${servers.orgId}/databases/${table.databaseId}/changes?limit=1000`;
   const started = performance.now();
   let read = 0;
+  let requests = 0;
   let cursor: string | null = null;
   while (read < total) {
-    const response = await fetch(`http://127.0.0.1:${servers.servicePort}${path}${cursor ? `&after=${cursor}` : ''}`, {
+    requests += 1;
+    const response = await fetch(`http://127.0.0.1:${port}${path}${cursor ? `&after=${cursor}` : ''}`, {
       headers: { authorization: `Bearer ${servers.apiKey}` },
     });
     if (response.status !== 200) throw new Error(`feed page: ${response.status} ${await response.text()}`);
@@ -75,15 +88,17 @@ async function restRead(servers: Servers, table: BenchTable, total: number): Pro
     cursor = page.nextCursor;
     if (!page.hasMore) break;
   }
-  return read / ((performance.now() - started) / 1000);
+  return { perSecond: read / ((performance.now() - started) / 1000), requests };
 }
 
 /** The same change rows by a raw keyset SELECT through `pg` (rows parsed by pg, jsonb included). */
-async function rawRead(client: pg.Client, table: BenchTable, total: number): Promise<number> {
+async function rawRead(client: pg.Client, table: BenchTable, total: number): Promise<Read> {
   const started = performance.now();
   let read = 0;
+  let requests = 0;
   let seq = '0';
   while (read < total) {
+    requests += 1;
     const { rows } = await client.query(
       `SELECT seq::text AS seq, kind, table_id, row_id, version::text AS version, schema_version, mutation_id, actor_id, actor_kind, "values", previous
          FROM ${schemaOf(table.databaseId)}.changes WHERE seq > $1 ORDER BY seq LIMIT 1000`,
@@ -93,64 +108,98 @@ async function rawRead(client: pg.Client, table: BenchTable, total: number): Pro
     read += rows.length;
     seq = rows.at(-1)!.seq;
   }
-  return read / ((performance.now() - started) / 1000);
+  return { perSecond: read / ((performance.now() - started) / 1000), requests };
 }
 
 Object.assign(process.env, webhookBenchEnv);
 const servers = await startServers();
 const client = new pg.Client({ connectionString: servers.databaseUrl });
+let before: BuiltServer | undefined;
 try {
   await client.connect();
   const table = await createBenchTable(servers);
   await creates(servers, table, Math.max(200, CREATES / 10));
-  process.stdout.write(
-    `change feed: ${ROUNDS} rounds; (1a) ${CREATES} row creates per side over ${CONNECTIONS} connections\n`,
-  );
-  const createRatios: number[] = [];
-  for (let round = 1; round <= ROUNDS; round += 1) {
-    await setFeed(client, table, false);
-    const off = await creates(servers, table, CREATES);
-    await setFeed(client, table, true);
-    const on = await creates(servers, table, CREATES);
-    createRatios.push(on / off);
+  if (chosen('1a')) {
     process.stdout.write(
-      `round ${round}: creates/s feed on ${on.toFixed(0)}, feed off ${off.toFixed(0)}, on / off ${(on / off).toFixed(2)}\n`,
+      `change feed: ${ROUNDS} rounds; (1a) ${CREATES} row creates per side over ${CONNECTIONS} connections\n`,
     );
+    const createRatios: number[] = [];
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      await setFeed(client, table, false);
+      const off = await creates(servers, table, CREATES);
+      await setFeed(client, table, true);
+      const on = await creates(servers, table, CREATES);
+      createRatios.push(on / off);
+      process.stdout.write(
+        `round ${round}: creates/s feed on ${on.toFixed(0)}, feed off ${off.toFixed(0)}, on / off ${(on / off).toFixed(2)}\n`,
+      );
+    }
+    process.stdout.write(`${ratioLine('(1a) row create, feed recording vs off', 'feed / off', createRatios, 0.9)}\n`);
   }
-  process.stdout.write(`${ratioLine('(1a) row create, feed recording vs off', 'feed / off', createRatios, 0.9)}\n`);
 
-  const {
-    rows: [{ count }],
-  } = await client.query(`SELECT count(*)::int AS count FROM ${schemaOf(table.databaseId)}.changes`);
-  for (let batch = count; batch < FEED_ROWS; batch += 1000) {
-    await api(servers, 'POST', `${table.path}/rows/batch`, {
-      expectedSchemaVersion: table.schemaVersion,
-      operations: Array.from({ length: 1000 }, () => ({ op: 'create', values: VALUES })),
-    });
-  }
-  const total = Math.max(FEED_ROWS, count);
-  process.stdout.write(`(3) reading ${total} changes, pages of 1000\n`);
-  await restRead(servers, table, total);
-  await rawRead(client, table, total);
-  const readRatios: number[] = [];
-  for (let round = 1; round <= ROUNDS; round += 1) {
-    const rest = await restRead(servers, table, total);
-    const raw = await rawRead(client, table, total);
-    readRatios.push(rest / raw);
+  if (chosen('3')) {
+    before = await startBeforeServer(servers);
+    const {
+      rows: [{ count }],
+    } = await client.query(`SELECT count(*)::int AS count FROM ${schemaOf(table.databaseId)}.changes`);
+    for (let batch = count; batch < FEED_ROWS; batch += 1000) {
+      await api(servers, 'POST', `${table.path}/rows/batch`, {
+        expectedSchemaVersion: table.schemaVersion,
+        operations: Array.from({ length: 1000 }, () => ({ op: 'create', values: VALUES })),
+      });
+    }
+    const total = Math.max(FEED_ROWS, count);
+    process.stdout.write(`(3) reading ${total} changes, pages of 1000\n`);
+    await restRead(servers, table, total);
+    if (before) await restRead(servers, table, total, before.port);
+    await rawRead(client, table, total);
+    const readRatios: number[] = [];
+    const ceilings: (number | undefined)[] = [];
+    const beforeRatios: number[] = [];
+    const cpuQuotients: number[] = [];
+    const measured = (pid: number, read: () => Promise<Read>) =>
+      withCpu({ pid, databaseUrl: servers.databaseUrl }, read);
+    const perPage = (cpu: CpuTimes | undefined) => cpuLine(cpu).replace('per request', 'per page');
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      const rest = await measured(servers.pid, () => restRead(servers, table, total));
+      const raw = await measured(process.pid, () => rawRead(client, table, total));
+      readRatios.push(rest.perSecond / raw.perSecond);
+      ceilings.push(cpuCeiling(rest.cpu, raw.cpu));
+      process.stdout.write(
+        `round ${round}: changes/s REST ${rest.perSecond.toFixed(0)}, raw SELECT ${raw.perSecond.toFixed(0)}, ` +
+          `REST / raw ${(rest.perSecond / raw.perSecond).toFixed(2)}\n` +
+          `         REST ${perPage(rest.cpu)}\n         raw ${perPage(raw.cpu)}\n`,
+      );
+      if (!before) continue;
+      const earlier = await measured(before.pid, () => restRead(servers, table, total, before!.port));
+      beforeRatios.push(earlier.perSecond / raw.perSecond);
+      cpuQuotients.push((rest.cpu?.service ?? NaN) / (earlier.cpu?.service ?? NaN));
+      process.stdout.write(
+        `         REST before ${earlier.perSecond.toFixed(0)} changes/s, before / raw ` +
+          `${(earlier.perSecond / raw.perSecond).toFixed(2)}, ${perPage(earlier.cpu)}\n`,
+      );
+    }
     process.stdout.write(
-      `round ${round}: changes/s REST ${rest.toFixed(0)}, raw SELECT ${raw.toFixed(0)}, REST / raw ${(rest / raw).toFixed(2)}\n`,
+      `${ratioLine('(3) feed read throughput', 'REST GET …/changes / raw SELECT', readRatios, 0.5)}\n` +
+        `${cpuCeilingLine('(3) feed read throughput', ceilings)}\n`,
     );
+    if (before)
+      process.stdout.write(
+        `${ratioLine('(3) feed read throughput, BENCH_BEFORE', 'REST GET …/changes / raw SELECT', beforeRatios, 0.5)}\n` +
+          `cpu | (3) feed read throughput | service CPU per page, this checkout / BENCH_BEFORE | median of ` +
+          `${cpuQuotients.length}: ${median(cpuQuotients).toFixed(2)} | ` +
+          `rounds ${cpuQuotients.map((value) => value.toFixed(2)).join(' ')}\n`,
+      );
   }
-  process.stdout.write(
-    `${ratioLine('(3) feed read throughput', 'REST GET …/changes / raw SELECT', readRatios, 0.5)}\n`,
-  );
 
-  await benchWebhookRows(
-    servers,
-    { ...(await createBenchTable(servers)), values: VALUES },
-    { creates: CREATES, rounds: ROUNDS },
-  );
+  if (chosen('webhooks'))
+    await benchWebhookRows(
+      servers,
+      { ...(await createBenchTable(servers)), values: VALUES },
+      { creates: CREATES, rounds: ROUNDS },
+    );
 } finally {
+  await before?.stop();
   await client.end();
   await servers.stop();
 }

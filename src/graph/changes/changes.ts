@@ -1,5 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { encodeChangeCursor, readChanges, readHead, type Change, type ChangePage } from '../../catalog/changes.ts';
+import {
+  encodeChangeCursor,
+  readChangesAsJson,
+  readHead,
+  type ChangeAnswer,
+  type ChangeJsonPage,
+} from '../../catalog/changes.ts';
 import { ChangesQuery, RowChangesQuery } from '../../contracts/changes.ts';
 import type { FeedArming } from '../../catalog/change-arming.ts';
 import type { ChangeSignal } from '../../db/listener.ts';
@@ -11,6 +17,7 @@ import { dataPlane, type Context } from '../server/context.ts';
 import { acquireStream } from '../server/stream-leases.ts';
 import { requireDatabase } from '../tables/tables.ts';
 import { parseOrThrow } from '../../kernel/validation.ts';
+import type { RawJson } from '../../kernel/raw-json.ts';
 
 /**
  * The change feed of a database (issue 27): a page by cursor, its head, a long poll (`wait`) and a live stream
@@ -25,11 +32,14 @@ interface StreamEnd {
   endedWith: DomainError;
 }
 
-const ChangeActor = builder.objectRef<Change['actor']>('ChangeActor').implement({
+const ChangeActor = builder.objectRef<ChangeAnswer['actor']>('ChangeActor').implement({
   fields: (t) => ({ id: t.exposeString('id'), kind: t.exposeString('kind') }),
 });
 
-export const ChangeObject = builder.objectRef<Change>('Change').implement({
+/** A change as PostgreSQL built its JSON, read into an object for a selection of its members. */
+const answerOf = (change: RawJson) => change.parse() as ChangeAnswer;
+
+export const ChangeObject = builder.objectRef<ChangeAnswer>('Change').implement({
   description:
     'One committed change of a database: a row created, updated, deleted or restored, or a table or schema change.',
   fields: (t) => ({
@@ -38,20 +48,28 @@ export const ChangeObject = builder.objectRef<Change>('Change').implement({
     }),
     kind: t.exposeString('kind'),
     tableId: t.exposeID('tableId'),
-    rowId: t.id({ nullable: true, resolve: (change) => change.rowId ?? null }),
-    version: t.string({ nullable: true, resolve: (change) => change.version ?? null }),
-    schemaVersion: t.int({ nullable: true, resolve: (change) => change.schemaVersion ?? null }),
+    rowId: t.exposeID('rowId', { nullable: true }),
+    version: t.exposeString('version', { nullable: true }),
+    schemaVersion: t.exposeInt('schemaVersion', { nullable: true }),
     mutationId: t.exposeID('mutationId'),
     actor: t.field({ type: ChangeActor, resolve: (change) => change.actor }),
     committedAt: t.field({ type: 'Timestamp', resolve: (change) => change.committedAt }),
-    values: t.field({ type: 'JSON', nullable: true, resolve: (change) => change.values ?? null }),
-    previous: t.field({ type: 'JSON', nullable: true, resolve: (change) => change.previous ?? null }),
+    values: t.field({ type: 'JSON', nullable: true, resolve: (change) => change.values }),
+    previous: t.field({ type: 'JSON', nullable: true, resolve: (change) => change.previous }),
   }),
 });
 
-const ChangePageObject = builder.objectRef<ChangePage>('ChangePage').implement({
+const ChangePageObject = builder.objectRef<ChangeJsonPage>('ChangePage').implement({
   fields: (t) => ({
-    data: t.field({ type: [ChangeObject], resolve: (page) => page.data }),
+    data: t.field({ type: [ChangeObject], resolve: (page) => page.data.map(answerOf) }),
+    dataJson: t.field({
+      type: ['JSON'],
+      description:
+        '`data` with every member of each change (null where it does not apply), each change one JSON object as ' +
+        '`GET …/changes` answers it: for a reader that wants every member, cheaper to answer than selecting them ' +
+        'all from `data` (the server passes on the JSON PostgreSQL built instead of resolving each member).',
+      resolve: (page) => page.data,
+    }),
     nextCursor: t.exposeString('nextCursor'),
     hasMore: t.exposeBoolean('hasMore'),
   }),
@@ -67,7 +85,7 @@ function defined(args: Record<string, unknown>): Record<string, unknown> {
 
 function reader(context: Context, databaseId: string, tableId: string | undefined) {
   return (after: string | null, limit: number) =>
-    readChanges(dataPlane(context), {
+    readChangesAsJson(dataPlane(context), {
       databaseId,
       after,
       limit,
@@ -86,7 +104,7 @@ async function changesPage(
   orgId: string,
   databaseId: string,
   query: ChangesQuery,
-): Promise<ChangePage> {
+): Promise<ChangeJsonPage> {
   await requireDatabase(context.prisma, orgId, databaseId);
   const read = reader(context, databaseId, query.tableId);
   if (query.wait === undefined) return read(query.after ?? null, query.limit);
@@ -138,9 +156,9 @@ function changeEvents(
   arms: FeedArming,
   databaseId: string,
   lease: StreamLease,
-): AsyncIterableIterator<Change | StreamEnd> {
+): AsyncIterableIterator<RawJson | StreamEnd> {
   let cursor = start;
-  let buffer: Change[] = [];
+  let buffer: RawJson[] = [];
   let atEnd = false;
   let finished = false;
   const finish = (): IteratorReturnResult<undefined> => {
@@ -269,9 +287,9 @@ builder.subscriptionFields((t) => ({
         throw error;
       }
     },
-    resolve: (event: Change | StreamEnd) => {
+    resolve: (event: RawJson | StreamEnd) => {
       if ('endedWith' in event) throw event.endedWith;
-      return event;
+      return answerOf(event);
     },
   }),
 }));

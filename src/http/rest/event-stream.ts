@@ -1,10 +1,12 @@
 import type { Response } from 'express';
+import { stringifyAnswer } from '../../kernel/raw-json.ts';
 import type { ErrorBody } from '../error-response.ts';
 import type { OperationResult } from './execute.ts';
 
 /**
  * Writes a subscription as server-sent events (WHATWG HTML §9.2): one `data:` frame per event, the root field's
- * value as JSON (the default `message` event, so `EventSource.onmessage` sees it); an error met after the stream
+ * value as JSON (the default `message` event, so `EventSource.onmessage` sees it; PostgreSQL-built JSON in it written as
+ * it is, which never holds a line break: jsonb prints one inside a string as `\n`); an error met after the stream
  * began is one `event: error` frame with the §7 envelope, then the stream ends. A comment line every
  * `heartbeatMs` keeps proxies that cut idle connections (commonly after 30-60 s) from closing a quiet stream.
  */
@@ -42,7 +44,7 @@ export async function sendEventStream<Data>(
         res.cork();
         process.nextTick(() => res.uncork());
       }
-      res.write(`${typeof id === 'string' ? `id: ${id}\n` : ''}data: ${JSON.stringify(payload)}\n\n`);
+      res.write(`${typeof id === 'string' ? `id: ${id}\n` : ''}data: ${stringifyAnswer(payload)}\n\n`);
     }
   } catch {
     writeError(res, { code: 'INTERNAL_ERROR', message: 'Internal error.' });
