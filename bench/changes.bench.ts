@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { FEED_START, selectChangePage } from '../src/catalog/changes.ts';
 import { historyTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { createBenchTable, VALUES, type BenchTable } from './changes-table.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu, type CpuTimes } from './cpu.ts';
@@ -96,17 +97,17 @@ async function rawRead(client: pg.Client, table: BenchTable, total: number): Pro
   const started = performance.now();
   let read = 0;
   let requests = 0;
-  let seq = '0';
+  let after = FEED_START;
   while (read < total) {
     requests += 1;
-    const { rows } = await client.query(
-      `SELECT seq::text AS seq, kind, table_id, row_id, version::text AS version, schema_version, mutation_id, actor_id, actor_kind, "values", previous
-         FROM ${schemaOf(table.databaseId)}.changes WHERE seq > $1 ORDER BY seq LIMIT 1000`,
-      [seq],
-    );
-    if (rows.length === 0) break;
-    read += rows.length;
-    seq = rows.at(-1)!.seq;
+    // The feed's own keyset statement (commits by position, each one's changes by key), its columns as `pg` parses
+    // them: a SELECT of `changes` by `seq` alone would sort every change (no index on it) and is not feed order.
+    const page = selectChangePage(table.databaseId, after, 1000, null);
+    const { rows } = await client.query<{ position: string; seq: string }>(page.sql, page.params);
+    const data = rows.slice(0, 1000);
+    if (data.length === 0) break;
+    read += data.length;
+    after = { position: BigInt(data.at(-1)!.position), seq: BigInt(data.at(-1)!.seq) };
   }
   return { perSecond: read / ((performance.now() - started) / 1000), requests };
 }

@@ -142,7 +142,12 @@ interface ChangeRecord {
   previous: Record<string, unknown> | null;
 }
 
-/** The changes after `after`, in feed order, `limit + 1` of them (one more tells whether there are more). */
+/**
+ * The changes after `after`, in feed order, `limit + 1` of them (one more tells whether there are more). The
+ * commits are walked by position and each one's changes read by its key (LATERAL): a plain join lets the planner
+ * hash every change after the cursor and sort them all for one page — the plan it picks for a feed written since
+ * its last ANALYZE (20,200 changes read for a page of 1,000), O(feed) per page for a reader catching up.
+ */
 function pageStatement(
   databaseId: string,
   after: FeedPosition,
@@ -155,8 +160,11 @@ function pageStatement(
   return {
     sql: `SELECT ${columns}
             FROM ${schema}.change_commits cc
-            JOIN ${schema}.changes c ON c.txid = cc.txid
-           WHERE cc.position >= $1::bigint AND (cc.position > $1::bigint OR c.seq > $2::bigint)${tables}
+           CROSS JOIN LATERAL (
+             SELECT * FROM ${schema}.changes c
+              WHERE c.txid = cc.txid AND (cc.position > $1::bigint OR c.seq > $2::bigint)${tables}
+              ORDER BY c.seq) c
+           WHERE cc.position >= $1::bigint
            ORDER BY cc.position, c.seq
            LIMIT $3::int`,
     params: [after.position.toString(), after.seq.toString(), limit + 1, ...(tableIds ? [tableIds] : [])],
