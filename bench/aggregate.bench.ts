@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { aggregateRows } from '../src/data/aggregate.ts';
+import { lookupRows } from '../src/data/lookup.ts';
 import type { FieldDefinition } from '../src/data/field-types.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { cpuLine, withCpu } from './cpu.ts';
@@ -9,6 +10,7 @@ import {
   api,
   median,
   ratioLine,
+  registerFloor,
   startBeforeServer,
   startServers,
   workerArgs,
@@ -192,6 +194,51 @@ async function compare(
     );
 }
 
+/**
+ * The floor under the lookup row: a bare node:http server (bench/servers.ts) running the service's own lookup
+ * statement and joining the rows' texts, with nothing of the service around it (no credential, GraphQL, key order
+ * or compression): what no Node service on this machine can beat, against the same raw `IN`.
+ */
+async function lookupFloor(table: BenchTable, keys: string[]): Promise<void> {
+  const sku = table.fields.find((field) => field.name === 'Sku')!;
+  const rule = { ruleId: table.ruleId, fields: [sku], enforcement: 'btree' as const };
+  const url = await registerFloor(
+    servers,
+    'lookup',
+    lookupRows(
+      table,
+      rule,
+      keys.map((key) => [key]),
+      table.fields,
+    ),
+  );
+  const raw = `SELECT * FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE (${columnOf(sku.id)}) IN (${keys.map((_key, index) => `($${index + 1})`).join(', ')})`;
+  const floorGet = async () => {
+    const response = await fetch(url);
+    if (response.status !== 200) throw new Error(`lookup floor: ${response.status} ${await response.text()}`);
+    await response.arrayBuffer();
+  };
+  await floorGet();
+  const quotients: number[] = [];
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    const floor = await timedWithCpu(servers, servers.floorPid, floorGet, REQUESTS);
+    const rawSide = await timedWithCpu(
+      servers,
+      process.pid,
+      async () => void (await client.query(raw, keys)),
+      REQUESTS,
+    );
+    quotients.push(median(rawSide.latencies) / median(floor.latencies));
+    process.stdout.write(
+      `  round ${round}: floor p50 ${ms(floor.latencies)} (${cpuLine(floor.cpu)}), raw pg p50 ${ms(rawSide.latencies)}\n`,
+    );
+  }
+  process.stdout.write(
+    `floor | lookup 1,000 keys | bare node:http + pg, same statement, no service / raw pg | median of ${quotients.length}: ` +
+      `${median(quotients).toFixed(2)} | rounds ${quotients.map((value) => value.toFixed(2)).join(' ')}\n`,
+  );
+}
+
 const servers = await startServers();
 let worker: { stop(): Promise<void> } | undefined;
 let before: BuiltServer | undefined;
@@ -260,6 +307,8 @@ try {
     0.5,
     'REST / raw pg',
   );
+
+  await lookupFloor(table, keys);
 
   const searchPath = `${table.path}/rows?search=${encodeURIComponent('zephyrine')}&limit=50`;
   const found = (await get(servers, searchPath)).data.length;
