@@ -578,6 +578,7 @@ async function waitForPidWaiting(pid: number, timeoutMs = 30_000): Promise<void>
 async function startPaused(
   table: TestTable,
   change: Body,
+  phases: readonly string[] = ['backfill'],
 ): Promise<{ jobId: string; statusUrl: string; done: number; resume(): Promise<void> }> {
   const catalog = await open();
   await catalog.client.query('SELECT 1 FROM public.data_tables WHERE id = $1 FOR UPDATE', [table.tableId]);
@@ -590,7 +591,7 @@ async function startPaused(
   await held;
   const job = await suite.server.prisma.job.findUniqueOrThrow({ where: { id: handle.jobId } });
   const journal = job.journal as { phase: string; done: number };
-  expect(journal.phase).toBe('backfill');
+  expect(phases).toContain(journal.phase);
   expect(journal.done).toBeLessThanOrEqual(10_000);
   return { ...handle, done: journal.done, resume: () => gate.release() };
 }
@@ -740,13 +741,15 @@ describe('writes during a backfill', () => {
 describe('writes that wait for the cutover', () => {
   /**
    * Holds a conversion inside its cutover transaction, after it has blocked writes: the cutover reads the job's side
-   * table, which the test holds in ACCESS EXCLUSIVE mode (taken between two steps, while nothing else uses it).
+   * table, which the test holds in ACCESS EXCLUSIVE mode (taken between two steps, while nothing else uses it). On a
+   * table this small the step the worker may slip in before the gate holds ends the backfill: the pause then comes
+   * with the cutover next, which is as good a place to take the lock.
    */
   async function holdInsideCutover(
     table: TestTable,
     change: Body,
   ): Promise<{ jobId: string; statusUrl: string; release(): Promise<void> }> {
-    const job = await startPaused(table, change);
+    const job = await startPaused(table, change, ['backfill', 'cutover']);
     const side = await open();
     await side.client.query(
       `LOCK TABLE d_${table.databaseId.toLowerCase()}.y_${job.jobId.toLowerCase()} IN ACCESS EXCLUSIVE MODE`,
