@@ -1,6 +1,6 @@
 import type { SqlExecutor } from '../db/sql.ts';
 import { schemaOf } from '../data/identifiers.ts';
-import { jsonObject, utcTimestamp, type Statement } from '../data/statement.ts';
+import { jsonObject, plainJsonString, utcTimestamp, type Statement } from '../data/statement.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { RawJson } from '../kernel/raw-json.ts';
 
@@ -204,22 +204,21 @@ export function selectChangeJsonPage(
   limit: number,
   tableIds: readonly string[] | null,
 ): Statement {
-  const quoted = (text: string) => `'"' || ${text} || '"'`;
   const change = jsonObject([
     ['kind', 'to_json(c.kind)::text'],
-    ['tableId', quoted('c.table_id')],
-    ['rowId', `coalesce(${quoted('c.row_id')}, 'null')`],
-    ['version', `coalesce(${quoted('c.version::text')}, 'null')`],
+    ['tableId', plainJsonString('c.table_id')],
+    ['rowId', `coalesce(${plainJsonString('c.row_id')}, 'null')`],
+    ['version', `coalesce(${plainJsonString('c.version::text')}, 'null')`],
     ['schemaVersion', `coalesce(c.schema_version::text, 'null')`],
-    ['mutationId', quoted('c.mutation_id')],
+    ['mutationId', plainJsonString('c.mutation_id')],
     [
       'actor',
       jsonObject([
-        ['id', quoted('c.actor_id')],
+        ['id', plainJsonString('c.actor_id')],
         ['kind', 'to_json(c.actor_kind)::text'],
       ]),
     ],
-    ['committedAt', quoted(utcTimestamp('cc.committed_at'))],
+    ['committedAt', plainJsonString(utcTimestamp('cc.committed_at'))],
     ['values', `coalesce(c."values"::text, 'null')`],
     ['previous', `coalesce(c.previous::text, 'null')`],
   ]);

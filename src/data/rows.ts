@@ -10,7 +10,7 @@ import {
   type Position,
   type SortKey,
 } from './keyset.ts';
-import { ID, jsonObject, Params, utcTimestamp, type Statement } from './statement.ts';
+import { ID, jsonObject, Params, plainJsonString, utcTimestamp, type Statement } from './statement.ts';
 import { activityInsertSql, type Actor } from './activity.ts';
 import { RawJson } from '../kernel/raw-json.ts';
 import { visibleViewSql } from './view-visibility.ts';
@@ -94,11 +94,10 @@ function cellJson(field: FieldDefinition, column: string): string {
  * Concatenated (`jsonObject`) rather than `json_build_object`, which takes at most 50 pairs.
  */
 export function rowJsonColumns(fields: readonly FieldDefinition[], alias: string): string {
-  const quoted = (text: string) => `'"' || ${text} || '"'`;
   const header = jsonObject([
-    ['version', quoted(`${alias}.version::text`)],
-    ['createdAt', quoted(utcTimestamp(`${alias}.created_at`))],
-    ['updatedAt', quoted(utcTimestamp(`${alias}.updated_at`))],
+    ['version', plainJsonString(`${alias}.version::text`)],
+    ['createdAt', plainJsonString(utcTimestamp(`${alias}.created_at`))],
+    ['updatedAt', plainJsonString(utcTimestamp(`${alias}.updated_at`))],
   ]);
   const values = jsonObject(
     fields.map((field) => [field.id, `coalesce(${cellJson(field, `${alias}.${columnOf(field.id)}`)}, 'null')`]),
