@@ -136,6 +136,34 @@ function mentionsRef(schema: JsonSchema): boolean {
   return JSON.stringify(schema).includes('"$ref"');
 }
 
+const plainStrings = new Map<string, fc.Arbitrary<string>[]>();
+
+/**
+ * Any text and any binary-unit text within the lengths, built once per length pair: building an `fc.string` costs
+ * ~1 ms (it tokenizes its built-in dangerous strings) and the document asks for a few hundred.
+ */
+function plainStringsOf(minLength: number, maxLength: number): fc.Arbitrary<string>[] {
+  const key = `${minLength}:${maxLength}`;
+  let strings = plainStrings.get(key);
+  if (!strings) {
+    strings = [fc.string({ minLength, maxLength }), fc.string({ minLength, maxLength, unit: 'binary' })];
+    plainStrings.set(key, strings);
+  }
+  return strings;
+}
+
+const matchingStrings = new Map<string, fc.Arbitrary<string>>();
+
+/** Text matching a pattern, built once per pattern: the document repeats the id pattern ~500 times. */
+function matchingStringsOf(pattern: string): fc.Arbitrary<string> {
+  let strings = matchingStrings.get(pattern);
+  if (!strings) {
+    strings = fc.stringMatching(new RegExp(pattern));
+    matchingStrings.set(pattern, strings);
+  }
+  return strings;
+}
+
 function stringArbitrary(schema: JsonSchema, hostileMode: boolean): fc.Arbitrary<unknown> {
   if (Array.isArray(schema.enum)) return fc.constantFrom(...schema.enum);
   if (schema.const !== undefined) return fc.constant(schema.const);
@@ -159,19 +187,15 @@ function stringArbitrary(schema: JsonSchema, hostileMode: boolean): fc.Arbitrary
   else if (typeof schema.pattern === 'string') {
     try {
       choices.push(
-        fc
-          .stringMatching(new RegExp(schema.pattern))
-          .filter((text) => text.length >= min && text.length <= (schema.maxLength ?? Infinity)),
+        matchingStringsOf(schema.pattern).filter(
+          (text) => text.length >= min && text.length <= (schema.maxLength ?? Infinity),
+        ),
       );
     } catch {
       // a pattern fast-check cannot invert is covered by the plain strings below
     }
   }
-  if (choices.length === 0)
-    choices.push(
-      fc.string({ minLength: min, maxLength: max }),
-      fc.string({ minLength: min, maxLength: max, unit: 'binary' }),
-    );
+  if (choices.length === 0) choices.push(...plainStringsOf(min, max));
   const boundary = [
     min,
     Math.max(0, min - 1),

@@ -223,58 +223,102 @@ const VOLATILE: Record<string, string[]> = {
 };
 const IGNORED_TABLES = new Set(['idempotency_records', '_prisma_migrations']);
 
+/** A digest: per table, its row count and an order-independent sum of its rows' hashes. */
+export type Digest = Record<string, string>;
+
 /**
  * A cheap digest of everything a mutation could change: per table of the catalog and of every workspace schema,
- * its row count and an order-independent sum of row hashes. One round trip; a few ms on the fuzz workspace.
+ * its row count and an order-independent sum of row hashes, in one prepared statement (~2 ms on the fuzz workspace).
+ *
+ * `pin()` fixes the state to digest and computes the digest later: it opens a read-only REPEATABLE READ transaction
+ * that locks every table against DROP and takes its snapshot, in one round trip, and leaves the digest to run in
+ * that snapshot. The caller sends its next request at once, so the digests overlap the requests instead of each
+ * request waiting for the digest before it.
  */
 export class StateDigest {
-  private readonly client: pg.Client;
+  private readonly pool: pg.Pool;
 
   constructor(url: string) {
-    this.client = new pg.Client({ connectionString: url });
+    this.pool = new pg.Pool({ connectionString: url, max: 4 });
   }
 
   async connect(): Promise<void> {
-    await this.client.connect();
+    await this.pool.query('SELECT 1');
   }
 
   close(): Promise<void> {
-    return this.client.end();
+    return this.pool.end();
   }
 
-  /** The digest query over the tables that exist now; rebuilt after a success, which may have created tables. */
-  private query: string | null = null;
+  /** The tables and digest statement as of the last success, which may have created or dropped tables. */
+  private tables: { names: string[]; statement: pg.QueryConfig } | null = null;
+  private statements = 0;
 
   forgetTables(): void {
-    this.query = null;
+    this.tables = null;
   }
 
-  async take(): Promise<Record<string, string>> {
-    this.query ??= await this.digestQuery();
-    const result = await this.client.query<{ name: string; digest: string }>(this.query);
-    return Object.fromEntries(result.rows.map((row) => [row.name, row.digest]));
+  async take(): Promise<Digest> {
+    return (await this.pin())();
   }
 
-  private async digestQuery(): Promise<string> {
-    const tables = await this.client.query<{ schemaname: string; tablename: string }>(
+  async pin(): Promise<() => Promise<Digest>> {
+    this.tables ??= await this.digestStatement();
+    const { names, statement } = this.tables;
+    const client = await this.pool.connect();
+    try {
+      await client.query(
+        `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; LOCK TABLE ${names.join(', ')} IN ACCESS SHARE MODE; SELECT 1`,
+      );
+    } catch (error) {
+      client.release(error as Error);
+      throw error;
+    }
+    const digest = (async () => {
+      try {
+        const result = await client.query<{ name: string; digest: string }>(statement);
+        await client.query('COMMIT');
+        client.release();
+        return Object.fromEntries(result.rows.map((row) => [row.name, row.digest]));
+      } catch (error) {
+        client.release(error as Error);
+        throw error;
+      }
+    })();
+    // Awaited by whoever compares it; a failure before then must not count as unhandled.
+    digest.catch(() => {});
+    return () => digest;
+  }
+
+  private async digestStatement(): Promise<{ names: string[]; statement: pg.QueryConfig }> {
+    const tables = await this.pool.query<{ schemaname: string; tablename: string }>(
       "SELECT schemaname, tablename FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2",
     );
     // A table created by a refused mutation would not be listed: its catalog rows (data_tables) still show it.
-    return tables.rows
+    const listed = tables.rows
       .filter((row) => !IGNORED_TABLES.has(row.tablename))
-      .map((row) => {
-        const name = `${pg.escapeIdentifier(row.schemaname)}.${pg.escapeIdentifier(row.tablename)}`;
-        const dropped = (VOLATILE[row.tablename] ?? []).map((column) => ` - ${pg.escapeLiteral(column)}`).join('');
-        return `SELECT ${pg.escapeLiteral(name)} AS name, count(*)::text || ':' || coalesce(sum(hashtext((to_jsonb(t)${dropped})::text)::numeric), 0)::text AS digest FROM ${name} t`;
+      .map((row) => ({
+        name: `${pg.escapeIdentifier(row.schemaname)}.${pg.escapeIdentifier(row.tablename)}`,
+        volatile: VOLATILE[row.tablename],
+      }));
+    const text = listed
+      .map(({ name, volatile }) => {
+        // A row's text is cheaper than its jsonb; a table with volatile columns drops them from its jsonb instead.
+        const row = volatile
+          ? `(to_jsonb(t)${volatile.map((column) => ` - ${pg.escapeLiteral(column)}`).join('')})::text`
+          : 't::text';
+        return `SELECT ${pg.escapeLiteral(name)} AS name, count(*)::text || ':' || coalesce(sum(hashtext(${row})), 0)::text AS digest FROM ${name} t`;
       })
       .join(' UNION ALL ');
+    this.statements += 1;
+    return { names: listed.map(({ name }) => name), statement: { name: `fuzz-digest-${this.statements}`, text } };
   }
 
   /** Waits until no job is running or due within 30 s, so that a digest is not taken while a worker is changing state. */
   async settle(timeoutMs = 30_000): Promise<void> {
     await vi.waitFor(
       async () => {
-        const { rows } = await this.client.query<{ busy: number }>(
+        const { rows } = await this.pool.query<{ busy: number }>(
           "SELECT count(*)::int AS busy FROM jobs WHERE state = 'running' OR (state = 'queued' AND run_at < now() + interval '30 seconds')",
         );
         if (rows[0]!.busy !== 0) throw new Error('jobs did not settle');
