@@ -43,6 +43,24 @@ export async function createSlowTable(server: TestServer, org: TestOrg, rows = 2
 }
 
 /**
+ * Holds the table's rows locked (ACCESS EXCLUSIVE, on a connection of our own) until `release`: every read of it
+ * then waits, holding its pooled connection, without burning the CPU that scanning `createSlowTable`'s rows takes
+ * (12 such scans cost a loaded 2-core machine over a minute). For tests of what waiting reads may hold, not of
+ * how long a read may take.
+ */
+export async function holdTable(server: TestServer, table: TestTable): Promise<{ release(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: server.database.url });
+  await client.connect();
+  await client.query(`BEGIN; LOCK TABLE ${rowsTableOf(table.databaseId, table.tableId)} IN ACCESS EXCLUSIVE MODE`);
+  return {
+    release: async () => {
+      await client.query('COMMIT');
+      await client.end();
+    },
+  };
+}
+
+/**
  * Polls PostgreSQL (every 25 ms, on one connection of our own, up to `deadlineMs`) until the number of the service's
  * statements scanning this table with a text search satisfies `holds`; returns that number.
  */
