@@ -14,7 +14,7 @@ import {
   type ServiceProcess,
 } from './helpers/processes.ts';
 import type { ApiResponse } from './helpers/server.ts';
-import { createSlowTable, slowRowsPath, waitForScans } from './helpers/slow-table.ts';
+import { createSlowTable, holdTable, slowRowsPath, waitForScans } from './helpers/slow-table.ts';
 import { createRow, createTable, refreshSchemaVersion, type TestTable } from './helpers/workspace.ts';
 
 /**
@@ -131,11 +131,14 @@ describe('with REDIS_URL, the in-flight limit holds across API processes', () =>
 
   it('one credential holding its one slot on one process is refused on the other until the slot is given back', async () => {
     const org: TestOrg = await createOrg(prisma);
-    const table: TestTable = await createSlowTable(api.one, org, 120_000);
+    const table: TestTable = await createSlowTable(api.one, org, 100);
     const { apiKey: reader } = await addMember(prisma, org.orgId, 'member');
+    // The read waits on the test's lock on its table, holding its slot until the lock is released.
+    const hold = await holdTable(api.one, table);
     const holding = api.one.request('GET', slowRowsPath(table), { token: reader });
     await waitForScans(api.one, table, (count) => count === 1, 60_000);
     expectRefused(await api.two.request('GET', `/v1/orgs/${org.orgId}/databases`, { token: reader }));
+    await hold.release();
     const held = await holding;
     expect(held.status, held.text).toBe(200);
     expect(held.body.data).toEqual([]);

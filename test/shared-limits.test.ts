@@ -10,7 +10,7 @@ import { createLogger } from '../src/kernel/log.ts';
 import { expectError } from './helpers/expectations.ts';
 import { createOrg, type TestOrg } from './helpers/factories.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { createSlowTable, slowRowsPath, waitForScans } from './helpers/slow-table.ts';
+import { createSlowTable, holdTable, slowRowsPath, waitForScans } from './helpers/slow-table.ts';
 import type { TestTable } from './helpers/workspace.ts';
 import { checkedFetch } from './helpers/contract.ts';
 
@@ -70,7 +70,7 @@ afterAll(async () => {
 describe('limits shared through Redis', () => {
   let table: TestTable;
   beforeAll(async () => {
-    table = await createSlowTable(base, org, 120_000);
+    table = await createSlowTable(base, org, 100);
   }, 60_000);
 
   it("counts one credential's rate across processes", async () => {
@@ -86,10 +86,13 @@ describe('limits shared through Redis', () => {
   it("counts one credential's requests in flight across processes", async () => {
     const limits = { RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '1', CONCURRENCY_QUEUE: '0' };
     const [one, two] = [await processOf(limits), await processOf(limits)];
+    // The read waits on the test's lock on its table, holding its slot until the lock is released.
+    const hold = await holdTable(base, table);
     const holding = get(one, slowRowsPath(table), org.adminKey);
     await waitForScans(base, table, (count) => count === 1);
     const refused = await get(two, `/v1/orgs/${org.orgId}/databases`, org.adminKey);
     expectError(refused as never, 429, 'RATE_LIMITED');
+    await hold.release();
     expect((await holding).status).toBe(200);
     // The slot was given back: the other process admits the credential again.
     expect((await get(two, `/v1/orgs/${org.orgId}/databases`, org.adminKey)).status).toBe(200);
