@@ -1,6 +1,13 @@
 import type { SqlExecutor } from '../db/sql.ts';
 import { schemaOf } from '../data/identifiers.ts';
-import { jsonObject, plainJsonString, utcTimestamp, type Statement } from '../data/statement.ts';
+import {
+  jsonObject,
+  jsonObjectPieces,
+  plainJsonPieces,
+  plainJsonString,
+  utcTimestamp,
+  type Statement,
+} from '../data/statement.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { RawJson } from '../kernel/raw-json.ts';
 
@@ -99,6 +106,20 @@ export function encodeChangeCursor(databaseId: string, at: FeedPosition): string
   return Buffer.from(`${CURSOR_VERSION}.${databaseId}.${at.position}.${at.seq}`).toString('base64url');
 }
 
+/**
+ * `encodeChangeCursor` for the many changes of one page, from their position and seq as PostgreSQL prints them.
+ * The text before the position, `c1.<databaseId>.`, is 30 bytes, whole base64 groups, so its encoding starts every
+ * cursor of the database and is made once per page: encoding each cursor whole was 4.6 % of the service's CPU per
+ * page of 1,000 changes (BENCH_PROFILE=1, bench/changes.bench.ts row 3).
+ */
+export function changeCursorEncoder(databaseId: string): (position: string, seq: string) => string {
+  const head = `${CURSOR_VERSION}.${databaseId}.`;
+  if (Buffer.byteLength(head) % 3 !== 0)
+    return (position, seq) => encodeChangeCursor(databaseId, { position: BigInt(position), seq: BigInt(seq) });
+  const prefix = Buffer.from(head).toString('base64url');
+  return (position, seq) => prefix + Buffer.from(`${position}.${seq}`).toString('base64url');
+}
+
 export function invalidChangeCursor(): DomainError {
   return new DomainError(
     'CURSOR_INVALID',
@@ -195,8 +216,11 @@ export function selectChangePage(
  * SQL cost PostgreSQL 1.5 µs a change, more than all the other members but `values`). Built by PostgreSQL so that an
  * answer passes it on unparsed instead of parsing the driver's rows into objects, resolving 14 leaves per change,
  * walking them for the answer's size and stringifying them again (a page: 1,000). Ids are `char(26)` ULIDs, quoted
- * as they are (concatenation drops a `char`'s padding, and a ULID has none); `kind` and the actor's kind go through
- * `to_json`. `values` and `previous` are jsonb as PostgreSQL prints it: a space after each `:` and `,`.
+ * as they are (concatenation drops a `char`'s padding, and a ULID has none), and so is `kind`, which only the feed's
+ * triggers write, from `CHANGE_KINDS`; the actor's kind, copied from the cell history (which a backup restore
+ * brings back from its archive), goes through `to_json`. Written as pieces, so each member's quotes and the
+ * punctuation between members are one literal (`concatenation`). `values` and `previous` are jsonb as PostgreSQL
+ * prints it: a space after each `:` and `,`.
  */
 export function selectChangeJsonPage(
   databaseId: string,
@@ -205,20 +229,20 @@ export function selectChangeJsonPage(
   tableIds: readonly string[] | null,
 ): Statement {
   const change = jsonObject([
-    ['kind', 'to_json(c.kind)::text'],
-    ['tableId', plainJsonString('c.table_id')],
+    ['kind', plainJsonPieces('c.kind')],
+    ['tableId', plainJsonPieces('c.table_id')],
     ['rowId', `coalesce(${plainJsonString('c.row_id')}, 'null')`],
     ['version', `coalesce(${plainJsonString('c.version::text')}, 'null')`],
     ['schemaVersion', `coalesce(c.schema_version::text, 'null')`],
-    ['mutationId', plainJsonString('c.mutation_id')],
+    ['mutationId', plainJsonPieces('c.mutation_id')],
     [
       'actor',
-      jsonObject([
-        ['id', plainJsonString('c.actor_id')],
+      jsonObjectPieces([
+        ['id', plainJsonPieces('c.actor_id')],
         ['kind', 'to_json(c.actor_kind)::text'],
       ]),
     ],
-    ['committedAt', plainJsonString(utcTimestamp('cc.committed_at'))],
+    ['committedAt', plainJsonPieces(utcTimestamp('cc.committed_at'))],
     ['values', `coalesce(c."values"::text, 'null')`],
     ['previous', `coalesce(c.previous::text, 'null')`],
   ]);
@@ -318,13 +342,14 @@ function toChange(databaseId: string, record: ChangeRecord): Change {
   return change;
 }
 
-interface FeedState {
+/** A feed's newest change and its retention watermark (the last change pruned). */
+export interface FeedState {
   head: FeedPosition;
   pruned: FeedPosition;
 }
 
 /** Sequences what committed since the last read, then answers the head and the retention watermark. */
-async function sequence(client: SqlExecutor, databaseId: string): Promise<FeedState> {
+export async function sequenceFeed(client: SqlExecutor, databaseId: string): Promise<FeedState> {
   const [row] = await client.run<{ headPosition: string; headSeq: string; prunedPosition: string; prunedSeq: string }>(
     sequenceChanges(databaseId),
   );
@@ -337,7 +362,7 @@ async function sequence(client: SqlExecutor, databaseId: string): Promise<FeedSt
 
 /** The newest committed change of the database (the retention watermark when nothing newer is kept). */
 export async function readHead(client: SqlExecutor, databaseId: string): Promise<FeedPosition> {
-  return (await sequence(client, databaseId)).head;
+  return (await sequenceFeed(client, databaseId)).head;
 }
 
 export interface ReadChanges {
@@ -350,6 +375,11 @@ export interface ReadChanges {
   retentionDays?: number;
 }
 
+/** Whether a reader at `after` is older than the retention watermark: a read answers 410 CURSOR_INVALID. */
+export function prunedPast(after: FeedPosition, feed: FeedState): boolean {
+  return before(after, feed.pruned);
+}
+
 /** Where a page starts: `after` checked against the feed's retention, once the feed is sequenced. */
 async function pageStart(
   client: SqlExecutor,
@@ -358,22 +388,19 @@ async function pageStart(
   const { databaseId, limit } = input;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CHANGE_PAGE) throw new Error(`Not a page size: ${limit}`);
   const after = input.after === null ? FEED_START : decodeChangeCursor(databaseId, input.after);
-  const feed = await sequence(client, databaseId);
-  if (input.after !== null && before(after, feed.pruned)) throw expiredChangeCursor(input.retentionDays ?? 7);
+  const feed = await sequenceFeed(client, databaseId);
+  if (input.after !== null && prunedPast(after, feed)) throw expiredChangeCursor(input.retentionDays ?? 7);
   const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
   return { after, head: feed.head, tableIds };
 }
 
 /**
- * The cursor after a page: its last change's, else (an empty page) the `after` cursor, or the head when reading from
- * the start, so that a reader polling with it never falls behind the retention watermark while nothing happens.
+ * The cursor after an empty page: the `after` cursor, or the head when reading from the start, so that a reader
+ * polling with it never falls behind the retention watermark while nothing happens. A page with changes answers its
+ * last change's cursor.
  */
-function cursorAfter(
-  input: ReadChanges,
-  start: { after: FeedPosition; head: FeedPosition },
-  last?: FeedPosition,
-): string {
-  return encodeChangeCursor(input.databaseId, last ?? (input.after !== null ? start.after : start.head));
+function cursorAfter(input: ReadChanges, start: { after: FeedPosition; head: FeedPosition }): string {
+  return encodeChangeCursor(input.databaseId, input.after !== null ? start.after : start.head);
 }
 
 /**
@@ -396,21 +423,30 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
  * GraphQL selection of some of their members.
  */
 export async function readChangesAsJson(client: SqlExecutor, input: ReadChanges): Promise<ChangeJsonPage> {
+  return (await readChangesAsJsonAtHead(client, input)).page;
+}
+
+/** `readChangesAsJson`, and the feed's head as its read sequenced it (for a page read ahead, src/catalog/change-read-ahead.ts). */
+export async function readChangesAsJsonAtHead(
+  client: SqlExecutor,
+  input: ReadChanges,
+): Promise<{ page: ChangeJsonPage; head: FeedPosition }> {
   const start = await pageStart(client, input);
   const records = await client.run<{ position: string; seq: string; change: string }>(
     selectChangeJsonPage(input.databaseId, start.after, input.limit, start.tableIds),
   );
-  const data = records.slice(0, input.limit).map((record) => {
-    const cursor = encodeChangeCursor(input.databaseId, { position: BigInt(record.position), seq: BigInt(record.seq) });
+  const cursorOf = changeCursorEncoder(input.databaseId);
+  const data = records.slice(0, input.limit).map(
     // `change` is `{"kind":…}`: the cursor goes in as its first member.
-    return new RawJson(`{"cursor":"${cursor}",${record.change.slice(1)}`);
-  });
+    (record) => new RawJson(`{"cursor":"${cursorOf(record.position, record.seq)}",${record.change.slice(1)}`),
+  );
   const last = records[data.length - 1];
-  return {
+  const page = {
     data,
-    nextCursor: cursorAfter(input, start, last && { position: BigInt(last.position), seq: BigInt(last.seq) }),
+    nextCursor: last ? cursorOf(last.position, last.seq) : cursorAfter(input, start),
     hasMore: records.length > input.limit,
   };
+  return { page, head: start.head };
 }
 
 /** `SET LOCAL` for a transaction whose writes must not reach the feed (a backup restore building its staging copy). */
