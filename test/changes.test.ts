@@ -1,14 +1,13 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChangeReadAhead } from '../src/catalog/change-read-ahead.ts';
-import { encodeChangeCursor, readChangesAsJson, type ReadChanges } from '../src/catalog/changes.ts';
+import { encodeChangeCursor } from '../src/catalog/changes.ts';
 import { ChangeHeadResponse, ChangePageResponse } from '../src/contracts/changes.ts';
 import { pgExecutor } from '../src/db/sql.ts';
 import { rowsTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { pruneChangeFeed } from '../src/jobs/kinds/changes/pruneChanges.ts';
 import { openEventStream } from './helpers/event-stream.ts';
 import { expectError } from './helpers/expectations.ts';
-import { addMember, createOrg, createTeamKey, idempotencyKey, type TestOrg } from './helpers/factories.ts';
+import { addMember, createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { importPreviewed, preview } from './helpers/jobs.ts';
 import { appliedChange } from './helpers/schema-changes.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -400,72 +399,6 @@ describe('GET …/changes: pages, cursors and retention', () => {
     expect(await head(table.databaseId)).toBe(old);
     await created(table, { Code: 'new' });
     expect((await feed(table.databaseId, `?after=${old}`)).data.map((change) => change.kind)).toEqual(['row.created']);
-  });
-});
-
-describe('reading ahead: the next page is read while the reader takes this one', () => {
-  const sql = () => pgExecutor(pool);
-  /** A table whose feed holds its table.created and one row.created per code. */
-  async function feedWith(codes: string[]) {
-    const table = await codedTable();
-    for (const Code of codes) await created(table, { Code });
-    return table;
-  }
-  const firstPage = (databaseId: string): ReadChanges => ({ databaseId, after: null, limit: 1, tableIds: null });
-
-  it('answers the page read ahead as a read now answers it, once', async () => {
-    const table = await feedWith(['a', 'b']);
-    const readAhead = new ChangeReadAhead(sql());
-    const input = firstPage(table.databaseId);
-    const first = await readChangesAsJson(sql(), input);
-    await readAhead.ahead(input, first);
-    const next = { ...input, after: first.nextCursor };
-    expect(await readAhead.take(next)).toEqual(await readChangesAsJson(sql(), next));
-    expect(await readAhead.take(next)).toBeUndefined();
-  });
-
-  it('not once retention pruned past its cursor: the read answers 410 CURSOR_INVALID', async () => {
-    const table = await feedWith(['a', 'b']);
-    const readAhead = new ChangeReadAhead(sql());
-    const input = firstPage(table.databaseId);
-    const first = await readChangesAsJson(sql(), input);
-    await readAhead.ahead(input, first);
-    await pruneChangeFeed(sql(), 7, new Date(Date.now() + 8 * 86_400_000));
-    expect(await readAhead.take({ ...input, after: first.nextCursor })).toBeUndefined();
-    const stale = await suite.server.request('GET', `${feedPath(table.databaseId)}?limit=1&after=${first.nextCursor}`, {
-      token: admin(),
-    });
-    expectError(stale, 410, 'CURSOR_INVALID');
-  });
-
-  it('not a page that reached the feed’s end once a commit was positioned after it', async () => {
-    const table = await feedWith(['a']);
-    const readAhead = new ChangeReadAhead(sql());
-    const input = firstPage(table.databaseId);
-    const first = await readChangesAsJson(sql(), input);
-    await readAhead.ahead(input, first);
-    await created(table, { Code: 'b' });
-    expect(await readAhead.take({ ...input, after: first.nextCursor })).toBeUndefined();
-    const next = await feed(table.databaseId, `?limit=1&after=${first.nextCursor}`);
-    expect(next.data.map((change) => change.values?.[table.fields.Code!])).toEqual(['a']);
-    expect(next.hasMore).toBe(true);
-  });
-
-  it('authority is the caller’s at call time: another org’s admin and a key revoked after the first page are refused', async () => {
-    const table = await feedWith(['a', 'b']);
-    const outsider = await createOrg(suite.server.prisma);
-    const key = await createTeamKey(suite.server.prisma, suite.org, 'read');
-    const first = await feed(table.databaseId, '?limit=1', key);
-    expect(first.hasMore).toBe(true);
-    const nextPath = `${feedPath(table.databaseId)}?limit=1&after=${first.nextCursor}`;
-    expectError(await suite.server.request('GET', nextPath, { token: outsider.adminKey }), 404, 'RESOURCE_NOT_FOUND');
-    await suite.server.prisma.apiKey.updateMany({
-      where: { orgId: suite.org.orgId, scope: 'team', revokedAt: null },
-      data: { revokedAt: new Date() },
-    });
-    expectError(await suite.server.request('GET', nextPath, { token: key }), 401, 'UNAUTHENTICATED');
-    const next = await feed(table.databaseId, `?limit=1&after=${first.nextCursor}`);
-    expect(next.data.map((change) => change.values?.[table.fields.Code!])).toEqual(['a']);
   });
 });
 

@@ -342,14 +342,13 @@ function toChange(databaseId: string, record: ChangeRecord): Change {
   return change;
 }
 
-/** A feed's newest change and its retention watermark (the last change pruned). */
-export interface FeedState {
+interface FeedState {
   head: FeedPosition;
   pruned: FeedPosition;
 }
 
 /** Sequences what committed since the last read, then answers the head and the retention watermark. */
-export async function sequenceFeed(client: SqlExecutor, databaseId: string): Promise<FeedState> {
+async function sequence(client: SqlExecutor, databaseId: string): Promise<FeedState> {
   const [row] = await client.run<{ headPosition: string; headSeq: string; prunedPosition: string; prunedSeq: string }>(
     sequenceChanges(databaseId),
   );
@@ -362,7 +361,7 @@ export async function sequenceFeed(client: SqlExecutor, databaseId: string): Pro
 
 /** The newest committed change of the database (the retention watermark when nothing newer is kept). */
 export async function readHead(client: SqlExecutor, databaseId: string): Promise<FeedPosition> {
-  return (await sequenceFeed(client, databaseId)).head;
+  return (await sequence(client, databaseId)).head;
 }
 
 export interface ReadChanges {
@@ -375,11 +374,6 @@ export interface ReadChanges {
   retentionDays?: number;
 }
 
-/** Whether a reader at `after` is older than the retention watermark: a read answers 410 CURSOR_INVALID. */
-export function prunedPast(after: FeedPosition, feed: FeedState): boolean {
-  return before(after, feed.pruned);
-}
-
 /** Where a page starts: `after` checked against the feed's retention, once the feed is sequenced. */
 async function pageStart(
   client: SqlExecutor,
@@ -388,8 +382,8 @@ async function pageStart(
   const { databaseId, limit } = input;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CHANGE_PAGE) throw new Error(`Not a page size: ${limit}`);
   const after = input.after === null ? FEED_START : decodeChangeCursor(databaseId, input.after);
-  const feed = await sequenceFeed(client, databaseId);
-  if (input.after !== null && prunedPast(after, feed)) throw expiredChangeCursor(input.retentionDays ?? 7);
+  const feed = await sequence(client, databaseId);
+  if (input.after !== null && before(after, feed.pruned)) throw expiredChangeCursor(input.retentionDays ?? 7);
   const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
   return { after, head: feed.head, tableIds };
 }
@@ -423,14 +417,6 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
  * GraphQL selection of some of their members.
  */
 export async function readChangesAsJson(client: SqlExecutor, input: ReadChanges): Promise<ChangeJsonPage> {
-  return (await readChangesAsJsonAtHead(client, input)).page;
-}
-
-/** `readChangesAsJson`, and the feed's head as its read sequenced it (for a page read ahead, src/catalog/change-read-ahead.ts). */
-export async function readChangesAsJsonAtHead(
-  client: SqlExecutor,
-  input: ReadChanges,
-): Promise<{ page: ChangeJsonPage; head: FeedPosition }> {
   const start = await pageStart(client, input);
   const records = await client.run<{ position: string; seq: string; change: string }>(
     selectChangeJsonPage(input.databaseId, start.after, input.limit, start.tableIds),
@@ -441,12 +427,11 @@ export async function readChangesAsJsonAtHead(
     (record) => new RawJson(`{"cursor":"${cursorOf(record.position, record.seq)}",${record.change.slice(1)}`),
   );
   const last = records[data.length - 1];
-  const page = {
+  return {
     data,
     nextCursor: last ? cursorOf(last.position, last.seq) : cursorAfter(input, start),
     hasMore: records.length > input.limit,
   };
-  return { page, head: start.head };
 }
 
 /** `SET LOCAL` for a transaction whose writes must not reach the feed (a backup restore building its staging copy). */

@@ -5,7 +5,6 @@ import {
   readHead,
   type ChangeAnswer,
   type ChangeJsonPage,
-  type ReadChanges,
 } from '../../catalog/changes.ts';
 import { ChangesQuery, RowChangesQuery } from '../../contracts/changes.ts';
 import type { FeedArming } from '../../catalog/change-arming.ts';
@@ -84,39 +83,15 @@ function defined(args: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null && value !== undefined));
 }
 
-function changesInput(
-  context: Context,
-  databaseId: string,
-  tableId: string | undefined,
-  after: string | null,
-  limit: number,
-): ReadChanges {
-  return {
-    databaseId,
-    after,
-    limit,
-    tableIds: tableId ? [tableId] : null,
-    retentionDays: context.config.CHANGE_RETENTION_DAYS,
-  };
-}
-
 function reader(context: Context, databaseId: string, tableId: string | undefined) {
   return (after: string | null, limit: number) =>
-    readChangesAsJson(dataPlane(context), changesInput(context, databaseId, tableId, after, limit));
-}
-
-/**
- * `reader` for a reader of pages: the page read ahead for its cursor when that is still what a read answers, and
- * the next page read ahead while this one is answered (ChangeReadAhead). Called after the request's guards.
- */
-function pageReader(context: Context, databaseId: string, tableId: string | undefined) {
-  return async (after: string | null, limit: number) => {
-    const input = changesInput(context, databaseId, tableId, after, limit);
-    const page = (await context.changeReadAhead.take(input)) ?? (await readChangesAsJson(dataPlane(context), input));
-    // Not awaited: the next page is read while this one is answered (it never rejects).
-    void context.changeReadAhead.ahead(input, page);
-    return page;
-  };
+    readChangesAsJson(dataPlane(context), {
+      databaseId,
+      after,
+      limit,
+      tableIds: tableId ? [tableId] : null,
+      retentionDays: context.config.CHANGE_RETENTION_DAYS,
+    });
 }
 
 /**
@@ -131,7 +106,7 @@ async function changesPage(
   query: ChangesQuery,
 ): Promise<ChangeJsonPage> {
   await requireDatabase(context.prisma, orgId, databaseId);
-  const read = pageReader(context, databaseId, query.tableId);
+  const read = reader(context, databaseId, query.tableId);
   if (query.wait === undefined) return read(query.after ?? null, query.limit);
   const abort = new AbortController();
   const lease = await acquireStream(context, orgId, 'rows:read', () => abort.abort());

@@ -1,5 +1,4 @@
 import type { FeedArming } from '../../catalog/change-arming.ts';
-import type { ChangeReadAhead } from '../../catalog/change-read-ahead.ts';
 import type { Config } from '../../kernel/config.ts';
 import type { ChannelListener } from '../../db/listener.ts';
 import { sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
@@ -32,8 +31,6 @@ export interface Context {
   changeSignals: ChannelListener;
   /** This process's arming of change feeds: a reader about to wait asks the next commit for a NOTIFY. */
   changeArms: FeedArming;
-  /** This process's pages read ahead for readers catching up on a change feed (src/catalog/change-read-ahead.ts). */
-  changeReadAhead: ChangeReadAhead;
   /** This process's open event streams, capped per credential and org (src/kernel/stream-limits.ts). */
   streams: StreamRegistry;
   /** Resolves this request's credential again, as it is now: open streams re-check their authority with it. */

@@ -1,4 +1,3 @@
-import { ChangeReadAhead } from '../../catalog/change-read-ahead.ts';
 import { FeedArming } from '../../catalog/change-arming.ts';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../../kernel/config.ts';
@@ -116,7 +115,6 @@ export function createGraphServer(
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
   const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
   const changeArms = new FeedArming(pgExecutor(sqlPoolOf(prisma)), (databaseId) => changeSignals.version(databaseId));
-  const changeReadAhead = new ChangeReadAhead(pgExecutor(sqlPoolOf(prisma)));
   const streams = new StreamRegistry(
     {
       perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
@@ -162,7 +160,6 @@ export function createGraphServer(
       jobUpdates,
       changeSignals,
       changeArms,
-      changeReadAhead,
       streams,
       resolveCallerAgain: () => resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
     }),
