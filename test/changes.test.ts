@@ -342,6 +342,47 @@ describe('what is not committed is not recorded', () => {
   });
 });
 
+describe("the triggers' static statements (run under the schema's search_path)", () => {
+  it('record into the schema’s feed whatever the writer’s search_path, and put that search_path back', async () => {
+    const table = await codedTable();
+    const start = await head(table.databaseId);
+    const rowId = '01ARZ3NDEKTSV4RRFFQ69G5FAW';
+    const client = await pool.connect();
+    try {
+      const schema = schemaOf(table.databaseId);
+      await client.query('BEGIN');
+      // Tables of the session's own, named and shaped like the feed's and first in its search_path: the triggers
+      // must write past them into the schema's feed.
+      await client.query(`CREATE TEMP TABLE changes (LIKE ${schema}.changes INCLUDING DEFAULTS) ON COMMIT DROP`);
+      await client.query(
+        `CREATE TEMP TABLE change_commits (LIKE ${schema}.change_commits INCLUDING ALL) ON COMMIT DROP`,
+      );
+      await client.query('SET LOCAL search_path = pg_temp, public');
+      await client.query(
+        `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId)} (id, created_at, updated_at, f_${table.fields.Code!.toLowerCase()})
+        VALUES ($1, now(), now(), 'x')`,
+        [rowId],
+      );
+      await client.query(
+        `INSERT INTO ${rowsTableOf(table.databaseId, table.tableId).replace('"t_', '"h_')}
+        (row_id, version, field_id, operation, value, mutation_id, actor_id, actor_kind, actor_name, changed_at)
+        VALUES ($3, 1, $1, 'create', '"x"', $3, $2, 'user', 'A', now())`,
+        [table.fields.Code, actorId, rowId],
+      );
+      const inside = await client.query(
+        `SELECT current_setting('search_path') AS path, (SELECT count(*)::int FROM pg_temp.changes) AS captured`,
+      );
+      expect(inside.rows[0]).toEqual({ path: 'pg_temp, public', captured: 0 });
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    expect((await changesAfter(table.databaseId, start)).map(({ kind, rowId }) => ({ kind, rowId }))).toEqual([
+      { kind: 'row.created', rowId },
+    ]);
+  });
+});
+
 describe('GET …/changes: pages, cursors and retention', () => {
   it('follows nextCursor through every change once, oldest first, and filters by tableId', async () => {
     const databaseId = await createDatabase(suite.server, suite.org);
