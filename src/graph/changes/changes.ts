@@ -267,7 +267,7 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, args, context) => {
       const { orgId, databaseId, ...rest } = args;
       const query = parseOrThrow(RowChangesQuery, defined(rest));
-      let wake = () => undefined as void;
+      let wake: () => void = () => {};
       const lease = await acquireStream(context, String(orgId), 'rows:read', () => wake());
       let signal: ChangeSignal | undefined;
       try {
