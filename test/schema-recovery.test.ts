@@ -3,6 +3,8 @@ import { once } from 'node:events';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
+import { startWorker } from '../src/jobs/start-worker.ts';
+import { createLogger } from '../src/kernel/log.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { allRows, controlJob, tableActivity } from './helpers/jobs.ts';
 import { conversionLeftovers, NO_LEFTOVERS, schemaChangeApi } from './helpers/schema-changes.ts';
@@ -12,8 +14,10 @@ import { createTable, type TestTable } from './helpers/workspace.ts';
 /**
  * A conversion whose worker is killed mid-backfill resumes on another worker to the same result, and a conversion
  * cancelled mid-backfill leaves the table exactly as it was (and runs again to completion on retry). The server
- * runs no worker; workers are `dist/worker.js` processes. The backfill is held at exact points by row locks the
- * test takes (no sleeps): pg_stat_activity shows when the worker waits on them.
+ * runs no worker. The workers that are killed are `dist/worker.js` processes with a 2 s lease; the others (the
+ * one that resumes, the one whose job is cancelled) run in the test's process: another worker all the same, without
+ * the ~2 s of CPU a process takes to start. The backfill is held at exact points by row locks the test takes (no
+ * sleeps): pg_stat_activity shows when the worker waits on them.
  */
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
 const admin = () => suite.org.adminKey;
@@ -30,7 +34,7 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.kill()));
 });
 
-function spawnWorker(leaseSeconds: number): WorkerProcess {
+function spawnWorker(): WorkerProcess {
   // The built worker (test/global-setup.ts builds dist/ from the sources under test), as `npm run worker` runs it.
   const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
@@ -38,7 +42,7 @@ function spawnWorker(leaseSeconds: number): WorkerProcess {
     env: {
       ...process.env,
       DATABASE_URL: suite.server.database.url,
-      JOB_LEASE_SECONDS: String(leaseSeconds),
+      JOB_LEASE_SECONDS: '2',
       LOG_LEVEL: 'silent',
       JOB_POLL_MS: '50',
       NODE_ENV: 'test',
@@ -53,6 +57,14 @@ function spawnWorker(leaseSeconds: number): WorkerProcess {
   };
   workers.push(worker);
   return worker;
+}
+
+/** A worker in this process, polling as often as the spawned ones. */
+function localWorker(): WorkerProcess {
+  const worker = startWorker(suite.server.prisma, { ...suite.server.config, JOB_POLL_MS: 50 }, createLogger('silent'));
+  const handle = { kill: () => worker.stop() };
+  workers.push(handle);
+  return handle;
 }
 
 /** A test-held connection: its transaction's locks hold the worker at a known point. */
@@ -199,7 +211,7 @@ const CONVERT = (table: TestTable): Body => ({
 describe('a worker killed mid-backfill', () => {
   it('resumes on a second worker from its last checkpoint to the same result as an uninterrupted run', async () => {
     const table = await seededTable();
-    spawnWorker(2);
+    spawnWorker();
     const job = await holdInsideBackfill(table, CONVERT(table));
     const killed = workers[0]!;
     await killed.kill();
@@ -217,7 +229,7 @@ describe('a worker killed mid-backfill', () => {
     const atKill = await journalOf(job.jobId);
     expect(atKill).toMatchObject({ state: 'running', attempts: 1, journal: { phase: 'backfill', done: job.done } });
 
-    spawnWorker(2);
+    localWorker();
     const resumed = await finished(job.statusUrl);
     expect((await journalOf(job.jobId)).attempts).toBe(2);
     expect(resumed.state, JSON.stringify(resumed)).toBe('partially_completed');
@@ -255,7 +267,7 @@ describe('cancelling a running conversion', () => {
     const table = await seededTable();
     const schemaBefore = await schemaOf(table);
     const codesBefore = await codes(table);
-    spawnWorker(30);
+    localWorker();
     const job = await holdInsideBackfill(table, CONVERT(table));
     const during = await leftovers(table);
     expect(during.columns).toEqual([`x_${job.jobId.toLowerCase()}`]);
@@ -302,7 +314,7 @@ describe('cancelling a running conversion', () => {
 
   it('a failed conversion, retried once its bad values are fixed, succeeds', async () => {
     const table = await seededTable();
-    spawnWorker(30);
+    localWorker();
     const handle = accepted(await apply(table, { kind: 'convert_field', fieldId: table.fields.Code, type: 'integer' }));
     const failed = await finished(handle.statusUrl);
     expect(failed.state).toBe('failed');
@@ -340,7 +352,7 @@ describe('a worker killed during an online unique-rule build', () => {
       `UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`,
       [seededId(1)],
     );
-    spawnWorker(2);
+    spawnWorker();
     const handle = accepted(await apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }));
     await lockWait('CREATE UNIQUE INDEX CONCURRENTLY%');
     await workers[0]!.kill();
@@ -356,7 +368,7 @@ describe('a worker killed during an online unique-rule build', () => {
     expect(await journalOf(handle.jobId)).toMatchObject({ state: 'running', attempts: 1, journal: { phase: 'build' } });
     expect((await schemaOf(table)).uniqueRules).toEqual([]);
 
-    spawnWorker(2);
+    localWorker();
     const job = await finished(handle.statusUrl);
     expect(job.state, JSON.stringify(job)).toBe('succeeded');
     expect((await journalOf(handle.jobId)).attempts).toBe(2);
@@ -396,7 +408,7 @@ describe('cancelling a running unique-rule build', () => {
       `UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`,
       [seededId(1)],
     );
-    spawnWorker(30);
+    localWorker();
     const handle = accepted(await apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }));
     await lockWait('CREATE UNIQUE INDEX CONCURRENTLY%');
     const cancel = await controlJob(suite.server, admin(), suite.org.orgId, handle.jobId, 'cancel');
