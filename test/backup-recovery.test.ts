@@ -4,7 +4,9 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
+import { columnOf, historyTableOf, rowsTableOf } from '../src/data/identifiers.ts';
+import { startWorker } from '../src/jobs/start-worker.ts';
+import { createLogger } from '../src/kernel/log.ts';
 import {
   backupDir,
   databasePath,
@@ -14,20 +16,26 @@ import {
   requestRestore,
   strayStagingSchemas,
 } from './helpers/backups.ts';
+import { MANIFEST, rowsFileOf } from '../src/jobs/kinds/backups/archive-format.ts';
 import { idempotencyKey } from './helpers/factories.ts';
+import { holdTables, waitFor } from './helpers/job-holds.ts';
 import { waitForJob } from './helpers/jobs.ts';
+import type { ApiResponse } from './helpers/server.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
-import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
+import { addUniqueRule, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
 /**
  * Backups under writes and under SIGKILL (issue 16). The server runs no worker; the workers are `dist/worker.js`
- * processes with a 2 s lease, killed (no handover) while they copy, and a second one finishes the job.
+ * processes with a 2 s lease, killed (no handover) while a hold keeps them mid-job, and a second one finishes it.
  */
 const dir = backupDir();
 const suite = useServerWithOrg({ RUN_WORKER: 'false', BACKUP_DIR: dir });
 const admin = () => suite.org.adminKey;
 const server = () => suite.server;
 const orgId = () => suite.org.orgId;
+/** The backed-up rows, and what is left of them when the restore starts: enough to tell one content from the other. */
+const ROWS = 20_000;
+const CHANGED = 15_000;
 
 function spawnWorker(): { child: ChildProcess; kill(): Promise<void> } {
   const child = spawn(process.execPath, ['dist/worker.js'], {
@@ -81,7 +89,7 @@ async function rawSql(text: string): Promise<void> {
   }
 }
 
-/** `count` rows written straight into the physical table (fast), with the catalog's count to match. */
+/** `count` rows written straight into the physical table (fast), with the catalog's count to match; names are unique. */
 async function fill(table: TestTable, count: number): Promise<void> {
   const column = columnOf(table.fields.Name!);
   await rawSql(
@@ -91,12 +99,47 @@ async function fill(table: TestTable, count: number): Promise<void> {
   await server().prisma.dataTable.update({ where: { id: table.tableId }, data: { rowCount: count } });
 }
 
-const copying = (direction: 'TO' | 'FROM') => async () => {
-  const rows = await server().prisma.$queryRawUnsafe<unknown[]>(
-    `SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY %${direction} STDOUT%' OR (state = 'active' AND query LIKE 'COPY %${direction} STDIN%')`,
+let builds = 0;
+
+/**
+ * Holds a restore inside the one transaction that builds its staging schema, after every row and history entry is
+ * loaded: an event trigger makes the build's first unique-rule index (`u_…`, built after the rows, as pg_restore
+ * does) in a schema that no database owns yet wait on an advisory lock this test holds. Killed there, the worker
+ * leaves a whole uncommitted copy, the latest point at which a half-restored database could show.
+ */
+async function holdStagingBuild(): Promise<{ reached(): Promise<void>; release(): Promise<void> }> {
+  builds += 1;
+  const lock = 716_411 + builds;
+  const name = `test_hold_build_${builds}`;
+  const client = new pg.Client({ connectionString: server().database.url });
+  await client.connect();
+  await client.query(`SELECT pg_advisory_lock(${lock})`);
+  await client.query(`CREATE FUNCTION ${name}() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF EXISTS (SELECT 1 FROM pg_event_trigger_ddl_commands() c WHERE c.object_type = 'index'
+                 AND c.object_identity LIKE 'd\\_%.u\\_%'
+                 AND NOT EXISTS (SELECT 1 FROM public.databases d WHERE 'd_' || lower(trim(d.id)) = c.schema_name))
+    THEN PERFORM pg_advisory_xact_lock(${lock}); END IF; END $$`);
+  await client.query(
+    `CREATE EVENT TRIGGER ${name} ON ddl_command_end WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION ${name}()`,
   );
-  return rows.length > 0;
-};
+  let released = false;
+  return {
+    reached: () =>
+      waitFor(
+        client,
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = ${lock} AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+      ),
+    release: async () => {
+      if (released) return;
+      released = true;
+      // Unlock first: the held build may still run the trigger's function, which DROP would wait for.
+      await client.query(`SELECT pg_advisory_unlock(${lock})`);
+      await client.query(`DROP EVENT TRIGGER ${name}`);
+      await client.query(`DROP FUNCTION ${name}()`);
+      await client.end();
+    },
+  };
+}
 
 describe('a backup taken while writes go on', () => {
   it('holds exactly the rows of one instant, across tables', async () => {
@@ -158,77 +201,113 @@ describe('a backup taken while writes go on', () => {
 
 describe('a worker killed mid-backup and mid-restore', () => {
   it('resumes or restarts, ends correct, and never shows a half-restored database', async () => {
+    // Holds, not sizes, put each kill mid-job: the rows only tell the old content from the restored one.
     const table = await createTable(server(), suite.org, [{ name: 'Name', type: 'text' }]);
-    await fill(table, 400_000);
+    const ruleWorker = startWorker(server().prisma, server().config, createLogger('silent'));
+    try {
+      const rule = await addUniqueRule(server(), admin(), table, { fieldIds: ['Name'] });
+      expect(rule.job.state, JSON.stringify(rule.job)).toBe('succeeded');
+    } finally {
+      await ruleWorker.stop();
+    }
+    await fill(table, ROWS);
     const path = databasePath(orgId(), table.databaseId);
     await withWorkers(async (workers) => {
+      // The backup copies a table's rows, then its history: holding the history table keeps the worker
+      // mid-archive when it is killed, its snapshot open, the rows file written and the history not.
       const doomed = spawnWorker();
       workers.push(doomed);
-      const accepted = await server().request('POST', `${path}/backups`, {
-        token: admin(),
-        idempotencyKey: idempotencyKey(),
-      });
-      expect(accepted.status, accepted.text).toBe(202);
-      await until(copying('TO'), 'the backup to copy rows');
-      await doomed.kill();
+      const history = await holdTables(server().database.url, [historyTableOf(table.databaseId, table.tableId)]);
+      let accepted!: ApiResponse;
+      try {
+        accepted = await server().request('POST', `${path}/backups`, {
+          token: admin(),
+          idempotencyKey: idempotencyKey(),
+        });
+        expect(accepted.status, accepted.text).toBe(202);
+        await history.reached();
+        await doomed.kill();
+      } finally {
+        await history.release();
+      }
+      const jobDir = join(dir, orgId(), table.databaseId, accepted.body.jobId);
+      // Killed mid-archive: the rows file is written, the backup is not.
+      const atKill = readdirSync(jobDir, { recursive: true }).map(String);
+      expect(atKill, JSON.stringify(atKill)).toContain(rowsFileOf(table.tableId));
+      expect(atKill, JSON.stringify(atKill)).not.toContain(MANIFEST);
       workers.push(spawnWorker());
       const backup = await waitForJob(server(), admin(), accepted.body.statusUrl, undefined, 60_000);
       expect(backup.state, JSON.stringify(backup)).toBe('succeeded');
-      expect(backup.result.rows).toBe(400_000);
+      expect(backup.result.rows).toBe(ROWS);
       const job = await server().prisma.job.findUniqueOrThrow({ where: { id: backup.jobId } });
       expect(job.attempts).toBe(2);
-      const files = readdirSync(join(dir, orgId(), table.databaseId, backup.jobId), { recursive: true }).map(String);
+      const files = readdirSync(jobDir, { recursive: true }).map(String);
       expect(files.filter((file) => file.endsWith('.partial'))).toEqual([]);
 
-      // Change the database, then restore over it and kill the restoring worker while it loads rows.
+      // Change the database, then restore over it and kill the restoring worker with the copy loaded, uncommitted.
       const snapshot = await pictureOf(server(), table.databaseId);
-      await rawSql(`DELETE FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id > lpad('300000', 26, '0')`);
-      await server().prisma.dataTable.update({ where: { id: table.tableId }, data: { rowCount: 300_000 } });
+      await rawSql(
+        `DELETE FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id > lpad('${CHANGED}', 26, '0')`,
+      );
+      await server().prisma.dataTable.update({ where: { id: table.tableId }, data: { rowCount: CHANGED } });
       const version = await databaseVersion(server(), admin(), orgId(), table.databaseId);
       const killer = spawnWorker();
       workers.push(killer);
-      const restore = await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, {
-        target: 'replace',
-        expectedVersion: version,
-      });
-      expect(restore.status, restore.text).toBe(202);
+      const build = await holdStagingBuild();
       const counts = new Set<number>();
       let done = false;
-      // A reader the whole time: the table holds the old 300,000 rows or the restored 400,000, never anything else.
-      const reader = (async () => {
-        while (!done) {
-          const [row] = await server().prisma.$queryRawUnsafe<{ count: number }[]>(
-            `SELECT count(*)::int AS count FROM ${rowsTableOf(table.databaseId, table.tableId)}`,
-          );
-          counts.add(row!.count);
-        }
-      })();
-      await until(copying('FROM'), 'the restore to load rows');
-      await killer.kill();
-      expect(await strayStagingSchemas(server())).toEqual([]);
+      let restore!: ApiResponse;
+      let reader: Promise<void> = Promise.resolve();
+      try {
+        restore = await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, {
+          target: 'replace',
+          expectedVersion: version,
+        });
+        expect(restore.status, restore.text).toBe(202);
+        // A reader the whole time: the table holds the old CHANGED rows or the restored ROWS, never anything else.
+        reader = (async () => {
+          while (!done) {
+            const [row] = await server().prisma.$queryRawUnsafe<{ count: number }[]>(
+              `SELECT count(*)::int AS count FROM ${rowsTableOf(table.databaseId, table.tableId)}`,
+            );
+            counts.add(row!.count);
+          }
+        })();
+        await build.reached();
+        await killer.kill();
+        expect(await strayStagingSchemas(server())).toEqual([]);
+      } finally {
+        await build.release();
+      }
       workers.push(spawnWorker());
       const restored = await waitForJob(server(), admin(), restore.body.statusUrl, undefined, 60_000);
       done = true;
       await reader;
       expect(restored.state, JSON.stringify(restored)).toBe('succeeded');
       expect(
-        [...counts].every((count) => count === 300_000 || count === 400_000),
+        [...counts].every((count) => count === CHANGED || count === ROWS),
         JSON.stringify([...counts]),
       ).toBe(true);
       expect(await pictureOf(server(), table.databaseId)).toEqual(snapshot);
       expect(await strayStagingSchemas(server())).toEqual([]);
 
-      // A new-database copy killed while it loads: no new database is listed until the copy is whole.
+      // A new-database copy killed with its copy loaded: no new database is listed until the copy is whole.
       const databasesBefore = await server().prisma.database.count({ where: { orgId: orgId() } });
       const copier = spawnWorker();
       workers.push(copier);
-      const copy = await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, {
-        target: 'new-database',
-      });
-      expect(copy.status, copy.text).toBe(202);
-      await until(copying('FROM'), 'the copy to load rows');
-      await copier.kill();
-      expect(await server().prisma.database.count({ where: { orgId: orgId() } })).toBe(databasesBefore);
+      const copyBuild = await holdStagingBuild();
+      let copy!: ApiResponse;
+      try {
+        copy = await requestRestore(server(), admin(), orgId(), table.databaseId, backup.jobId, {
+          target: 'new-database',
+        });
+        expect(copy.status, copy.text).toBe(202);
+        await copyBuild.reached();
+        await copier.kill();
+        expect(await server().prisma.database.count({ where: { orgId: orgId() } })).toBe(databasesBefore);
+      } finally {
+        await copyBuild.release();
+      }
       workers.push(spawnWorker());
       const copied = await waitForJob(server(), admin(), copy.body.statusUrl, undefined, 60_000);
       expect(copied.state, JSON.stringify(copied)).toBe('succeeded');
@@ -239,7 +318,7 @@ describe('a worker killed mid-backup and mid-restore', () => {
       const [rows] = await server().prisma.$queryRawUnsafe<{ count: number }[]>(
         `SELECT count(*)::int AS count FROM ${rowsTableOf(copied.result.databaseId, copied.result.tableIds[0].to)}`,
       );
-      expect(rows!.count).toBe(400_000);
+      expect(rows!.count).toBe(ROWS);
       expect(await strayStagingSchemas(server())).toEqual([]);
     });
   }, 180_000);

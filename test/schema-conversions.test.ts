@@ -605,10 +605,14 @@ async function holdRow(table: TestTable, rowId: string): Promise<Session> {
   return session;
 }
 
-const SEEDED = 30_000;
+/**
+ * Backfill batches are 5,000 rows, and a paused conversion has backfilled at most 10,000 (`startPaused`): with
+ * 21,000 rows, every row a test holds or changes ahead of the backfill (up to the pause + 10,001) exists.
+ */
+const SEEDED = 21_000;
 const seededId = (n: number) => `0${String(n).padStart(25, '0')}`;
 
-/** `SEEDED` rows in one statement (ids 0…01 … 0…30000, before any API-made ULID), Code = their number as text. */
+/** `SEEDED` rows in one statement (ids 0…01 … 0…21000, before any API-made ULID), Code = their number as text. */
 async function seededTable(): Promise<TestTable> {
   const table = await createTable(suite.server, suite.org, [
     { name: 'Name', type: 'text' },
@@ -664,7 +668,7 @@ describe('writes during a backfill', () => {
     // Between two steps: a new row, and rows the backfill has not reached.
     const early = await addRow(table, '-1');
     await patchCode(table, seededId(job.done + 5), '500005');
-    await patchCode(table, seededId(29_999), '529999');
+    await patchCode(table, seededId(SEEDED - 1), '520999');
 
     // Inside a step: the second batch from here waits on a row it holds; the batch before it is committed.
     const held = await holdRow(table, seededId(job.done + 7_345));
@@ -687,8 +691,8 @@ describe('writes during a backfill', () => {
     expect(Object.keys(values)).toHaveLength(SEEDED + 2);
     expect(values[early]).toBe(-1);
     expect(values[late]).toBe(77);
-    const changed = [2, job.done + 5, job.done + 4_999, 29_999];
-    expect(changed.map((n) => values[seededId(n)])).toEqual([200002, 500005, 525000, 529999]);
+    const changed = [2, job.done + 5, job.done + 4_999, SEEDED - 1];
+    expect(changed.map((n) => values[seededId(n)])).toEqual([200002, 500005, 525000, 520999]);
     // Every other seeded row holds its number.
     const written = new Set(changed);
     const wrong = [];

@@ -3,6 +3,8 @@ import { once } from 'node:events';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
+import { startWorker } from '../src/jobs/start-worker.ts';
+import { createLogger } from '../src/kernel/log.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { allRows, controlJob, tableActivity } from './helpers/jobs.ts';
 import { conversionLeftovers, NO_LEFTOVERS, schemaChangeApi } from './helpers/schema-changes.ts';
@@ -12,8 +14,10 @@ import { createTable, type TestTable } from './helpers/workspace.ts';
 /**
  * A conversion whose worker is killed mid-backfill resumes on another worker to the same result, and a conversion
  * cancelled mid-backfill leaves the table exactly as it was (and runs again to completion on retry). The server
- * runs no worker; workers are `dist/worker.js` processes. The backfill is held at exact points by row locks the
- * test takes (no sleeps): pg_stat_activity shows when the worker waits on them.
+ * runs no worker. The workers that are killed are `dist/worker.js` processes with a 2 s lease; the others (the
+ * one that resumes, the one whose job is cancelled) run in the test's process: another worker all the same, without
+ * the ~2 s of CPU a process takes to start. The backfill is held at exact points by row locks the test takes (no
+ * sleeps): pg_stat_activity shows when the worker waits on them.
  */
 const suite = useServerWithOrg({ RUN_WORKER: 'false' });
 const admin = () => suite.org.adminKey;
@@ -30,7 +34,7 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.kill()));
 });
 
-function spawnWorker(leaseSeconds: number): WorkerProcess {
+function spawnWorker(): WorkerProcess {
   // The built worker (test/global-setup.ts builds dist/ from the sources under test), as `npm run worker` runs it.
   const child = spawn(process.execPath, ['dist/worker.js'], {
     detached: true,
@@ -38,7 +42,7 @@ function spawnWorker(leaseSeconds: number): WorkerProcess {
     env: {
       ...process.env,
       DATABASE_URL: suite.server.database.url,
-      JOB_LEASE_SECONDS: String(leaseSeconds),
+      JOB_LEASE_SECONDS: '2',
       LOG_LEVEL: 'silent',
       JOB_POLL_MS: '50',
       NODE_ENV: 'test',
@@ -53,6 +57,14 @@ function spawnWorker(leaseSeconds: number): WorkerProcess {
   };
   workers.push(worker);
   return worker;
+}
+
+/** A worker in this process, polling as often as the spawned ones. */
+function localWorker(): WorkerProcess {
+  const worker = startWorker(suite.server.prisma, { ...suite.server.config, JOB_POLL_MS: 50 }, createLogger('silent'));
+  const handle = { kill: () => worker.stop() };
+  workers.push(handle);
+  return handle;
 }
 
 /** A test-held connection: its transaction's locks hold the worker at a known point. */
@@ -102,7 +114,13 @@ async function journalOf(
   return { state: job.state, attempts: job.attempts, journal: job.journal as { phase?: string; done?: number } };
 }
 
-const SEEDED = 30_000;
+/**
+ * Backfill batches are 5,000 rows: 12,000 rows is two whole batches and a short last one, so a worker held inside
+ * the second batch leaves one committed batch behind it and more than a batch ahead (a resumed or retried run
+ * goes through a whole batch and the short one), and 12 values do not convert.
+ */
+const SEEDED = 12_000;
+const UNCONVERTIBLE = SEEDED / 1_000;
 const seededId = (n: number) => `0${String(n).padStart(25, '0')}`;
 
 /** `SEEDED` rows in one statement; Code is the row's number as text, except every 1,000th, which is `x<n>`. */
@@ -155,7 +173,7 @@ async function holdInsideBackfill(
   const paused = await journalOf(handle.jobId);
   expect(paused.journal.phase).toBe('backfill');
   const before = paused.journal.done!;
-  expect(before).toBeLessThanOrEqual(15_000);
+  expect(before + 7_345).toBeLessThanOrEqual(SEEDED);
   const row = await Session.open();
   await row.client.query(`SELECT 1 FROM ${rowsTableOf(table.databaseId, table.tableId)} WHERE id = $1 FOR UPDATE`, [
     seededId(before + 7_345),
@@ -193,7 +211,7 @@ const CONVERT = (table: TestTable): Body => ({
 describe('a worker killed mid-backfill', () => {
   it('resumes on a second worker from its last checkpoint to the same result as an uninterrupted run', async () => {
     const table = await seededTable();
-    spawnWorker(2);
+    spawnWorker();
     const job = await holdInsideBackfill(table, CONVERT(table));
     const killed = workers[0]!;
     await killed.kill();
@@ -211,7 +229,7 @@ describe('a worker killed mid-backfill', () => {
     const atKill = await journalOf(job.jobId);
     expect(atKill).toMatchObject({ state: 'running', attempts: 1, journal: { phase: 'backfill', done: job.done } });
 
-    spawnWorker(2);
+    localWorker();
     const resumed = await finished(job.statusUrl);
     expect((await journalOf(job.jobId)).attempts).toBe(2);
     expect(resumed.state, JSON.stringify(resumed)).toBe('partially_completed');
@@ -227,9 +245,9 @@ describe('a worker killed mid-backfill', () => {
     expect(shape(resumed.result)).toEqual(shape(clean.result));
     expect(resumed.result).toMatchObject({
       schemaVersion: table.schemaVersion + 1,
-      converted: SEEDED - 30,
-      emptied: 30,
-      report: { rows: 30, truncated: false },
+      converted: SEEDED - UNCONVERTIBLE,
+      emptied: UNCONVERTIBLE,
+      report: { rows: UNCONVERTIBLE, truncated: false },
     });
     expect(resumed.progress).toEqual({ done: SEEDED, total: SEEDED });
 
@@ -249,7 +267,7 @@ describe('cancelling a running conversion', () => {
     const table = await seededTable();
     const schemaBefore = await schemaOf(table);
     const codesBefore = await codes(table);
-    spawnWorker(30);
+    localWorker();
     const job = await holdInsideBackfill(table, CONVERT(table));
     const during = await leftovers(table);
     expect(during.columns).toEqual([`x_${job.jobId.toLowerCase()}`]);
@@ -275,7 +293,11 @@ describe('cancelling a running conversion', () => {
     expect(retried.body).toMatchObject({ jobId: job.jobId, state: 'queued', progress: { done: 0, total: null } });
     const done = await finished(job.statusUrl);
     expect(done.state, JSON.stringify(done)).toBe('partially_completed');
-    expect(done.result).toMatchObject({ schemaVersion: table.schemaVersion + 1, converted: SEEDED - 30, emptied: 30 });
+    expect(done.result).toMatchObject({
+      schemaVersion: table.schemaVersion + 1,
+      converted: SEEDED - UNCONVERTIBLE,
+      emptied: UNCONVERTIBLE,
+    });
     expectConverted(await codes(table));
     expect(await leftovers(table)).toEqual(NONE);
 
@@ -292,11 +314,11 @@ describe('cancelling a running conversion', () => {
 
   it('a failed conversion, retried once its bad values are fixed, succeeds', async () => {
     const table = await seededTable();
-    spawnWorker(30);
+    localWorker();
     const handle = accepted(await apply(table, { kind: 'convert_field', fieldId: table.fields.Code, type: 'integer' }));
     const failed = await finished(handle.statusUrl);
     expect(failed.state).toBe('failed');
-    expect(failed.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { unconvertible: 30 } });
+    expect(failed.error).toMatchObject({ code: 'VALIDATION_FAILED', details: { unconvertible: UNCONVERTIBLE } });
     await suite.server.prisma.$executeRawUnsafe(
       `UPDATE ${rowsTableOf(table.databaseId, table.tableId)} SET ${columnOf(table.fields.Code!)} = NULL WHERE ${columnOf(table.fields.Code!)} LIKE 'x%'`,
     );
@@ -330,7 +352,7 @@ describe('a worker killed during an online unique-rule build', () => {
       `UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`,
       [seededId(1)],
     );
-    spawnWorker(2);
+    spawnWorker();
     const handle = accepted(await apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }));
     await lockWait('CREATE UNIQUE INDEX CONCURRENTLY%');
     await workers[0]!.kill();
@@ -346,7 +368,7 @@ describe('a worker killed during an online unique-rule build', () => {
     expect(await journalOf(handle.jobId)).toMatchObject({ state: 'running', attempts: 1, journal: { phase: 'build' } });
     expect((await schemaOf(table)).uniqueRules).toEqual([]);
 
-    spawnWorker(2);
+    localWorker();
     const job = await finished(handle.statusUrl);
     expect(job.state, JSON.stringify(job)).toBe('succeeded');
     expect((await journalOf(handle.jobId)).attempts).toBe(2);
@@ -386,7 +408,7 @@ describe('cancelling a running unique-rule build', () => {
       `UPDATE ${physical} SET ${columnOf(table.fields.Code!)} = ${columnOf(table.fields.Code!)} WHERE id = $1`,
       [seededId(1)],
     );
-    spawnWorker(30);
+    localWorker();
     const handle = accepted(await apply(table, { kind: 'add_unique_rule', fieldIds: ['Code'] }));
     await lockWait('CREATE UNIQUE INDEX CONCURRENTLY%');
     const cancel = await controlJob(suite.server, admin(), suite.org.orgId, handle.jobId, 'cancel');
