@@ -424,6 +424,12 @@ describe('without a worker (jobs stay queued)', () => {
     }
   }
 
+  it('stops a worker twice, at once and again after, without an error (SIGINT after SIGTERM)', async () => {
+    const worker = startWorker(suite.server.prisma, suite.server.config, createLogger('silent'));
+    await expect(Promise.all([worker.stop(), worker.stop()])).resolves.toEqual([undefined, undefined]);
+    await expect(worker.stop()).resolves.toBeUndefined();
+  });
+
   /**
    * Adds a unique rule (a schema-change job) with a runner of its own that claims only createUniqueRule jobs, so
    * the rule reaches its cutover while the jobs queued before it stay queued.

@@ -101,10 +101,14 @@ export function startWorker(prisma: PrismaClient, config: Config, log: Logger): 
   });
   webhookPool.on('error', (error) => log.warn({ err: error }, 'idle webhook connection failed'));
   const deliverer = startWebhookDeliverer({ pool: webhookPool, config, log });
+  // A second stop (SIGINT after SIGTERM, a shutdown racing a test's cleanup) waits for the first: ending a pool twice
+  // throws.
+  let stopping: Promise<void> | undefined;
   return {
-    stop: async () => {
-      await Promise.all([sweeper.stop(), runner.stop(), scheduler.stop(), deliverer.stop()]);
-      await Promise.all([pool.end(), webhookPool.end()]);
-    },
+    stop: () =>
+      (stopping ??= (async () => {
+        await Promise.all([sweeper.stop(), runner.stop(), scheduler.stop(), deliverer.stop()]);
+        await Promise.all([pool.end(), webhookPool.end()]);
+      })()),
   };
 }
