@@ -13,6 +13,7 @@ import { createPrisma } from '../src/db/prisma.ts';
 import { loadConfig } from '../src/kernel/config.ts';
 import { createLogger } from '../src/kernel/log.ts';
 import { processMs } from './cpu.ts';
+import { FIELDS, VALUES } from './items-table.ts';
 
 /**
  * Where a REST row create's PostgreSQL time goes (docs/decisions/changes.md, "What a create costs"). The service runs
@@ -31,15 +32,6 @@ import { processMs } from './cpu.ts';
 const DATABASE = process.env.BENCH_DATABASE_NAME ?? 'wds_create_breakdown';
 const CREATES = Number(process.env.BREAKDOWN_CREATES ?? 2000);
 const ROUNDS = Number(process.env.BREAKDOWN_ROUNDS ?? 3);
-const FIELDS = [
-  { name: 'Name', type: 'text', required: true },
-  { name: 'Qty', type: 'integer' },
-  { name: 'Price', type: 'number' },
-  { name: 'Active', type: 'boolean' },
-  { name: 'Due', type: 'date' },
-  { name: 'Status', type: 'select', options: { choices: ['open', 'closed'] } },
-];
-const VALUES = { Name: 'Widget', Qty: 3, Price: 19.99, Active: true, Due: '2026-12-01', Status: 'open' };
 
 const config = loadConfig(process.env, {
   LOG_LEVEL: 'silent',

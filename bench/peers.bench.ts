@@ -24,6 +24,7 @@ import {
   type Figures,
   type Servers,
 } from './harness.ts';
+import { FIELDS, VALUES } from './items-table.ts';
 
 /**
  * Our service against PostGraphile 5 (bench/peers/postgraphile.ts) on the same physical table, in one alternating
@@ -45,16 +46,6 @@ const PEER_ROLE = 'wds_bench_peer';
 /** BENCH_TARGETS: a comma-separated list of target name prefixes (`page: REST,deep`), e.g. to profile one path. */
 const ONLY = process.env.BENCH_TARGETS?.split(',').map((prefix) => prefix.trim());
 const chosen = (name: string) => !ONLY || ONLY.some((prefix) => name.startsWith(prefix));
-
-const FIELDS = [
-  { name: 'Name', type: 'text', required: true },
-  { name: 'Qty', type: 'integer' },
-  { name: 'Price', type: 'number' },
-  { name: 'Active', type: 'boolean' },
-  { name: 'Due', type: 'date' },
-  { name: 'Status', type: 'select', options: { choices: ['open', 'closed'] } },
-];
-const VALUES = { Name: 'Widget', Qty: 3, Price: 19.99, Active: true, Due: '2026-12-01', Status: 'open' };
 
 interface BenchTable {
   orgId: string;
