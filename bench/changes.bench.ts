@@ -1,9 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import autocannon from 'autocannon';
 import pg from 'pg';
 import { FEED_START, selectChangePage } from '../src/catalog/changes.ts';
 import { historyTableOf, schemaOf } from '../src/data/identifiers.ts';
-import { createBenchTable, VALUES, type BenchTable } from './changes-table.ts';
+import { createBenchTable, createRows, VALUES, type BenchTable } from './changes-table.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu, type CpuTimes } from './cpu.ts';
 import { api, median, ratioLine, startBeforeServer, startServers, type BuiltServer, type Servers } from './harness.ts';
 import { benchWebhookRows, webhookBenchEnv } from './webhook-rows.ts';
@@ -30,37 +28,8 @@ const CONNECTIONS = 8;
 const ONLY = process.env.BENCH_TARGETS?.split(',').map((row) => row.trim());
 const chosen = (row: string) => !ONLY || ONLY.includes(row);
 
-async function creates(servers: Servers, table: BenchTable, amount: number): Promise<number> {
-  const started = performance.now();
-  let lastResponse = started;
-  const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: `http://127.0.0.1:${servers.servicePort}${table.path}/rows`,
-        connections: CONNECTIONS,
-        amount,
-        method: 'POST',
-        headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ expectedSchemaVersion: table.schemaVersion, values: VALUES }),
-        requests: [
-          {
-            setupRequest: (request) => ({
-              ...request,
-              headers: { ...request.headers, 'idempotency-key': randomUUID() },
-            }),
-          },
-        ],
-      },
-      (error, finished) => (error ? reject(error) : resolve(finished)),
-    );
-    instance.on('response', () => {
-      lastResponse = performance.now();
-    });
-  });
-  if (result.errors + result.non2xx > 0)
-    throw new Error(`row creates failed: ${result.errors} errors, ${result.non2xx} non-2xx`);
-  return amount / ((lastResponse - started) / 1000);
-}
+const creates = (servers: Servers, table: BenchTable, amount: number) =>
+  createRows(servers, table, VALUES, amount, CONNECTIONS);
 
 async function setFeed(client: pg.Client, table: BenchTable, on: boolean): Promise<void> {
   await client.query(

@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
-import autocannon from 'autocannon';
 import pg from 'pg';
+import { createRows } from './changes-table.ts';
 import { BackendCpu, processMs } from './cpu.ts';
 import { api, percentile, ratioLine, workerArgs, type Servers } from './harness.ts';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
@@ -29,6 +28,16 @@ export const webhookBenchEnv = {
 };
 
 const CONNECTIONS = 8;
+/**
+ * BENCH_WEBHOOK_SIDE=webhook or =sse measures row (1) with only the webhook delivering or only the SSE reader
+ * reading (default both, as the row is defined): what each costs the creates, on its own.
+ */
+const SIDE = process.env.BENCH_WEBHOOK_SIDE ?? 'both';
+if (!['both', 'webhook', 'sse'].includes(SIDE))
+  throw new Error(`BENCH_WEBHOOK_SIDE is both, webhook or sse, not ${SIDE}`);
+const delivering = SIDE !== 'sse';
+const reading = SIDE !== 'webhook';
+const measured = { both: 'webhook + SSE', webhook: 'webhook only', sse: 'SSE reader only' }[SIDE];
 const LAG_RATE = 200;
 const MAX_OUTSTANDING = 32;
 
@@ -154,24 +163,8 @@ function costLine(side: string, cost: SideCost, changes: number): string {
   );
 }
 
-/** Creates/s of `amount` row creates over CONNECTIONS connections. */
-async function creates(servers: Servers, table: WebhookBenchTable, amount: number): Promise<number> {
-  const started = performance.now();
-  const result = await autocannon({
-    url: `http://127.0.0.1:${servers.servicePort}${table.path}/rows`,
-    connections: CONNECTIONS,
-    amount,
-    method: 'POST',
-    headers: { authorization: `Bearer ${servers.apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ expectedSchemaVersion: table.schemaVersion, values: table.values }),
-    requests: [
-      { setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }) },
-    ],
-  });
-  if (result.errors + result.non2xx > 0)
-    throw new Error(`row creates failed: ${result.errors} errors, ${result.non2xx} non-2xx`);
-  return amount / ((performance.now() - started) / 1000);
-}
+const creates = (servers: Servers, table: WebhookBenchTable, amount: number) =>
+  createRows(servers, table, table.values, amount, CONNECTIONS);
 
 /** An SSE reader of the database's feed from now on, until aborted. */
 function openReader(servers: Servers, table: WebhookBenchTable): AbortController {
@@ -233,26 +226,28 @@ export async function benchWebhookRows(
       const noneCost = await readCost(servers, worker, counters);
       const none = await creates(servers, table, options.creates);
       const noneSpent = await noneCost.stop();
-      sent += options.creates;
-      await setState(servers, webhook, 'active');
+      if (delivering) {
+        sent += options.creates;
+        await setState(servers, webhook, 'active');
+      }
       // The backlog of the "none" side is delivered first, so that it does not load the measured side.
       await drained(receiver.receipts, sent);
       const bothCost = await readCost(servers, worker, counters);
-      const reader = openReader(servers, table);
+      const reader = reading ? openReader(servers, table) : new AbortController();
       const both = await creates(servers, table, options.creates);
-      sent += options.creates;
+      if (delivering) sent += options.creates;
       reader.abort();
       // The deliveries still due after the creates are counted on this side too: they are its cost.
       await drained(receiver.receipts, sent);
       const bothSpent = await bothCost.stop();
       ratios.push(both / none);
       process.stdout.write(
-        `round ${round}: creates/s with webhook + SSE ${both.toFixed(0)}, none ${none.toFixed(0)}, ratio ${(both / none).toFixed(2)}\n` +
+        `round ${round}: creates/s with ${measured} ${both.toFixed(0)}, none ${none.toFixed(0)}, ratio ${(both / none).toFixed(2)}\n` +
           `${costLine('with', bothSpent, options.creates)}\n${costLine('none', noneSpent, options.creates)}\n`,
       );
     }
     process.stdout.write(
-      `${ratioLine('(1) row create, one webhook + SSE reader vs none', 'with / none', ratios, 0.9)}\n`,
+      `${ratioLine(`(1) row create, ${SIDE === 'both' ? 'one webhook + SSE reader' : measured} vs none`, 'with / none', ratios, 0.9)}\n`,
     );
 
     const seconds = Number(process.env.BENCH_LAG_SECONDS ?? 10);
