@@ -1,11 +1,11 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { encodeChangeCursor } from '../src/catalog/changes.ts';
 import { ChangeHeadResponse, ChangePageResponse } from '../src/contracts/changes.ts';
 import { pgExecutor } from '../src/db/sql.ts';
 import { rowsTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { pruneChangeFeed } from '../src/jobs/kinds/changes/pruneChanges.ts';
-import { openEventStream } from './helpers/event-stream.ts';
+import { openEventStream, type StreamEvent } from './helpers/event-stream.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
 import { importPreviewed, preview } from './helpers/jobs.ts';
@@ -23,6 +23,7 @@ import {
 
 /** Issue 27: the change feed — every write path records its change, and the feed's API over REST and GraphQL. */
 const suite = useServerWithOrg();
+const onCitus = inject('databaseNodes').length > 1;
 const admin = () => suite.org.adminKey;
 let pool: pg.Pool;
 let actorId: string;
@@ -585,6 +586,66 @@ describe('waiting for changes', () => {
     resumed.close();
     expect(third).toMatchObject({ id: third!.data.cursor, data: { kind: 'row.created', rowId: rows[2]!.row.id } });
   });
+
+  // Not on Citus: there readers poll, nobody arms (docs/decisions/citus.md).
+  it.skipIf(onCitus)(
+    'a stream reads a feed being written without arming it, misses nothing, and arms once the writes stop',
+    async () => {
+      const table = await codedTable();
+      const schema = schemaOf(table.databaseId);
+      // Every arm of the feed (a reader's UPDATE … SET armed = true) is counted.
+      await pool.query(`CREATE TABLE ${schema}.test_arms (at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+      await pool.query(`CREATE FUNCTION ${schema}.test_count_arm() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO ${schema}.test_arms DEFAULT VALUES; RETURN NULL; END $$`);
+      await pool.query(`CREATE TRIGGER test_count_arm AFTER UPDATE ON ${schema}.change_arm
+      FOR EACH ROW WHEN (NEW.armed AND NOT OLD.armed) EXECUTE FUNCTION ${schema}.test_count_arm()`);
+      const arms = async () => (await pool.query(`SELECT count(*)::int AS n FROM ${schema}.test_arms`)).rows[0].n;
+      const cursor = await head(table.databaseId);
+      const stream = await openEventStream(`${suite.server.url}${feedPath(table.databaseId)}?after=${cursor}`, {
+        headers: { authorization: `Bearer ${admin()}`, accept: 'text/event-stream' },
+      });
+      const events: StreamEvent[] = [];
+      const reading = (async () => {
+        for (;;) {
+          const event = await stream.next();
+          if (!event) return;
+          events.push(event);
+        }
+      })();
+      // The reader arms while it waits for the first change; then three writers commit for 800 ms, a commit every
+      // few milliseconds: every read of the feed finds new changes, 16 or more of them at the reader's 50 ms pace.
+      const first = await created(table, { Code: 'first' });
+      await vi.waitFor(() => expect(events).toHaveLength(1));
+      const armedBefore = await arms();
+      const writes: string[] = [];
+      const until = Date.now() + 800;
+      await Promise.all(
+        [1, 2, 3].map(async (writer) => {
+          for (let index = 0; Date.now() < until; index += 1) {
+            writes.push((await created(table, { Code: `w${writer}-${index}` })).row.id);
+          }
+        }),
+      );
+      await vi.waitFor(() => expect(events).toHaveLength(1 + writes.length), { timeout: 5_000 });
+      const armedWhileWritten = (await arms()) - armedBefore;
+      // Polled, not armed: an arm at most when a read came between two commits 50 ms apart (a slow machine).
+      expect(armedWhileWritten).toBeLessThanOrEqual(2);
+      // Quiet again: the reader arms and is woken by the next commit.
+      await vi.waitFor(async () => expect(await arms()).toBeGreaterThan(armedBefore + armedWhileWritten));
+      const last = await created(table, { Code: 'last' });
+      await vi.waitFor(() => expect(events).toHaveLength(2 + writes.length));
+      stream.close();
+      await reading.catch(() => undefined);
+
+      expect(writes.length).toBeGreaterThan(20);
+      const rowIds = events.map((event) => event.data.rowId);
+      expect(new Set(rowIds).size).toBe(rowIds.length);
+      expect(new Set(rowIds)).toEqual(new Set([first.row.id, ...writes, last.row.id]));
+      expect(rowIds.at(-1)).toBe(last.row.id);
+      const cursors = events.map((event) => event.id!);
+      expect(cursors).toEqual((await changesAfter(table.databaseId, cursor)).map((change) => change.cursor));
+    },
+  );
 
   it('refuses a stream from a stale cursor with the 410 before any event', async () => {
     const table = await codedTable();

@@ -68,6 +68,20 @@ export class FeedArming {
     return true;
   }
 
+  /**
+   * After a read that reached the feed's end with changes in it: the feed is being written, so the next read comes
+   * after the re-arm interval (or the next notification), without arming it. An arm costs the feed's writers: its
+   * exclusive lock waits for the commits in progress and holds back the next ones, and the commit it arms sends a
+   * NOTIFY, which serialises commits server-wide. So a reader arms only once a read found nothing new; until then
+   * it polls at the same pace an armed reader would be woken at.
+   */
+  async pause(signal: ChangeSignal): Promise<void> {
+    const timer = new AbortController();
+    const paused = sleep(this.rearmAfterMs, undefined, { signal: timer.signal }).catch(() => undefined);
+    await Promise.race([signal.next(), paused]);
+    timer.abort();
+  }
+
   /** Waits for the next notification of the signal's database; on Citus at most until the next poll. */
   async next(signal: ChangeSignal): Promise<void> {
     if (!(await this.polls())) return signal.next();

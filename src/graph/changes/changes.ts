@@ -143,8 +143,9 @@ interface StreamEnd {
 
 /**
  * Changes one at a time from `after` (or from the head: a stream opened without a cursor shows what happens next),
- * reading a page whenever the last is used up and, once a read has reached the feed's end, arming it (then reading
- * once more) and waiting for NOTIFY (on Citus, for the next poll). A hand-written
+ * reading a page whenever the last is used up and, once a read has reached the feed's end, reading again after a
+ * pause while the feed is being written, else arming it (then reading once more) and waiting for NOTIFY (on Citus,
+ * for the next poll). A hand-written
  * iterator, like `jobUpdated`'s: a generator waiting for the next change would not run its cleanup on disconnect.
  * On shutdown (ChannelListener.drain) it sends what it has read, then ends with SERVICE_RESTARTING: the client
  * reconnects with the last event's cursor (`Last-Event-ID`) and misses nothing.
@@ -160,6 +161,7 @@ function changeEvents(
   let cursor = start;
   let buffer: RawJson[] = [];
   let atEnd = false;
+  let found = false;
   let finished = false;
   const finish = (): IteratorReturnResult<undefined> => {
     finished = true;
@@ -178,10 +180,12 @@ function changeEvents(
           }
           const change = buffer.shift();
           if (change) return { done: false, value: change };
-          // The last read reached the feed's end: read again once the feed is armed anew (a read after an arm sees
-          // every commit before it, and a commit after it notifies), so that a feed written continuously costs one
-          // arm and one read per REARM_AFTER_MS, not a read per change or two. On Citus, after each poll.
-          if (atEnd) {
+          // The last read reached the feed's end. With changes in it, the feed is being written: read again after
+          // REARM_AFTER_MS (FeedArming.pause). Without, read again once the feed is armed anew (a read after an arm
+          // sees every commit before it, and a commit after it notifies). A feed written continuously costs one read
+          // per REARM_AFTER_MS, not a read per change or two. On Citus, after each poll.
+          if (atEnd && found && !(await arms.polls())) await arms.pause(signal);
+          else if (atEnd) {
             while (!(await arms.arm(databaseId))) {
               await arms.next(signal);
               if (signal.draining || lease.revoked || (await arms.polls())) break;
@@ -200,6 +204,7 @@ function changeEvents(
           buffer = page.data;
           cursor = page.nextCursor;
           atEnd = !page.hasMore;
+          found = page.data.length > 0;
         }
         return finish();
       } catch (error) {
