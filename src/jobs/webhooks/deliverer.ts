@@ -74,10 +74,11 @@ const SAVE_EVERY_MESSAGES = 20;
 /** …or after this long, so that the attempt log of a slow receiver does not lag behind its deliveries. */
 const SAVE_EVERY_MS = 250;
 /**
- * The deliverer arms a feed (so reads it past its end) at most this often, where a live reader arms every
- * REARM_AFTER_MS (50 ms): each look at a feed that is being written costs a claim (lock, endpoint, places), an arm,
- * a sequencing write and a page read, and on 2 cores those came out of the writers' CPU at 20 looks a second. At 5
- * looks a second, a change waits up to 200 ms more before its delivery starts; deliveries are not a live view.
+ * The deliverer looks at a feed that is being written at most this often (reading it without arming it: the look
+ * that reads it to its end schedules the next), and arms a quiet one at most this often, where a live reader looks
+ * every REARM_AFTER_MS (50 ms): each look costs a claim (lock, endpoint, places), a sequencing write and a page
+ * read, and on 2 cores those came out of the writers' CPU at 20 looks a second. At 5 looks a second, a change waits
+ * up to 200 ms more before its delivery starts; deliveries are not a live view.
  */
 const DELIVERY_REARM_MS = 200;
 const PRUNE_INTERVAL_MS = 10 * 60_000;
@@ -115,6 +116,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     listening: false,
     counts,
     arms: new FeedArming(sql, (databaseId) => `${epoch}.${counts.get(databaseId) ?? 0}`, DELIVERY_REARM_MS),
+    written: new Set(),
   };
   const running = new Set<Promise<void>>();
   let stopped = false;
@@ -122,6 +124,14 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   let listener: pg.Client | null = null;
 
   const { notify, sleep } = createWaker(config.JOB_POLL_MS);
+
+  /** A look that read a feed being written without arming it: the next look comes after DELIVERY_REARM_MS. */
+  function lookAgainLater(webhookId: string): void {
+    setTimeout(() => {
+      dirty.add(webhookId);
+      notify();
+    }, DELIVERY_REARM_MS).unref();
+  }
 
   /** The endpoint's signer: its secrets opened once per claim. */
   async function signerOf(endpoint: EndpointRow): Promise<Signer> {
@@ -224,6 +234,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         dirty.delete(webhookId);
         message = await feeds.next();
         if (message === null) {
+          if (feeds.polled) lookAgainLater(webhookId);
           const recheck = (await notifications.arms.polls()) ? CITUS_IDLE_RECHECK_SECONDS : IDLE_RECHECK_SECONDS;
           if (!(await save(recheck))) dirty.add(webhookId);
           return;

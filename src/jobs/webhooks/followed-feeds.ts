@@ -24,6 +24,12 @@ export interface FeedNotifications {
   counts: Map<string, number>;
   /** Arms a feed before it is read to its end, so that its next commit notifies (src/catalog/change-arming.ts). */
   arms: FeedArming;
+  /**
+   * Databases whose last read found changes: their feeds are being written, so they are read again after
+   * DELIVERY_REARM_MS instead of being armed (FeedArming.pause says what an arm costs the writers); a feed is armed
+   * once a read found nothing new.
+   */
+  written: Set<string>;
 }
 
 interface Feed {
@@ -90,6 +96,11 @@ function positionOf(cursor: string): { position: string; seq: string } {
  */
 export class FollowedFeeds {
   private feeds: Feed[] | null = null;
+  /**
+   * A feed was read without being armed (it is being written): when this look finds nothing more to send, the
+   * endpoint must be looked at again after DELIVERY_REARM_MS, as no notification will come.
+   */
+  polled = false;
 
   constructor(
     private readonly sql: SqlExecutor,
@@ -143,13 +154,18 @@ export class FollowedFeeds {
     // On Citus no change is notified to this process (src/catalog/change-arming.ts): every look reads.
     const notified = this.notifications.listening && !(await this.notifications.arms.polls());
     if (notified && feed.readToEndAt === this.notifications.counts.get(feed.databaseId)) return;
-    // Armed before the read that may reach the end: a change committed after that read notifies.
-    if (notified) await this.notifications.arms.arm(feed.databaseId);
+    // Armed before the read that may reach the end, so that a change committed after that read notifies; a feed
+    // being written is not armed, and the look that reads it to its end asks to be repeated (`polled`).
+    const written = this.notifications.written;
+    if (notified && !written.has(feed.databaseId)) await this.notifications.arms.arm(feed.databaseId);
+    else if (notified) this.polled = true;
     const count = this.notifications.counts.get(feed.databaseId) ?? 0;
     for (let page = 0; page < PAGES_PER_LOOK; page += 1) {
       const read = await this.read(feed);
       const last = read.data.at(-1);
       if (!read.hasMore) feed.readToEndAt = count;
+      if (last) written.add(feed.databaseId);
+      else if (page === 0) written.delete(feed.databaseId);
       if (!last) return;
       feed.after = last.cursor;
       feed.buffered = read.data.filter((change) => this.matches(change));
