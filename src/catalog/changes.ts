@@ -430,6 +430,12 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
   return { data, nextCursor, hasMore: records.length > input.limit };
 }
 
+/** The cursor of a change's JSON from `selectChangeJsonPage`: its first member, `{"cursor":"…",`. */
+function cursorOf(change: string): string {
+  const start = '{"cursor":"'.length;
+  return change.slice(start, change.indexOf('"', start));
+}
+
 /**
  * One page of the feed as `readChanges` reads it, each change the JSON text of its answer (`ChangeAnswer`), for
  * answers that pass the changes on: written into the answer as they are (`stringifyAnswer`), parsed only for a
@@ -446,8 +452,7 @@ export async function readChangesAsJson(client: SqlExecutor, input: ReadChanges)
   const last = texts.at(-1);
   return {
     data: texts.map((text) => new RawJson(text)),
-    // `{"cursor":"…",…`: the cursor is the first member's string.
-    nextCursor: last === undefined ? cursorAfter(input, start) : last.slice(11, last.indexOf('"', 11)),
+    nextCursor: last === undefined ? cursorAfter(input, start) : cursorOf(last),
     hasMore,
   };
 }
