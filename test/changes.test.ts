@@ -410,6 +410,28 @@ describe('GET …/changes: pages, cursors and retention', () => {
     expect(await head(databaseId)).toBe(changes.at(-1)!.cursor);
   });
 
+  it('a page that ends exactly at the limit has no more; one change more and it has, its cursor the last kept', async () => {
+    const table = await codedTable();
+    const start = await head(table.databaseId);
+    for (const value of ['a', 'b', 'c']) await created(table, { Code: value });
+    const exact = await feed(table.databaseId, `?limit=3&after=${start}`);
+    expect(exact.data.map((change) => change.values?.[table.fields.Code!])).toEqual(['a', 'b', 'c']);
+    expect(exact).toMatchObject({ nextCursor: exact.data[2]!.cursor, hasMore: false });
+    const short = await feed(table.databaseId, `?limit=2&after=${start}`);
+    expect(short.data).toEqual(exact.data.slice(0, 2));
+    expect(short).toMatchObject({ nextCursor: exact.data[1]!.cursor, hasMore: true });
+    expect(await feed(table.databaseId, `?limit=2&after=${short.nextCursor}`)).toEqual({
+      data: [exact.data[2]],
+      nextCursor: exact.data[2]!.cursor,
+      hasMore: false,
+    });
+    expect(await feed(table.databaseId, `?limit=1&after=${exact.nextCursor}`)).toEqual({
+      data: [],
+      nextCursor: exact.nextCursor,
+      hasMore: false,
+    });
+  });
+
   it('answers 400 CURSOR_INVALID for a malformed cursor or one of another database, 422 for a limit out of range', async () => {
     const databaseId = await createDatabase(suite.server, suite.org);
     const other = await createDatabase(suite.server, suite.org);
