@@ -3,7 +3,6 @@ import { schemaOf } from '../data/identifiers.ts';
 import {
   jsonObject,
   jsonObjectPieces,
-  Literal,
   plainJsonPieces,
   plainJsonString,
   utcTimestamp,
@@ -107,6 +106,20 @@ export function encodeChangeCursor(databaseId: string, at: FeedPosition): string
   return Buffer.from(`${CURSOR_VERSION}.${databaseId}.${at.position}.${at.seq}`).toString('base64url');
 }
 
+/**
+ * `encodeChangeCursor` for the many changes of one page, from their position and seq as PostgreSQL prints them.
+ * The text before the position, `c1.<databaseId>.`, is 30 bytes, whole base64 groups, so its encoding starts every
+ * cursor of the database and is made once per page: encoding each cursor whole was 4.6 % of the service's CPU per
+ * page of 1,000 changes (BENCH_PROFILE=1, bench/changes.bench.ts row 3).
+ */
+export function changeCursorEncoder(databaseId: string): (position: string, seq: string) => string {
+  const head = `${CURSOR_VERSION}.${databaseId}.`;
+  if (Buffer.byteLength(head) % 3 !== 0)
+    return (position, seq) => encodeChangeCursor(databaseId, { position: BigInt(position), seq: BigInt(seq) });
+  const prefix = Buffer.from(head).toString('base64url');
+  return (position, seq) => prefix + Buffer.from(`${position}.${seq}`).toString('base64url');
+}
+
 export function invalidChangeCursor(): DomainError {
   return new DomainError(
     'CURSOR_INVALID',
@@ -198,35 +211,16 @@ export function selectChangePage(
 }
 
 /**
- * Between two changes in `selectChangeJsonPage`'s text: a control character, which none of a change's JSON holds
- * (jsonb and `to_json` escape it as `\u001e`; ids, kinds, numbers and timestamps are plain text without one).
- */
-const CHANGE_SEPARATOR = '\x1e';
-
-/**
- * Changes per row of `selectChangeJsonPage`: ~28 kB of JSON at the bench's ~560 bytes a change. Not the whole page
- * in one row: the driver gathers a message into one buffer, grown by doubling to 1 MB for a 563 kB row (fresh
- * pages each time), and the row's text is one large string; reading a page as one row cost the client 4.6 ms of
- * CPU, in rows of 50 changes 3.5 ms, in 1,001 rows of three columns 8.1 ms (the shared machine, load ~2.5).
- */
-const CHANGES_PER_ROW = 50;
-
-/**
- * The same page in a few rows, each the JSON text of up to CHANGES_PER_ROW changes' answers (`ChangeAnswer`, members
- * in `ChangeResponse`'s order, its cursor first) joined by CHANGE_SEPARATOR, in feed order; no row for an empty page
- * and, like the page, one change more than `limit` when there are more. Built by PostgreSQL so that an answer
- * passes it on unparsed instead of parsing the driver's rows into objects, resolving 14 leaves per change, walking
- * them for the answer's size and stringifying them again; in few rows because the driver's work per row (parsing
- * its columns, the service building each change's text around its cursor) was most of the service's CPU per page.
- * Ids are `char(26)` ULIDs, quoted as they are (concatenation drops a `char`'s padding, and a ULID has none), and so
- * is `kind`, which only the feed's triggers write, from `CHANGE_KINDS`; the actor's kind, copied from the cell
- * history (which a backup restore brings back from its archive), goes through `to_json`. Written as pieces, so each
- * member's quotes and the punctuation between members are one literal (`concatenation`). `values` and `previous`
- * are jsonb as PostgreSQL prints it: a space after each `:` and `,`.
- *
- * The cursor is `encodeChangeCursor`'s: `c1.<databaseId>.` is 30 bytes, whole base64 groups, so its encoding is a
- * literal and only `<position>.<seq>` is encoded per change. Those bytes are digits and a dot (0x2E-0x39), whose
- * base64 never holds `+` or `/` (no 6-bit group exceeds 57): it is base64url once its `=` padding is trimmed.
+ * The same page, each change as the JSON text of its answer (`ChangeAnswer`, members in `ChangeResponse`'s order)
+ * but its cursor, which `readChangesAsJson` puts first (`encodeChangeCursor`, from `position` and `seq`: base64 in
+ * SQL cost PostgreSQL 1.5 µs a change, more than all the other members but `values`). Built by PostgreSQL so that an
+ * answer passes it on unparsed instead of parsing the driver's rows into objects, resolving 14 leaves per change,
+ * walking them for the answer's size and stringifying them again (a page: 1,000). Ids are `char(26)` ULIDs, quoted
+ * as they are (concatenation drops a `char`'s padding, and a ULID has none), and so is `kind`, which only the feed's
+ * triggers write, from `CHANGE_KINDS`; the actor's kind, copied from the cell history (which a backup restore
+ * brings back from its archive), goes through `to_json`. Written as pieces, so each member's quotes and the
+ * punctuation between members are one literal (`concatenation`). `values` and `previous` are jsonb as PostgreSQL
+ * prints it: a space after each `:` and `,`.
  */
 export function selectChangeJsonPage(
   databaseId: string,
@@ -234,15 +228,7 @@ export function selectChangeJsonPage(
   limit: number,
   tableIds: readonly string[] | null,
 ): Statement {
-  const head = `${CURSOR_VERSION}.${databaseId}.`;
-  if (Buffer.byteLength(head) % 3 !== 0) throw new Error(`Not a database id: ${databaseId}`);
-  const cursor = [
-    new Literal(`"${Buffer.from(head).toString('base64url')}`),
-    `rtrim(encode(convert_to(cc.position || '.' || c.seq, 'UTF8'), 'base64'), '=')`,
-    new Literal('"'),
-  ];
   const change = jsonObject([
-    ['cursor', cursor],
     ['kind', plainJsonPieces('c.kind')],
     ['tableId', plainJsonPieces('c.table_id')],
     ['rowId', `coalesce(${plainJsonString('c.row_id')}, 'null')`],
@@ -260,13 +246,13 @@ export function selectChangeJsonPage(
     ['values', `coalesce(c."values"::text, 'null')`],
     ['previous', `coalesce(c.previous::text, 'null')`],
   ]);
-  const page = pageStatement(databaseId, after, limit, tableIds, `cc.position, c.seq, ${change} AS change`);
-  return {
-    sql: `SELECT string_agg(p.change, E'\\x1e' ORDER BY p.n) AS changes
-            FROM (SELECT q.change, row_number() OVER (ORDER BY q.position, q.seq) AS n FROM (${page.sql}) q) p
-           GROUP BY (p.n - 1) / ${CHANGES_PER_ROW} ORDER BY (p.n - 1) / ${CHANGES_PER_ROW}`,
-    params: page.params,
-  };
+  return pageStatement(
+    databaseId,
+    after,
+    limit,
+    tableIds,
+    `cc.position::text AS position, c.seq::text AS seq, ${change} AS change`,
+  );
 }
 
 /**
@@ -430,12 +416,6 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
   return { data, nextCursor, hasMore: records.length > input.limit };
 }
 
-/** The cursor of a change's JSON from `selectChangeJsonPage`: its first member, `{"cursor":"…",`. */
-function cursorOf(change: string): string {
-  const start = '{"cursor":"'.length;
-  return change.slice(start, change.indexOf('"', start));
-}
-
 /**
  * One page of the feed as `readChanges` reads it, each change the JSON text of its answer (`ChangeAnswer`), for
  * answers that pass the changes on: written into the answer as they are (`stringifyAnswer`), parsed only for a
@@ -443,17 +423,19 @@ function cursorOf(change: string): string {
  */
 export async function readChangesAsJson(client: SqlExecutor, input: ReadChanges): Promise<ChangeJsonPage> {
   const start = await pageStart(client, input);
-  const rows = await client.run<{ changes: string }>(
+  const records = await client.run<{ position: string; seq: string; change: string }>(
     selectChangeJsonPage(input.databaseId, start.after, input.limit, start.tableIds),
   );
-  const texts = rows.flatMap((row) => row.changes.split(CHANGE_SEPARATOR));
-  const hasMore = texts.length > input.limit;
-  if (hasMore) texts.length = input.limit;
-  const last = texts.at(-1);
+  const cursorOf = changeCursorEncoder(input.databaseId);
+  const data = records.slice(0, input.limit).map(
+    // `change` is `{"kind":…}`: the cursor goes in as its first member.
+    (record) => new RawJson(`{"cursor":"${cursorOf(record.position, record.seq)}",${record.change.slice(1)}`),
+  );
+  const last = records[data.length - 1];
   return {
-    data: texts.map((text) => new RawJson(text)),
-    nextCursor: last === undefined ? cursorAfter(input, start) : cursorOf(last),
-    hasMore,
+    data,
+    nextCursor: last ? cursorOf(last.position, last.seq) : cursorAfter(input, start),
+    hasMore: records.length > input.limit,
   };
 }
 
