@@ -217,6 +217,9 @@ export async function benchWebhookRows(
     const warmup = Math.max(200, options.creates / 10);
     await creates(servers, table, warmup);
     let sent = warmup;
+    // Delivered before the rounds: a side that never re-enables the webhook (BENCH_WEBHOOK_SIDE=sse) would
+    // otherwise wait for them at every drain.
+    await drained(receiver.receipts, sent);
     process.stdout.write(
       `webhooks: ${options.rounds} rounds; (1) ${options.creates} row creates per side over ${CONNECTIONS} connections\n`,
     );
@@ -250,6 +253,8 @@ export async function benchWebhookRows(
       `${ratioLine(`(1) row create, ${SIDE === 'both' ? 'one webhook + SSE reader' : measured} vs none`, 'with / none', ratios, 0.9)}\n`,
     );
 
+    // Row (2) needs deliveries: not measured with the SSE reader alone.
+    if (!delivering) return;
     const seconds = Number(process.env.BENCH_LAG_SECONDS ?? 10);
     const total = LAG_RATE * seconds;
     const first = receiver.receipts.length;
