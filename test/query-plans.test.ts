@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectFeedPage } from '../src/catalog/activity-feed.ts';
-import { FEED_START, selectChangeJsonPage } from '../src/catalog/changes.ts';
+import { FEED_START, selectChangeJsonPage, sequenceChanges } from '../src/catalog/changes.ts';
 import { resolvedOptions, type FieldDefinition } from '../src/data/field-types.ts';
 import { lookupRows } from '../src/data/lookup.ts';
 import { createSortIndex } from '../src/data/sort-indexes.ts';
@@ -154,6 +154,30 @@ describe('a change page walks the feed by position (issue 27)', () => {
       expect(text).toMatch(/Index Scan using change_commits_position_key/);
       expect(text).toMatch(/Nested Loop/);
       expect(text).not.toMatch(/Hash Join|Merge Join|Seq Scan on changes/);
+    } finally {
+      await client.query('SET enable_seqscan = off');
+    }
+  });
+});
+
+describe('the sequencer walks the unpositioned commits by plain index scans (issue 27)', () => {
+  // Each positioned commit leaves a dead entry in `change_commits_unpositioned` until a vacuum. A bitmap scan (the
+  // planner's pick for `position IS NULL` while a new feed has no statistics) visits every one of them on every
+  // call, and never marks them; a plain index scan marks each as it passes, so the next call skips it.
+  it('reads them one by one in txid order from the partial index (the first and each next one)', async () => {
+    await client.query('SET enable_seqscan = on');
+    try {
+      const text = await plan(sequenceChanges(table.databaseId));
+      const walk = text
+        .split('\n')
+        .filter((line) => /Recursive Union|-> +Limit|using change_commits_unpositioned/.test(line));
+      expect(walk[0]).toMatch(/Recursive Union/);
+      expect(walk.slice(1, 5)).toEqual([
+        expect.stringMatching(/-> +Limit/),
+        expect.stringMatching(/-> +Index (Only )?Scan using change_commits_unpositioned/),
+        expect.stringMatching(/-> +Limit/),
+        expect.stringMatching(/-> +Index (Only )?Scan using change_commits_unpositioned/),
+      ]);
     } finally {
       await client.query('SET enable_seqscan = off');
     }

@@ -264,7 +264,11 @@ export function selectChangeJsonPage(
  * transaction that waited for another's row (the only way one can depend on another) wrote after that one
  * committed, so a row's versions keep their order. That last write is read by key, each commit's newest `seq` (a
  * batch commits 1,000 changes): joined and aggregated instead, the planner hashed the whole feed while its statistics
- * were missing (a fresh database; 7.7 ms a call, 3.2 by key, docs/decisions/changes.md). Concurrent sequencers queue on the feed row (FOR UPDATE re-reads
+ * were missing (a fresh database; 7.7 ms a call, 3.2 by key, docs/decisions/changes.md). The unpositioned commits
+ * are walked one at a time (`ORDER BY txid LIMIT 1`, recursively), which is always a plain scan of the partial index:
+ * every positioned commit leaves a dead entry there until a vacuum, a plain scan marks each one it passes so that
+ * the next call skips it, and a bitmap scan (what the planner picked for the whole set) visits all of them on every
+ * call, without marking any. The UPDATE finds them by txid for the same reason. Concurrent sequencers queue on the feed row (FOR UPDATE re-reads
  * it after the wait); commits the later one still saw unpositioned are skipped by the UPDATE's re-check. An
  * unchanged feed costs one index probe and takes no lock. `committed_at` is that last write, kept non-decreasing
  * along the positions, so retention removes a prefix.
@@ -272,23 +276,30 @@ export function selectChangeJsonPage(
 export function sequenceChanges(databaseId: string): Statement {
   const schema = schemaOf(databaseId);
   return {
-    sql: `WITH fresh AS (
-            SELECT cc.txid, coalesce(last.recorded_at, now()) AS last_at, coalesce(last.seq, 0) AS last_seq
-              FROM ${schema}.change_commits cc
+    sql: `WITH RECURSIVE pending AS (
+            (SELECT cc.txid FROM ${schema}.change_commits cc WHERE cc.position IS NULL ORDER BY cc.txid LIMIT 1)
+            UNION ALL
+            (SELECT next.txid FROM pending p CROSS JOIN LATERAL (
+               SELECT cc.txid FROM ${schema}.change_commits cc
+                WHERE cc.position IS NULL AND cc.txid > p.txid ORDER BY cc.txid LIMIT 1) next)
+          ), fresh AS (
+            SELECT p.txid, coalesce(last.recorded_at, now()) AS last_at, coalesce(last.seq, 0) AS last_seq
+              FROM pending p
               LEFT JOIN LATERAL (
-                SELECT c.recorded_at, c.seq FROM ${schema}.changes c WHERE c.txid = cc.txid ORDER BY c.seq DESC LIMIT 1
+                SELECT c.recorded_at, c.seq FROM ${schema}.changes c WHERE c.txid = p.txid ORDER BY c.seq DESC LIMIT 1
               ) last ON true
-             WHERE cc.position IS NULL
           ), feed AS (
             SELECT f.head_position, f.head_committed_at FROM ${schema}.change_feed f
              WHERE EXISTS (SELECT 1 FROM fresh) FOR UPDATE
           ), ordered AS (
-            SELECT fresh.txid, fresh.last_seq, feed.head_position + row_number() OVER (ORDER BY fresh.last_at, fresh.txid) AS position,
+            SELECT fresh.txid, fresh.last_seq,
+                   feed.head_position + row_number() OVER (ORDER BY fresh.last_at, fresh.txid) AS position,
                    greatest(fresh.last_at, feed.head_committed_at) AS committed_at
               FROM fresh, feed
           ), assigned AS (
             UPDATE ${schema}.change_commits cc SET position = o.position, committed_at = o.committed_at
-              FROM ordered o WHERE cc.txid = o.txid AND cc.position IS NULL
+              FROM ordered o
+             WHERE cc.txid = ANY (ARRAY(SELECT txid FROM ordered)) AND cc.txid = o.txid AND cc.position IS NULL
           ), moved AS (
             UPDATE ${schema}.change_feed f
                SET head_position = last.position, head_seq = last.last_seq, head_committed_at = last.committed_at
