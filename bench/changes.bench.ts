@@ -1,9 +1,18 @@
 import pg from 'pg';
 import { FEED_START, selectChangePage } from '../src/catalog/changes.ts';
 import { historyTableOf, schemaOf } from '../src/data/identifiers.ts';
-import { createBenchTable, createRows, VALUES, type BenchTable } from './changes-table.ts';
+import { createBenchTable, VALUES, type BenchTable } from './changes-table.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu, type CpuTimes } from './cpu.ts';
-import { api, median, ratioLine, startBeforeServer, startServers, type BuiltServer, type Servers } from './harness.ts';
+import {
+  api,
+  createRows,
+  median,
+  ratioLine,
+  startBeforeServer,
+  startServers,
+  type BuiltServer,
+  type Servers,
+} from './harness.ts';
 import { benchWebhookRows, webhookBenchEnv } from './webhook-rows.ts';
 
 /**
@@ -29,7 +38,7 @@ const ONLY = process.env.BENCH_TARGETS?.split(',').map((row) => row.trim());
 const chosen = (row: string) => !ONLY || ONLY.includes(row);
 
 const creates = (servers: Servers, table: BenchTable, amount: number) =>
-  createRows(servers, table, VALUES, amount, CONNECTIONS);
+  createRows({ port: servers.servicePort, apiKey: servers.apiKey }, table, VALUES, amount, CONNECTIONS);
 
 async function setFeed(client: pg.Client, table: BenchTable, on: boolean): Promise<void> {
   await client.query(

@@ -13,7 +13,7 @@ import { createApp } from '../src/http/app.ts';
 import { bootstrapOrg } from '../src/identity/provision.ts';
 import { loadConfig } from '../src/kernel/config.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { median } from './harness.ts';
+import { createRows, median } from './harness.ts';
 
 /**
  * The service on a three-node Citus cluster (a coordinator and two workers, ../shared/citus/cluster.sh) against the
@@ -137,36 +137,8 @@ async function createTable(target: Target): Promise<Table> {
 }
 
 /** Row creates at CONCURRENCY, rows per second from the first request to the last response. */
-async function creates(target: Target, table: Table, amount: number, connections = CONCURRENCY): Promise<number> {
-  const started = performance.now();
-  let last = started;
-  const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: `http://127.0.0.1:${target.port}${table.path}/rows`,
-        connections,
-        amount,
-        method: 'POST',
-        headers: { authorization: `Bearer ${target.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ expectedSchemaVersion: table.schemaVersion, values: VALUES }),
-        requests: [
-          {
-            setupRequest: (request) => ({
-              ...request,
-              headers: { ...request.headers, 'idempotency-key': randomUUID() },
-            }),
-          },
-        ],
-      },
-      (error, finished) => (error ? reject(error) : resolve(finished)),
-    );
-    instance.on('response', () => {
-      last = performance.now();
-    });
-  });
-  if (result.errors + result.non2xx > 0) throw new Error(`${target.label}: ${result.non2xx} non-2xx answers`);
-  return amount / ((last - started) / 1000);
-}
+const creates = (target: Target, table: Table, amount: number, connections = CONCURRENCY) =>
+  createRows(target, table, VALUES, amount, connections);
 
 async function pages(target: Target, url: string, seconds: number): Promise<number> {
   const result = await autocannon({

@@ -4,9 +4,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
-import { createRows } from './changes-table.ts';
 import { BackendCpu, processMs } from './cpu.ts';
-import { api, percentile, ratioLine, workerArgs, type Servers } from './harness.ts';
+import { api, createRows, percentile, ratioLine, workerArgs, type Servers } from './harness.ts';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /**
@@ -164,7 +163,7 @@ function costLine(side: string, cost: SideCost, changes: number): string {
 }
 
 const creates = (servers: Servers, table: WebhookBenchTable, amount: number) =>
-  createRows(servers, table, table.values, amount, CONNECTIONS);
+  createRows({ port: servers.servicePort, apiKey: servers.apiKey }, table, table.values, amount, CONNECTIONS);
 
 /** An SSE reader of the database's feed from now on, until aborted. */
 function openReader(servers: Servers, table: WebhookBenchTable): AbortController {

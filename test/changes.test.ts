@@ -5,6 +5,7 @@ import { ChangeHeadResponse, ChangePageResponse } from '../src/contracts/changes
 import { pgExecutor } from '../src/db/sql.ts';
 import { rowsTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { pruneChangeFeed } from '../src/jobs/kinds/changes/pruneChanges.ts';
+import { countFeedArms } from './helpers/feed-arms.ts';
 import { openEventStream, type StreamEvent } from './helpers/event-stream.ts';
 import { expectError } from './helpers/expectations.ts';
 import { addMember, createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
@@ -614,14 +615,7 @@ describe('waiting for changes', () => {
     'a stream reads a feed being written without arming it, misses nothing, and arms once the writes stop',
     async () => {
       const table = await codedTable();
-      const schema = schemaOf(table.databaseId);
-      // Every arm of the feed (a reader's UPDATE … SET armed = true) is counted.
-      await pool.query(`CREATE TABLE ${schema}.test_arms (at timestamptz NOT NULL DEFAULT clock_timestamp())`);
-      await pool.query(`CREATE FUNCTION ${schema}.test_count_arm() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN INSERT INTO ${schema}.test_arms DEFAULT VALUES; RETURN NULL; END $$`);
-      await pool.query(`CREATE TRIGGER test_count_arm AFTER UPDATE ON ${schema}.change_arm
-      FOR EACH ROW WHEN (NEW.armed AND NOT OLD.armed) EXECUTE FUNCTION ${schema}.test_count_arm()`);
-      const arms = async () => (await pool.query(`SELECT count(*)::int AS n FROM ${schema}.test_arms`)).rows[0].n;
+      const arms = await countFeedArms(pool, table.databaseId);
       const cursor = await head(table.databaseId);
       const stream = await openEventStream(`${suite.server.url}${feedPath(table.databaseId)}?after=${cursor}`, {
         headers: { authorization: `Bearer ${admin()}`, accept: 'text/event-stream' },

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { schemaOf } from '../src/data/identifiers.ts';
 import { idempotencyKey } from './helpers/factories.ts';
+import { countFeedArms } from './helpers/feed-arms.ts';
 import { startReceiver, verify, type Receiver } from './helpers/receiver.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
@@ -253,17 +253,10 @@ describe('order and replay', () => {
     'delivers from a feed being written without arming it, and arms it once the writes stop',
     async () => {
       const table = await people();
-      const schema = schemaOf(table.databaseId);
       const control = new pg.Client({ connectionString: suite.server.database.url });
       await control.connect();
       try {
-        // Every arm of the feed (UPDATE … SET armed = true) is counted.
-        await control.query(`CREATE TABLE ${schema}.test_arms (at timestamptz NOT NULL DEFAULT clock_timestamp())`);
-        await control.query(`CREATE FUNCTION ${schema}.test_count_arm() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN INSERT INTO ${schema}.test_arms DEFAULT VALUES; RETURN NULL; END $$`);
-        await control.query(`CREATE TRIGGER test_count_arm AFTER UPDATE ON ${schema}.change_arm
-        FOR EACH ROW WHEN (NEW.armed AND NOT OLD.armed) EXECUTE FUNCTION ${schema}.test_count_arm()`);
-        const arms = async () => (await control.query(`SELECT count(*)::int AS n FROM ${schema}.test_arms`)).rows[0].n;
+        const arms = await countFeedArms(control, table.databaseId);
         const { endpoint } = await freshEndpoint(table);
         const create = async (name: string) => {
           const response = await createRow(suite.server, suite.org.adminKey, table, { Name: name });
