@@ -13,8 +13,12 @@ import { profileDir, profileSince, topSelfTime } from './profile.ts';
  * (1) row create over REST (8 connections) while one webhook delivers every change to a receiver on loopback and an
  *     SSE reader follows the database's feed, against the same creates with the webhook disabled and no reader,
  *     alternating in one run. Target ≥ 0.9: deliveries run on the worker and must not slow request handling.
+ * (1b) the same with a batching webhook (`batch: {maxChanges: BENCH_WEBHOOK_BATCH}`, default 100; 0 leaves the row
+ *     out) in place of the single-change one, in the same rounds against the same "none" side: what the opt-in
+ *     batches save (docs/decisions/webhooks.md, "Batches").
  * (2) delivery lag, from the change's commit (`committedAt`, PostgreSQL's clock) to its receipt by the receiver, p50
- *     and p99, while rows are created at a steady 200/s for BENCH_LAG_SECONDS (default 10).
+ *     and p99, while rows are created at a steady 200/s for BENCH_LAG_SECONDS (default 10); (2b) the same for the
+ *     batching webhook.
  * The worker is `src/bin/worker.ts` in its own process, as `npm run worker` runs it, beside the bench's servers process.
  * The servers must have been started with WEBHOOK_ALLOW_HTTP=true and WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8 in the
  * environment (`webhookBenchEnv`), so that the API accepts a loopback receiver, and without the org's in-flight
@@ -37,7 +41,9 @@ if (!['both', 'webhook', 'sse'].includes(SIDE))
 const delivering = SIDE !== 'sse';
 const reading = SIDE !== 'webhook';
 const measured = { both: 'webhook + SSE', webhook: 'webhook only', sse: 'SSE reader only' }[SIDE];
+const BATCH = Number(process.env.BENCH_WEBHOOK_BATCH ?? 100);
 const LAG_RATE = 200;
+const LAG_SECONDS = Number(process.env.BENCH_LAG_SECONDS ?? 10);
 const MAX_OUTSTANDING = 32;
 
 export interface WebhookBenchTable {
@@ -47,20 +53,30 @@ export interface WebhookBenchTable {
   values: Record<string, unknown>;
 }
 
+/** One change received (a batch is one receipt per change). */
 interface Receipt {
   at: number;
   committedAt: number;
 }
 
-async function startReceiver(): Promise<{ url: string; receipts: Receipt[]; server: Server }> {
+interface Receiver {
+  url: string;
+  receipts: Receipt[];
+  server: Server;
+}
+
+async function startReceiver(): Promise<Receiver> {
   const receipts: Receipt[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const at = Date.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data: { committedAt?: string } };
-      if (body.data.committedAt) receipts.push({ at, committedAt: Date.parse(body.data.committedAt) });
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        data: { committedAt?: string; changes?: { committedAt: string }[] };
+      };
+      const changes = body.data.changes ?? (body.data.committedAt ? [{ committedAt: body.data.committedAt }] : []);
+      for (const change of changes) receipts.push({ at, committedAt: Date.parse(change.committedAt) });
       response.writeHead(204).end();
     });
   });
@@ -196,102 +212,149 @@ async function drained(receipts: Receipt[], count: number): Promise<void> {
   while (receipts.length < count && Date.now() < deadline) await pause(50);
 }
 
-/** Rows (1) and (2). `table` is a fresh table of its own database (the webhook follows that database only). */
+/** A webhook of the bench and the receiver it delivers to. */
+interface Delivery {
+  label: string;
+  row: string;
+  webhook: { id: string; version: string };
+  receiver: Receiver;
+}
+
+async function startDelivery(
+  servers: Servers,
+  table: WebhookBenchTable,
+  label: string,
+  row: string,
+  batch: number | null,
+): Promise<Delivery> {
+  const receiver = await startReceiver();
+  const webhook = (await api(servers, 'POST', `/v1/orgs/${servers.orgId}/webhooks`, {
+    url: receiver.url,
+    events: ['*'],
+    databaseId: table.databaseId,
+    ...(batch === null ? {} : { batch: { maxChanges: batch } }),
+  })) as { id: string; version: string };
+  return { label, row, webhook, receiver };
+}
+
+/** Row (2) for one webhook: creates at LAG_RATE for BENCH_LAG_SECONDS, each change's commit → receipt. */
+async function lagRow(servers: Servers, table: WebhookBenchTable, delivery: Delivery): Promise<void> {
+  const total = LAG_RATE * LAG_SECONDS;
+  const { receipts } = delivery.receiver;
+  const first = receipts.length;
+  await pause(2_000);
+  const started = performance.now();
+  // At most MAX_OUTSTANDING creates in flight: a machine that cannot keep 200/s gets a lower rate (reported), not
+  // thousands of queued connections.
+  const outstanding = new Set<Promise<unknown>>();
+  for (let index = 0; index < total; index += 1) {
+    const due = started + (index * 1000) / LAG_RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await pause(wait);
+    while (outstanding.size >= MAX_OUTSTANDING) await Promise.race(outstanding);
+    const create = api(servers, 'POST', `${table.path}/rows`, {
+      expectedSchemaVersion: table.schemaVersion,
+      values: table.values,
+    }).finally(() => outstanding.delete(create));
+    outstanding.add(create);
+  }
+  await Promise.all(outstanding);
+  const rate = total / ((performance.now() - started) / 1000);
+  await drained(receipts, first + total);
+  const lags = receipts
+    .slice(first)
+    .map((receipt) => receipt.at - receipt.committedAt)
+    .sort((a, b) => a - b);
+  process.stdout.write(
+    `(2${delivery.row}) delivery lag commit → receipt, ${delivery.label}, at ${LAG_RATE} creates/s ` +
+      `(achieved ${rate.toFixed(0)}/s) for ${LAG_SECONDS} s: ${lags.length} of ${total} received, ` +
+      `p50 ${percentile(lags, 0.5)} ms, p99 ${percentile(lags, 0.99)} ms\n`,
+  );
+}
+
+/**
+ * Rows (1), (1b), (2) and (2b). `table` is a fresh table of its own database (the webhooks follow that database
+ * only). Each webhook is enabled only for its own side; re-enabled, it first delivers what it missed (drained before
+ * the side is measured, so that the backlog does not load it).
+ */
 export async function benchWebhookRows(
   servers: Servers,
   table: WebhookBenchTable,
   options: { creates: number; rounds: number },
 ) {
-  const receiver = await startReceiver();
   const worker = await startWorker(servers.databaseUrl);
   const started = Date.now();
   const counters = new pg.Client({ connectionString: servers.databaseUrl, application_name: 'bench counters' });
   await counters.connect();
+  const deliveries: Delivery[] = [];
   try {
-    const webhook = (await api(servers, 'POST', `/v1/orgs/${servers.orgId}/webhooks`, {
-      url: receiver.url,
-      events: ['*'],
-      databaseId: table.databaseId,
-    })) as { id: string; version: string };
+    deliveries.push(await startDelivery(servers, table, 'one change per message', '', null));
+    if (delivering && BATCH > 0)
+      deliveries.push(await startDelivery(servers, table, `batches of up to ${BATCH}`, 'b', BATCH));
     const warmup = Math.max(200, options.creates / 10);
     await creates(servers, table, warmup);
-    let sent = warmup;
-    // Delivered before the rounds: a side that never re-enables the webhook (BENCH_WEBHOOK_SIDE=sse) would
+    let created = warmup;
+    // Delivered before the rounds: a side that never re-enables the webhooks (BENCH_WEBHOOK_SIDE=sse) would
     // otherwise wait for them at every drain.
-    await drained(receiver.receipts, sent);
+    for (const delivery of deliveries) await drained(delivery.receiver.receipts, created);
     process.stdout.write(
       `webhooks: ${options.rounds} rounds; (1) ${options.creates} row creates per side over ${CONNECTIONS} connections\n`,
     );
-    const ratios: number[] = [];
+    const ratios = new Map<Delivery, number[]>(deliveries.map((delivery) => [delivery, []]));
     for (let round = 1; round <= options.rounds; round += 1) {
-      await setState(servers, webhook, 'disabled');
+      for (const delivery of deliveries) await setState(servers, delivery.webhook, 'disabled');
       const noneCost = await readCost(servers, worker, counters);
       const none = await creates(servers, table, options.creates);
       const noneSpent = await noneCost.stop();
-      if (delivering) {
-        sent += options.creates;
-        await setState(servers, webhook, 'active');
-      }
-      // The backlog of the "none" side is delivered first, so that it does not load the measured side.
-      await drained(receiver.receipts, sent);
-      const bothCost = await readCost(servers, worker, counters);
-      const reader = reading ? openReader(servers, table) : new AbortController();
-      const both = await creates(servers, table, options.creates);
-      if (delivering) sent += options.creates;
-      reader.abort();
-      // The deliveries still due after the creates are counted on this side too: they are its cost.
-      await drained(receiver.receipts, sent);
-      const bothSpent = await bothCost.stop();
-      ratios.push(both / none);
+      created += options.creates;
       process.stdout.write(
-        `round ${round}: creates/s with ${measured} ${both.toFixed(0)}, none ${none.toFixed(0)}, ratio ${(both / none).toFixed(2)}\n` +
-          `${costLine('with', bothSpent, options.creates)}\n${costLine('none', noneSpent, options.creates)}\n`,
+        `round ${round}: creates/s none ${none.toFixed(0)}\n${costLine('none', noneSpent, options.creates)}\n`,
+      );
+      for (const delivery of deliveries) {
+        if (delivering) await setState(servers, delivery.webhook, 'active');
+        if (delivering) await drained(delivery.receiver.receipts, created);
+        const withCost = await readCost(servers, worker, counters);
+        const reader = reading ? openReader(servers, table) : new AbortController();
+        const measuredRate = await creates(servers, table, options.creates);
+        created += options.creates;
+        reader.abort();
+        // The deliveries still due after the creates are counted on this side too: they are its cost.
+        if (delivering) await drained(delivery.receiver.receipts, created);
+        const withSpent = await withCost.stop();
+        if (delivering) await setState(servers, delivery.webhook, 'disabled');
+        ratios.get(delivery)!.push(measuredRate / none);
+        process.stdout.write(
+          `  (1${delivery.row}) with ${measured}, ${delivery.label}: creates/s ${measuredRate.toFixed(0)}, ` +
+            `ratio ${(measuredRate / none).toFixed(2)}\n${costLine('with', withSpent, options.creates)}\n`,
+        );
+      }
+    }
+    for (const delivery of deliveries) {
+      const what = SIDE === 'both' ? 'one webhook + SSE reader' : measured;
+      const label = delivery.row === '' || !delivering ? what : `${what}, ${delivery.label}`;
+      process.stdout.write(
+        `${ratioLine(`(1${delivery.row}) row create, ${label} vs none`, 'with / none', ratios.get(delivery)!, 0.9)}\n`,
       );
     }
-    process.stdout.write(
-      `${ratioLine(`(1) row create, ${SIDE === 'both' ? 'one webhook + SSE reader' : measured} vs none`, 'with / none', ratios, 0.9)}\n`,
-    );
 
     // Row (2) needs deliveries: not measured with the SSE reader alone.
     if (!delivering) return;
-    const seconds = Number(process.env.BENCH_LAG_SECONDS ?? 10);
-    const total = LAG_RATE * seconds;
-    const first = receiver.receipts.length;
-    await pause(2_000);
-    const started = performance.now();
-    // At most MAX_OUTSTANDING creates in flight: a machine that cannot keep 200/s gets a lower rate (reported), not
-    // thousands of queued connections.
-    const outstanding = new Set<Promise<unknown>>();
-    for (let index = 0; index < total; index += 1) {
-      const due = started + (index * 1000) / LAG_RATE;
-      const wait = due - performance.now();
-      if (wait > 0) await pause(wait);
-      while (outstanding.size >= MAX_OUTSTANDING) await Promise.race(outstanding);
-      const create = api(servers, 'POST', `${table.path}/rows`, {
-        expectedSchemaVersion: table.schemaVersion,
-        values: table.values,
-      }).finally(() => outstanding.delete(create));
-      outstanding.add(create);
+    for (const delivery of deliveries) {
+      await setState(servers, delivery.webhook, 'active');
+      await drained(delivery.receiver.receipts, created);
+      await lagRow(servers, table, delivery);
+      created += LAG_RATE * LAG_SECONDS;
+      await setState(servers, delivery.webhook, 'disabled');
     }
-    await Promise.all(outstanding);
-    const rate = total / ((performance.now() - started) / 1000);
-    await drained(receiver.receipts, first + total);
-    const lags = receiver.receipts
-      .slice(first)
-      .map((receipt) => receipt.at - receipt.committedAt)
-      .sort((a, b) => a - b);
-    process.stdout.write(
-      `(2) delivery lag commit → receipt at ${LAG_RATE} creates/s (achieved ${rate.toFixed(0)}/s) for ${seconds} s: ` +
-        `${lags.length} of ${total} received, ` +
-        `p50 ${percentile(lags, 0.5)} ms, p99 ${percentile(lags, 0.99)} ms\n`,
-    );
   } finally {
     await counters.end();
     worker.kill('SIGTERM');
     await once(worker, 'exit');
     const profile = profileDir && profileSince(`${profileDir}/worker`, started);
     if (profile) process.stdout.write(`\nworker: ${topSelfTime(profile)}\n`);
-    receiver.server.closeAllConnections();
-    receiver.server.close();
+    for (const { receiver } of deliveries) {
+      receiver.server.closeAllConnections();
+      receiver.server.close();
+    }
   }
 }

@@ -153,6 +153,8 @@ describe('failures', () => {
     await createRow(suite.server, suite.org.adminKey, table, { Name: 'Ada' });
     await expect.poll(() => endpoint.received.length, UNTIL).toBe(3);
     expect(new Set(endpoint.received.map((entry) => entry.id)).size).toBe(1);
+    // The same body byte for byte: the kept message is stored as the text it was sent as.
+    expect(new Set(endpoint.received.map((entry) => entry.body)).size).toBe(1);
     await expect.poll(async () => (await deliveries(webhook.id)).length, UNTIL).toBe(3);
     const [third, second, first] = await deliveries(webhook.id);
     expect(first).toMatchObject({ attempt: 1, statusCode: 500, succeeded: false, error: 'the endpoint answered 500' });
@@ -345,6 +347,93 @@ describe('order and replay', () => {
     expect(malformed.body.error.code).toBe('CURSOR_INVALID');
     const elsewhere = Buffer.from(`c1.${'0'.repeat(25)}1.1.1`).toString('base64url');
     expect((await send(elsewhere)).status).toBe(400);
+    await endpoint.close();
+  });
+});
+
+describe('batches', () => {
+  /** The changes of every batch received, first arrival of each webhook-id, each message verified as a receiver would. */
+  const batchesOf = (endpoint: Receiver, secret: string) =>
+    endpoint.messages().map((message) => verify(secret, message) as { type: string; timestamp: string; data: any });
+
+  it('delivers up to maxChanges changes of one feed per message, in feed order, while 8 writers commit at once', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table, { batch: { maxChanges: 7 } });
+    // The first message is held, so that the changes committed meanwhile are sent several to a message.
+    endpoint.script({ holdMs: 500 });
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, writer) => {
+        for (let index = 0; index < 10; index += 1) {
+          const response = await createRow(suite.server, suite.org.adminKey, table, { Name: `${writer}-${index}` });
+          expect(response.status, response.text).toBe(201);
+        }
+      }),
+    );
+    const delivered = () => batchesOf(endpoint, webhook.secret).flatMap((body) => body.data.changes);
+    await expect.poll(() => delivered().length, { timeout: 30_000, interval: 100 }).toBe(80);
+    const feed = await suite.server.request(
+      'GET',
+      `/v1/orgs/${suite.org.orgId}/databases/${table.databaseId}/changes?limit=1000`,
+      { token: suite.org.adminKey },
+    );
+    expect(feed.status, feed.text).toBe(200);
+    expect(delivered()).toEqual(feed.body.data.filter((change: any) => change.kind === 'row.created'));
+    const batches = batchesOf(endpoint, webhook.secret);
+    for (const body of batches) {
+      expect(body.type).toBe('changes');
+      expect(body.data.changes.length).toBeGreaterThanOrEqual(1);
+      expect(body.data.changes.length).toBeLessThanOrEqual(7);
+      expect(body.timestamp).toBe(body.data.changes.at(-1).committedAt);
+    }
+    expect(batches.length).toBeLessThan(80);
+    expect(endpoint.received).toHaveLength(batches.length);
+    // Each attempt is logged once per message, at its last change's cursor.
+    await expect.poll(async () => (await deliveries(webhook.id)).length, UNTIL).toBe(batches.length);
+    const logged = await deliveries(webhook.id);
+    expect(logged.map((attempt) => attempt.cursor).reverse()).toEqual(
+      batches.map((body) => body.data.changes.at(-1).cursor),
+    );
+    expect(logged.every((attempt) => attempt.type === 'changes' && attempt.succeeded)).toBe(true);
+    await endpoint.close();
+  });
+
+  it('retries a batch with the same webhook-id and the same changes, whatever committed meanwhile', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table, { batch: { maxChanges: 10 } });
+    endpoint.script({ status: 500 }, { status: 503 });
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'a' });
+    await expect.poll(() => endpoint.received.length, UNTIL).toBeGreaterThanOrEqual(1);
+    for (const name of ['b', 'c']) await createRow(suite.server, suite.org.adminKey, table, { Name: name });
+    const names = () =>
+      batchesOf(endpoint, webhook.secret).flatMap((body) =>
+        body.data.changes.map((change: any) => change.values[table.fields.Name!]),
+      );
+    await expect.poll(names, UNTIL).toEqual(['a', 'b', 'c']);
+    const [first, second, third] = endpoint.received;
+    expect([second!.id, third!.id]).toEqual([first!.id, first!.id]);
+    expect([second!.body, third!.body]).toEqual([first!.body, first!.body]);
+    expect(JSON.parse(first!.body).data.changes).toHaveLength(1);
+    await endpoint.close();
+  });
+
+  it('goes back to one change per message after PATCH batch null', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table, { batch: { maxChanges: 5 } });
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'a' });
+    await expect.poll(() => endpoint.messages().length, UNTIL).toBe(1);
+    expect(endpoint.messages()[0]!.json.type).toBe('changes');
+    const single = await suite.server.request('PATCH', `${hooks()}/${webhook.id}`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: webhook.version, batch: null },
+    });
+    expect(single.status, single.text).toBe(200);
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'b' });
+    await expect.poll(() => endpoint.messages().length, UNTIL).toBe(2);
+    expect(verify(webhook.secret, endpoint.messages()[1]!)).toMatchObject({
+      type: 'row.created',
+      data: { values: { [table.fields.Name!]: 'b' } },
+    });
     await endpoint.close();
   });
 });

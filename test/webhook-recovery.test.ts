@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { idempotencyKey } from './helpers/factories.ts';
 import { startReceiver, verify, type Receiver } from './helpers/receiver.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
@@ -56,8 +56,11 @@ function spawnWorker(): WorkerProcess {
 beforeAll(async () => {
   receiver = await startReceiver();
 });
-afterAll(async () => {
+// Each test starts without workers: one left running would deliver the next test's messages before it is killed.
+afterEach(async () => {
   await Promise.all(workers.map((worker) => worker.kill()));
+});
+afterAll(async () => {
   await receiver.close();
 });
 
@@ -83,6 +86,36 @@ describe('a worker killed mid-delivery', () => {
     const names = receiver.received.map((entry) => verify(created.body.secret, entry).data.values[table.fields.Name!]);
     expect(names).toEqual(['a', 'a', 'b', 'c']);
     expect(receiver.received[0]!.id).toBe(receiver.received[1]!.id);
+  });
+
+  it('resends a batch in flight with the same webhook-id and the same changes, not with what committed since', async () => {
+    const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const endpoint = await startReceiver();
+    const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { url: endpoint.url, events: ['row.created'], databaseId: table.databaseId, batch: { maxChanges: 10 } },
+    });
+    expect(created.status, created.text).toBe(201);
+    for (const name of ['a', 'b', 'c']) await createRow(suite.server, suite.org.adminKey, table, { Name: name });
+    endpoint.script({ holdMs: 60_000 });
+    const first = spawnWorker();
+    await expect.poll(() => endpoint.received.length, UNTIL).toBe(1);
+    await first.kill();
+    // Committed after the batch was sent: a batch read afresh would take it in, under another id.
+    await createRow(suite.server, suite.org.adminKey, table, { Name: 'd' });
+    spawnWorker();
+    const names = (index: number) =>
+      verify(created.body.secret, endpoint.received[index]!).data.changes.map(
+        (change: any) => change.values[table.fields.Name!],
+      );
+    const received = () => endpoint.received.map((_, index) => names(index));
+    await expect.poll(() => received().flat().includes('d'), { timeout: 20_000, interval: 100 }).toBe(true);
+    expect(received()).toEqual([['a', 'b', 'c'], ['a', 'b', 'c'], ['d']]);
+    expect(endpoint.received[1]!.id).toBe(endpoint.received[0]!.id);
+    expect(endpoint.received[1]!.body).toBe(endpoint.received[0]!.body);
+    expect(endpoint.received[2]!.id).not.toBe(endpoint.received[0]!.id);
+    await endpoint.close();
   });
 
   it('two workers never deliver one endpoint’s messages at the same time', async () => {

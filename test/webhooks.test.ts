@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_WEBHOOKS_PER_ORG } from '../src/contracts/webhooks.ts';
 import { addMember, createOrg, idempotencyKey, type TestOrg } from './helpers/factories.ts';
-import { expectError, expectTimestamp } from './helpers/expectations.ts';
+import { expectError, expectProblemPaths, expectTimestamp } from './helpers/expectations.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createDatabase, createTable } from './helpers/workspace.ts';
 
@@ -46,6 +46,7 @@ describe('creating a webhook', () => {
       events: ['row.created', 'row.deleted'],
       databaseId: null,
       tableIds: [],
+      batch: null,
       state: 'active',
       version: '1',
       disabledAt: null,
@@ -253,6 +254,59 @@ describe('reading, changing and deleting', () => {
   });
 });
 
+describe('batches (opt-in: several changes per message)', () => {
+  it('keeps batch.maxChanges, and PATCH batch null goes back to one change per message', async () => {
+    const webhook = await created({ batch: { maxChanges: 50 } });
+    expect(webhook.batch).toEqual({ maxChanges: 50 });
+    const path = `${hooks()}/${webhook.id}`;
+    const described = await suite.server.request('PATCH', path, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: webhook.version, description: 'batched' },
+    });
+    expect(described.body).toMatchObject({ batch: { maxChanges: 50 }, description: 'batched', version: '2' });
+    const single = await suite.server.request('PATCH', path, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '2', batch: null },
+    });
+    expect(single.status, single.text).toBe(200);
+    expect(single.body).toMatchObject({ batch: null, version: '3' });
+    const again = await suite.server.request('PATCH', path, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '3', batch: { maxChanges: 1 } },
+    });
+    expect(again.body).toMatchObject({ batch: { maxChanges: 1 }, version: '4' });
+  });
+
+  it('refuses a maxChanges outside 1..1000, a fraction or another member with 422, and creates nothing', async () => {
+    const before = await suite.server.request('GET', `${hooks()}?limit=100`, { token: suite.org.adminKey });
+    for (const batch of [
+      { maxChanges: 0 },
+      { maxChanges: 1001 },
+      { maxChanges: 2.5 },
+      { maxChanges: 5, maxBytes: 9 },
+      {},
+    ]) {
+      const response = await create({ url: 'https://hooks.example.com/b', events: ['*'], batch });
+      expectError(response, 422, 'VALIDATION_FAILED');
+      expectProblemPaths(response, [['body', 'batch', ...('maxBytes' in batch ? [] : ['maxChanges'])]]);
+    }
+    const webhook = await created();
+    const patched = await suite.server.request('PATCH', `${hooks()}/${webhook.id}`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', batch: { maxChanges: -1 } },
+    });
+    expectError(patched, 422, 'VALIDATION_FAILED');
+    const after = await suite.server.request('GET', `${hooks()}?limit=100`, { token: suite.org.adminKey });
+    expect(after.body.data.length).toBe(before.body.data.length + 1);
+    const unchanged = await suite.server.request('GET', `${hooks()}/${webhook.id}`, { token: suite.org.adminKey });
+    expect(unchanged.body).toMatchObject({ batch: null, version: '1' });
+  });
+});
+
 describe('secrets', () => {
   it('rotates the secret: the new one is in that answer only, the old one signs for 24 hours', async () => {
     const webhook = await created();
@@ -363,6 +417,36 @@ describe('GraphQL', () => {
         updateWebhook: { url: 'https://hooks.example.com/n', description: 'kept', databaseId: null, version: '2' },
       },
     });
+  });
+
+  it('sets batch on create, leaves it when absent from updateWebhook, and turns it off with null', async () => {
+    const fields = 'id version batch { maxChanges }';
+    const create = await suite.server.graphql(
+      `mutation($orgId: ID!, $key: String!) { createWebhook(orgId: $orgId, idempotencyKey: $key, input: { url: "https://hooks.example.com/bg", events: ["*"], batch: { maxChanges: 20 } }) { ${fields} } }`,
+      { orgId: suite.org.orgId, key: idempotencyKey() },
+      { token: suite.org.adminKey },
+    );
+    const webhook = create.body.data.createWebhook;
+    expect(webhook).toMatchObject({ version: '1', batch: { maxChanges: 20 } });
+    const update = (input: Record<string, unknown>) =>
+      suite.server.graphql(
+        `mutation($orgId: ID!, $id: ID!, $key: String!, $input: UpdateWebhookInput!) {
+          updateWebhook(orgId: $orgId, id: $id, idempotencyKey: $key, input: $input) { ${fields} } }`,
+        { orgId: suite.org.orgId, id: webhook.id, key: idempotencyKey(), input },
+        { token: suite.org.adminKey },
+      );
+    expect((await update({ expectedVersion: '1', description: 'x' })).body.data.updateWebhook).toEqual({
+      id: webhook.id,
+      version: '2',
+      batch: { maxChanges: 20 },
+    });
+    expect((await update({ expectedVersion: '2', batch: null })).body.data.updateWebhook).toEqual({
+      id: webhook.id,
+      version: '3',
+      batch: null,
+    });
+    const refused = await update({ expectedVersion: '3', batch: { maxChanges: 0 } });
+    expect(refused.body.errors[0].extensions.code).toBe('VALIDATION_FAILED');
   });
 
   it('offers the same fields: create, list, deliveries', async () => {

@@ -6,6 +6,9 @@ import { insertActivity } from '../data/activity.ts';
  * test messages and its attempt log. Every write happens while the worker holds the endpoint's advisory lock.
  */
 
+/** A batch's body stays within this many bytes, however many changes its endpoint allows (a larger change goes alone). */
+export const MAX_BATCH_BYTES = 1_048_576;
+
 /** Session-level, so no transaction stays open during the HTTP call; released by PostgreSQL if the worker dies. */
 const LOCK_CLASS = 27_027;
 
@@ -17,7 +20,10 @@ export function unlockEndpoint(webhookId: string): Statement {
   return { sql: 'SELECT pg_advisory_unlock($1::int, hashtext($2::text)) AS unlocked', params: [LOCK_CLASS, webhookId] };
 }
 
-/** The message in flight: kept until answered 2xx, so every attempt sends the same id and body. */
+/**
+ * The message in flight: kept until answered 2xx, so every attempt sends the same id and body. A batch (`type`
+ * `changes`) is placed at its last change: `cursor`, `position` and `seq` are that change's.
+ */
 export interface InFlightMessage {
   id: string;
   type: string;
@@ -37,6 +43,8 @@ export interface EndpointRow {
   events: string[];
   databaseId: string | null;
   tableIds: string[];
+  /** Null: one change per message. */
+  batchMaxChanges: number | null;
   state: 'active' | 'disabled';
   secretSealed: string;
   previousSecretSealed: string | null;
@@ -51,7 +59,7 @@ export interface EndpointRow {
 export function selectEndpoint(webhookId: string): Statement {
   return {
     sql: `SELECT id, org_id AS "orgId", url, events, database_id AS "databaseId", table_ids::text[] AS "tableIds", state,
-            secret_sealed AS "secretSealed",
+            batch_max_changes AS "batchMaxChanges", secret_sealed AS "secretSealed",
             CASE WHEN previous_secret_expires_at > now() THEN previous_secret_sealed END AS "previousSecretSealed",
             message, failed_attempts AS "failedAttempts", next_attempt_at <= now() AS due, version::text AS version, generation,
             EXISTS (SELECT 1 FROM webhook_messages m WHERE m.webhook_id = webhooks.id) AS "hasQueued"
@@ -107,13 +115,15 @@ export interface DeliveredPlace {
 
 /**
  * The deliveries made since the last save, in one statement (one round trip, one commit): their attempts logged,
- * each database's place moved past its last delivered message, the message kept for a retry (if any) dropped, and
- * the next look set — now, or after `idleSeconds` when every feed was read to its end. Positions move only while the
+ * each database's place moved past its last delivered message, the message kept for a retry (if any) dropped — or
+ * replaced by `sending`, a batch about to be sent — and the next look set: now, or after `idleSeconds` when every
+ * feed was read to its end. Positions move only while the
  * generation is the one the deliverer read (a replay or a changed scope moves it), attempts are logged either way.
  * Answers the endpoint's version and state (nulls when the generation moved or the endpoint is gone), so that a
  * deliverer notices a change of its settings made meanwhile. Its transaction commits without waiting for the WAL
  * flush (`synchronous_commit` off for it alone): a PostgreSQL crash that loses the last saves only means their
- * messages are sent again, with the same ids.
+ * messages are sent again, with the same ids. A save that holds a batch to send waits for the flush: the batch is
+ * sent once it is committed, and a crash must not let its id go out again with other changes.
  */
 export function saveProgress(
   webhookId: string,
@@ -121,11 +131,15 @@ export function saveProgress(
   attempts: readonly AttemptRecord[],
   places: readonly DeliveredPlace[],
   idleSeconds: number | null,
+  sending: InFlightMessage | null = null,
 ): Statement {
   return {
-    sql: `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
+    sql: `WITH async AS (
+            SELECT set_config('synchronous_commit',
+                              CASE WHEN $6::json IS NULL THEN 'off' ELSE current_setting('synchronous_commit') END, true)
+          ),
           current AS (
-            UPDATE webhooks SET message = NULL, failed_attempts = 0,
+            UPDATE webhooks SET message = $6::json, failed_attempts = 0,
                    next_attempt_at = now() + make_interval(secs => coalesce($5::double precision, 0))
              WHERE id = $1::bpchar AND generation = $2
             RETURNING id, version::text AS version, state
@@ -145,6 +159,7 @@ export function saveProgress(
         places.map((place) => ({ database_id: place.databaseId, position: place.position, seq: place.seq })),
       ),
       idleSeconds,
+      sending === null ? null : JSON.stringify(sending),
     ],
   };
 }
@@ -158,7 +173,7 @@ export function retryMessage(
   delayMs: number,
 ): Statement {
   return {
-    sql: `UPDATE webhooks SET message = $3::jsonb, failed_attempts = $4,
+    sql: `UPDATE webhooks SET message = $3::json, failed_attempts = $4,
             next_attempt_at = now() + make_interval(secs => $5::double precision / 1000)
           WHERE id = $1::bpchar AND generation = $2`,
     params: [webhookId, generation, JSON.stringify(message), failedAttempts, delayMs],
@@ -176,7 +191,7 @@ export function disableEndpoint(
   return {
     sql: `UPDATE webhooks SET state = 'disabled', failed_attempts = $2, disabled_at = now(), disabled_reason = $3,
             version = version + 1, updated_at = now(),
-            message = CASE WHEN generation = $4 THEN $5::jsonb ELSE message END
+            message = CASE WHEN generation = $4 THEN $5::json ELSE message END
           WHERE id = $1::bpchar AND state = 'active' RETURNING url`,
     params: [webhookId, failedAttempts, reason.slice(0, 500), generation, JSON.stringify(message)],
   };

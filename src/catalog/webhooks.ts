@@ -15,6 +15,7 @@ export interface WebhookRow {
   events: string[];
   databaseId: string | null;
   tableIds: string[];
+  batch: { maxChanges: number } | null;
   state: 'active' | 'disabled';
   version: string;
   createdAt: string;
@@ -25,7 +26,8 @@ export interface WebhookRow {
 }
 
 const PUBLIC_COLUMNS = `id, org_id AS "orgId", url, description, events, database_id AS "databaseId",
-  table_ids::text[] AS "tableIds", state, version::text AS version, ${utcTimestamp('created_at')} AS "createdAt",
+  table_ids::text[] AS "tableIds",
+  CASE WHEN batch_max_changes IS NOT NULL THEN jsonb_build_object('maxChanges', batch_max_changes) END AS batch, state, version::text AS version, ${utcTimestamp('created_at')} AS "createdAt",
   ${utcTimestamp('updated_at')} AS "updatedAt", ${utcTimestamp('disabled_at')} AS "disabledAt",
   disabled_reason AS "disabledReason",
   CASE WHEN previous_secret_expires_at > now() THEN ${utcTimestamp('previous_secret_expires_at')} END AS "previousSecretExpiresAt"`;
@@ -50,13 +52,16 @@ export interface NewWebhook {
   events: string[];
   databaseId: string | null;
   tableIds: string[];
+  batchMaxChanges: number | null;
   secretSealed: string;
 }
 
 export function insertWebhook(webhook: NewWebhook): Statement {
   return {
-    sql: `INSERT INTO webhooks (id, org_id, url, description, events, database_id, table_ids, secret_sealed)
-          VALUES ($1::bpchar, $2::bpchar, $3, $4, $5::text[], $6::bpchar, $7::bpchar[], $8) RETURNING ${PUBLIC_COLUMNS}`,
+    sql: `INSERT INTO webhooks (id, org_id, url, description, events, database_id, table_ids, secret_sealed,
+            batch_max_changes)
+          VALUES ($1::bpchar, $2::bpchar, $3, $4, $5::text[], $6::bpchar, $7::bpchar[], $8, $9::int)
+          RETURNING ${PUBLIC_COLUMNS}`,
     params: [
       webhook.id,
       webhook.orgId,
@@ -66,6 +71,7 @@ export function insertWebhook(webhook: NewWebhook): Statement {
       webhook.databaseId,
       webhook.tableIds,
       webhook.secretSealed,
+      webhook.batchMaxChanges,
     ],
   };
 }
@@ -137,6 +143,8 @@ export interface WebhookChanges {
   events?: string[] | undefined;
   databaseId?: string | null | undefined;
   tableIds?: string[] | undefined;
+  /** Null: one change per message. */
+  batchMaxChanges?: number | null | undefined;
 }
 
 /** Settings changed, version bumped. A changed scope keeps the endpoint's positions: it resumes where it stood. */
@@ -145,7 +153,9 @@ export function updateWebhookSettings(id: string, changes: WebhookChanges): Stat
     sql: `UPDATE webhooks SET url = coalesce($2, url), description = coalesce($3, description),
             events = coalesce($4::text[], events),
             database_id = CASE WHEN $5::boolean THEN $6::bpchar ELSE database_id END,
-            table_ids = coalesce($7::bpchar[], table_ids), version = version + 1, updated_at = now()
+            table_ids = coalesce($7::bpchar[], table_ids),
+            batch_max_changes = CASE WHEN $8::boolean THEN $9::int ELSE batch_max_changes END,
+            version = version + 1, updated_at = now()
           WHERE id = $1::bpchar RETURNING ${PUBLIC_COLUMNS}`,
     params: [
       id,
@@ -155,6 +165,8 @@ export function updateWebhookSettings(id: string, changes: WebhookChanges): Stat
       changes.databaseId !== undefined,
       changes.databaseId ?? null,
       changes.tableIds ?? null,
+      changes.batchMaxChanges !== undefined,
+      changes.batchMaxChanges ?? null,
     ],
   };
 }

@@ -24,6 +24,8 @@ export const WEBHOOK_EVENT_KINDS = [
 /** At most this many webhooks per org (issue 27): each is a delivery loop the workers keep turning. */
 export const MAX_WEBHOOKS_PER_ORG = 25;
 export const MAX_WEBHOOK_TABLES = 100;
+/** A batching endpoint's largest message, in changes (its body is also kept within 1 MiB: MAX_BATCH_BYTES, src/catalog/webhook-deliveries.ts). */
+export const MAX_WEBHOOK_BATCH_CHANGES = 1_000;
 
 export const WebhookEvents = z
   .array(z.enum([...WEBHOOK_EVENT_KINDS, '*']))
@@ -34,6 +36,13 @@ export const WebhookEvents = z
 
 const Url = z.string().min(1).max(MAX_WEBHOOK_URL_LENGTH);
 const Description = z.string().max(500);
+/**
+ * Opt-in batches (docs/decisions/webhooks.md, "Batches"): up to `maxChanges` changes of one feed per message, body
+ * `{type: "changes", timestamp, data: {changes: [Change, …]}}`. Absent or null: one change per message.
+ */
+export const WebhookBatch = z.strictObject({
+  maxChanges: z.number().int().min(1).max(MAX_WEBHOOK_BATCH_CHANGES),
+});
 const TableIds = z
   .array(Id)
   .max(MAX_WEBHOOK_TABLES)
@@ -45,6 +54,7 @@ export const CreateWebhookBody = z.strictObject({
   events: WebhookEvents,
   databaseId: Id.nullish(),
   tableIds: TableIds.optional(),
+  batch: WebhookBatch.nullish(),
 });
 
 export const UpdateWebhookBody = z.strictObject({
@@ -54,13 +64,16 @@ export const UpdateWebhookBody = z.strictObject({
   events: WebhookEvents.optional(),
   databaseId: Id.nullish(),
   tableIds: TableIds.optional(),
+  /** Null: one change per message again (from the next message on). */
+  batch: WebhookBatch.nullish(),
   /** `active` resumes a disabled endpoint from its first undelivered change; `disabled` pauses it. */
   state: z.enum(['active', 'disabled']).optional(),
 });
 
 /**
  * `updateWebhook(input:)`: GraphQL has no "absent", so there a null member leaves the setting as it is, except
- * `databaseId`, where null means every database (as in the PATCH body). The resolver receives the PATCH body.
+ * `databaseId`, where null means every database, and `batch`, where null means one change per message (as in the
+ * PATCH body). The resolver receives the PATCH body.
  */
 export const UpdateWebhookArgument = UpdateWebhookBody.extend({
   url: UpdateWebhookBody.shape.url.nullish(),
@@ -71,7 +84,7 @@ export const UpdateWebhookArgument = UpdateWebhookBody.extend({
 }).transform(
   (input) =>
     Object.fromEntries(
-      Object.entries(input).filter(([key, value]) => value !== null || key === 'databaseId'),
+      Object.entries(input).filter(([key, value]) => value !== null || key === 'databaseId' || key === 'batch'),
     ) as z.output<typeof UpdateWebhookBody>,
 );
 
@@ -90,6 +103,7 @@ export const WebhookResponse = z.strictObject({
   events: z.array(z.string()),
   databaseId: Id.nullable(),
   tableIds: z.array(Id),
+  batch: WebhookBatch.nullable(),
   state: z.enum(['active', 'disabled']),
   version: VersionString,
   createdAt: Timestamp,

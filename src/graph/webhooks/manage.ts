@@ -137,6 +137,7 @@ export async function createWebhook(
       events: body.events,
       databaseId,
       tableIds,
+      batchMaxChanges: body.batch?.maxChanges ?? null,
       secretSealed: sealSecret(await keyOf(context), id, secret),
     }),
   );
@@ -193,6 +194,7 @@ export async function updateWebhook(
     events: body.events,
     databaseId: body.databaseId,
     tableIds: body.tableIds,
+    batchMaxChanges: body.batch === undefined ? undefined : (body.batch?.maxChanges ?? null),
   };
   const scopeChanged = body.databaseId !== undefined && body.databaseId !== before.databaseId;
   if (Object.values(settings).some((value) => value !== undefined)) {

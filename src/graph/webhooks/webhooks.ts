@@ -39,6 +39,12 @@ const webhookFields = (t: any) => ({
     description: 'Only this database’s changes; null: every database of the org.',
   }),
   tableIds: t.exposeIDList('tableIds', { description: 'Only these tables’ changes; empty: every table.' }),
+  batch: t.field({
+    type: WebhookBatch,
+    nullable: true,
+    description: 'Several changes per message (`type: "changes"`); null: one change per message.',
+    resolve: (row: WebhookRow) => row.batch,
+  }),
   state: t.exposeString('state', {
     description: '`active`, or `disabled` (by an admin, or after the last retry failed).',
   }),
@@ -53,6 +59,15 @@ const webhookFields = (t: any) => ({
     description: 'Until when a rotated-out secret still signs beside the new one.',
     resolve: (row: WebhookRow) => row.previousSecretExpiresAt,
   }),
+});
+
+const WebhookBatch = builder.objectRef<{ maxChanges: number }>('WebhookBatch').implement({
+  description:
+    'Batched delivery: each message carries up to `maxChanges` changes of one feed, in feed order (and at most 1 MiB).',
+  fields: (t) => ({ maxChanges: t.exposeInt('maxChanges') }),
+});
+const WebhookBatchInput = builder.inputType('WebhookBatchInput', {
+  fields: (t) => ({ maxChanges: t.int({ required: true }) }),
 });
 
 const Webhook = builder.objectRef<WebhookRow>('Webhook').implement({
@@ -112,6 +127,7 @@ const CreateWebhookInput = builder
       events: t.stringList({ required: true }),
       databaseId: t.id(),
       tableIds: t.idList(),
+      batch: t.field({ type: WebhookBatchInput }),
     }),
   })
   .validate(CreateWebhookBody);
@@ -124,6 +140,10 @@ const UpdateWebhookInput = builder
       events: t.stringList(),
       databaseId: t.id(),
       tableIds: t.idList(),
+      batch: t.field({
+        type: WebhookBatchInput,
+        description: 'Null: one change per message again; absent: unchanged.',
+      }),
       state: t.string(),
     }),
   })

@@ -7,6 +7,7 @@ import {
   disableEndpoint,
   insertAttempt,
   insertDisabledEvent,
+  MAX_BATCH_BYTES,
   pruneAttempts,
   retryMessage,
   saveProgress,
@@ -198,11 +199,14 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   }
 
   /**
-   * Sends the endpoint's messages while it has some and they succeed, at most MESSAGES_PER_CLAIM. Nothing is
-   * committed before a send: a message's id and body are functions of the change (FollowedFeeds.next), so a crash
-   * before the save resends the same message. Deliveries are saved in batches (SAVE_EVERY_MESSAGES, SAVE_EVERY_MS,
-   * and whenever the feeds are read to their end); a settings change made meanwhile (its version moves) or a replay
-   * (the generation moves) ends the claim at the next save, so that the next one reads the new settings.
+   * Sends the endpoint's messages while it has some and they succeed, at most MESSAGES_PER_CLAIM. A single change's
+   * message is not committed before its send: its id and body are functions of the change (FollowedFeeds.next), so a
+   * crash before the save resends the same message. Deliveries are saved in batches (SAVE_EVERY_MESSAGES,
+   * SAVE_EVERY_MS, and whenever the feeds are read to their end); a settings change made meanwhile (its version
+   * moves) or a replay (the generation moves) ends the claim at the next save, so that the next one reads the new
+   * settings. A batch of changes depends on what had committed when it was read, so it is committed as the message in
+   * flight before it is sent, with the save of the deliveries before it: every attempt, and a resume after a crash,
+   * send the same changes under the same id.
    */
   async function work(webhookId: string): Promise<void> {
     dirty.delete(webhookId);
@@ -217,11 +221,16 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     let message = endpoint.message;
     let failedBefore = endpoint.failedAttempts;
     let savedAt = Date.now();
+    const batch = endpoint.batchMaxChanges;
+    const nextMessage = () => (batch === null ? feeds.next() : feeds.nextBatch(batch, MAX_BATCH_BYTES));
 
-    /** Commits the deliveries since the last save; false when the claim must end (settings or generation moved). */
-    const save = async (idleSeconds: number | null): Promise<boolean> => {
+    /**
+     * Commits the deliveries since the last save, and the batch about to be sent if any; false when the claim must
+     * end (settings or generation moved).
+     */
+    const save = async (idleSeconds: number | null, sending: InFlightMessage | null = null): Promise<boolean> => {
       const [after] = await sql.run<{ version: string | null; state: string | null }>(
-        saveProgress(webhookId, endpoint.generation, attempts, [...places.values()], idleSeconds),
+        saveProgress(webhookId, endpoint.generation, attempts, [...places.values()], idleSeconds, sending),
       );
       attempts.length = 0;
       places.clear();
@@ -232,11 +241,16 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     for (let sent = 0; sent < MESSAGES_PER_CLAIM && !stopped; sent += 1) {
       if (message === null) {
         dirty.delete(webhookId);
-        message = await feeds.next();
+        message = await nextMessage();
         if (message === null) {
           if (feeds.polled) lookAgainLater(webhookId);
           const recheck = (await notifications.arms.polls()) ? CITUS_IDLE_RECHECK_SECONDS : IDLE_RECHECK_SECONDS;
           if (!(await save(recheck))) dirty.add(webhookId);
+          return;
+        }
+        // A batch is committed before it is sent; when the settings changed meanwhile, the next claim sends it.
+        if (batch !== null && !(await save(null, message))) {
+          dirty.add(webhookId);
           return;
         }
       }
@@ -261,7 +275,9 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       places.set(message.databaseId, { databaseId: message.databaseId, position: message.position, seq: message.seq });
       message = null;
       failedBefore = 0;
-      if (attempts.length >= SAVE_EVERY_MESSAGES || Date.now() - savedAt >= SAVE_EVERY_MS) {
+      const saveDue = attempts.length >= SAVE_EVERY_MESSAGES || Date.now() - savedAt >= SAVE_EVERY_MS;
+      // A batching endpoint saves before each send.
+      if (batch === null && saveDue) {
         if (!(await save(null))) {
           dirty.add(webhookId);
           return;

@@ -12,6 +12,10 @@ import { DomainError } from '../../kernel/errors.ts';
 import type { Logger } from '../../kernel/log.ts';
 
 const FEED_PAGE = 100;
+/** The `type` of a batch message: its `data` is `{changes: [Change, …]}`. */
+export const BATCH_TYPE = 'changes';
+/** What a batch's body holds besides its changes: `{"type":"changes","timestamp":"…","data":{"changes":[…]}}`. */
+const BATCH_ENVELOPE_BYTES = 80;
 /** Feed pages of non-matching changes one look reads before it saves its place and yields. */
 const PAGES_PER_LOOK = 20;
 
@@ -65,15 +69,20 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  * A change's message id for one endpoint: the first 128 bits of SHA-256 over (endpoint, generation, database, position,
  * seq), written as a ULID is (26 Crockford characters, the first 0-7). The same change gives the same id on every
  * attempt and after any crash, without committing the message before it is sent; a replay or a changed scope moves
- * the generation, so a change sent again on purpose gets a new id.
+ * the generation, so a change sent again on purpose gets a new id. A batch's id covers its first and last change
+ * (`through`): one that ends elsewhere is another message.
  */
 export function messageIdOf(
   webhookId: string,
   generation: number,
   databaseId: string,
-  { position, seq }: { position: string; seq: string },
+  { position, seq }: FeedPlace,
+  through?: FeedPlace,
 ): string {
-  const hash = createHash('sha256').update(`${webhookId}.${generation}.${databaseId}.${position}.${seq}`).digest();
+  const last = through ? `.${through.position}.${through.seq}` : '';
+  const hash = createHash('sha256')
+    .update(`${webhookId}.${generation}.${databaseId}.${position}.${seq}${last}`)
+    .digest();
   let bits = BigInt(`0x${hash.subarray(0, 16).toString('hex')}`);
   let text = '';
   for (let index = 0; index < 26; index += 1) {
@@ -83,16 +92,21 @@ export function messageIdOf(
   return `msg_${text}`;
 }
 
-function positionOf(cursor: string): { position: string; seq: string } {
+interface FeedPlace {
+  position: string;
+  seq: string;
+}
+
+function positionOf(cursor: string): FeedPlace {
   const [, , position, seq] = Buffer.from(cursor, 'base64url').toString('latin1').split('.');
   return { position: position!, seq: seq! };
 }
 
 /**
  * The feeds one endpoint follows, for the length of one claim (while its deliverer holds the endpoint's lock, no one
- * else moves its positions): pages of matching changes are read ahead and handed out one message at a time, and a
- * feed read to its end is not read again until a notification says its database changed. Messages go out in each
- * feed's order; between databases, the older commit first.
+ * else moves its positions): pages of matching changes are read ahead and handed out one message at a time (a
+ * change, or a batch of changes of one feed), and a feed read to its end is not read again until a notification says
+ * its database changed. Messages go out in each feed's order; between databases, the older commit first.
  */
 export class FollowedFeeds {
   private feeds: Feed[] | null = null;
@@ -176,8 +190,8 @@ export class FollowedFeeds {
     }
   }
 
-  /** The next message to send, or null when every followed feed is read to its end. */
-  async next(): Promise<InFlightMessage | null> {
+  /** The feed whose next matching change is the oldest, every feed filled first; null when all are read to their end. */
+  private async oldest(): Promise<Feed | null> {
     this.feeds ??= await this.load();
     let best: Feed | null = null;
     for (const feed of this.feeds) {
@@ -185,18 +199,66 @@ export class FollowedFeeds {
       const head = feed.buffered[0];
       if (head && (!best || head.committedAt < best.buffered[0]!.committedAt)) best = feed;
     }
-    const change = best?.buffered.shift();
-    if (!best || !change) return null;
+    return best;
+  }
+
+  /** The next message to send, or null when every followed feed is read to its end. */
+  async next(): Promise<InFlightMessage | null> {
+    const feed = await this.oldest();
+    const change = feed?.buffered.shift();
+    if (!feed || !change) return null;
     const place = positionOf(change.cursor);
     return {
-      id: messageIdOf(this.endpoint.id, this.endpoint.generation, best.databaseId, place),
+      id: messageIdOf(this.endpoint.id, this.endpoint.generation, feed.databaseId, place),
       type: change.kind,
       // When the change happened (Standard Webhooks' `timestamp`): the same on every attempt and after a crash.
       timestamp: change.committedAt,
       data: asDelivered(change),
-      databaseId: best.databaseId,
+      databaseId: feed.databaseId,
       cursor: change.cursor,
       ...place,
     };
+  }
+
+  /**
+   * The next batch (`type: "changes"`), or null when every followed feed is read to its end: up to `maxChanges`
+   * changes of the feed whose next change is the oldest, taken while it stays older than the other feeds' next
+   * (so the endpoint receives the order single messages would have), and while the body stays within `maxBytes` (a
+   * single larger change goes alone). Only what has committed goes in: a batch never waits for more changes.
+   */
+  async nextBatch(maxChanges: number, maxBytes: number): Promise<InFlightMessage | null> {
+    const feed = await this.oldest();
+    if (!feed) return null;
+    const changes: ReturnType<typeof asDelivered>[] = [];
+    let bytes = BATCH_ENVELOPE_BYTES;
+    while (changes.length < maxChanges) {
+      if (feed.buffered.length === 0) await this.fill(feed);
+      const change = feed.buffered[0];
+      if (!change || this.olderElsewhere(feed, change)) break;
+      const delivered = asDelivered(change);
+      const size = Buffer.byteLength(JSON.stringify(delivered)) + 1;
+      if (changes.length > 0 && bytes + size > maxBytes) break;
+      feed.buffered.shift();
+      changes.push(delivered);
+      bytes += size;
+    }
+    const first = changes[0]!;
+    const last = changes.at(-1)!;
+    const place = positionOf(last.cursor);
+    return {
+      id: messageIdOf(this.endpoint.id, this.endpoint.generation, feed.databaseId, positionOf(first.cursor), place),
+      type: BATCH_TYPE,
+      // The batch is as of its last change: the same on every attempt and after a crash.
+      timestamp: last.committedAt,
+      data: { changes },
+      databaseId: feed.databaseId,
+      cursor: last.cursor,
+      ...place,
+    };
+  }
+
+  /** Another feed has read a change committed before this one (feeds are not read again in the middle of a batch). */
+  private olderElsewhere(feed: Feed, change: Change): boolean {
+    return this.feeds!.some((other) => other !== feed && (other.buffered[0]?.committedAt ?? '~') < change.committedAt);
   }
 }
