@@ -291,43 +291,51 @@ export async function benchWebhookRows(
     deliveries.push(await startDelivery(servers, table, 'one change per message', '', null));
     if (delivering && BATCH > 0)
       deliveries.push(await startDelivery(servers, table, `batches of up to ${BATCH}`, 'b', BATCH));
-    const warmup = Math.max(200, options.creates / 10);
+    // Long enough for the service's and the worker's hot paths to be compiled before the first measured side.
+    const warmup = Math.max(500, options.creates / 3);
     await creates(servers, table, warmup);
     let created = warmup;
     // Delivered before the rounds: a side that never re-enables the webhooks (BENCH_WEBHOOK_SIDE=sse) would
     // otherwise wait for them at every drain.
     for (const delivery of deliveries) await drained(delivery.receiver.receipts, created);
+    // Each webhook delivers only on its own side.
+    for (const delivery of deliveries) await setState(servers, delivery.webhook, 'disabled');
     process.stdout.write(
       `webhooks: ${options.rounds} rounds; (1) ${options.creates} row creates per side over ${CONNECTIONS} connections\n`,
     );
     const ratios = new Map<Delivery, number[]>(deliveries.map((delivery) => [delivery, []]));
+    // Each round measures "none" and each webhook's side, in an order rotated round by round, so that no side is
+    // always the first after a pause (or the warm-up) or the last.
+    type Side = Delivery | null;
+    const sides: Side[] = [null, ...deliveries];
     for (let round = 1; round <= options.rounds; round += 1) {
-      for (const delivery of deliveries) await setState(servers, delivery.webhook, 'disabled');
-      const noneCost = await readCost(servers, worker, counters);
-      const none = await creates(servers, table, options.creates);
-      const noneSpent = await noneCost.stop();
-      created += options.creates;
-      process.stdout.write(
-        `round ${round}: creates/s none ${none.toFixed(0)}\n${costLine('none', noneSpent, options.creates)}\n`,
-      );
-      for (const delivery of deliveries) {
-        if (delivering) await setState(servers, delivery.webhook, 'active');
-        if (delivering) await drained(delivery.receiver.receipts, created);
-        const withCost = await readCost(servers, worker, counters);
-        const reader = reading ? openReader(servers, table) : new AbortController();
-        const measuredRate = await creates(servers, table, options.creates);
+      const order = sides.map((_, index) => sides[(index + round - 1) % sides.length]!);
+      const rates = new Map<Side, number>();
+      const lines: string[] = [];
+      for (const side of order) {
+        if (side && delivering) {
+          await setState(servers, side.webhook, 'active');
+          await drained(side.receiver.receipts, created);
+        }
+        const cost = await readCost(servers, worker, counters);
+        const reader = side && reading ? openReader(servers, table) : new AbortController();
+        rates.set(side, await creates(servers, table, options.creates));
         created += options.creates;
         reader.abort();
         // The deliveries still due after the creates are counted on this side too: they are its cost.
-        if (delivering) await drained(delivery.receiver.receipts, created);
-        const withSpent = await withCost.stop();
-        if (delivering) await setState(servers, delivery.webhook, 'disabled');
-        ratios.get(delivery)!.push(measuredRate / none);
-        process.stdout.write(
-          `  (1${delivery.row}) with ${measured}, ${delivery.label}: creates/s ${measuredRate.toFixed(0)}, ` +
-            `ratio ${(measuredRate / none).toFixed(2)}\n${costLine('with', withSpent, options.creates)}\n`,
+        if (side && delivering) await drained(side.receiver.receipts, created);
+        const spent = await cost.stop();
+        if (side && delivering) await setState(servers, side.webhook, 'disabled');
+        const name = side ? `(1${side.row}) with ${measured}, ${side.label}` : 'none';
+        lines.push(
+          `  ${name}: creates/s ${rates.get(side)!.toFixed(0)}`,
+          costLine(side ? 'with' : 'none', spent, options.creates),
         );
       }
+      const none = rates.get(null)!;
+      for (const delivery of deliveries) ratios.get(delivery)!.push(rates.get(delivery)! / none);
+      const summary = deliveries.map((delivery) => `(1${delivery.row}) ${(rates.get(delivery)! / none).toFixed(2)}`);
+      process.stdout.write(`round ${round}: ratios ${summary.join(', ')}\n${lines.join('\n')}\n`);
     }
     for (const delivery of deliveries) {
       const what = SIDE === 'both' ? 'one webhook + SSE reader' : measured;
