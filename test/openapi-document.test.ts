@@ -117,6 +117,30 @@ describe('GET /v1/openapi.json for client generators', () => {
     }
   });
 
+  it('describes the messages webhook endpoints receive: a change, a batch and a test, with their signature headers', async () => {
+    const document = await servedDocument();
+    expect(Object.keys(document.webhooks)).toEqual(['change', 'changes', 'webhook.test']);
+    for (const [name, operationId] of [
+      ['change', 'receiveChange'],
+      ['changes', 'receiveChanges'],
+      ['webhook.test', 'receiveTestMessage'],
+    ]) {
+      const post = document.webhooks[name!].post;
+      expect(post.operationId).toBe(operationId);
+      expect(post.parameters.map((parameter: Json) => `${parameter.in}:${parameter.name}`)).toEqual([
+        'header:webhook-id',
+        'header:webhook-timestamp',
+        'header:webhook-signature',
+      ]);
+      expect(Object.keys(post.responses)).toEqual(['2XX']);
+    }
+    const schemaOf = (name: string) => document.webhooks[name].post.requestBody.content['application/json'].schema;
+    expect(schemaOf('change').properties.type.enum).toContain('row.created');
+    expect(schemaOf('changes').properties.type).toMatchObject({ const: 'changes' });
+    expect(schemaOf('changes').properties.data.properties.changes).toMatchObject({ minItems: 1, maxItems: 1000 });
+    expect(schemaOf('webhook.test').properties.data.required).toEqual(['webhookId', 'message']);
+  });
+
   it('gives every operation a unique operationId and the service as its server', async () => {
     const document = await servedDocument();
     const ids = Object.values(document.paths).flatMap((item: Json) =>

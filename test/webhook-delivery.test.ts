@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { WebhookBatchMessage, WebhookChangeMessage, WebhookTestMessage } from '../src/contracts/webhooks.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { countFeedArms } from './helpers/feed-arms.ts';
 import { startReceiver, verify, type Receiver } from './helpers/receiver.ts';
@@ -65,6 +66,8 @@ describe('a delivery', () => {
     expect(message!.id).toMatch(/^msg_[0-9A-Z]{26}$/);
     expect(Math.abs(Number(message!.timestamp) - Date.now() / 1000)).toBeLessThan(30);
     const body = verify(webhook.secret, message!);
+    // Exactly the message the OpenAPI document's `webhooks` describe.
+    expect(WebhookChangeMessage.safeParse(body).error).toBeUndefined();
     expect(body).toMatchObject({
       type: 'row.created',
       data: {
@@ -120,6 +123,7 @@ describe('a delivery', () => {
     expect(queued.status, queued.text).toBe(202);
     await expect.poll(() => endpoint.received.length, UNTIL).toBe(1);
     expect(endpoint.received[0]!.id).toBe(queued.body.messageId);
+    expect(WebhookTestMessage.safeParse(verify(webhook.secret, endpoint.received[0]!)).error).toBeUndefined();
     expect(verify(webhook.secret, endpoint.received[0]!)).toMatchObject({
       type: 'webhook.test',
       data: { webhookId: webhook.id },
@@ -380,6 +384,7 @@ describe('batches', () => {
     expect(delivered()).toEqual(feed.body.data.filter((change: any) => change.kind === 'row.created'));
     const batches = batchesOf(endpoint, webhook.secret);
     for (const body of batches) {
+      expect(WebhookBatchMessage.safeParse(body).error).toBeUndefined();
       expect(body.type).toBe('changes');
       expect(body.data.changes.length).toBeGreaterThanOrEqual(1);
       expect(body.data.changes.length).toBeLessThanOrEqual(7);

@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { CHANGE_KINDS } from '../catalog/changes.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../catalog/webhook-destinations.ts';
 import { Id, Timestamp, VersionString } from '../kernel/formats.ts';
+import { ChangeResponse } from './changes.ts';
 
 /**
  * Webhooks (issue 27): every body, query and response of the domain. REST validates with them, the GraphQL inputs
@@ -141,6 +143,30 @@ export const WebhookAttemptResponse = z.strictObject({
 
 export const WebhookMessageQueued = z.strictObject({ webhookId: Id, messageId: z.string() });
 export const WebhookReplayResponse = z.strictObject({ webhookId: Id, after: z.string().nullable() });
+
+/**
+ * What a receiver is sent (the OpenAPI document's `webhooks`; src/jobs/webhooks builds them, the delivery tests hold
+ * every message they receive to these): one change, as `GET …/changes` answers it, with `timestamp` its `committedAt`…
+ */
+export const WebhookChangeMessage = z.strictObject({
+  type: z.enum(CHANGE_KINDS),
+  timestamp: Timestamp,
+  data: ChangeResponse,
+});
+
+/** …a batch of changes of one feed, in feed order, to an endpoint with `batch` (`timestamp`: the last one's)… */
+export const WebhookBatchMessage = z.strictObject({
+  type: z.literal('changes'),
+  timestamp: Timestamp,
+  data: z.strictObject({ changes: z.array(ChangeResponse).min(1).max(MAX_WEBHOOK_BATCH_CHANGES) }),
+});
+
+/** …or the message `POST …/webhooks/{id}/test` queues (`timestamp`: when it was queued). */
+export const WebhookTestMessage = z.strictObject({
+  type: z.literal('webhook.test'),
+  timestamp: Timestamp,
+  data: z.strictObject({ webhookId: Id, message: z.string() }),
+});
 
 export type CreateWebhook = z.infer<typeof CreateWebhookBody>;
 export type UpdateWebhook = z.infer<typeof UpdateWebhookBody>;

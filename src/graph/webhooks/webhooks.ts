@@ -92,7 +92,10 @@ const WebhookAttempt = builder.objectRef<AttemptRow>('WebhookAttempt').implement
       description: 'The webhook-id header: the same on every attempt of a message.',
     }),
     type: t.exposeString('type'),
-    cursor: t.exposeString('cursor', { nullable: true, description: 'The change’s feed cursor (null for a test).' }),
+    cursor: t.exposeString('cursor', {
+      nullable: true,
+      description: 'The change’s feed cursor (a batch: its last change’s; null for a test).',
+    }),
     attempt: t.exposeInt('attempt'),
     succeeded: t.exposeBoolean('succeeded'),
     statusCode: t.exposeInt('statusCode', { nullable: true }),

@@ -11,6 +11,7 @@ import { authorityOf, securityOf } from './security.ts';
 import { ErrorEnvelope } from '../../contracts/responses.ts';
 import { jsonQueryContents } from '../../contracts/pages.ts';
 import type { Route } from '../rest/route.ts';
+import { webhookMessages } from './webhooks.ts';
 
 /** The parsed value of a JSON query parameter (`where`, `orderBy`), optional or not; undefined for plain ones. */
 function jsonContentOf(schema: z.ZodType): z.ZodType | undefined {
@@ -187,6 +188,7 @@ export function openApiDocument(routes: readonly Route[], schema: GraphQLSchema 
     // Relative to where this document is served: the service that serves it answers its paths.
     servers: [{ url: '/', description: 'The service serving this document' }],
     paths,
+    webhooks: webhookMessages(components),
     components: {
       schemas: components.schemas,
       responses: errorResponseComponents(),
