@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { aggregateRows } from '../src/data/aggregate.ts';
@@ -16,6 +15,7 @@ import {
   workerArgs,
   type BuiltServer,
   type Servers,
+  spawnChild,
 } from './harness.ts';
 
 /**
@@ -50,7 +50,7 @@ async function startWorker(databaseUrl: string): Promise<{ stop(): Promise<void>
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
   };
-  const child = spawn(process.execPath, workerArgs(), {
+  const child = spawnChild(process.execPath, workerArgs(), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -10,7 +10,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import { csvCopy, EXPORT_SESSION } from '../src/data/exports.ts';
 import type { FieldDefinition } from '../src/data/field-types.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { api, median, startServers, workerArgs, type Servers } from './harness.ts';
+import { api, median, startServers, workerArgs, type Servers, spawnChild } from './harness.ts';
 
 /**
  * CSV export (issue 15): BENCH_EXPORT_ROWS (default 1,000,000) rows of 8 typed columns exported end to end through
@@ -188,7 +188,7 @@ async function startWorker(databaseUrl: string): Promise<{ process: ChildProcess
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
   };
-  const child = spawn(process.execPath, workerArgs(), {
+  const child = spawnChild(process.execPath, workerArgs(), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
@@ -6,7 +5,7 @@ import pg from 'pg';
 import { bootstrapOrg } from '../src/identity/provision.ts';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { createPrisma } from '../src/db/prisma.ts';
-import { api, percentile, ratioLine, mainArgs, startServers, type Figures } from './harness.ts';
+import { api, percentile, ratioLine, mainArgs, startServers, type Figures, spawnChild } from './harness.ts';
 
 /**
  * Issue 18: one credential floods slow reads (FLOOD_CLIENTS loops, each a 25-condition text search scanning
@@ -29,7 +28,7 @@ const TERMINAL = new Set(['succeeded', 'failed', 'partially_completed', 'cancell
  * listens and its worker child has started (compiling the worker under tsx is seconds of CPU).
  */
 async function startService(databaseUrl: string): Promise<{ base: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, mainArgs(), {
+  const child = spawnChild(process.execPath, mainArgs(), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {
       ...process.env,

@@ -44,6 +44,26 @@ if (SERVER !== 'dist' && SERVER !== 'tsx') throw new Error(`BENCH_SERVER is dist
 const childEnv = () => ({ ...process.env, NODE_ENV: process.env.NODE_ENV ?? 'production' });
 const profileArgs = () => (profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
 
+/**
+ * The processes a bench started (servers, API, workers, peers): stopped with SIGTERM when the bench process exits,
+ * however it exits — returning, throwing, or interrupted. One left behind keeps its database connections and its
+ * worker's loops: a worker orphaned by a crashed run once delivered the next runs' webhooks beside theirs (their
+ * drains waited ~60 s on its endpoint locks, and its CPU counted against their "with" sides).
+ */
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+
+/** `spawn`, with the child stopped when the bench exits (see `children`). */
+export function spawnChild(...args: Parameters<typeof spawn>): ChildProcess {
+  const child = spawn(...args);
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
 function stopper(child: ChildProcess): () => Promise<void> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return async () => {
@@ -83,7 +103,7 @@ async function startBuiltServer(databaseUrl: string, directory = process.cwd(), 
     process.env.BENCH_KEEP_LIMITS === '1'
       ? {}
       : { RATE_LIMIT_RPS: '0', CONCURRENCY_LIMIT: '0', ORG_CONCURRENCY_LIMIT: '0' };
-  const child = spawn(process.execPath, [...(profile ? profileArgs() : []), 'dist/main.js'], {
+  const child = spawnChild(process.execPath, [...(profile ? profileArgs() : []), 'dist/main.js'], {
     cwd: directory,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
@@ -132,10 +152,14 @@ export async function startBeforeServer(servers: Servers): Promise<BuiltServer |
 export async function startServers(): Promise<Servers> {
   const started = Date.now();
   const builtApi = SERVER === 'dist';
-  const child = spawn(process.execPath, [...(builtApi ? [] : profileArgs()), '--import', 'tsx', 'bench/servers.ts'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: childEnv(),
-  });
+  const child = spawnChild(
+    process.execPath,
+    [...(builtApi ? [] : profileArgs()), '--import', 'tsx', 'bench/servers.ts'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: childEnv(),
+    },
+  );
   const stopHelpers = stopper(child);
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);

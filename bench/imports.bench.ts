@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -7,7 +7,7 @@ import { parse } from 'csv-parse';
 import pg from 'pg';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
 import { parseCsv } from '../src/jobs/kinds/imports/source.ts';
-import { api, median, ratioLine, startServers, workerArgs, type Servers } from './harness.ts';
+import { api, median, ratioLine, startServers, workerArgs, type Servers, spawnChild } from './harness.ts';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /**
@@ -382,7 +382,7 @@ async function startWorker(
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
   };
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const child = spawnChild(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
   const lines = createInterface({ input: child.stdout! });
   await new Promise<void>((resolve, reject) => {
     lines.on('line', (line) => {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
@@ -23,6 +22,7 @@ import {
   type BuiltServer,
   type Figures,
   type Servers,
+  spawnChild,
 } from './harness.ts';
 import { FIELDS, VALUES } from './items-table.ts';
 
@@ -118,7 +118,7 @@ async function startPeer(
   table: BenchTable,
   secret: string,
 ): Promise<{ port: number; pid: number; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/peers/postgraphile.ts'], {
+  const child = spawnChild(process.execPath, ['--import', 'tsx', 'bench/peers/postgraphile.ts'], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {
       ...process.env,

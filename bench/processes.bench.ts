@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { columnOf, rowsTableOf } from '../src/data/identifiers.ts';
-import { api, median, ratioLine, mainArgs, startServers, type Figures } from './harness.ts';
+import { api, median, ratioLine, mainArgs, startServers, type Figures, spawnChild } from './harness.ts';
 
 /**
  * Issue 14: req/s of one API process against two behind the same load — a page of 50 rows (GET …/rows?limit=50) at
@@ -47,7 +47,7 @@ async function startApiProcess(databaseUrl: string): Promise<ApiProcess> {
     ORG_CONCURRENCY_LIMIT: '0',
   };
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, mainArgs(), {
+  const child = spawnChild(process.execPath, mainArgs(), {
     stdio: ['ignore', 'ignore', 'inherit'],
     env,
   });

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -9,7 +8,7 @@ import type { Position, SortKey } from '../src/data/keyset.ts';
 import { selectRowPage } from '../src/data/rows.ts';
 import type { Statement } from '../src/data/statement.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu } from './cpu.ts';
-import { api, figures, median, startServers, workerArgs, type Figures, type Servers } from './harness.ts';
+import { api, figures, median, startServers, workerArgs, type Figures, type Servers, spawnChild } from './harness.ts';
 
 /**
  * A shared view sorted by a field nothing indexed (issue 14), on BENCH_ROWS rows (default 1,000,000): page 1 and
@@ -82,7 +81,7 @@ async function startWorker(databaseUrl: string): Promise<{ stop(): Promise<void>
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
   };
-  const child = spawn(process.execPath, workerArgs(), {
+  const child = spawnChild(process.execPath, workerArgs(), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
 import { BackendCpu, processMs } from './cpu.ts';
-import { api, createRows, percentile, ratioLine, workerArgs, type Servers } from './harness.ts';
+import { api, createRows, percentile, ratioLine, workerArgs, type Servers, spawnChild } from './harness.ts';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /**
@@ -95,7 +95,7 @@ async function startWorker(databaseUrl: string): Promise<ChildProcess> {
   };
   delete env.REDIS_URL;
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}/worker`] : [];
-  const child = spawn(process.execPath, [...profile, ...workerArgs()], {
+  const child = spawnChild(process.execPath, [...profile, ...workerArgs()], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env,
   });

@@ -56,7 +56,6 @@ describe('the worker’s catalog sweeps', () => {
       { email: 'live@example.com' },
     ]);
   });
-
 });
 
 describe('the artifact sweep', () => {
