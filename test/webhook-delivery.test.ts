@@ -402,6 +402,44 @@ describe('batches', () => {
     await endpoint.close();
   });
 
+  it('holds changes of one database per message for an org-wide webhook, each database in its feed order', async () => {
+    const [first, second] = [await people(), await people()];
+    const endpoint = await startReceiver();
+    const webhook = await webhookFor(endpoint.url, { events: ['row.created'], batch: { maxChanges: 50 } });
+    endpoint.script({ holdMs: 500 });
+    await Promise.all(
+      [first, first, second, second].map(async (table, writer) => {
+        for (let index = 0; index < 10; index += 1) {
+          const response = await createRow(suite.server, suite.org.adminKey, table, { Name: `${writer}-${index}` });
+          expect(response.status, response.text).toBe(201);
+        }
+      }),
+    );
+    const delivered = () => batchesOf(endpoint, webhook.secret).flatMap((body) => body.data.changes);
+    await expect.poll(() => delivered().length, { timeout: 30_000, interval: 100 }).toBe(40);
+    const batches = batchesOf(endpoint, webhook.secret);
+    for (const body of batches) expect(new Set(body.data.changes.map((change: any) => change.tableId)).size).toBe(1);
+    expect(batches.some((body) => body.data.changes.length > 1)).toBe(true);
+    for (const table of [first, second]) {
+      const feed = await suite.server.request(
+        'GET',
+        `/v1/orgs/${suite.org.orgId}/databases/${table.databaseId}/changes?limit=1000`,
+        { token: suite.org.adminKey },
+      );
+      expect(delivered().filter((change: any) => change.tableId === table.tableId)).toEqual(
+        feed.body.data.filter((change: any) => change.kind === 'row.created'),
+      );
+    }
+    // It follows every database of the org: the tests after this one must not feed it.
+    const deleted = await suite.server.request('DELETE', `${hooks()}/${webhook.id}`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: webhook.version },
+    });
+    expect(deleted.status, deleted.text).toBe(200);
+    await endpoint.close();
+  });
+
   it('retries a batch with the same webhook-id and the same changes, whatever committed meanwhile', async () => {
     const table = await people();
     const { endpoint, webhook } = await freshEndpoint(table, { batch: { maxChanges: 10 } });
