@@ -84,6 +84,7 @@ describe('a delivery', () => {
     await expect.poll(async () => (await deliveries(webhook.id))[0]?.succeeded, UNTIL).toBe(true);
     expect((await deliveries(webhook.id))[0]).toMatchObject({
       messageId: message!.id,
+      changes: 1,
       attempt: 1,
       statusCode: 204,
       error: null,
@@ -123,6 +124,7 @@ describe('a delivery', () => {
     expect(queued.status, queued.text).toBe(202);
     await expect.poll(() => endpoint.received.length, UNTIL).toBe(1);
     expect(endpoint.received[0]!.id).toBe(queued.body.messageId);
+    await expect.poll(async () => (await deliveries(webhook.id))[0]?.changes, UNTIL).toBe(0);
     expect(WebhookTestMessage.safeParse(verify(webhook.secret, endpoint.received[0]!)).error).toBeUndefined();
     expect(verify(webhook.secret, endpoint.received[0]!)).toMatchObject({
       type: 'webhook.test',
@@ -399,6 +401,7 @@ describe('batches', () => {
       batches.map((body) => body.data.changes.at(-1).cursor),
     );
     expect(logged.every((attempt) => attempt.type === 'changes' && attempt.succeeded)).toBe(true);
+    expect(logged.map((attempt) => attempt.changes).reverse()).toEqual(batches.map((body) => body.data.changes.length));
     await endpoint.close();
   });
 

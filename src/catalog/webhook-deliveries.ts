@@ -237,6 +237,8 @@ export interface AttemptRecord {
   messageId: string;
   type: string;
   cursor: string | null;
+  /** Changes the message carried: 1, a batch's count, 0 for a test message. */
+  changes: number;
   attempt: number;
   statusCode: number | null;
   durationMs: number;
@@ -248,7 +250,7 @@ export interface AttemptRecord {
   attemptedAt: Date;
 }
 
-const ATTEMPT_COLUMNS = `id bpchar, webhook_id bpchar, message_id text, type text, cursor text, attempt int,
+const ATTEMPT_COLUMNS = `id bpchar, webhook_id bpchar, message_id text, type text, cursor text, changes int, attempt int,
   status_code int, duration_ms int, error text, response_body text, succeeded boolean, next_attempt_at timestamptz,
   attempted_at timestamptz`;
 
@@ -261,6 +263,7 @@ function attemptsJson(records: readonly AttemptRecord[]): string {
       message_id: record.messageId,
       type: record.type,
       cursor: record.cursor,
+      changes: record.changes,
       attempt: record.attempt,
       status_code: record.statusCode,
       duration_ms: record.durationMs,
@@ -275,10 +278,10 @@ function attemptsJson(records: readonly AttemptRecord[]): string {
 
 /** An INSERT of the attempts in the JSON parameter `param` (see attemptsJson). */
 function insertAttempts(param: string): string {
-  return `INSERT INTO webhook_attempts (id, webhook_id, message_id, type, cursor, attempt, status_code, duration_ms, error,
-            response_body, succeeded, next_attempt_at, attempted_at)
-          SELECT a.id, a.webhook_id, a.message_id, a.type, a.cursor, a.attempt, a.status_code, a.duration_ms, a.error,
-                 a.response_body, a.succeeded, a.next_attempt_at, a.attempted_at
+  return `INSERT INTO webhook_attempts (id, webhook_id, message_id, type, cursor, changes, attempt, status_code,
+            duration_ms, error, response_body, succeeded, next_attempt_at, attempted_at)
+          SELECT a.id, a.webhook_id, a.message_id, a.type, a.cursor, a.changes, a.attempt, a.status_code, a.duration_ms,
+                 a.error, a.response_body, a.succeeded, a.next_attempt_at, a.attempted_at
             FROM jsonb_to_recordset(${param}::jsonb) AS a(${ATTEMPT_COLUMNS})`;
 }
 

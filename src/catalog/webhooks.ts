@@ -269,6 +269,7 @@ export interface AttemptRow {
   messageId: string;
   type: string;
   cursor: string | null;
+  changes: number;
   attempt: number;
   succeeded: boolean;
   statusCode: number | null;
@@ -282,7 +283,7 @@ export interface AttemptRow {
 /** Attempts newest first; `before` is the last id of the previous page. */
 export function selectAttemptPage(webhookId: string, before: string | null, limit: number): Statement {
   return {
-    sql: `SELECT id, message_id AS "messageId", type, cursor, attempt, succeeded, status_code AS "statusCode",
+    sql: `SELECT id, message_id AS "messageId", type, cursor, changes, attempt, succeeded, status_code AS "statusCode",
             duration_ms AS "durationMs", error, response_body AS "responseBody",
             ${utcTimestamp('attempted_at')} AS "attemptedAt", ${utcTimestamp('next_attempt_at')} AS "nextAttemptAt"
           FROM webhook_attempts WHERE webhook_id = $1::bpchar AND ($2::bpchar IS NULL OR id < $2::bpchar)

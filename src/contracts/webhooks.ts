@@ -129,6 +129,8 @@ export const WebhookAttemptResponse = z.strictObject({
   messageId: z.string(),
   type: z.string(),
   cursor: z.string().nullable(),
+  /** Changes the message carried: 1, a batch's count (up to its `batch.maxChanges`), 0 for a test message. */
+  changes: z.number().int().min(0).max(MAX_WEBHOOK_BATCH_CHANGES),
   attempt: z.number().int().min(1),
   succeeded: z.boolean(),
   statusCode: z.number().int().nullable(),

@@ -96,6 +96,9 @@ const WebhookAttempt = builder.objectRef<AttemptRow>('WebhookAttempt').implement
       nullable: true,
       description: 'The change’s feed cursor (a batch: its last change’s; null for a test).',
     }),
+    changes: t.exposeInt('changes', {
+      description: 'Changes the message carried: 1, a batch’s count, 0 for a test message.',
+    }),
     attempt: t.exposeInt('attempt'),
     succeeded: t.exposeBoolean('succeeded'),
     statusCode: t.exposeInt('statusCode', { nullable: true }),

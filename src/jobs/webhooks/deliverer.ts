@@ -101,6 +101,11 @@ export function parseRetrySchedule(text: string): number[] {
     });
 }
 
+/** How many changes a feed message carries: a batch's count, else one. */
+function changesIn(message: InFlightMessage): number {
+  return (message.data as { changes?: unknown[] }).changes?.length ?? 1;
+}
+
 export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const { pool, config, log } = options;
   const schedule = parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE);
@@ -185,6 +190,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
             messageId: id,
             type: message.type,
             cursor: null,
+            changes: 0,
             attempt: 1,
             ...result,
             succeeded: result.error === null,
@@ -263,6 +269,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         messageId: message.id,
         type: message.type,
         cursor: message.cursor,
+        changes: changesIn(message),
         attempt: failed,
         ...result,
         attemptedAt,
