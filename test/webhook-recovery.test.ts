@@ -66,15 +66,20 @@ afterAll(async () => {
 
 const UNTIL = { timeout: 60_000, interval: 100 };
 
+async function registerWebhook(body: Record<string, unknown>) {
+  const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
+    token: suite.org.adminKey,
+    idempotencyKey: idempotencyKey(),
+    body,
+  });
+  expect(created.status, created.text).toBe(201);
+  return created;
+}
+
 describe('a worker killed mid-delivery', () => {
   it('is resumed by the next worker: nothing is lost, the message in flight arrives again with the same webhook-id', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
-    const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
-      token: suite.org.adminKey,
-      idempotencyKey: idempotencyKey(),
-      body: { url: receiver.url, events: ['row.created'], databaseId: table.databaseId },
-    });
-    expect(created.status, created.text).toBe(201);
+    const created = await registerWebhook({ url: receiver.url, events: ['row.created'], databaseId: table.databaseId });
     for (const name of ['a', 'b', 'c']) await createRow(suite.server, suite.org.adminKey, table, { Name: name });
     // The first message is held by the receiver until long after the worker is gone.
     receiver.script({ holdMs: 60_000 });
@@ -91,12 +96,12 @@ describe('a worker killed mid-delivery', () => {
   it('resends a batch in flight with the same webhook-id and the same changes, not with what committed since', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const endpoint = await startReceiver();
-    const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
-      token: suite.org.adminKey,
-      idempotencyKey: idempotencyKey(),
-      body: { url: endpoint.url, events: ['row.created'], databaseId: table.databaseId, batch: { maxChanges: 10 } },
+    const created = await registerWebhook({
+      url: endpoint.url,
+      events: ['row.created'],
+      databaseId: table.databaseId,
+      batch: { maxChanges: 10 },
     });
-    expect(created.status, created.text).toBe(201);
     for (const name of ['a', 'b', 'c']) await createRow(suite.server, suite.org.adminKey, table, { Name: name });
     endpoint.script({ holdMs: 60_000 });
     const first = spawnWorker();
@@ -121,12 +126,7 @@ describe('a worker killed mid-delivery', () => {
   it('two workers never deliver one endpoint’s messages at the same time', async () => {
     const table = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
     const endpoint = await startReceiver();
-    const created = await suite.server.request('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
-      token: suite.org.adminKey,
-      idempotencyKey: idempotencyKey(),
-      body: { url: endpoint.url, events: ['*'], databaseId: table.databaseId },
-    });
-    expect(created.status).toBe(201);
+    await registerWebhook({ url: endpoint.url, events: ['*'], databaseId: table.databaseId });
     spawnWorker();
     endpoint.script(...Array.from({ length: 20 }, () => ({ holdMs: 30 })));
     await Promise.all(
