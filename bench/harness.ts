@@ -240,9 +240,9 @@ export function ratioLine(row: string, quotient: string, ratios: number[], targe
 }
 
 /**
- * Creates/s of `amount` row creates into the table (through the API at `target`) over `connections` connections, each with its own
- * Idempotency-Key, timed to the last answer: autocannon reports its end on its once-a-second tick, which quantised
- * a rate of ~400/s to 3000/7, 3000/8, … (±7 %).
+ * Creates/s of `amount` row creates into the table (through the API at `target`) over `connections` connections,
+ * each with its own Idempotency-Key, timed to the last answer: autocannon reports its end on its once-a-second tick,
+ * which quantised a rate of ~400/s to 3000/7, 3000/8, … (±7 %).
  */
 export async function createRows(
   target: { port: number; apiKey: string },

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { MAX_BATCH_BYTES } from '../src/catalog/webhook-deliveries.ts';
 import { WebhookBatchMessage, WebhookChangeMessage, WebhookTestMessage } from '../src/contracts/webhooks.ts';
 import { idempotencyKey } from './helpers/factories.ts';
 import { countFeedArms } from './helpers/feed-arms.ts';
@@ -440,6 +441,30 @@ describe('batches', () => {
       body: { expectedVersion: webhook.version },
     });
     expect(deleted.status, deleted.text).toBe(200);
+    await endpoint.close();
+  });
+
+  it(`keeps every batch within ${MAX_BATCH_BYTES} bytes of body, whatever maxChanges allows`, async () => {
+    const fields = Array.from({ length: 10 }, (_, index) => ({
+      name: `Text ${index}`,
+      type: 'text',
+      options: { maxLength: 10_000 },
+    }));
+    const table = await createTable(suite.server, suite.org, fields);
+    const { endpoint, webhook } = await freshEndpoint(table, { batch: { maxChanges: 1000 } });
+    endpoint.script({ holdMs: 500 });
+    // ~200 kB of JSON a change ('é' is two bytes in UTF-8): 8 changes are ~1.6 MB, more than one message holds.
+    const values = Object.fromEntries(fields.map((field) => [field.name, 'é'.repeat(10_000)]));
+    for (let index = 0; index < 8; index += 1) {
+      const response = await createRow(suite.server, suite.org.adminKey, table, values);
+      expect(response.status, response.text).toBe(201);
+    }
+    const delivered = () => batchesOf(endpoint, webhook.secret).flatMap((body) => body.data.changes);
+    await expect.poll(() => delivered().length, { timeout: 30_000, interval: 100 }).toBe(8);
+    const sizes = endpoint.messages().map((message) => Buffer.byteLength(message.body));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(MAX_BATCH_BYTES);
+    expect(Math.max(...sizes)).toBeGreaterThan(MAX_BATCH_BYTES / 2);
+    expect(batchesOf(endpoint, webhook.secret).some((body) => body.data.changes.length > 1)).toBe(true);
     await endpoint.close();
   });
 

@@ -268,8 +268,9 @@ export function selectChangeJsonPage(
  * are walked one at a time (`ORDER BY txid LIMIT 1`, recursively), which is always a plain scan of the partial index:
  * every positioned commit leaves a dead entry there until a vacuum, a plain scan marks each one it passes so that
  * the next call skips it, and a bitmap scan (what the planner picked for the whole set) visits all of them on every
- * call, without marking any. The UPDATE finds them by txid for the same reason. Concurrent sequencers queue on the feed row (FOR UPDATE re-reads
- * it after the wait); commits the later one still saw unpositioned are skipped by the UPDATE's re-check. An
+ * call, without marking any. The UPDATE finds them by txid for the same reason. Concurrent sequencers queue on the
+ * feed row (FOR UPDATE re-reads it after the wait); commits the later one still saw unpositioned are skipped by the
+ * UPDATE's re-check. An
  * unchanged feed costs one index probe and takes no lock. `committed_at` is that last write, kept non-decreasing
  * along the positions, so retention removes a prefix.
  */

@@ -117,8 +117,8 @@ export interface DeliveredPlace {
  * The deliveries made since the last save, in one statement (one round trip, one commit): their attempts logged,
  * each database's place moved past its last delivered message, the message kept for a retry (if any) dropped — or
  * replaced by `sending`, a batch about to be sent — and the next look set: now, or after `idleSeconds` when every
- * feed was read to its end. Positions move only while the
- * generation is the one the deliverer read (a replay or a changed scope moves it), attempts are logged either way.
+ * feed was read to its end. Positions move only while the generation is the one the deliverer read (a replay or a
+ * changed scope moves it), attempts are logged either way.
  * Answers the endpoint's version and state (nulls when the generation moved or the endpoint is gone), so that a
  * deliverer notices a change of its settings made meanwhile. Its transaction commits without waiting for the WAL
  * flush (`synchronous_commit` off for it alone): a PostgreSQL crash that loses the last saves only means their

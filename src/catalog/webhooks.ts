@@ -27,7 +27,8 @@ export interface WebhookRow {
 
 const PUBLIC_COLUMNS = `id, org_id AS "orgId", url, description, events, database_id AS "databaseId",
   table_ids::text[] AS "tableIds",
-  CASE WHEN batch_max_changes IS NOT NULL THEN jsonb_build_object('maxChanges', batch_max_changes) END AS batch, state, version::text AS version, ${utcTimestamp('created_at')} AS "createdAt",
+  CASE WHEN batch_max_changes IS NOT NULL THEN jsonb_build_object('maxChanges', batch_max_changes) END AS batch,
+  state, version::text AS version, ${utcTimestamp('created_at')} AS "createdAt",
   ${utcTimestamp('updated_at')} AS "updatedAt", ${utcTimestamp('disabled_at')} AS "disabledAt",
   disabled_reason AS "disabledReason",
   CASE WHEN previous_secret_expires_at > now() THEN ${utcTimestamp('previous_secret_expires_at')} END AS "previousSecretExpiresAt"`;

@@ -26,7 +26,10 @@ export const WEBHOOK_EVENT_KINDS = [
 /** At most this many webhooks per org (issue 27): each is a delivery loop the workers keep turning. */
 export const MAX_WEBHOOKS_PER_ORG = 25;
 export const MAX_WEBHOOK_TABLES = 100;
-/** A batching endpoint's largest message, in changes (its body is also kept within 1 MiB: MAX_BATCH_BYTES, src/catalog/webhook-deliveries.ts). */
+/**
+ * A batching endpoint's largest message, in changes (its body is also kept within 1 MiB: MAX_BATCH_BYTES in
+ * src/catalog/webhook-deliveries.ts).
+ */
 export const MAX_WEBHOOK_BATCH_CHANGES = 1_000;
 
 export const WebhookEvents = z

@@ -13,7 +13,7 @@ import type { Logger } from '../../kernel/log.ts';
 
 const FEED_PAGE = 100;
 /** The `type` of a batch message: its `data` is `{changes: [Change, …]}`. */
-export const BATCH_TYPE = 'changes';
+const BATCH_TYPE = 'changes';
 /** What a batch's body holds besides its changes: `{"type":"changes","timestamp":"…","data":{"changes":[…]}}`. */
 const BATCH_ENVELOPE_BYTES = 80;
 /** Feed pages of non-matching changes one look reads before it saves its place and yields. */
