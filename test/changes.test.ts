@@ -601,6 +601,8 @@ describe('waiting for changes', () => {
     expect(first).toMatchObject({ event: 'message', data: { kind: 'row.created', rowId: rows[0]!.row.id } });
     expect(first!.id).toBe(first!.data.cursor);
     expect(second!.data.rowId).toBe(rows[1]!.row.id);
+    // Each event is the change exactly as a page answers it: every member, null where it does not apply.
+    expect([first!.data, second!.data]).toEqual((await changesAfter(table.databaseId, cursor)).slice(0, 2));
 
     const resumed = await openEventStream(`${suite.server.url}${feedPath(table.databaseId)}`, {
       headers: { ...headers, 'last-event-id': second!.id! },
@@ -706,6 +708,32 @@ describe('waiting for changes', () => {
         },
       },
     });
+  });
+  it('the rowChangesJson subscription sends each change whole, as a page answers it', async () => {
+    const table = await codedTable();
+    const cursor = await head(table.databaseId);
+    const events = await openEventStream(`${suite.server.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin()}`, accept: 'text/event-stream', 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query:
+          'subscription ($orgId: ID!, $databaseId: ID!, $after: String) { rowChangesJson(orgId: $orgId, databaseId: $databaseId, after: $after) }',
+        variables: { orgId: suite.org.orgId, databaseId: table.databaseId, after: cursor },
+      }),
+    });
+    expect(events.status).toBe(200);
+    const row = await created(table, { Code: 'whole' });
+    const patched = await suite.server.request('PATCH', `${table.path}/rows/${row.row.id}`, {
+      token: admin(),
+      idempotencyKey: idempotencyKey(),
+      body: { expectedVersion: '1', values: { Code: 'changed' } },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    const received = [await events.next(), await events.next()];
+    events.close();
+    const page = await changesAfter(table.databaseId, cursor);
+    expect(page.map((change) => change.kind)).toEqual(['row.created', 'row.updated']);
+    expect(received).toEqual(page.map((change) => ({ event: 'next', data: { data: { rowChangesJson: change } } })));
   });
 });
 

@@ -80,9 +80,22 @@ export interface ChangeAnswer {
 
 /** A page whose changes are each a `ChangeAnswer` as the JSON text PostgreSQL built (`selectChangeJsonPage`). */
 export interface ChangeJsonPage {
-  data: RawJson[];
+  data: ChangeJson[];
   nextCursor: string;
   hasMore: boolean;
+}
+
+/**
+ * A change as the JSON text of its answer, with its cursor beside it: a stream names each event by its cursor
+ * (SSE `id:`, src/http/rest/event-stream.ts) without parsing the text for it.
+ */
+export class ChangeJson extends RawJson {
+  constructor(
+    text: string,
+    readonly cursor: string,
+  ) {
+    super(text);
+  }
 }
 
 /** Where a reader stands: everything up to and including (position, seq) was seen. */
@@ -439,10 +452,11 @@ export async function readChangesAsJson(client: SqlExecutor, input: ReadChanges)
     selectChangeJsonPage(input.databaseId, start.after, input.limit, start.tableIds),
   );
   const cursorOf = changeCursorEncoder(input.databaseId);
-  const data = records.slice(0, input.limit).map(
+  const data = records.slice(0, input.limit).map((record) => {
+    const cursor = cursorOf(record.position, record.seq);
     // `change` is `{"kind":…}`: the cursor goes in as its first member.
-    (record) => new RawJson(`{"cursor":"${cursorOf(record.position, record.seq)}",${record.change.slice(1)}`),
-  );
+    return new ChangeJson(`{"cursor":"${cursor}",${record.change.slice(1)}`, cursor);
+  });
   const last = records[data.length - 1];
   return {
     data,

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   encodeChangeCursor,
+  type ChangeJson,
   readChangesAsJson,
   readHead,
   type ChangeAnswer,
@@ -17,7 +18,6 @@ import { dataPlane, type Context } from '../server/context.ts';
 import { acquireStream } from '../server/stream-leases.ts';
 import { requireDatabase } from '../tables/tables.ts';
 import { parseOrThrow } from '../../kernel/validation.ts';
-import type { RawJson } from '../../kernel/raw-json.ts';
 
 /**
  * The change feed of a database (issue 27): a page by cursor, its head, a long poll (`wait`) and a live stream
@@ -37,7 +37,7 @@ const ChangeActor = builder.objectRef<ChangeAnswer['actor']>('ChangeActor').impl
 });
 
 /** A change as PostgreSQL built its JSON, read into an object for a selection of its members. */
-const answerOf = (change: RawJson) => change.parse() as ChangeAnswer;
+const answerOf = (change: ChangeJson) => change.parse() as ChangeAnswer;
 
 export const ChangeObject = builder.objectRef<ChangeAnswer>('Change').implement({
   description:
@@ -157,9 +157,9 @@ function changeEvents(
   arms: FeedArming,
   databaseId: string,
   lease: StreamLease,
-): AsyncIterableIterator<RawJson | StreamEnd> {
+): AsyncIterableIterator<ChangeJson | StreamEnd> {
   let cursor = start;
-  let buffer: RawJson[] = [];
+  let buffer: ChangeJson[] = [];
   let atEnd = false;
   let found = false;
   let finished = false;
@@ -263,38 +263,63 @@ builder.queryFields((t) => ({
   }),
 }));
 
+/** Opens a stream of the database's changes (`rowChanges`, `rowChangesJson`): its lease, signal and first read. */
+async function subscribeToChanges(
+  context: Context,
+  args: {
+    orgId: string | number;
+    databaseId: string | number;
+    tableId?: string | number | null;
+    after?: string | null;
+  },
+): Promise<AsyncIterableIterator<ChangeJson | StreamEnd>> {
+  const { orgId, databaseId, ...rest } = args;
+  const query = parseOrThrow(RowChangesQuery, defined(rest));
+  let wake: () => void = () => {};
+  const lease = await acquireStream(context, String(orgId), 'rows:read', () => wake());
+  let signal: ChangeSignal | undefined;
+  try {
+    await requireDatabase(context.prisma, String(orgId), String(databaseId));
+    const read = reader(context, String(databaseId), query.tableId);
+    signal = await context.changeSignals.subscribe(String(databaseId));
+    const opened = signal;
+    wake = () => opened.close();
+    // Reading the first page now turns a bad or expired cursor into an error answer, not a stream that fails.
+    const start =
+      query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
+    await read(start, 1);
+    return changeEvents(read, start, signal, context.changeArms, String(databaseId), lease);
+  } catch (error) {
+    signal?.close();
+    lease.release();
+    throw error;
+  }
+}
+
+/** The change an event carries; the error a stream ends with, thrown so that it is framed like any other. */
+function changeOf(event: ChangeJson | StreamEnd): ChangeJson {
+  if ('endedWith' in event) throw event.endedWith;
+  return event;
+}
+
 builder.subscriptionFields((t) => ({
   rowChanges: t.field({
     type: ChangeObject,
     description: 'The database’s changes as they commit, in commit order: after `after` when given, else from now on.',
     args: streamArgs,
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
-    subscribe: async (_root, args, context) => {
-      const { orgId, databaseId, ...rest } = args;
-      const query = parseOrThrow(RowChangesQuery, defined(rest));
-      let wake: () => void = () => {};
-      const lease = await acquireStream(context, String(orgId), 'rows:read', () => wake());
-      let signal: ChangeSignal | undefined;
-      try {
-        await requireDatabase(context.prisma, String(orgId), String(databaseId));
-        const read = reader(context, String(databaseId), query.tableId);
-        signal = await context.changeSignals.subscribe(String(databaseId));
-        const opened = signal;
-        wake = () => opened.close();
-        // Reading the first page now turns a bad or expired cursor into an error answer, not a stream that fails.
-        const start =
-          query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
-        await read(start, 1);
-        return changeEvents(read, start, signal, context.changeArms, String(databaseId), lease);
-      } catch (error) {
-        signal?.close();
-        lease.release();
-        throw error;
-      }
-    },
-    resolve: (event: RawJson | StreamEnd) => {
-      if ('endedWith' in event) throw event.endedWith;
-      return answerOf(event);
-    },
+    subscribe: (_root, args, context) => subscribeToChanges(context, args),
+    resolve: (event: ChangeJson | StreamEnd) => answerOf(changeOf(event)),
+  }),
+  rowChangesJson: t.field({
+    type: 'JSON',
+    description:
+      '`rowChanges` with every member of each change (null where it does not apply), each change one JSON object ' +
+      'as `GET …/changes` answers it: for a follower that wants every member, cheaper to stream than selecting ' +
+      'them all from `rowChanges` (the server passes on the JSON PostgreSQL built instead of resolving each member).',
+    args: streamArgs,
+    authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
+    subscribe: (_root, args, context) => subscribeToChanges(context, args),
+    resolve: (event: ChangeJson | StreamEnd) => changeOf(event),
   }),
 }));

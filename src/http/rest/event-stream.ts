@@ -15,6 +15,7 @@ export async function sendEventStream<Data>(
   events: AsyncGenerator<OperationResult<Data>, void, undefined>,
   close: () => Promise<void>,
   heartbeatMs: number,
+  /** The member of each event that names it (`id:`); a RawJson event carries it as a property of its own. */
   eventId?: string,
 ): Promise<void> {
   res.status(200).set({
