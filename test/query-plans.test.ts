@@ -17,6 +17,7 @@ import {
 import type { Statement } from '../src/data/statement.ts';
 import { grantAuthenticatedAt, selectGrantPage } from '../src/identity/oauth/grants.ts';
 import { newId } from '../src/kernel/ids.ts';
+import { idempotencyKey } from './helpers/factories.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
@@ -275,4 +276,39 @@ describe('sorted pages use their sort index (issue 14)', () => {
     expect(text.match(/Index Cond/g)).toHaveLength(ranges);
     expect(text).not.toMatch(/Filter:/);
   });
+
+  // A batch commits its changes together: a page inside it must read the changes it answers, not the whole commit
+  // (and the next commit) to sort them (pageStatement's inner LIMIT).
+  it('a page inside a large commit reads about as many changes as it answers', async () => {
+    const batched = await createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
+    const response = await suite.server.request('POST', `${batched.path}/rows/batch`, {
+      token: suite.org.adminKey,
+      idempotencyKey: idempotencyKey(),
+      body: {
+        expectedSchemaVersion: batched.schemaVersion,
+        operations: Array.from({ length: 300 }, (_, index) => ({ op: 'create', values: { Name: `n${index}` } })),
+      },
+    });
+    expect(response.status, response.text).toBe(200);
+    await client.query(sequenceChanges(batched.databaseId).sql);
+    const statement = selectChangeJsonPage(batched.databaseId, FEED_START, 10, null);
+    const { rows } = await client.query(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`,
+      statement.params as unknown[],
+    );
+    expect(changesRead(rows[0]['QUERY PLAN'][0].Plan)).toBeLessThanOrEqual(3 * 11);
+  });
 });
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: PlanNode[];
+}
+
+/** The rows the plan's scans of `changes` produced, over all their loops. */
+function changesRead(node: PlanNode): number {
+  const own = node['Relation Name'] === 'changes' ? node['Actual Rows'] * node['Actual Loops'] : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + changesRead(child), 0);
+}
