@@ -377,13 +377,19 @@ function toChange(databaseId: string, record: ChangeRecord): Change {
   return change;
 }
 
-interface FeedState {
+export interface FeedState {
   head: FeedPosition;
   pruned: FeedPosition;
 }
 
+/** Runs the sequencer for readers: `sequenceFeed` itself, or a process's shared calls of it (`SharedSequencer`). */
+export interface FeedSequencer {
+  /** The feed's state after a sequencer call that started after this call did. */
+  sequence(databaseId: string): Promise<FeedState>;
+}
+
 /** Sequences what committed since the last read, then answers the head and the retention watermark. */
-async function sequence(client: SqlExecutor, databaseId: string): Promise<FeedState> {
+export async function sequenceFeed(client: SqlExecutor, databaseId: string): Promise<FeedState> {
   const [row] = await client.run<{ headPosition: string; headSeq: string; prunedPosition: string; prunedSeq: string }>(
     sequenceChanges(databaseId),
   );
@@ -396,7 +402,7 @@ async function sequence(client: SqlExecutor, databaseId: string): Promise<FeedSt
 
 /** The newest committed change of the database (the retention watermark when nothing newer is kept). */
 export async function readHead(client: SqlExecutor, databaseId: string): Promise<FeedPosition> {
-  return (await sequence(client, databaseId)).head;
+  return (await sequenceFeed(client, databaseId)).head;
 }
 
 export interface ReadChanges {
@@ -407,6 +413,8 @@ export interface ReadChanges {
   tableIds?: readonly string[] | null;
   /** For the 410's message. */
   retentionDays?: number;
+  /** Sequences the feed before the read; `sequenceFeed` on the reader's client without it. */
+  sequencer?: FeedSequencer;
 }
 
 /** Where a page starts: `after` checked against the feed's retention, once the feed is sequenced. */
@@ -417,7 +425,7 @@ async function pageStart(
   const { databaseId, limit } = input;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CHANGE_PAGE) throw new Error(`Not a page size: ${limit}`);
   const after = input.after === null ? FEED_START : decodeChangeCursor(databaseId, input.after);
-  const feed = await sequence(client, databaseId);
+  const feed = await (input.sequencer?.sequence(databaseId) ?? sequenceFeed(client, databaseId));
   if (input.after !== null && before(after, feed.pruned)) throw expiredChangeCursor(input.retentionDays ?? 7);
   const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
   return { after, head: feed.head, tableIds };

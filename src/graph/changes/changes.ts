@@ -91,6 +91,7 @@ function reader(context: Context, databaseId: string, tableId: string | undefine
       limit,
       tableIds: tableId ? [tableId] : null,
       retentionDays: context.config.CHANGE_RETENTION_DAYS,
+      sequencer: context.changeSequencer,
     });
 }
 

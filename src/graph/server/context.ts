@@ -1,4 +1,5 @@
 import type { FeedArming } from '../../catalog/change-arming.ts';
+import type { FeedSequencer } from '../../catalog/changes.ts';
 import type { Config } from '../../kernel/config.ts';
 import type { ChannelListener } from '../../db/listener.ts';
 import { sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
@@ -31,6 +32,8 @@ export interface Context {
   changeSignals: ChannelListener;
   /** This process's arming of change feeds: a reader about to wait asks the next commit for a NOTIFY. */
   changeArms: FeedArming;
+  /** This process's sequencer calls, shared by its readers of a database (src/catalog/change-sequencing.ts). */
+  changeSequencer: FeedSequencer;
   /** This process's open event streams, capped per credential and org (src/kernel/stream-limits.ts). */
   streams: StreamRegistry;
   /** Resolves this request's credential again, as it is now: open streams re-check their authority with it. */

@@ -1,4 +1,5 @@
 import { FeedArming } from '../../catalog/change-arming.ts';
+import { SharedSequencer } from '../../catalog/change-sequencing.ts';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../../kernel/config.ts';
 import { ChannelListener } from '../../db/listener.ts';
@@ -115,6 +116,7 @@ export function createGraphServer(
   const jobUpdates = new ChannelListener(connectionStringOf(prisma), JOB_UPDATED_CHANNEL, logger);
   const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
   const changeArms = new FeedArming(pgExecutor(sqlPoolOf(prisma)), (databaseId) => changeSignals.version(databaseId));
+  const changeSequencer = new SharedSequencer(pgExecutor(sqlPoolOf(prisma)));
   const streams = new StreamRegistry(
     {
       perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
@@ -160,6 +162,7 @@ export function createGraphServer(
       jobUpdates,
       changeSignals,
       changeArms,
+      changeSequencer,
       streams,
       resolveCallerAgain: () => resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
     }),

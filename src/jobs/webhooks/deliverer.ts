@@ -1,6 +1,7 @@
 import { createWaker } from '../engine/waker.ts';
 import pg from 'pg';
 import { FeedArming } from '../../catalog/change-arming.ts';
+import { SharedSequencer } from '../../catalog/change-sequencing.ts';
 import { CHANGES_CHANNEL } from '../../catalog/changes.ts';
 import {
   deleteQueuedMessage,
@@ -122,6 +123,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     listening: false,
     counts,
     arms: new FeedArming(sql, (databaseId) => `${epoch}.${counts.get(databaseId) ?? 0}`, DELIVERY_REARM_MS),
+    sequencer: new SharedSequencer(sql),
     written: new Set(),
   };
   const running = new Set<Promise<void>>();

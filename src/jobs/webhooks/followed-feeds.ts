@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FeedArming } from '../../catalog/change-arming.ts';
-import { encodeChangeCursor, readChanges, type Change } from '../../catalog/changes.ts';
+import { encodeChangeCursor, readChanges, type Change, type FeedSequencer } from '../../catalog/changes.ts';
 import {
   selectFollowedFeeds,
   type DeliveredPlace,
@@ -28,6 +28,8 @@ export interface FeedNotifications {
   counts: Map<string, number>;
   /** Arms a feed before it is read to its end, so that its next commit notifies (src/catalog/change-arming.ts). */
   arms: FeedArming;
+  /** The worker's sequencer calls, shared by its endpoints that follow a database (src/catalog/change-sequencing.ts). */
+  sequencer: FeedSequencer;
   /**
    * Databases whose last read found changes: their feeds are being written, so they are read again after
    * DELIVERY_REARM_MS instead of being armed (FeedArming.pause says what an arm costs the writers); a feed is armed
@@ -150,7 +152,12 @@ export class FollowedFeeds {
 
   /** A place older than the feed's retention restarts at the oldest retained change (the gap is logged). */
   private async read(feed: Feed) {
-    const input = { databaseId: feed.databaseId, limit: FEED_PAGE, tableIds: this.endpoint.tableIds };
+    const input = {
+      databaseId: feed.databaseId,
+      limit: FEED_PAGE,
+      tableIds: this.endpoint.tableIds,
+      sequencer: this.notifications.sequencer,
+    };
     try {
       return await readChanges(this.sql, { ...input, after: feed.after });
     } catch (error) {
