@@ -187,10 +187,14 @@ function changeEvents(
           // per REARM_AFTER_MS, not a read per change or two. On Citus, after each poll.
           if (atEnd && found && !(await arms.polls())) await arms.pause(signal);
           else if (atEnd) {
+            // `finished` too: once the client is gone (`return()`), the signal is closed and its `next()` resolves at
+            // once, while the arm still holds for the other readers of the database; without it this loop spun on
+            // resolved promises forever, starving the process's event loop.
             while (!(await arms.arm(databaseId))) {
               await arms.next(signal);
-              if (signal.draining || lease.revoked || (await arms.polls())) break;
+              if (finished || signal.draining || lease.revoked || (await arms.polls())) break;
             }
+            if (finished) break;
           }
           if (signal.draining) {
             finished = true;
