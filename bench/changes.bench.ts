@@ -24,16 +24,20 @@ import { benchWebhookRows, webhookBenchEnv } from './webhook-rows.ts';
  *      (`Accept-Encoding: identity`), as the raw side reads uncompressed over the same loopback; a second row reads
  *      with `fetch`'s default `gzip, deflate` (the service compresses at level 1, the client inflates), in the same
  *      rounds (docs/decisions/changes.md, "Reading a page: where a page's time goes").
+ * (4)  row create as in (1a), with BENCH_READERS (default 16) SSE streams of the database open vs none: what many live
+ *      readers of one feed cost its writers (the issue names no target; the line holds it to row (1)'s 0.9).
  * Then the webhook rows (1) and (2) of bench/webhook-rows.ts, on a table of their own.
  * BENCH_CREATES (default 3000 per round and side), BENCH_FEED_ROWS (default 20000 changes to read) and BENCH_ROUNDS
- * (default 3) size it. BENCH_TARGETS (a comma-separated list of `1a`, `3`, `webhooks`) runs only those rows, e.g. to
- * profile one path. BENCH_BEFORE=<checkout> also reads the feed in (3) through that checkout's built server, in the same
- * rounds, and prints its ratio beside this one's.
+ * (default 3) size it. BENCH_TARGETS (a comma-separated list of `1a`, `3`, `readers`, `webhooks`) runs only those
+ * rows, e.g. to profile one path. BENCH_BEFORE=<checkout> also reads the feed in (3), and streams it in (4), through
+ * that checkout's built server, in the same rounds, and prints its ratio beside this one's.
  */
 const CREATES = Number(process.env.BENCH_CREATES ?? 3_000);
 const FEED_ROWS = Number(process.env.BENCH_FEED_ROWS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 8;
+/** Row (4)'s SSE streams: at most EVENT_STREAMS_PER_CREDENTIAL (16) for the bench's one key. */
+const READERS = Number(process.env.BENCH_READERS ?? 16);
 const ONLY = process.env.BENCH_TARGETS?.split(',').map((row) => row.trim());
 const chosen = (row: string) => !ONLY || ONLY.includes(row);
 
@@ -100,6 +104,58 @@ async function rawRead(client: pg.Client, table: BenchTable, total: number): Pro
     after = { position: BigInt(data.at(-1)!.position), seq: BigInt(data.at(-1)!.seq) };
   }
   return { perSecond: read / ((performance.now() - started) / 1000), requests };
+}
+
+/**
+ * `READERS` SSE streams of the database, each reading what it is sent (to its end) until `stop`: what many live
+ * readers of one feed in one API process cost its writers.
+ */
+async function openStreams(servers: Servers, table: BenchTable, port: number): Promise<() => Promise<void>> {
+  const abort = new AbortController();
+  const url = `http://127.0.0.1:${port}/v1/orgs/${servers.orgId}/databases/${table.databaseId}/changes`;
+  const headers = { authorization: `Bearer ${servers.apiKey}`, accept: 'text/event-stream' };
+  const responses = await Promise.all(
+    Array.from({ length: READERS }, () => fetch(url, { headers, signal: abort.signal })),
+  );
+  const reading = responses.map(async (response) => {
+    if (response.status !== 200) throw new Error(`stream: ${response.status} ${await response.text()}`);
+    const body = response.body!.getReader();
+    while (!(await body.read()).done);
+  });
+  return async () => {
+    abort.abort();
+    await Promise.allSettled(reading);
+  };
+}
+
+/**
+ * (4) row create over REST, 8 connections, with `READERS` SSE streams of the database open on the API vs none, the
+ * sides alternating; with BENCH_BEFORE the streams also read through that checkout's server in the same rounds.
+ * It shows what readers sharing the sequencer (src/catalog/change-sequencing.ts) buy.
+ */
+async function benchManyReaders(servers: Servers, table: BenchTable, before: BuiltServer | undefined): Promise<void> {
+  process.stdout.write(`(4) ${CREATES} row creates per side over ${CONNECTIONS} connections, ${READERS} SSE readers\n`);
+  const ratios: number[] = [];
+  const beforeRatios: number[] = [];
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    const none = await creates(servers, table, CREATES);
+    const stop = await openStreams(servers, table, servers.servicePort);
+    const withReaders = await creates(servers, table, CREATES).finally(stop);
+    ratios.push(withReaders / none);
+    let line = `round ${round}: creates/s none ${none.toFixed(0)}, ${READERS} readers ${withReaders.toFixed(0)}`;
+    if (before) {
+      const stopBefore = await openStreams(servers, table, before.port);
+      const withBefore = await creates(servers, table, CREATES).finally(stopBefore);
+      beforeRatios.push(withBefore / none);
+      line += `, ${READERS} readers through BENCH_BEFORE ${withBefore.toFixed(0)}`;
+    }
+    process.stdout.write(`${line}\n`);
+  }
+  process.stdout.write(`${ratioLine(`(4) row create, ${READERS} SSE readers vs none`, 'with / none', ratios, 0.9)}\n`);
+  if (before)
+    process.stdout.write(
+      `${ratioLine(`(4) row create, ${READERS} SSE readers through BENCH_BEFORE vs none`, 'with / none', beforeRatios, 0.9)}\n`,
+    );
 }
 
 Object.assign(process.env, webhookBenchEnv);
@@ -205,6 +261,11 @@ try {
             `rounds ${row.cpuQuotients.map((value) => value.toFixed(2)).join(' ')}\n`,
         );
     }
+  }
+
+  if (chosen('readers')) {
+    before ??= await startBeforeServer(servers);
+    await benchManyReaders(servers, table, before);
   }
 
   if (chosen('webhooks'))

@@ -665,6 +665,42 @@ describe('waiting for changes', () => {
     },
   );
 
+  it('four streams of one database in one process, sharing their reads, each see every change once and in order', async () => {
+    const table = await codedTable();
+    const cursor = await head(table.databaseId);
+    const streams = await Promise.all(
+      [1, 2, 3, 4].map(() =>
+        openEventStream(`${suite.server.url}${feedPath(table.databaseId)}?after=${cursor}`, {
+          headers: { authorization: `Bearer ${admin()}`, accept: 'text/event-stream' },
+        }),
+      ),
+    );
+    const received: StreamEvent[][] = streams.map(() => []);
+    const reading = streams.map(async (stream, index) => {
+      for (;;) {
+        const event = await stream.next();
+        if (!event) return;
+        received[index]!.push(event);
+      }
+    });
+    const writes: string[] = [];
+    const until = Date.now() + 800;
+    await Promise.all(
+      [1, 2, 3].map(async (writer) => {
+        for (let index = 0; Date.now() < until; index += 1)
+          writes.push((await created(table, { Code: `s${writer}-${index}` })).row.id);
+      }),
+    );
+    for (const events of received)
+      await vi.waitFor(() => expect(events).toHaveLength(writes.length), { timeout: 5_000 });
+    for (const stream of streams) stream.close();
+    await Promise.allSettled(reading);
+
+    const feedCursors = (await changesAfter(table.databaseId, cursor)).map((change) => change.cursor);
+    expect(feedCursors).toHaveLength(writes.length);
+    for (const events of received) expect(events.map((event) => event.id)).toEqual(feedCursors);
+  });
+
   it('refuses a stream from a stale cursor with the 410 before any event', async () => {
     const table = await codedTable();
     const stale = encodeChangeCursor(table.databaseId, { position: 0n, seq: 0n });

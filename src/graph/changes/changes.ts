@@ -96,6 +96,16 @@ function reader(context: Context, databaseId: string, tableId: string | undefine
 }
 
 /**
+ * A stream's reader: its pages shared with the process's other streams reading the same page
+ * (src/catalog/change-reads.ts); `fresh` for a read that must see every commit before it was asked for.
+ */
+function streamReader(context: Context, databaseId: string, tableId: string | undefined) {
+  const read = reader(context, databaseId, tableId);
+  return (after: string, limit: number, fresh: boolean) =>
+    context.changeReads.read(`${databaseId}.${tableId ?? '*'}.${limit}.${after}`, fresh, () => read(after, limit));
+}
+
+/**
  * A page; with `wait`, an empty page is held until a change commits or the wait ends. The signal listens before
  * the first read, so a change committed between the read and the wait still wakes it. A waiting poll holds an open
  * stream's lease (its caps, and its end when the caller's authority goes).
@@ -152,7 +162,7 @@ interface StreamEnd {
  * reconnects with the last event's cursor (`Last-Event-ID`) and misses nothing.
  */
 function changeEvents(
-  read: ReturnType<typeof reader>,
+  read: ReturnType<typeof streamReader>,
   start: string,
   signal: ChangeSignal,
   arms: FeedArming,
@@ -164,6 +174,8 @@ function changeEvents(
   let atEnd = false;
   let found = false;
   let finished = false;
+  /** The next read follows an arm this stream made: it must see every commit before the arm, so it is its own. */
+  let fresh = false;
   const finish = (): IteratorReturnResult<undefined> => {
     finished = true;
     signal.close();
@@ -190,7 +202,9 @@ function changeEvents(
             // `finished` too: once the client is gone (`return()`), the signal is closed and its `next()` resolves at
             // once, while the arm still holds for the other readers of the database; without it this loop spun on
             // resolved promises forever, starving the process's event loop.
-            while (!(await arms.arm(databaseId))) {
+            for (;;) {
+              fresh = await arms.arm(databaseId);
+              if (fresh) break;
               await arms.next(signal);
               if (finished || signal.draining || lease.revoked || (await arms.polls())) break;
             }
@@ -205,8 +219,10 @@ function changeEvents(
             );
             return { done: false, value: { endedWith: restarting } };
           }
-          const page = await read(cursor, STREAM_PAGE);
-          buffer = page.data;
+          const page = await read(cursor, STREAM_PAGE, fresh);
+          fresh = false;
+          // A copy: the page may be another stream's too, and this one takes its changes off the front.
+          buffer = page.data.slice();
           cursor = page.nextCursor;
           atEnd = !page.hasMore;
           found = page.data.length > 0;
@@ -285,14 +301,14 @@ async function subscribeToChanges(
   let signal: ChangeSignal | undefined;
   try {
     await requireDatabase(context.prisma, String(orgId), String(databaseId));
-    const read = reader(context, String(databaseId), query.tableId);
+    const read = streamReader(context, String(databaseId), query.tableId);
     signal = await context.changeSignals.subscribe(String(databaseId));
     const opened = signal;
     wake = () => opened.close();
     // Reading the first page now turns a bad or expired cursor into an error answer, not a stream that fails.
     const start =
       query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
-    await read(start, 1);
+    await read(start, 1, true);
     return changeEvents(read, start, signal, context.changeArms, String(databaseId), lease);
   } catch (error) {
     signal?.close();

@@ -1,5 +1,6 @@
 import { FeedArming } from '../../catalog/change-arming.ts';
 import { SharedSequencer } from '../../catalog/change-sequencing.ts';
+import { SharedChangeReads } from '../../catalog/change-reads.ts';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../../kernel/config.ts';
 import { ChannelListener } from '../../db/listener.ts';
@@ -117,6 +118,7 @@ export function createGraphServer(
   const changeSignals = new ChannelListener(connectionStringOf(prisma), CHANGES_CHANNEL, logger);
   const changeArms = new FeedArming(pgExecutor(sqlPoolOf(prisma)), (databaseId) => changeSignals.version(databaseId));
   const changeSequencer = new SharedSequencer(pgExecutor(sqlPoolOf(prisma)));
+  const changeReads = new SharedChangeReads();
   const streams = new StreamRegistry(
     {
       perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
@@ -163,6 +165,7 @@ export function createGraphServer(
       changeSignals,
       changeArms,
       changeSequencer,
+      changeReads,
       streams,
       resolveCallerAgain: () => resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
     }),
