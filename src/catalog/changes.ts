@@ -400,9 +400,16 @@ export async function sequenceFeed(client: SqlExecutor, databaseId: string): Pro
   };
 }
 
-/** The newest committed change of the database (the retention watermark when nothing newer is kept). */
-export async function readHead(client: SqlExecutor, databaseId: string): Promise<FeedPosition> {
-  return (await sequenceFeed(client, databaseId)).head;
+/**
+ * The newest committed change of the database (the retention watermark when nothing newer is kept); through the
+ * process's shared sequencer calls when given (streams opening together).
+ */
+export async function readHead(
+  client: SqlExecutor,
+  databaseId: string,
+  sequencer?: FeedSequencer,
+): Promise<FeedPosition> {
+  return (await (sequencer?.sequence(databaseId) ?? sequenceFeed(client, databaseId))).head;
 }
 
 export interface ReadChanges {

@@ -279,7 +279,9 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
       await requireDatabase(context.prisma, orgId, databaseId);
-      return { cursor: encodeChangeCursor(databaseId, await readHead(dataPlane(context), databaseId)) };
+      return {
+        cursor: encodeChangeCursor(databaseId, await readHead(dataPlane(context), databaseId, context.changeSequencer)),
+      };
     },
   }),
 }));
@@ -307,7 +309,11 @@ async function subscribeToChanges(
     wake = () => opened.close();
     // Reading the first page now turns a bad or expired cursor into an error answer, not a stream that fails.
     const start =
-      query.after ?? encodeChangeCursor(String(databaseId), await readHead(dataPlane(context), String(databaseId)));
+      query.after ??
+      encodeChangeCursor(
+        String(databaseId),
+        await readHead(dataPlane(context), String(databaseId), context.changeSequencer),
+      );
     await read(start, 1, true);
     return changeEvents(read, start, signal, context.changeArms, String(databaseId), lease);
   } catch (error) {
