@@ -68,6 +68,14 @@ export function selectEndpoint(webhookId: string): Statement {
   };
 }
 
+/** The endpoint's settings version and state now: a claim checks them before its first send. */
+export function selectEndpointVersion(webhookId: string): Statement {
+  return {
+    sql: `SELECT version::text AS version, state FROM webhooks WHERE id = $1::bpchar`,
+    params: [webhookId],
+  };
+}
+
 /**
  * Endpoints with something to do now: due (a retry, or an idle endpoint's periodic look at its feeds) or holding a
  * queued test message. Ordered by how long they have waited.

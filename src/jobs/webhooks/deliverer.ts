@@ -15,6 +15,7 @@ import {
   selectActiveEndpoints,
   selectDueEndpoints,
   selectEndpoint,
+  selectEndpointVersion,
   selectFollowers,
   selectQueuedMessages,
   tryLockEndpoint,
@@ -245,6 +246,18 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       savedAt = Date.now();
       return after?.state === 'active' && after.version === endpoint.version;
     };
+    /**
+     * Whether the settings the claim loaded still hold. Checked once, before the claim's first send: a secret rotated
+     * after the endpoint was loaded, and before the change being sent committed, would otherwise leave that message
+     * signed with the old secret alone (a batch is checked by the save that commits it before its send).
+     */
+    let checked = false;
+    const settingsHold = async (): Promise<boolean> => {
+      if (checked) return true;
+      checked = true;
+      const [now] = await sql.run<{ version: string; state: string }>(selectEndpointVersion(webhookId));
+      return now?.state === 'active' && now.version === endpoint.version;
+    };
 
     for (let sent = 0; sent < MESSAGES_PER_CLAIM && !stopped; sent += 1) {
       if (message === null) {
@@ -261,6 +274,10 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
           dirty.add(webhookId);
           return;
         }
+      }
+      if (!(await settingsHold())) {
+        dirty.add(webhookId);
+        return;
       }
       const attemptedAt = new Date();
       const result = await attempt(endpoint, sign, message);
