@@ -590,10 +590,12 @@ async function startPaused(
   await catalog.release();
   await held;
   const job = await suite.server.prisma.job.findUniqueOrThrow({ where: { id: handle.jobId } });
-  const journal = job.journal as { phase: string; done: number };
+  const journal = job.journal as { phase: string; done?: number; total?: number };
   expect(phases).toContain(journal.phase);
-  expect(journal.done).toBeLessThanOrEqual(10_000);
-  return { ...handle, done: journal.done, resume: () => gate.release() };
+  // A cutover's journal holds `total` (every row backfilled), a backfill's `done`.
+  const done = journal.phase === 'cutover' ? journal.total : journal.done;
+  expect(done).toBeLessThanOrEqual(10_000);
+  return { ...handle, done: done!, resume: () => gate.release() };
 }
 
 /** Holds one row: the backfill batch that reaches it waits (inside its transaction) until `release()`. */
