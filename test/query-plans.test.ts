@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectFeedPage } from '../src/catalog/activity-feed.ts';
-import { FEED_START, selectChangeJsonPage, sequenceChanges } from '../src/catalog/changes.ts';
+import { FEED_START, selectChangeTextPage, sequenceChanges } from '../src/catalog/changes.ts';
 import { resolvedOptions, type FieldDefinition } from '../src/data/field-types.ts';
 import { lookupRows } from '../src/data/lookup.ts';
 import { createSortIndex } from '../src/data/sort-indexes.ts';
@@ -150,7 +150,7 @@ describe('a change page walks the feed by position (issue 27)', () => {
   ])('%s: commits by their position index, each one’s changes by key, no hash of the feed', async (_name, tables) => {
     await client.query('SET enable_seqscan = on');
     try {
-      const statement = selectChangeJsonPage(table.databaseId, FEED_START, 1000, tables ? tables() : null);
+      const statement = selectChangeTextPage(table.databaseId, FEED_START, 1000, tables ? tables() : null);
       const text = await plan(statement);
       expect(text).toMatch(/Index Scan using change_commits_position_key/);
       expect(text).toMatch(/Nested Loop/);
@@ -291,7 +291,7 @@ describe('sorted pages use their sort index (issue 14)', () => {
     });
     expect(response.status, response.text).toBe(200);
     await client.query(sequenceChanges(batched.databaseId).sql);
-    const statement = selectChangeJsonPage(batched.databaseId, FEED_START, 10, null);
+    const statement = selectChangeTextPage(batched.databaseId, FEED_START, 10, null);
     const { rows } = await client.query(
       `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`,
       statement.params as unknown[],

@@ -36,7 +36,7 @@ const ChangeActor = builder.objectRef<ChangeAnswer['actor']>('ChangeActor').impl
   fields: (t) => ({ id: t.exposeString('id'), kind: t.exposeString('kind') }),
 });
 
-/** A change as PostgreSQL built its JSON, read into an object for a selection of its members. */
+/** A change as the JSON text of its answer, read into an object for a selection of its members. */
 const answerOf = (change: ChangeJson) => change.parse() as ChangeAnswer;
 
 export const ChangeObject = builder.objectRef<ChangeAnswer>('Change').implement({
@@ -67,7 +67,7 @@ const ChangePageObject = builder.objectRef<ChangeJsonPage>('ChangePage').impleme
       description:
         '`data` with every member of each change (null where it does not apply), each change one JSON object as ' +
         '`GET …/changes` answers it: for a reader that wants every member, cheaper to answer than selecting them ' +
-        'all from `data` (the server passes on the JSON PostgreSQL built instead of resolving each member).',
+        'all from `data` (the server passes on each change as JSON text instead of resolving each member).',
       resolve: (page) => page.data,
     }),
     nextCursor: t.exposeString('nextCursor'),
@@ -343,7 +343,7 @@ builder.subscriptionFields((t) => ({
     description:
       '`rowChanges` with every member of each change (null where it does not apply), each change one JSON object ' +
       'as `GET …/changes` answers it: for a follower that wants every member, cheaper to stream than selecting ' +
-      'them all from `rowChanges` (the server passes on the JSON PostgreSQL built instead of resolving each member).',
+      'them all from `rowChanges` (the server passes on each change as JSON text instead of resolving each member).',
     args: streamArgs,
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     subscribe: (_root, args, context) => subscribeToChanges(context, args),
