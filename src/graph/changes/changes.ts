@@ -117,7 +117,10 @@ async function changesPage(
   query: ChangesQuery,
 ): Promise<ChangeJsonPage> {
   await requireDatabase(context.prisma, orgId, databaseId);
-  const read = reader(context, databaseId, query.tableId);
+  const place = { databaseId, tableId: query.tableId, limit: query.limit };
+  const load = reader(context, databaseId, query.tableId);
+  const read = (after: string | null, limit: number) =>
+    context.changeReadAhead.read({ ...place, limit }, after, (from) => load(from, limit));
   if (query.wait === undefined) return read(query.after ?? null, query.limit);
   const abort = new AbortController();
   const lease = await acquireStream(context, orgId, 'rows:read', () => abort.abort());

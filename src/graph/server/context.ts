@@ -1,5 +1,6 @@
 import type { FeedArming } from '../../catalog/change-arming.ts';
 import type { FeedSequencer } from '../../catalog/changes.ts';
+import type { ChangeReadAhead } from '../../catalog/change-read-ahead.ts';
 import type { SharedChangeReads } from '../../catalog/change-reads.ts';
 import type { Config } from '../../kernel/config.ts';
 import type { ChannelListener } from '../../db/listener.ts';
@@ -37,6 +38,8 @@ export interface Context {
   changeSequencer: FeedSequencer;
   /** This process's stream reads of change feeds, shared by streams reading the same page (src/catalog/change-reads.ts). */
   changeReads: SharedChangeReads;
+  /** This process's pages of change feeds read ahead for readers catching up (src/catalog/change-read-ahead.ts). */
+  changeReadAhead: ChangeReadAhead;
   /** This process's open event streams, capped per credential and org (src/kernel/stream-limits.ts). */
   streams: StreamRegistry;
   /** Resolves this request's credential again, as it is now: open streams re-check their authority with it. */

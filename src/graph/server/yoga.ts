@@ -1,5 +1,6 @@
 import { FeedArming } from '../../catalog/change-arming.ts';
 import { SharedSequencer } from '../../catalog/change-sequencing.ts';
+import { ChangeReadAhead } from '../../catalog/change-read-ahead.ts';
 import { SharedChangeReads } from '../../catalog/change-reads.ts';
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Config } from '../../kernel/config.ts';
@@ -119,6 +120,7 @@ export function createGraphServer(
   const changeArms = new FeedArming(pgExecutor(sqlPoolOf(prisma)), (databaseId) => changeSignals.version(databaseId));
   const changeSequencer = new SharedSequencer(pgExecutor(sqlPoolOf(prisma)));
   const changeReads = new SharedChangeReads();
+  const changeReadAhead = new ChangeReadAhead();
   const streams = new StreamRegistry(
     {
       perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
@@ -166,6 +168,7 @@ export function createGraphServer(
       changeArms,
       changeSequencer,
       changeReads,
+      changeReadAhead,
       streams,
       resolveCallerAgain: () => resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
     }),

@@ -1,0 +1,107 @@
+import type { ChangeJsonPage } from './changes.ts';
+
+/** How long a page read ahead waits for its reader: a follower catching up asks for it within milliseconds. */
+const READ_AHEAD_KEEP_MS = 5_000;
+/** The JSON text that pages read ahead may hold in a process at once (a page of large rows holds megabytes). */
+const READ_AHEAD_MAX_BYTES = 32 * 1024 * 1024;
+/** Reads ahead running at once in a process: each holds a pooled connection that requests may be waiting for. */
+const READ_AHEAD_MAX_RUNNING = 2;
+
+/** Where a page is: the feed's database, its table filter and page size, and the cursor it starts after. */
+export interface PagePlace {
+  databaseId: string;
+  tableId: string | undefined;
+  limit: number;
+}
+
+interface AheadPage {
+  page: Promise<ChangeJsonPage | null>;
+  bytes: number;
+  expires: number;
+}
+
+const keyOf = (place: PagePlace, after: string) => `${place.databaseId}.${place.tableId ?? '*'}.${place.limit}.${after}`;
+
+const bytesOf = (page: ChangeJsonPage) => page.data.reduce((bytes, change) => bytes + change.text.length, 0);
+
+/**
+ * A process's read-ahead for readers of a change feed that are catching up (`GET …/changes` pages, long polls):
+ * once a reader is answered a full page, the page after it is read while the reader receives and parses this one,
+ * and the reader's next request takes it instead of reading. A follower catching up asks for exactly that page; the
+ * read overlaps its download instead of following it.
+ *
+ * Only a full page (`hasMore`: a change after it exists) is ever answered from here, because only a full page cannot
+ * change: positions are given in commit order, after every position given before (src/catalog/changes.ts), so the
+ * `limit` changes after a cursor, once that many exist, are the ones any later read finds. A page that reached the
+ * feed's end could miss a commit made after it was read, which the reader's own write may be: such a page is dropped
+ * and the reader reads for itself. The page's content does not depend on the caller; each request passes its own
+ * authority checks before it takes a page. A page read ahead answers as if the request had come when the read ran
+ * (at most READ_AHEAD_KEEP_MS earlier): a cursor that retention passed in between still gets that page, not the 410.
+ */
+export class ChangeReadAhead {
+  private readonly pages = new Map<string, AheadPage>();
+  private bytes = 0;
+  private running = 0;
+
+  constructor(
+    private readonly limits = {
+      keepMs: READ_AHEAD_KEEP_MS,
+      maxBytes: READ_AHEAD_MAX_BYTES,
+      maxRunning: READ_AHEAD_MAX_RUNNING,
+    },
+  ) {}
+
+  /** The page after `after`: read ahead when there is one, else `load`ed; either way, a full page's next is read ahead. */
+  async read(
+    place: PagePlace,
+    after: string | null,
+    load: (after: string | null) => Promise<ChangeJsonPage>,
+  ): Promise<ChangeJsonPage> {
+    const ahead = after === null ? null : await this.take(keyOf(place, after));
+    const page = ahead ?? (await load(after));
+    if (page.hasMore) this.readAhead(place, page.nextCursor, load);
+    return page;
+  }
+
+  /** A page read ahead serves the one request that asks for it first, and is forgotten then. */
+  private async take(key: string): Promise<ChangeJsonPage | null> {
+    const entry = this.pages.get(key);
+    if (!entry) return null;
+    this.forget(key, entry);
+    return entry.expires < performance.now() ? null : entry.page;
+  }
+
+  private forget(key: string, entry: AheadPage): void {
+    if (this.pages.get(key) !== entry) return;
+    this.pages.delete(key);
+    this.bytes -= entry.bytes;
+  }
+
+  private readAhead(
+    place: PagePlace,
+    after: string,
+    load: (after: string | null) => Promise<ChangeJsonPage>,
+  ): void {
+    const key = keyOf(place, after);
+    if (this.pages.has(key) || this.running >= this.limits.maxRunning) return;
+    this.running += 1;
+    const entry: AheadPage = {
+      page: load(after).then(
+        (page) => (page.hasMore ? page : null),
+        () => null,
+      ),
+      bytes: 0,
+      expires: performance.now() + this.limits.keepMs,
+    };
+    this.pages.set(key, entry);
+    void entry.page.then((page) => {
+      this.running -= 1;
+      // Taken while it was being read: its reader holds it, and it was never counted.
+      if (this.pages.get(key) !== entry) return;
+      if (!page || this.bytes + bytesOf(page) > this.limits.maxBytes) return this.forget(key, entry);
+      entry.bytes = bytesOf(page);
+      this.bytes += entry.bytes;
+      setTimeout(() => this.forget(key, entry), Math.max(0, entry.expires - performance.now())).unref();
+    });
+  }
+}
