@@ -20,7 +20,8 @@ interface AheadPage {
   expires: number;
 }
 
-const keyOf = (place: PagePlace, after: string) => `${place.databaseId}.${place.tableId ?? '*'}.${place.limit}.${after}`;
+const keyOf = (place: PagePlace, after: string) =>
+  `${place.databaseId}.${place.tableId ?? '*'}.${place.limit}.${after}`;
 
 const bytesOf = (page: ChangeJsonPage) => page.data.reduce((bytes, change) => bytes + change.text.length, 0);
 
@@ -77,11 +78,7 @@ export class ChangeReadAhead {
     this.bytes -= entry.bytes;
   }
 
-  private readAhead(
-    place: PagePlace,
-    after: string,
-    load: (after: string | null) => Promise<ChangeJsonPage>,
-  ): void {
+  private readAhead(place: PagePlace, after: string, load: (after: string | null) => Promise<ChangeJsonPage>): void {
     const key = keyOf(place, after);
     if (this.pages.has(key) || this.running >= this.limits.maxRunning) return;
     this.running += 1;
