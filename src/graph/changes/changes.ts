@@ -10,13 +10,13 @@ import {
 import { ChangesQuery, RowChangesQuery } from '../../contracts/changes.ts';
 import type { FeedArming } from '../../catalog/change-arming.ts';
 import type { ChangeSignal } from '../../db/listener.ts';
-import { DomainError } from '../../kernel/errors.ts';
+import { selectActiveDatabase } from '../../catalog/databases.ts';
+import { DomainError, notFound } from '../../kernel/errors.ts';
 import { Id } from '../../kernel/formats.ts';
 import type { StreamLease } from '../../kernel/stream-limits.ts';
 import { builder } from '../server/builder.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { acquireStream } from '../server/stream-leases.ts';
-import { requireDatabase } from '../tables/tables.ts';
 import { parseOrThrow } from '../../kernel/validation.ts';
 
 /**
@@ -83,6 +83,12 @@ function defined(args: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== null && value !== undefined));
 }
 
+/** A 404 unless the database is active and in that org; read per request, as every check of authority is. */
+async function requireFeedDatabase(context: Context, orgId: string, databaseId: string): Promise<void> {
+  const [found] = await dataPlane(context).run(selectActiveDatabase(orgId, databaseId));
+  if (!found) throw notFound('database');
+}
+
 function reader(context: Context, databaseId: string, tableId: string | undefined) {
   return (after: string | null, limit: number) =>
     readChangesAsJson(dataPlane(context), {
@@ -116,7 +122,7 @@ async function changesPage(
   databaseId: string,
   query: ChangesQuery,
 ): Promise<ChangeJsonPage> {
-  await requireDatabase(context.prisma, orgId, databaseId);
+  await requireFeedDatabase(context, orgId, databaseId);
   const place = { databaseId, tableId: query.tableId, limit: query.limit };
   const load = reader(context, databaseId, query.tableId);
   const read = (after: string | null, limit: number) =>
@@ -281,7 +287,7 @@ builder.queryFields((t) => ({
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
       const [orgId, databaseId] = [String(args.orgId), String(args.databaseId)];
-      await requireDatabase(context.prisma, orgId, databaseId);
+      await requireFeedDatabase(context, orgId, databaseId);
       return {
         cursor: encodeChangeCursor(databaseId, await readHead(dataPlane(context), databaseId, context.changeSequencer)),
       };
@@ -305,7 +311,7 @@ async function subscribeToChanges(
   const lease = await acquireStream(context, String(orgId), 'rows:read', () => wake());
   let signal: ChangeSignal | undefined;
   try {
-    await requireDatabase(context.prisma, String(orgId), String(databaseId));
+    await requireFeedDatabase(context, String(orgId), String(databaseId));
     const read = streamReader(context, String(databaseId), query.tableId);
     signal = await context.changeSignals.subscribe(String(databaseId));
     const opened = signal;
