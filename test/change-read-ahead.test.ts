@@ -12,15 +12,17 @@ const place = { databaseId: 'db', tableId: undefined, limit: 2 };
 /** A feed of stand-in pages: after `cN` comes a page ending at `c(N+1)`, full while N+1 < `end`. */
 function feed(end: number) {
   const loads: (string | null)[] = [];
+  const ahead: boolean[] = [];
   let failing = false;
-  const load = (after: string | null): Promise<ChangeJsonPage> => {
+  const load = (after: string | null, readAhead = false): Promise<ChangeJsonPage> => {
     loads.push(after);
+    ahead.push(readAhead);
     if (failing) return Promise.reject(new Error('read failed'));
     const next = Number(after?.slice(1) ?? 0) + 1;
     const change = new ChangeJson(`{"cursor":"c${next}"}`, `c${next}`);
     return Promise.resolve({ data: [change], nextCursor: `c${next}`, hasMore: next < end });
   };
-  return { loads, load, fail: () => (failing = true) };
+  return { loads, ahead, load, fail: () => (failing = true) };
 }
 
 const settled = () => new Promise((resolve) => setTimeout(resolve, 10));
@@ -28,12 +30,14 @@ const settled = () => new Promise((resolve) => setTimeout(resolve, 10));
 describe('change pages read ahead', () => {
   it('after a full page, the next is read once and the reader’s next request takes it', async () => {
     const ahead = new ChangeReadAhead();
-    const { loads, load } = feed(10);
-    const first = await ahead.read(place, null, load);
+    const pages = feed(10);
+    const first = await ahead.read(place, null, pages.load);
     await settled();
-    const second = await ahead.read(place, first.nextCursor, load);
+    const second = await ahead.read(place, first.nextCursor, pages.load);
     expect(second.nextCursor).toBe('c2');
-    expect(loads).toEqual([null, 'c1', 'c2']);
+    expect(pages.loads).toEqual([null, 'c1', 'c2']);
+    // Only the reads ahead may skip sequencing the feed (they keep a full page only).
+    expect(pages.ahead).toEqual([false, true, true]);
   });
 
   it('a page that reached the feed’s end is never answered from the read-ahead: the reader reads again', async () => {

@@ -14,6 +14,12 @@ export interface PagePlace {
   limit: number;
 }
 
+/**
+ * Reads the page after `after`; `ahead` for a read ahead, which is kept only if it is full and so may read the
+ * commits positioned so far without sequencing the feed first (`ReadChanges.positionedOnly`).
+ */
+export type PageLoad = (after: string | null, ahead: boolean) => Promise<ChangeJsonPage>;
+
 interface AheadPage {
   page: Promise<ChangeJsonPage | null>;
   bytes: number;
@@ -53,13 +59,9 @@ export class ChangeReadAhead {
   ) {}
 
   /** The page after `after`: read ahead when there is one, else `load`ed; either way, a full page's next is read ahead. */
-  async read(
-    place: PagePlace,
-    after: string | null,
-    load: (after: string | null) => Promise<ChangeJsonPage>,
-  ): Promise<ChangeJsonPage> {
+  async read(place: PagePlace, after: string | null, load: PageLoad): Promise<ChangeJsonPage> {
     const ahead = after === null ? null : await this.take(keyOf(place, after));
-    const page = ahead ?? (await load(after));
+    const page = ahead ?? (await load(after, false));
     if (page.hasMore) this.readAhead(place, page.nextCursor, load);
     return page;
   }
@@ -78,12 +80,12 @@ export class ChangeReadAhead {
     this.bytes -= entry.bytes;
   }
 
-  private readAhead(place: PagePlace, after: string, load: (after: string | null) => Promise<ChangeJsonPage>): void {
+  private readAhead(place: PagePlace, after: string, load: PageLoad): void {
     const key = keyOf(place, after);
     if (this.pages.has(key) || this.running >= this.limits.maxRunning) return;
     this.running += 1;
     const entry: AheadPage = {
-      page: load(after).then(
+      page: load(after, true).then(
         (page) => (page.hasMore ? page : null),
         () => null,
       ),

@@ -417,9 +417,16 @@ export interface ReadChanges {
   retentionDays?: number;
   /** Sequences the feed before the read; `sequenceFeed` on the reader's client without it. */
   sequencer?: FeedSequencer;
+  /**
+   * Reads the commits positioned so far, without sequencing first or checking `after` against retention, for a
+   * reader that keeps the page only if it is full (src/catalog/change-read-ahead.ts): a full page of positioned
+   * commits is final, as every position given later is larger. A page that is not full may miss a commit made
+   * before the read, and its `nextCursor` then is `after` (not the head).
+   */
+  positionedOnly?: boolean;
 }
 
-/** Where a page starts: `after` checked against the feed's retention, once the feed is sequenced. */
+/** Where a page starts: `after` checked against the feed's retention, once the feed is sequenced (`positionedOnly`: neither). */
 async function pageStart(
   client: SqlExecutor,
   input: ReadChanges,
@@ -427,9 +434,10 @@ async function pageStart(
   const { databaseId, limit } = input;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CHANGE_PAGE) throw new Error(`Not a page size: ${limit}`);
   const after = input.after === null ? FEED_START : decodeChangeCursor(databaseId, input.after);
+  const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
+  if (input.positionedOnly) return { after, head: after, tableIds };
   const feed = await (input.sequencer?.sequence(databaseId) ?? sequenceFeed(client, databaseId));
   if (input.after !== null && before(after, feed.pruned)) throw expiredChangeCursor(input.retentionDays ?? 7);
-  const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
   return { after, head: feed.head, tableIds };
 }
 

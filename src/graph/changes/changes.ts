@@ -90,7 +90,7 @@ async function requireFeedDatabase(context: Context, orgId: string, databaseId: 
 }
 
 function reader(context: Context, databaseId: string, tableId: string | undefined) {
-  return (after: string | null, limit: number) =>
+  return (after: string | null, limit: number, positionedOnly = false) =>
     readChangesAsJson(dataPlane(context), {
       databaseId,
       after,
@@ -98,6 +98,7 @@ function reader(context: Context, databaseId: string, tableId: string | undefine
       tableIds: tableId ? [tableId] : null,
       retentionDays: context.config.CHANGE_RETENTION_DAYS,
       sequencer: context.changeSequencer,
+      positionedOnly,
     });
 }
 
@@ -126,7 +127,7 @@ async function changesPage(
   const place = { databaseId, tableId: query.tableId, limit: query.limit };
   const load = reader(context, databaseId, query.tableId);
   const read = (after: string | null, limit: number) =>
-    context.changeReadAhead.read({ ...place, limit }, after, (from) => load(from, limit));
+    context.changeReadAhead.read({ ...place, limit }, after, (from, ahead) => load(from, limit, ahead));
   if (query.wait === undefined) return read(query.after ?? null, query.limit);
   const abort = new AbortController();
   const lease = await acquireStream(context, orgId, 'rows:read', () => abort.abort());
