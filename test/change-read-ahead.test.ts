@@ -27,81 +27,99 @@ function feed(end: number) {
 
 const settled = () => new Promise((resolve) => setTimeout(resolve, 10));
 
+/** A follower's first two pages: the second follows the first, so the page after it is read ahead. */
+async function follow(ahead: ChangeReadAhead, load: (after: string | null) => Promise<ChangeJsonPage>) {
+  const first = await ahead.read(place, null, load);
+  return ahead.read(place, first.nextCursor, load);
+}
+
 describe('change pages read ahead', () => {
-  it('after a full page, the next is read once and the reader’s next request takes it', async () => {
+  it('a follower’s full page has its next read ahead, which the follower’s next request takes', async () => {
     const ahead = new ChangeReadAhead();
     const pages = feed(10);
-    const first = await ahead.read(place, null, pages.load);
+    const second = await follow(ahead, pages.load);
     await settled();
-    const second = await ahead.read(place, first.nextCursor, pages.load);
-    expect(second.nextCursor).toBe('c2');
-    expect(pages.loads).toEqual([null, 'c1', 'c2']);
+    const third = await ahead.read(place, second.nextCursor, pages.load);
+    expect(third.nextCursor).toBe('c3');
+    expect(pages.loads).toEqual([null, 'c1', 'c2', 'c3']);
     // Only the reads ahead may skip sequencing the feed (they keep a full page only).
-    expect(pages.ahead).toEqual([false, true, true]);
+    expect(pages.ahead).toEqual([false, false, true, true]);
+  });
+
+  it('a reader that asks for one page, or for a cursor this process did not answer, costs no read ahead', async () => {
+    const ahead = new ChangeReadAhead();
+    const pages = feed(10);
+    await ahead.read(place, null, pages.load);
+    await ahead.read(place, 'c5', pages.load);
+    await settled();
+    expect(pages.loads).toEqual([null, 'c5']);
   });
 
   it('a page that reached the feed’s end is never answered from the read-ahead: the reader reads again', async () => {
     const ahead = new ChangeReadAhead();
-    const { loads, load } = feed(2);
-    await ahead.read(place, null, load);
+    const pages = feed(3);
+    await follow(ahead, pages.load);
     await settled();
-    const last = await ahead.read(place, 'c1', load);
+    const last = await ahead.read(place, 'c2', pages.load);
     expect(last.hasMore).toBe(false);
-    expect(loads).toEqual([null, 'c1', 'c1']);
+    expect(pages.loads).toEqual([null, 'c1', 'c2', 'c2']);
   });
 
   it('another table filter or page size is another page', async () => {
     const ahead = new ChangeReadAhead();
-    const { loads, load } = feed(10);
-    await ahead.read(place, null, load);
+    const pages = feed(10);
+    await follow(ahead, pages.load);
     await settled();
-    await ahead.read({ ...place, tableId: 'T' }, 'c1', load);
-    await ahead.read({ ...place, limit: 3 }, 'c1', load);
-    expect(loads.filter((after) => after === 'c1')).toHaveLength(3);
+    await ahead.read({ ...place, tableId: 'T' }, 'c2', pages.load);
+    await ahead.read({ ...place, limit: 3 }, 'c2', pages.load);
+    expect(pages.loads.filter((after) => after === 'c2')).toHaveLength(3);
   });
 
   it('a failed read ahead is not answered: the reader reads for itself', async () => {
     const ahead = new ChangeReadAhead();
-    const { loads, load, fail } = feed(10);
-    await ahead.read(place, null, async (after) => {
-      const page = await load(after);
-      fail();
+    const pages = feed(10);
+    await follow(ahead, async (after) => {
+      const page = await pages.load(after);
+      if (after === 'c1') pages.fail();
       return page;
     });
     await settled();
-    await expect(ahead.read(place, 'c1', load)).rejects.toThrow('read failed');
-    expect(loads).toEqual([null, 'c1', 'c1']);
+    await expect(ahead.read(place, 'c2', pages.load)).rejects.toThrow('read failed');
+    expect(pages.loads).toEqual([null, 'c1', 'c2', 'c2']);
   });
 
   it('a page kept past its time, or beyond the byte budget, is read again', async () => {
-    const expired = new ChangeReadAhead({ keepMs: 5, maxBytes: 1_000_000, maxRunning: 2 });
-    const late = feed(10);
-    await expired.read(place, null, late.load);
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    await expired.read(place, 'c1', late.load);
-    expect(late.loads).toEqual([null, 'c1', 'c1', 'c2']);
-
-    const small = new ChangeReadAhead({ keepMs: 5_000, maxBytes: 5, maxRunning: 2 });
-    const large = feed(10);
-    await small.read(place, null, large.load);
-    await settled();
-    await small.read(place, 'c1', large.load);
-    expect(large.loads).toEqual([null, 'c1', 'c1', 'c2']);
+    for (const limits of [
+      { keepMs: 5, maxBytes: 1_000_000, maxRunning: 2 },
+      { keepMs: 5_000, maxBytes: 5, maxRunning: 2 },
+    ]) {
+      const ahead = new ChangeReadAhead(limits);
+      const pages = feed(10);
+      await follow(ahead, pages.load);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      await ahead.read(place, 'c2', pages.load);
+      expect(pages.loads).toEqual([null, 'c1', 'c2', 'c2']);
+    }
   });
 
-  it('at most `maxRunning` pages are read ahead at once', async () => {
+  it('at most `maxRunning` pages are read ahead at once; a follower left out is read ahead at its next page', async () => {
     const ahead = new ChangeReadAhead({ keepMs: 5_000, maxBytes: 1_000_000, maxRunning: 1 });
-    const loads: (string | null)[] = [];
+    const loads: string[] = [];
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    const load = async (after: string | null): Promise<ChangeJsonPage> => {
-      loads.push(after);
-      if (after !== null) await held;
+    const load = async (after: string | null, readAhead: boolean): Promise<ChangeJsonPage> => {
+      loads.push(`${after ?? 'start'}${readAhead ? ' ahead' : ''}`);
+      if (readAhead) await held;
       return { data: [], nextCursor: `${after ?? 'start'}+`, hasMore: true };
     };
+    const other = { ...place, tableId: 'T' };
     await ahead.read(place, null, load);
-    await ahead.read({ ...place, tableId: 'T' }, null, load);
-    expect(loads).toEqual([null, 'start+', null]);
+    await ahead.read(place, 'start+', load);
+    await ahead.read(other, null, load);
+    await ahead.read(other, 'start+', load);
     release();
+    await settled();
+    await ahead.read(other, 'start++', load);
+    expect(loads).toEqual(['start', 'start+', 'start++ ahead', 'start', 'start+', 'start++', 'start+++ ahead']);
   });
 });

@@ -6,6 +6,8 @@ const READ_AHEAD_KEEP_MS = 5_000;
 const READ_AHEAD_MAX_BYTES = 32 * 1024 * 1024;
 /** Reads ahead running at once in a process: each holds a pooled connection that requests may be waiting for. */
 const READ_AHEAD_MAX_RUNNING = 2;
+/** The full pages' `nextCursor`s a process remembers to recognise a follower by (the oldest forgotten first). */
+const FOLLOWED_CURSORS = 1024;
 
 /** Where a page is: the feed's database, its table filter and page size, and the cursor it starts after. */
 export interface PagePlace {
@@ -33,9 +35,10 @@ const bytesOf = (page: ChangeJsonPage) => page.data.reduce((bytes, change) => by
 
 /**
  * A process's read-ahead for readers of a change feed that are catching up (`GET …/changes` pages, long polls):
- * once a reader is answered a full page, the page after it is read while the reader receives and parses this one,
- * and the reader's next request takes it instead of reading. A follower catching up asks for exactly that page; the
- * read overlaps its download instead of following it.
+ * once a follower is answered a full page, the page after it is read while the follower receives and parses this
+ * one, and its next request takes it instead of reading. A follower catching up asks for exactly that page; the
+ * read overlaps its download instead of following it. A follower is a request whose `after` is the `nextCursor` of
+ * a full page this process answered moments before: a reader that asks for one page and goes costs no read ahead.
  *
  * Only a full page (`hasMore`: a change after it exists) is ever answered from here, because only a full page cannot
  * change: positions are given in commit order, after every position given before (src/catalog/changes.ts), so the
@@ -47,6 +50,8 @@ const bytesOf = (page: ChangeJsonPage) => page.data.reduce((bytes, change) => by
  */
 export class ChangeReadAhead {
   private readonly pages = new Map<string, AheadPage>();
+  /** Full pages' `nextCursor`s answered without a read ahead (key → when): a request with one is following. */
+  private readonly answered = new Map<string, number>();
   private bytes = 0;
   private running = 0;
 
@@ -58,12 +63,27 @@ export class ChangeReadAhead {
     },
   ) {}
 
-  /** The page after `after`: read ahead when there is one, else `load`ed; either way, a full page's next is read ahead. */
+  /** The page after `after`: read ahead when there is one, else `load`ed; a follower's full page has its next read ahead. */
   async read(place: PagePlace, after: string | null, load: PageLoad): Promise<ChangeJsonPage> {
-    const ahead = after === null ? null : await this.take(keyOf(place, after));
+    const key = after === null ? null : keyOf(place, after);
+    const following = key !== null && (this.pages.has(key) || this.followed(key));
+    const ahead = key === null ? null : await this.take(key);
     const page = ahead ?? (await load(after, false));
-    if (page.hasMore) this.readAhead(place, page.nextCursor, load);
+    if (page.hasMore && !(following && this.readAhead(place, page.nextCursor, load)))
+      this.remember(keyOf(place, page.nextCursor));
     return page;
+  }
+
+  private followed(key: string): boolean {
+    const answeredAt = this.answered.get(key);
+    if (answeredAt === undefined) return false;
+    this.answered.delete(key);
+    return performance.now() - answeredAt <= this.limits.keepMs;
+  }
+
+  private remember(key: string): void {
+    this.answered.set(key, performance.now());
+    if (this.answered.size > FOLLOWED_CURSORS) this.answered.delete(this.answered.keys().next().value!);
   }
 
   /** A page read ahead serves the one request that asks for it first, and is forgotten then. */
@@ -80,9 +100,10 @@ export class ChangeReadAhead {
     this.bytes -= entry.bytes;
   }
 
-  private readAhead(place: PagePlace, after: string, load: PageLoad): void {
+  /** Starts reading the page after `after`; false when it cannot now (the running cap), or is already. */
+  private readAhead(place: PagePlace, after: string, load: PageLoad): boolean {
     const key = keyOf(place, after);
-    if (this.pages.has(key) || this.running >= this.limits.maxRunning) return;
+    if (this.pages.has(key) || this.running >= this.limits.maxRunning) return false;
     this.running += 1;
     const entry: AheadPage = {
       page: load(after, true).then(
@@ -102,5 +123,6 @@ export class ChangeReadAhead {
       this.bytes += entry.bytes;
       setTimeout(() => this.forget(key, entry), Math.max(0, entry.expires - performance.now())).unref();
     });
+    return true;
   }
 }
