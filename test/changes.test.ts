@@ -666,8 +666,11 @@ describe('waiting for changes', () => {
       );
       await vi.waitFor(() => expect(events).toHaveLength(1 + writes.length), { timeout: 5_000 });
       const armedWhileWritten = (await arms()) - armedBefore;
-      // Polled, not armed: an arm at most when a read came between two commits 50 ms apart (a slow machine).
-      expect(armedWhileWritten).toBeLessThanOrEqual(2);
+      // Polled, not armed: a read finds nothing, and the stream arms, only where two commits were about 50 ms or
+      // more apart, which a loaded machine's writers leave now and then; every read arming would be ~16 arms.
+      const commitTimes = events.slice(1).map((event) => Date.parse(event.data.committedAt));
+      const pauses = commitTimes.filter((time, index) => index > 0 && time - commitTimes[index - 1]! >= 40).length;
+      expect(armedWhileWritten).toBeLessThanOrEqual(2 + pauses);
       // Quiet again: the reader arms and is woken by the next commit.
       await vi.waitFor(async () => expect(await arms()).toBeGreaterThan(armedBefore + armedWhileWritten));
       const last = await created(table, { Code: 'last' });
