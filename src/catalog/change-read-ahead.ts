@@ -9,7 +9,7 @@ const READ_AHEAD_MAX_RUNNING = 2;
 /** The full pages' `nextCursor`s a process remembers to recognise a follower by (the oldest forgotten first). */
 const FOLLOWED_CURSORS = 1024;
 
-/** Where a page is: the feed's database, its table filter and page size, and the cursor it starts after. */
+/** Whose pages: the feed's database, table filter and page size (a page's key adds the cursor it starts after). */
 export interface PagePlace {
   databaseId: string;
   tableId: string | undefined;

@@ -126,9 +126,9 @@ async function changesPage(
   await requireFeedDatabase(context, orgId, databaseId);
   const place = { databaseId, tableId: query.tableId, limit: query.limit };
   const load = reader(context, databaseId, query.tableId);
-  const read = (after: string | null, limit: number) =>
-    context.changeReadAhead.read({ ...place, limit }, after, (from, ahead) => load(from, limit, ahead));
-  if (query.wait === undefined) return read(query.after ?? null, query.limit);
+  const read = (after: string | null) =>
+    context.changeReadAhead.read(place, after, (from, ahead) => load(from, query.limit, ahead));
+  if (query.wait === undefined) return read(query.after ?? null);
   const abort = new AbortController();
   const lease = await acquireStream(context, orgId, 'rows:read', () => abort.abort());
   let signal: ChangeSignal | undefined;
@@ -138,7 +138,7 @@ async function changesPage(
     let after = query.after ?? null;
     for (;;) {
       if (lease.revoked) throw lease.revoked;
-      const page = await read(after, query.limit);
+      const page = await read(after);
       const left = deadline - Date.now();
       // Shutting down: an empty page now, so that the client's next poll goes to a process that is not stopping.
       if (page.data.length > 0 || left <= 0 || signal.draining) return page;
