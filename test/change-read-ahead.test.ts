@@ -55,6 +55,18 @@ describe('change pages read ahead', () => {
     expect(pages.loads).toEqual([null, 'c5']);
   });
 
+  it('no read ahead while the pool has no spare connection: a request never waits for one behind a read ahead', async () => {
+    let spare = false;
+    const ahead = new ChangeReadAhead(() => spare);
+    const pages = feed(10);
+    const second = await follow(ahead, pages.load);
+    spare = true;
+    await ahead.read(place, second.nextCursor, pages.load);
+    await settled();
+    expect(pages.loads).toEqual([null, 'c1', 'c2', 'c3']);
+    expect(pages.ahead).toEqual([false, false, false, true]);
+  });
+
   it('a page that reached the feed’s end is never answered from the read-ahead: the reader reads again', async () => {
     const ahead = new ChangeReadAhead();
     const pages = feed(3);
@@ -93,7 +105,7 @@ describe('change pages read ahead', () => {
       { keepMs: 5, maxBytes: 1_000_000, maxRunning: 2 },
       { keepMs: 5_000, maxBytes: 5, maxRunning: 2 },
     ]) {
-      const ahead = new ChangeReadAhead(limits);
+      const ahead = new ChangeReadAhead(undefined, limits);
       const pages = feed(10);
       await follow(ahead, pages.load);
       await new Promise((resolve) => setTimeout(resolve, 30));
@@ -103,7 +115,7 @@ describe('change pages read ahead', () => {
   });
 
   it('at most `maxRunning` pages are read ahead at once; a follower left out is read ahead at its next page', async () => {
-    const ahead = new ChangeReadAhead({ keepMs: 5_000, maxBytes: 1_000_000, maxRunning: 1 });
+    const ahead = new ChangeReadAhead(undefined, { keepMs: 5_000, maxBytes: 1_000_000, maxRunning: 1 });
     const loads: string[] = [];
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));

@@ -56,6 +56,11 @@ export class ChangeReadAhead {
   private running = 0;
 
   constructor(
+    /**
+     * Whether the connection pool has room for a read ahead now: it never makes a request wait for a connection
+     * (requests that hold connections while they wait on a row lock can exhaust a small pool).
+     */
+    private readonly hasSpareConnection: () => boolean = () => true,
     private readonly limits = {
       keepMs: READ_AHEAD_KEEP_MS,
       maxBytes: READ_AHEAD_MAX_BYTES,
@@ -100,10 +105,10 @@ export class ChangeReadAhead {
     this.bytes -= entry.bytes;
   }
 
-  /** Starts reading the page after `after`; false when it cannot now (the running cap), or is already. */
+  /** Starts reading the page after `after`; false when it cannot now (the running cap, no spare connection), or is already. */
   private readAhead(place: PagePlace, after: string, load: PageLoad): boolean {
     const key = keyOf(place, after);
-    if (this.pages.has(key) || this.running >= this.limits.maxRunning) return false;
+    if (this.pages.has(key) || this.running >= this.limits.maxRunning || !this.hasSpareConnection()) return false;
     this.running += 1;
     const entry: AheadPage = {
       page: load(after, true).then(

@@ -120,7 +120,11 @@ export function createGraphServer(
   const changeArms = new FeedArming(pgExecutor(sqlPoolOf(prisma)), (databaseId) => changeSignals.version(databaseId));
   const changeSequencer = new SharedSequencer(pgExecutor(sqlPoolOf(prisma)));
   const changeReads = new SharedChangeReads();
-  const changeReadAhead = new ChangeReadAhead();
+  const sqlPool = sqlPoolOf(prisma);
+  // A read ahead leaves a connection besides its own, and waits for none.
+  const changeReadAhead = new ChangeReadAhead(
+    () => sqlPool.waitingCount === 0 && sqlPool.idleCount + config.DATABASE_POOL_SIZE - sqlPool.totalCount >= 2,
+  );
   const streams = new StreamRegistry(
     {
       perCredential: config.EVENT_STREAMS_PER_CREDENTIAL,
