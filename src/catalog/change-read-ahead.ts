@@ -6,6 +6,11 @@ const READ_AHEAD_KEEP_MS = 5_000;
 const READ_AHEAD_MAX_BYTES = 32 * 1024 * 1024;
 /** Reads ahead running at once in a process: each holds a pooled connection that requests may be waiting for. */
 const READ_AHEAD_MAX_RUNNING = 2;
+/**
+ * Pages a follower's reads ahead may run ahead of what it has taken: a page read ahead that is full starts the read of
+ * the one after it, so that PostgreSQL reads page n+2 while the service answers n+1 and the follower parses n.
+ */
+const READ_AHEAD_DEPTH = 2;
 /** The full pages' `nextCursor`s a process remembers to recognise a follower by (the oldest forgotten first). */
 const FOLLOWED_CURSORS = 1024;
 
@@ -36,8 +41,9 @@ const bytesOf = (page: ChangeJsonPage) => page.data.reduce((bytes, change) => by
 /**
  * A process's read-ahead for readers of a change feed that are catching up (`GET …/changes` pages, long polls):
  * once a follower is answered a full page, the page after it is read while the follower receives and parses this
- * one, and its next request takes it instead of reading. A follower catching up asks for exactly that page; the
- * read overlaps its download instead of following it. A follower is a request whose `after` is the `nextCursor` of
+ * one, and its next request takes it instead of reading; a full page read ahead starts the read of the next one
+ * (READ_AHEAD_DEPTH). A follower catching up asks for exactly those pages; the reads overlap its downloads instead
+ * of following them. A follower is a request whose `after` is the `nextCursor` of
  * a full page this process answered moments before: a reader that asks for one page and goes costs no read ahead.
  *
  * Only a full page (`hasMore`: a change after it exists) is ever answered from here, because only a full page cannot
@@ -106,7 +112,7 @@ export class ChangeReadAhead {
   }
 
   /** Starts reading the page after `after`; false when it cannot now (the running cap, no spare connection), or is already. */
-  private readAhead(place: PagePlace, after: string, load: PageLoad): boolean {
+  private readAhead(place: PagePlace, after: string, load: PageLoad, depth = 1): boolean {
     const key = keyOf(place, after);
     if (this.pages.has(key) || this.running >= this.limits.maxRunning || !this.hasSpareConnection()) return false;
     this.running += 1;
@@ -127,6 +133,7 @@ export class ChangeReadAhead {
       entry.bytes = bytesOf(page);
       this.bytes += entry.bytes;
       setTimeout(() => this.forget(key, entry), Math.max(0, entry.expires - performance.now())).unref();
+      if (depth < READ_AHEAD_DEPTH) this.readAhead(place, page.nextCursor, load, depth + 1);
     });
     return true;
   }
