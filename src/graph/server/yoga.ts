@@ -121,9 +121,9 @@ export function createGraphServer(
   const changeSequencer = new SharedSequencer(pgExecutor(sqlPoolOf(prisma)));
   const changeReads = new SharedChangeReads();
   const sqlPool = sqlPoolOf(prisma);
-  // A read ahead leaves a connection besides its own, and waits for none.
+  // A read ahead leaves a connection besides its own, and waits for none (the pool's own size; pg's default is 10).
   const changeReadAhead = new ChangeReadAhead(
-    () => sqlPool.waitingCount === 0 && sqlPool.idleCount + config.DATABASE_POOL_SIZE - sqlPool.totalCount >= 2,
+    () => sqlPool.waitingCount === 0 && sqlPool.idleCount + (sqlPool.options.max ?? 10) - sqlPool.totalCount >= 2,
   );
   const streams = new StreamRegistry(
     {
