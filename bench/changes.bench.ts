@@ -2,6 +2,7 @@ import pg from 'pg';
 import { FEED_START, selectChangePage } from '../src/catalog/changes.ts';
 import { historyTableOf, schemaOf } from '../src/data/identifiers.ts';
 import { createBenchTable, VALUES, type BenchTable } from './changes-table.ts';
+import { startConsumers, type Consumers } from './consumers.ts';
 import { cpuCeiling, cpuCeilingLine, cpuLine, withCpu, type CpuTimes } from './cpu.ts';
 import {
   api,
@@ -107,25 +108,19 @@ async function rawRead(client: pg.Client, table: BenchTable, total: number): Pro
 }
 
 /**
- * `READERS` SSE streams of the database, each reading what it is sent (to its end) until `stop`: what many live
- * readers of one feed in one API process cost its writers.
+ * `READERS` SSE streams of the database, each reading what it is sent (to its end) until `stop`, in the consumers'
+ * process (bench/consumers.ts): what many live readers of one feed in one API process cost its writers.
  */
-async function openStreams(servers: Servers, table: BenchTable, port: number): Promise<() => Promise<void>> {
-  const abort = new AbortController();
+async function openStreams(
+  servers: Servers,
+  consumers: Consumers,
+  table: BenchTable,
+  port: number,
+): Promise<() => Promise<void>> {
   const url = `http://127.0.0.1:${port}/v1/orgs/${servers.orgId}/databases/${table.databaseId}/changes`;
   const headers = { authorization: `Bearer ${servers.apiKey}`, accept: 'text/event-stream' };
-  const responses = await Promise.all(
-    Array.from({ length: READERS }, () => fetch(url, { headers, signal: abort.signal })),
-  );
-  const reading = responses.map(async (response) => {
-    if (response.status !== 200) throw new Error(`stream: ${response.status} ${await response.text()}`);
-    const body = response.body!.getReader();
-    while (!(await body.read()).done);
-  });
-  return async () => {
-    abort.abort();
-    await Promise.allSettled(reading);
-  };
+  const readers = await consumers.openReaders(url, headers, READERS);
+  return () => consumers.closeReaders(readers);
 }
 
 /**
@@ -137,20 +132,22 @@ async function benchManyReaders(servers: Servers, table: BenchTable, before: Bui
   process.stdout.write(`(4) ${CREATES} row creates per side over ${CONNECTIONS} connections, ${READERS} SSE readers\n`);
   const ratios: number[] = [];
   const beforeRatios: number[] = [];
+  const consumers = await startConsumers();
   for (let round = 1; round <= ROUNDS; round += 1) {
     const none = await creates(servers, table, CREATES);
-    const stop = await openStreams(servers, table, servers.servicePort);
+    const stop = await openStreams(servers, consumers, table, servers.servicePort);
     const withReaders = await creates(servers, table, CREATES).finally(stop);
     ratios.push(withReaders / none);
     let line = `round ${round}: creates/s none ${none.toFixed(0)}, ${READERS} readers ${withReaders.toFixed(0)}`;
     if (before) {
-      const stopBefore = await openStreams(servers, table, before.port);
+      const stopBefore = await openStreams(servers, consumers, table, before.port);
       const withBefore = await creates(servers, table, CREATES).finally(stopBefore);
       beforeRatios.push(withBefore / none);
       line += `, ${READERS} readers through BENCH_BEFORE ${withBefore.toFixed(0)}`;
     }
     process.stdout.write(`${line}\n`);
   }
+  await consumers.stop();
   process.stdout.write(`${ratioLine(`(4) row create, ${READERS} SSE readers vs none`, 'with / none', ratios, 0.9)}\n`);
   if (before)
     process.stdout.write(

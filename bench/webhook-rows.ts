@@ -1,9 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
+import { startConsumers, type Consumers } from './consumers.ts';
 import { BackendCpu, processMs } from './cpu.ts';
 import { api, createRows, percentile, ratioLine, workerArgs, type Servers, spawnChild } from './harness.ts';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
@@ -19,7 +18,8 @@ import { profileDir, profileSince, topSelfTime } from './profile.ts';
  * (2) delivery lag, from the change's commit (`committedAt`, PostgreSQL's clock) to its receipt by the receiver, p50
  *     and p99, while rows are created at a steady 200/s for BENCH_LAG_SECONDS (default 10); (2b) the same for the
  *     batching webhook.
- * The worker is `src/bin/worker.ts` in its own process, as `npm run worker` runs it, beside the bench's servers process.
+ * The worker is `src/bin/worker.ts` in its own process, as `npm run worker` runs it, beside the bench's servers process;
+ * the receivers and the SSE reader run in a process of their own too (bench/consumers.ts), not in autocannon's loop.
  * The servers must have been started with WEBHOOK_ALLOW_HTTP=true and WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8 in the
  * environment (`webhookBenchEnv`), so that the API accepts a loopback receiver, and without the org's in-flight
  * limit, which the steady 200/s of row (2) would otherwise meet with 429s whenever creates slow down.
@@ -53,36 +53,10 @@ export interface WebhookBenchTable {
   values: Record<string, unknown>;
 }
 
-/** One change received (a batch is one receipt per change). */
-interface Receipt {
-  at: number;
-  committedAt: number;
-}
-
+/** A webhook receiver in the consumers' process (bench/consumers.ts). */
 interface Receiver {
+  handle: number;
   url: string;
-  receipts: Receipt[];
-  server: Server;
-}
-
-async function startReceiver(): Promise<Receiver> {
-  const receipts: Receipt[] = [];
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const at = Date.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        data: { committedAt?: string; changes?: { committedAt: string }[] };
-      };
-      const changes = body.data.changes ?? (body.data.committedAt ? [{ committedAt: body.data.committedAt }] : []);
-      for (const change of changes) receipts.push({ at, committedAt: Date.parse(change.committedAt) });
-      response.writeHead(204).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, receipts, server };
 }
 
 async function startWorker(databaseUrl: string): Promise<ChildProcess> {
@@ -121,6 +95,7 @@ interface SideCost {
   worker: number;
   postgres: number;
   bench: number;
+  consumers: number;
   transactions: number;
   walBytes: number;
 }
@@ -141,14 +116,20 @@ async function databaseCounters(client: pg.Client): Promise<{ transactions: numb
 
 /**
  * Reads the CPU each process spends from now until `stop`: the service, the worker (its deliverer), the bench
- * database's PostgreSQL backends, and this process (autocannon, the receiver, the SSE reader's client).
+ * database's PostgreSQL backends, this process (autocannon) and the consumers' (the receivers, the SSE reader).
  */
-async function readCost(servers: Servers, worker: ChildProcess, counters: pg.Client): Promise<CostReading> {
+async function readCost(
+  servers: Servers,
+  worker: ChildProcess,
+  consumers: Consumers,
+  counters: pg.Client,
+): Promise<CostReading> {
   const before = await databaseCounters(counters);
   const service = processMs(servers.pid) ?? 0;
   const work = processMs(worker.pid!) ?? 0;
   const backends = await BackendCpu.open(servers.databaseUrl);
   await backends.start();
+  const consuming = consumers.cpuMs();
   const bench = process.cpuUsage();
   return {
     async stop() {
@@ -158,6 +139,7 @@ async function readCost(servers: Servers, worker: ChildProcess, counters: pg.Cli
         worker: (processMs(worker.pid!) ?? 0) - work,
         postgres: await backends.stop(),
         bench: (own.user + own.system) / 1000,
+        consumers: consumers.cpuMs() - consuming,
       };
       const after = await databaseCounters(counters);
       return {
@@ -173,7 +155,7 @@ function costLine(side: string, cost: SideCost, changes: number): string {
   const per = (value: number) => (value / changes).toFixed(2);
   return (
     `  ${side} CPU ms per create: service ${per(cost.service)}, worker ${per(cost.worker)}, ` +
-    `PostgreSQL ${per(cost.postgres)}, bench ${per(cost.bench)}; transactions per create ${per(cost.transactions)}, ` +
+    `PostgreSQL ${per(cost.postgres)}, bench ${per(cost.bench)}, consumers ${per(cost.consumers)}; transactions per create ${per(cost.transactions)}, ` +
     `server WAL bytes per create ${(cost.walBytes / changes).toFixed(0)}`
   );
 }
@@ -181,22 +163,13 @@ function costLine(side: string, cost: SideCost, changes: number): string {
 const creates = (servers: Servers, table: WebhookBenchTable, amount: number) =>
   createRows({ port: servers.servicePort, apiKey: servers.apiKey }, table, table.values, amount, CONNECTIONS);
 
-/** An SSE reader of the database's feed from now on, until aborted. */
-function openReader(servers: Servers, table: WebhookBenchTable): AbortController {
-  const abort = new AbortController();
-  void fetch(`http://127.0.0.1:${servers.servicePort}/v1/orgs/${servers.orgId}/databases/${table.databaseId}/changes`, {
-    headers: { authorization: `Bearer ${servers.apiKey}`, accept: 'text/event-stream' },
-    signal: abort.signal,
-  })
-    .then(async (response) => {
-      if (response.status !== 200) throw new Error(`SSE reader: ${response.status}`);
-      const reader = response.body!.getReader();
-      while (!(await reader.read()).done);
-    })
-    .catch((error: unknown) => {
-      if (!abort.signal.aborted) process.stderr.write(`SSE reader failed: ${String(error)}\n`);
-    });
-  return abort;
+/** An SSE reader of the database's feed from now on, in the consumers' process; answers its handle once it is open. */
+function openReader(servers: Servers, consumers: Consumers, table: WebhookBenchTable): Promise<number> {
+  return consumers.openReaders(
+    `http://127.0.0.1:${servers.servicePort}/v1/orgs/${servers.orgId}/databases/${table.databaseId}/changes`,
+    { authorization: `Bearer ${servers.apiKey}`, accept: 'text/event-stream' },
+    1,
+  );
 }
 
 async function setState(servers: Servers, webhook: { id: string; version: string }, state: 'active' | 'disabled') {
@@ -207,9 +180,9 @@ async function setState(servers: Servers, webhook: { id: string; version: string
   webhook.version = changed.version;
 }
 
-async function drained(receipts: Receipt[], count: number): Promise<void> {
+async function drained(consumers: Consumers, receiver: Receiver, count: number): Promise<void> {
   const deadline = Date.now() + 120_000;
-  while (receipts.length < count && Date.now() < deadline) await pause(50);
+  while ((await consumers.count(receiver.handle)) < count && Date.now() < deadline) await pause(50);
 }
 
 /** A webhook of the bench and the receiver it delivers to. */
@@ -222,12 +195,13 @@ interface Delivery {
 
 async function startDelivery(
   servers: Servers,
+  consumers: Consumers,
   table: WebhookBenchTable,
   label: string,
   row: string,
   batch: number | null,
 ): Promise<Delivery> {
-  const receiver = await startReceiver();
+  const receiver = await consumers.receiver();
   const webhook = (await api(servers, 'POST', `/v1/orgs/${servers.orgId}/webhooks`, {
     url: receiver.url,
     events: ['*'],
@@ -238,10 +212,15 @@ async function startDelivery(
 }
 
 /** Row (2) for one webhook: creates at LAG_RATE for BENCH_LAG_SECONDS, each change's commit → receipt. */
-async function lagRow(servers: Servers, table: WebhookBenchTable, delivery: Delivery): Promise<void> {
+async function lagRow(
+  servers: Servers,
+  consumers: Consumers,
+  table: WebhookBenchTable,
+  delivery: Delivery,
+): Promise<void> {
   const total = LAG_RATE * LAG_SECONDS;
-  const { receipts } = delivery.receiver;
-  const first = receipts.length;
+  const { receiver } = delivery;
+  const first = await consumers.count(receiver.handle);
   await pause(2_000);
   const started = performance.now();
   // At most MAX_OUTSTANDING creates in flight: a machine that cannot keep 200/s gets a lower rate (reported), not
@@ -260,9 +239,8 @@ async function lagRow(servers: Servers, table: WebhookBenchTable, delivery: Deli
   }
   await Promise.all(outstanding);
   const rate = total / ((performance.now() - started) / 1000);
-  await drained(receipts, first + total);
-  const lags = receipts
-    .slice(first)
+  await drained(consumers, receiver, first + total);
+  const lags = (await consumers.receipts(receiver.handle, first))
     .map((receipt) => receipt.at - receipt.committedAt)
     .sort((a, b) => a - b);
   process.stdout.write(
@@ -283,21 +261,22 @@ export async function benchWebhookRows(
   options: { creates: number; rounds: number },
 ) {
   const worker = await startWorker(servers.databaseUrl);
+  const consumers = await startConsumers();
   const started = Date.now();
   const counters = new pg.Client({ connectionString: servers.databaseUrl, application_name: 'bench counters' });
   await counters.connect();
   const deliveries: Delivery[] = [];
   try {
-    deliveries.push(await startDelivery(servers, table, 'one change per message', '', null));
+    deliveries.push(await startDelivery(servers, consumers, table, 'one change per message', '', null));
     if (delivering && BATCH > 0)
-      deliveries.push(await startDelivery(servers, table, `batches of up to ${BATCH}`, 'b', BATCH));
+      deliveries.push(await startDelivery(servers, consumers, table, `batches of up to ${BATCH}`, 'b', BATCH));
     // Long enough for the service's and the worker's hot paths to be compiled before the first measured side.
     const warmup = Math.max(500, options.creates / 3);
     await creates(servers, table, warmup);
     let created = warmup;
     // Delivered before the rounds: a side that never re-enables the webhooks (BENCH_WEBHOOK_SIDE=sse) would
     // otherwise wait for them at every drain.
-    for (const delivery of deliveries) await drained(delivery.receiver.receipts, created);
+    for (const delivery of deliveries) await drained(consumers, delivery.receiver, created);
     // Each webhook delivers only on its own side.
     for (const delivery of deliveries) await setState(servers, delivery.webhook, 'disabled');
     process.stdout.write(
@@ -315,15 +294,15 @@ export async function benchWebhookRows(
       for (const side of order) {
         if (side && delivering) {
           await setState(servers, side.webhook, 'active');
-          await drained(side.receiver.receipts, created);
+          await drained(consumers, side.receiver, created);
         }
-        const cost = await readCost(servers, worker, counters);
-        const reader = side && reading ? openReader(servers, table) : new AbortController();
+        const cost = await readCost(servers, worker, consumers, counters);
+        const reader = side && reading ? await openReader(servers, consumers, table) : null;
         rates.set(side, await creates(servers, table, options.creates));
         created += options.creates;
-        reader.abort();
+        if (reader !== null) await consumers.closeReaders(reader);
         // The deliveries still due after the creates are counted on this side too: they are its cost.
-        if (side && delivering) await drained(side.receiver.receipts, created);
+        if (side && delivering) await drained(consumers, side.receiver, created);
         const spent = await cost.stop();
         if (side && delivering) await setState(servers, side.webhook, 'disabled');
         const name = side ? `(1${side.row}) with ${measured}, ${side.label}` : 'none';
@@ -349,8 +328,8 @@ export async function benchWebhookRows(
     if (!delivering) return;
     for (const delivery of deliveries) {
       await setState(servers, delivery.webhook, 'active');
-      await drained(delivery.receiver.receipts, created);
-      await lagRow(servers, table, delivery);
+      await drained(consumers, delivery.receiver, created);
+      await lagRow(servers, consumers, table, delivery);
       created += LAG_RATE * LAG_SECONDS;
       await setState(servers, delivery.webhook, 'disabled');
     }
@@ -360,9 +339,6 @@ export async function benchWebhookRows(
     await once(worker, 'exit');
     const profile = profileDir && profileSince(`${profileDir}/worker`, started);
     if (profile) process.stdout.write(`\nworker: ${topSelfTime(profile)}\n`);
-    for (const { receiver } of deliveries) {
-      receiver.server.closeAllConnections();
-      receiver.server.close();
-    }
+    await consumers.stop();
   }
 }
