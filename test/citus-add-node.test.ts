@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -43,6 +43,12 @@ async function on<T>(url: string, run: (client: pg.Client) => Promise<T>): Promi
   }
 }
 
+/**
+ * Starts attempts a spare node makes, each on another free port: a port found free can be taken before the server
+ * binds it (initdb runs in between, and the ports the kernel gives outgoing connections come from the same range).
+ */
+const START_ATTEMPTS = 5;
+
 /** A fourth PostgreSQL server with Citus: a worker not yet in the cluster. */
 class SpareNode {
   private constructor(
@@ -53,14 +59,12 @@ class SpareNode {
   static async start(): Promise<SpareNode> {
     const dir = mkdtempSync(join(tmpdir(), 'wds-citus-spare-'));
     chmodSync(dir, 0o777);
-    const node = new SpareNode(dir, await freePort());
     const data = join(dir, 'data');
     asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres']);
     appendFileSync(
       join(data, 'postgresql.conf'),
       [
         "shared_preload_libraries = 'citus'",
-        `port = ${node.port}`,
         "listen_addresses = '127.0.0.1'",
         `unix_socket_directories = '${dir}'`,
         'max_connections = 200',
@@ -70,8 +74,21 @@ class SpareNode {
         '',
       ].join('\n'),
     );
-    asPostgres('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', 'start']);
-    return node;
+    for (let attempt = 1; ; attempt += 1) {
+      const port = await freePort();
+      const log = join(dir, `log.${attempt}`);
+      // The last `port` line of postgresql.conf is the one that counts.
+      appendFileSync(join(data, 'postgresql.conf'), `port = ${port}\n`);
+      try {
+        asPostgres('pg_ctl', ['-D', data, '-l', log, '-w', 'start']);
+        return new SpareNode(dir, port);
+      } catch (error) {
+        const taken = readFileSync(log, 'utf8').includes('Address already in use');
+        if (taken && attempt < START_ATTEMPTS) continue;
+        rmSync(dir, { recursive: true, force: true });
+        throw error;
+      }
+    }
   }
 
   url(database: string): string {
