@@ -150,6 +150,105 @@ describe('a delivery', () => {
     expect(verify(webhook.secret, message!).type).toBe('row.created');
     await endpoint.close();
   });
+
+  it('signs with a rotated secret from the next message on, while a backlog is being delivered', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    // Each answer takes 10 ms, so that the 300 changes below are delivered over seconds, 100 messages a claim.
+    endpoint.script(...Array.from({ length: 300 }, () => ({ holdMs: 10 })));
+    // The worker runs in this process: it hears each notification when this listener does.
+    const listener = new pg.Client({ connectionString: suite.server.database.url });
+    await listener.connect();
+    const heard: number[] = [];
+    listener.on('notification', (message) => {
+      if (message.payload === webhook.id) heard.push(Date.now());
+    });
+    await listener.query('LISTEN wds_webhooks');
+    try {
+      const created = await suite.server.request('POST', `${table.path}/rows/batch`, {
+        token: suite.org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: {
+          expectedSchemaVersion: table.schemaVersion,
+          operations: Array.from({ length: 300 }, (_, index) => ({ op: 'create', values: { Name: `row ${index}` } })),
+        },
+      });
+      expect(created.status, created.text).toBe(200);
+      // Three rotations, each in the middle of a claim (claims end after 100 messages).
+      const rotations: { secret: string; heardAt: number }[] = [];
+      for (const after of [20, 120, 220]) {
+        await expect.poll(() => endpoint.messages().length, UNTIL).toBeGreaterThanOrEqual(after);
+        const rotated = await suite.server.request('POST', `${hooks()}/${webhook.id}/rotate-secret`, {
+          token: suite.org.adminKey,
+          idempotencyKey: idempotencyKey(),
+        });
+        expect(rotated.status, rotated.text).toBe(200);
+        await expect.poll(() => heard.length, UNTIL).toBe(rotations.length + 1);
+        rotations.push({ secret: rotated.body.secret, heardAt: heard.at(-1)! });
+      }
+      await expect.poll(() => endpoint.messages().length, { timeout: 30_000, interval: 100 }).toBe(300);
+      // What arrived after the worker heard of a rotation was sent after it, signed with the new secret too; the
+      // message in flight at that moment is the one allowed exception. Before, a claim signed with the secrets it
+      // started with until its next save (up to 20 messages).
+      const signedWith = (secret: string, message: (typeof endpoint.received)[number]) => {
+        try {
+          return verify(secret, message) !== null;
+        } catch {
+          return false;
+        }
+      };
+      for (const [index, rotation] of rotations.entries()) {
+        const until = rotations[index + 1]?.heardAt ?? Number.POSITIVE_INFINITY;
+        const after = endpoint.messages().filter((message) => message.at > rotation.heardAt && message.at <= until);
+        expect(after.length).toBeGreaterThan(0);
+        expect(after.filter((message) => !signedWith(rotation.secret, message)).length).toBeLessThanOrEqual(1);
+      }
+    } finally {
+      await listener.end();
+      await endpoint.close();
+    }
+  });
+
+  it('stops before its next message when disabled while a backlog is being delivered', async () => {
+    const table = await people();
+    const { endpoint, webhook } = await freshEndpoint(table);
+    endpoint.script(...Array.from({ length: 200 }, () => ({ holdMs: 10 })));
+    const listener = new pg.Client({ connectionString: suite.server.database.url });
+    await listener.connect();
+    let heardAt: number | null = null;
+    listener.on('notification', (message) => {
+      if (message.payload === webhook.id) heardAt ??= Date.now();
+    });
+    await listener.query('LISTEN wds_webhooks');
+    try {
+      const created = await suite.server.request('POST', `${table.path}/rows/batch`, {
+        token: suite.org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: {
+          expectedSchemaVersion: table.schemaVersion,
+          operations: Array.from({ length: 200 }, (_, index) => ({ op: 'create', values: { Name: `row ${index}` } })),
+        },
+      });
+      expect(created.status, created.text).toBe(200);
+      await expect.poll(() => endpoint.messages().length, UNTIL).toBeGreaterThanOrEqual(30);
+      const disabled = await suite.server.request('PATCH', `${hooks()}/${webhook.id}`, {
+        token: suite.org.adminKey,
+        idempotencyKey: idempotencyKey(),
+        body: { expectedVersion: webhook.version, state: 'disabled' },
+      });
+      expect(disabled.status, disabled.text).toBe(200);
+      await expect.poll(() => heardAt, UNTIL).not.toBeNull();
+      // Long enough for a claim that did not stop to send several more (it noticed at its next save, before).
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const after = endpoint.received.filter((message) => message.at > heardAt!);
+      // The message in flight when the worker heard of it is the one allowed exception.
+      expect(after.length).toBeLessThanOrEqual(1);
+      expect(endpoint.messages().length).toBeLessThan(200);
+    } finally {
+      await listener.end();
+      await endpoint.close();
+    }
+  });
 });
 
 describe('failures', () => {

@@ -212,7 +212,6 @@ export async function updateWebhook(
   const caller = requireCaller(context);
   if (body.state === 'active' && before.state === 'disabled') {
     [row] = await prismaExecutor(tx).run<WebhookRow>(activateWebhook(id));
-    await prismaExecutor(tx).run(notifyWebhooks(id));
     await recordActivity(tx, caller, {
       orgId,
       category: 'webhooks',
@@ -236,6 +235,9 @@ export async function updateWebhook(
       summary: `Updated the webhook to ${hostOf(row!.url)}`,
     });
   }
+  // A re-enabled endpoint is looked at now; one being delivered to stops before its next message and goes on with
+  // the new settings (URL, events, scope, batches) or, disabled, stops.
+  if (row !== before) await prismaExecutor(tx).run(notifyWebhooks(id));
   return row!;
 }
 
@@ -248,6 +250,8 @@ export async function removeWebhook(
 ): Promise<void> {
   const row = await lockWebhook(tx, orgId, id, expectedVersion);
   await prismaExecutor(tx).run(deleteWebhook(id));
+  // A deliverer sending to it stops before its next message.
+  await prismaExecutor(tx).run(notifyWebhooks(id));
   await recordActivity(tx, requireCaller(context), {
     orgId,
     category: 'webhooks',
@@ -274,6 +278,8 @@ export async function rotateSecret(
   const [row] = await prismaExecutor(tx).run<WebhookRow>(
     rotateWebhookSecret(id, sealSecret(key, id, secret), previous, PREVIOUS_SECRET_GRACE_SECONDS),
   );
+  // A deliverer sending to it signs its next message with both secrets, not only the old one.
+  await prismaExecutor(tx).run(notifyWebhooks(id));
   await recordActivity(tx, requireCaller(context), {
     orgId,
     category: 'webhooks',

@@ -43,8 +43,8 @@ import { sendMessage, type SendResult } from './send.ts';
  * (retried on WEBHOOK_RETRY_SCHEDULE, then the endpoint is disabled). A worker works on an endpoint only while it
  * holds that endpoint's session advisory lock, so two workers never deliver one endpoint's messages concurrently,
  * and a killed worker's lock goes with its connection. Woken by NOTIFY on new changes (`wds_changes`: each followed
- * feed is armed before it is read to its end, src/catalog/change-arming.ts) and on test,
- * replay and re-enable (`wds_webhooks`); every idle endpoint also looks at its feeds once a minute (on Citus, where
+ * feed is armed before it is read to its end, src/catalog/change-arming.ts) and on every change of an endpoint:
+ * settings, secret, state, deletion, a test message or a replay (`wds_webhooks`); every idle endpoint also looks at its feeds once a minute (on Citus, where
  * changes are not notified to this process, every second).
  */
 
@@ -117,6 +117,12 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const dirty = new Set<string>();
   const changedDatabases = new Set<string>();
   const busy = new Set<string>();
+  /**
+   * Endpoints notified on `wds_webhooks` while a claim held them: settings changed (PATCH, rotate-secret, delete),
+   * a replay or a test message. The claim ends before its next send, so that the next claim sends with what holds
+   * now; without this, a claim noticed a change only at its next save (up to SAVE_EVERY_MESSAGES or SAVE_EVERY_MS).
+   */
+  const moved = new Set<string>();
   /** Moves when the notification connection reopens: notifications may have been missed, so every arm is redone. */
   let epoch = 0;
   const counts = new Map<string, number>();
@@ -212,13 +218,15 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
    * message is not committed before its send: its id and body are functions of the change (FollowedFeeds.next), so a
    * crash before the save resends the same message. Deliveries are saved in batches (SAVE_EVERY_MESSAGES,
    * SAVE_EVERY_MS, and whenever the feeds are read to their end); a settings change made meanwhile (its version
-   * moves) or a replay (the generation moves) ends the claim at the next save, so that the next one reads the new
-   * settings. A batch of changes depends on what had committed when it was read, so it is committed as the message in
+   * moves) or a replay (the generation moves) ends the claim before its next send, once its notification arrives
+   * (`moved`), and at the latest at the next save, so that the next claim reads the new settings. A batch of changes depends on what had committed when it was read, so it is committed as the message in
    * flight before it is sent, with the save of the deliveries before it: every attempt, and a resume after a crash,
    * send the same changes under the same id.
    */
   async function work(webhookId: string): Promise<void> {
     dirty.delete(webhookId);
+    // What was notified before now is in the settings read next.
+    moved.delete(webhookId);
     const [endpoint] = await sql.run<EndpointRow>(selectEndpoint(webhookId));
     if (!endpoint) return;
     const sign = await signerOf(endpoint);
@@ -274,6 +282,11 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
           dirty.add(webhookId);
           return;
         }
+      }
+      if (moved.delete(webhookId)) {
+        await save(null);
+        dirty.add(webhookId);
+        return;
       }
       if (!(await settingsHold())) {
         dirty.add(webhookId);
@@ -419,6 +432,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         // A new or changed endpoint: who follows which database may have changed.
         followers.clear();
         dirty.add(message.payload);
+        if (busy.has(message.payload)) moved.add(message.payload);
       }
       notify();
     });
