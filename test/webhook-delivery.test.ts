@@ -154,8 +154,8 @@ describe('a delivery', () => {
   it('signs with a rotated secret from the next message on, while a backlog is being delivered', async () => {
     const table = await people();
     const { endpoint, webhook } = await freshEndpoint(table);
-    // Each answer takes 10 ms, so that the 300 changes below are delivered over seconds, 100 messages a claim.
-    endpoint.script(...Array.from({ length: 300 }, () => ({ holdMs: 10 })));
+    // Each answer takes 10 ms, so that the 200 changes below are delivered over seconds, 100 messages a claim.
+    endpoint.script(...Array.from({ length: 200 }, () => ({ holdMs: 10 })));
     // The worker runs in this process: it hears each notification when this listener does.
     const listener = new pg.Client({ connectionString: suite.server.database.url });
     await listener.connect();
@@ -170,13 +170,13 @@ describe('a delivery', () => {
         idempotencyKey: idempotencyKey(),
         body: {
           expectedSchemaVersion: table.schemaVersion,
-          operations: Array.from({ length: 300 }, (_, index) => ({ op: 'create', values: { Name: `row ${index}` } })),
+          operations: Array.from({ length: 200 }, (_, index) => ({ op: 'create', values: { Name: `row ${index}` } })),
         },
       });
       expect(created.status, created.text).toBe(200);
-      // Three rotations, each in the middle of a claim (claims end after 100 messages).
+      // Four rotations, each in the middle of a claim (claims end after 100 messages).
       const rotations: { secret: string; heardAt: number }[] = [];
-      for (const after of [20, 120, 220]) {
+      for (const after of [20, 60, 110, 150]) {
         await expect.poll(() => endpoint.messages().length, UNTIL).toBeGreaterThanOrEqual(after);
         const rotated = await suite.server.request('POST', `${hooks()}/${webhook.id}/rotate-secret`, {
           token: suite.org.adminKey,
@@ -186,9 +186,10 @@ describe('a delivery', () => {
         await expect.poll(() => heard.length, UNTIL).toBe(rotations.length + 1);
         rotations.push({ secret: rotated.body.secret, heardAt: heard.at(-1)! });
       }
-      await expect.poll(() => endpoint.messages().length, { timeout: 30_000, interval: 100 }).toBe(300);
-      // What arrived after the worker heard of a rotation was sent after it, signed with the new secret too; the
-      // message in flight at that moment is the one allowed exception. Before, a claim signed with the secrets it
+      await expect.poll(() => endpoint.messages().length, { timeout: 30_000, interval: 100 }).toBe(200);
+      // What arrived after the worker heard of a rotation was sent after it, signed with the new secret too. Allowed:
+      // the message in flight at that moment, and one sent as the notification was being read (the listener above
+      // may read it a turn of the event loop before the worker does). Before, a claim signed with the secrets it
       // started with until its next save (up to 20 messages).
       const signedWith = (secret: string, message: (typeof endpoint.received)[number]) => {
         try {
@@ -201,7 +202,7 @@ describe('a delivery', () => {
         const until = rotations[index + 1]?.heardAt ?? Number.POSITIVE_INFINITY;
         const after = endpoint.messages().filter((message) => message.at > rotation.heardAt && message.at <= until);
         expect(after.length).toBeGreaterThan(0);
-        expect(after.filter((message) => !signedWith(rotation.secret, message)).length).toBeLessThanOrEqual(1);
+        expect(after.filter((message) => !signedWith(rotation.secret, message)).length).toBeLessThanOrEqual(2);
       }
     } finally {
       await listener.end();
@@ -241,8 +242,8 @@ describe('a delivery', () => {
       // Long enough for a claim that did not stop to send several more (it noticed at its next save, before).
       await new Promise((resolve) => setTimeout(resolve, 500));
       const after = endpoint.received.filter((message) => message.at > heardAt!);
-      // The message in flight when the worker heard of it is the one allowed exception.
-      expect(after.length).toBeLessThanOrEqual(1);
+      // Allowed: the message in flight when the worker heard of it, and one sent as the notification was being read.
+      expect(after.length).toBeLessThanOrEqual(2);
       expect(endpoint.messages().length).toBeLessThan(200);
     } finally {
       await listener.end();
