@@ -18,8 +18,9 @@ import { profileDir, profileSince, topSelfTime } from './profile.ts';
  * (2) delivery lag, from the change's commit (`committedAt`, PostgreSQL's clock) to its receipt by the receiver, p50
  *     and p99, while rows are created at a steady 200/s for BENCH_LAG_SECONDS (default 10); (2b) the same for the
  *     batching webhook.
- * The worker is `src/bin/worker.ts` in its own process, as `npm run worker` runs it, beside the bench's servers process;
- * the receivers and the SSE reader run in a process of their own too (bench/consumers.ts), not in autocannon's loop.
+ * The worker is `src/bin/worker.ts` in its own process, as `npm run worker` runs it, beside the bench's servers
+ * process; the receivers and the SSE reader run in a process of their own too (bench/consumers.ts), not in
+ * autocannon's loop.
  * The servers must have been started with WEBHOOK_ALLOW_HTTP=true and WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8 in the
  * environment (`webhookBenchEnv`), so that the API accepts a loopback receiver, and without the org's in-flight
  * limit, which the steady 200/s of row (2) would otherwise meet with 429s whenever creates slow down.
@@ -155,7 +156,8 @@ function costLine(side: string, cost: SideCost, changes: number): string {
   const per = (value: number) => (value / changes).toFixed(2);
   return (
     `  ${side} CPU ms per create: service ${per(cost.service)}, worker ${per(cost.worker)}, ` +
-    `PostgreSQL ${per(cost.postgres)}, bench ${per(cost.bench)}, consumers ${per(cost.consumers)}; transactions per create ${per(cost.transactions)}, ` +
+    `PostgreSQL ${per(cost.postgres)}, bench ${per(cost.bench)}, consumers ${per(cost.consumers)}; ` +
+    `transactions per create ${per(cost.transactions)}, ` +
     `server WAL bytes per create ${(cost.walBytes / changes).toFixed(0)}`
   );
 }

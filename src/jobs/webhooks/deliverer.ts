@@ -44,8 +44,8 @@ import { sendMessage, type SendResult } from './send.ts';
  * holds that endpoint's session advisory lock, so two workers never deliver one endpoint's messages concurrently,
  * and a killed worker's lock goes with its connection. Woken by NOTIFY on new changes (`wds_changes`: each followed
  * feed is armed before it is read to its end, src/catalog/change-arming.ts) and on every change of an endpoint:
- * settings, secret, state, deletion, a test message or a replay (`wds_webhooks`); every idle endpoint also looks at its feeds once a minute (on Citus, where
- * changes are not notified to this process, every second).
+ * settings, secret, state, deletion, a test message or a replay (`wds_webhooks`); every idle endpoint also looks at
+ * its feeds once a minute (on Citus, where changes are not notified to this process, every second).
  */
 
 export interface DelivererOptions {
@@ -219,9 +219,10 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
    * crash before the save resends the same message. Deliveries are saved in batches (SAVE_EVERY_MESSAGES,
    * SAVE_EVERY_MS, and whenever the feeds are read to their end); a settings change made meanwhile (its version
    * moves) or a replay (the generation moves) ends the claim before its next send, once its notification arrives
-   * (`moved`), and at the latest at the next save, so that the next claim reads the new settings. A batch of changes depends on what had committed when it was read, so it is committed as the message in
-   * flight before it is sent, with the save of the deliveries before it: every attempt, and a resume after a crash,
-   * send the same changes under the same id.
+   * (`moved`), and at the latest at the next save, so that the next claim reads the new settings. A batch of changes
+   * depends on what had committed when it was read, so it is committed as the message in flight before it is sent,
+   * with the save of the deliveries before it: every attempt, and a resume after a crash, send the same changes under
+   * the same id.
    */
   async function work(webhookId: string): Promise<void> {
     dirty.delete(webhookId);
