@@ -56,6 +56,47 @@ async function deliveries(webhookId: string) {
 
 const people = () => createTable(suite.server, suite.org, [{ name: 'Name', type: 'text' }]);
 
+/**
+ * When this process hears `wds_webhooks` name the webhook (a change of its settings). The worker runs in this process,
+ * so it hears each notification when this listener does, or a turn of the event loop later.
+ */
+async function hearChangesOf(webhookId: string) {
+  const listener = new pg.Client({ connectionString: suite.server.database.url });
+  await listener.connect();
+  const heard: number[] = [];
+  listener.on('notification', (message) => {
+    if (message.payload === webhookId) heard.push(Date.now());
+  });
+  await listener.query('LISTEN wds_webhooks');
+  return { heard, close: () => listener.end() };
+}
+
+/**
+ * A new webhook with a backlog of `count` changes (rows created in one batch) being delivered, each answer held 10 ms
+ * so that a claim's 100 messages take a second or more; `heard` as hearChangesOf gives it.
+ */
+async function backlogBeingDelivered(count: number) {
+  const table = await people();
+  const { endpoint, webhook } = await freshEndpoint(table);
+  endpoint.script(...Array.from({ length: count }, () => ({ holdMs: 10 })));
+  const notifications = await hearChangesOf(webhook.id);
+  const close = async () => {
+    await notifications.close();
+    await endpoint.close();
+  };
+  const created = await suite.server.request('POST', `${table.path}/rows/batch`, {
+    token: suite.org.adminKey,
+    idempotencyKey: idempotencyKey(),
+    body: {
+      expectedSchemaVersion: table.schemaVersion,
+      operations: Array.from({ length: count }, (_, index) => ({ op: 'create', values: { Name: `row ${index}` } })),
+    },
+  });
+  if (created.status !== 200) await close();
+  expect(created.status, created.text).toBe(200);
+  return { endpoint, webhook, heard: notifications.heard, close };
+}
+
 describe('a delivery', () => {
   it('is a signed Standard Webhooks POST of the change, verified with the standardwebhooks library', async () => {
     const table = await people();
@@ -152,28 +193,8 @@ describe('a delivery', () => {
   });
 
   it('signs with a rotated secret from the next message on, while a backlog is being delivered', async () => {
-    const table = await people();
-    const { endpoint, webhook } = await freshEndpoint(table);
-    // Each answer takes 10 ms, so that the 200 changes below are delivered over seconds, 100 messages a claim.
-    endpoint.script(...Array.from({ length: 200 }, () => ({ holdMs: 10 })));
-    // The worker runs in this process: it hears each notification when this listener does.
-    const listener = new pg.Client({ connectionString: suite.server.database.url });
-    await listener.connect();
-    const heard: number[] = [];
-    listener.on('notification', (message) => {
-      if (message.payload === webhook.id) heard.push(Date.now());
-    });
-    await listener.query('LISTEN wds_webhooks');
+    const { endpoint, webhook, heard, close } = await backlogBeingDelivered(200);
     try {
-      const created = await suite.server.request('POST', `${table.path}/rows/batch`, {
-        token: suite.org.adminKey,
-        idempotencyKey: idempotencyKey(),
-        body: {
-          expectedSchemaVersion: table.schemaVersion,
-          operations: Array.from({ length: 200 }, (_, index) => ({ op: 'create', values: { Name: `row ${index}` } })),
-        },
-      });
-      expect(created.status, created.text).toBe(200);
       // Four rotations, each in the middle of a claim (claims end after 100 messages).
       const rotations: { secret: string; heardAt: number }[] = [];
       for (const after of [20, 60, 110, 150]) {
@@ -188,8 +209,7 @@ describe('a delivery', () => {
       }
       await expect.poll(() => endpoint.messages().length, { timeout: 30_000, interval: 100 }).toBe(200);
       // What arrived after the worker heard of a rotation was sent after it, signed with the new secret too. Allowed:
-      // the message in flight at that moment, and one sent as the notification was being read (the listener above
-      // may read it a turn of the event loop before the worker does). Before, a claim signed with the secrets it
+      // the message in flight at that moment, and one sent as the notification was being read. Before, a claim signed with the secrets it
       // started with until its next save (up to 20 messages).
       const signedWith = (secret: string, message: (typeof endpoint.received)[number]) => {
         try {
@@ -205,32 +225,13 @@ describe('a delivery', () => {
         expect(after.filter((message) => !signedWith(rotation.secret, message)).length).toBeLessThanOrEqual(2);
       }
     } finally {
-      await listener.end();
-      await endpoint.close();
+      await close();
     }
   });
 
   it('stops before its next message when disabled while a backlog is being delivered', async () => {
-    const table = await people();
-    const { endpoint, webhook } = await freshEndpoint(table);
-    endpoint.script(...Array.from({ length: 200 }, () => ({ holdMs: 10 })));
-    const listener = new pg.Client({ connectionString: suite.server.database.url });
-    await listener.connect();
-    let heardAt: number | null = null;
-    listener.on('notification', (message) => {
-      if (message.payload === webhook.id) heardAt ??= Date.now();
-    });
-    await listener.query('LISTEN wds_webhooks');
+    const { endpoint, webhook, heard, close } = await backlogBeingDelivered(200);
     try {
-      const created = await suite.server.request('POST', `${table.path}/rows/batch`, {
-        token: suite.org.adminKey,
-        idempotencyKey: idempotencyKey(),
-        body: {
-          expectedSchemaVersion: table.schemaVersion,
-          operations: Array.from({ length: 200 }, (_, index) => ({ op: 'create', values: { Name: `row ${index}` } })),
-        },
-      });
-      expect(created.status, created.text).toBe(200);
       await expect.poll(() => endpoint.messages().length, UNTIL).toBeGreaterThanOrEqual(30);
       const disabled = await suite.server.request('PATCH', `${hooks()}/${webhook.id}`, {
         token: suite.org.adminKey,
@@ -238,16 +239,15 @@ describe('a delivery', () => {
         body: { expectedVersion: webhook.version, state: 'disabled' },
       });
       expect(disabled.status, disabled.text).toBe(200);
-      await expect.poll(() => heardAt, UNTIL).not.toBeNull();
+      await expect.poll(() => heard.length, UNTIL).toBe(1);
       // Long enough for a claim that did not stop to send several more (it noticed at its next save, before).
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const after = endpoint.received.filter((message) => message.at > heardAt!);
+      const after = endpoint.received.filter((message) => message.at > heard[0]!);
       // Allowed: the message in flight when the worker heard of it, and one sent as the notification was being read.
       expect(after.length).toBeLessThanOrEqual(2);
       expect(endpoint.messages().length).toBeLessThan(200);
     } finally {
-      await listener.end();
-      await endpoint.close();
+      await close();
     }
   });
 });
