@@ -21,6 +21,11 @@ const suite = useServerWithOrg({
   // The slow writers hold rows on purpose across the reader's pages, and HTTP writers updating those rows wait for
   // them: at a high load on Citus that wait outlasted the 5 s statement budget (a 503), which is not under test here.
   QUERY_TIMEOUT_MS: '60000',
+  // More connections than the 8 writers and the reader: the slow writers commit only after the reader has read on,
+  // and HTTP writers updating their rows wait for them holding a connection each. With the suites' pool of 5, five
+  // such waits left the reader no connection: each side waited for the other until a request's 10 s body timeout
+  // answered 408 (a Citus run on a slow machine, twice in two sessions).
+  DATABASE_POOL_SIZE: '16',
   RATE_LIMIT_RPS: '0',
   RATE_LIMIT_BURST: '0',
   CONCURRENCY_LIMIT: '0',
