@@ -8,6 +8,7 @@ import {
   api,
   createRows,
   median,
+  quiesce,
   ratioLine,
   startBeforeServer,
   startServers,
@@ -128,20 +129,34 @@ async function openStreams(
  * sides alternating; with BENCH_BEFORE the streams also read through that checkout's server in the same rounds.
  * It shows what readers sharing the sequencer (src/catalog/change-sequencing.ts) buy.
  */
-async function benchManyReaders(servers: Servers, table: BenchTable, before: BuiltServer | undefined): Promise<void> {
+async function benchManyReaders(
+  servers: Servers,
+  client: pg.Client,
+  table: BenchTable,
+  before: BuiltServer | undefined,
+): Promise<void> {
   process.stdout.write(`(4) ${CREATES} row creates per side over ${CONNECTIONS} connections, ${READERS} SSE readers\n`);
   const ratios: number[] = [];
   const beforeRatios: number[] = [];
   const consumers = await startConsumers();
+  const alone = async () => {
+    await quiesce(client);
+    return creates(servers, table, CREATES);
+  };
+  const streamedThrough = async (port: number) => {
+    await quiesce(client);
+    const stop = await openStreams(servers, consumers, table, port);
+    return creates(servers, table, CREATES).finally(stop);
+  };
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const none = await creates(servers, table, CREATES);
-    const stop = await openStreams(servers, consumers, table, servers.servicePort);
-    const withReaders = await creates(servers, table, CREATES).finally(stop);
+    // "none" goes first in odd rounds and last in even ones, so that neither side is always the one after a pause.
+    let none = round % 2 === 1 ? await alone() : 0;
+    const withReaders = await streamedThrough(servers.servicePort);
+    const withBefore = before ? await streamedThrough(before.port) : undefined;
+    if (round % 2 === 0) none = await alone();
     ratios.push(withReaders / none);
     let line = `round ${round}: creates/s none ${none.toFixed(0)}, ${READERS} readers ${withReaders.toFixed(0)}`;
-    if (before) {
-      const stopBefore = await openStreams(servers, consumers, table, before.port);
-      const withBefore = await creates(servers, table, CREATES).finally(stopBefore);
+    if (withBefore !== undefined) {
       beforeRatios.push(withBefore / none);
       line += `, ${READERS} readers through BENCH_BEFORE ${withBefore.toFixed(0)}`;
     }
@@ -169,10 +184,15 @@ try {
     );
     const createRatios: number[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
-      await setFeed(client, table, false);
-      const off = await creates(servers, table, CREATES);
-      await setFeed(client, table, true);
-      const on = await creates(servers, table, CREATES);
+      // Feed off first in odd rounds and last in even ones.
+      const sides = round % 2 === 1 ? [false, true] : [true, false];
+      const rates = new Map<boolean, number>();
+      for (const recording of sides) {
+        await setFeed(client, table, recording);
+        await quiesce(client);
+        rates.set(recording, await creates(servers, table, CREATES));
+      }
+      const [on, off] = [rates.get(true)!, rates.get(false)!];
       createRatios.push(on / off);
       process.stdout.write(
         `round ${round}: creates/s feed on ${on.toFixed(0)}, feed off ${off.toFixed(0)}, on / off ${(on / off).toFixed(2)}\n`,
@@ -262,7 +282,7 @@ try {
 
   if (chosen('readers')) {
     before ??= await startBeforeServer(servers);
-    await benchManyReaders(servers, table, before);
+    await benchManyReaders(servers, client, table, before);
   }
 
   if (chosen('webhooks'))

@@ -224,6 +224,16 @@ export function figures(name: string, latencies: number[], seconds: number, erro
   };
 }
 
+/**
+ * Puts the server in the same state before each side of a comparison: what the side before left behind (dirty pages
+ * a checkpoint would write, new and dead row versions autovacuum would visit) is done here, unmeasured, instead of
+ * landing on whichever side runs next. Needs a superuser (CHECKPOINT), as the bench's databases are.
+ */
+export async function quiesce(client: { query(sql: string): Promise<unknown> }): Promise<void> {
+  await client.query('VACUUM (ANALYZE)');
+  await client.query('CHECKPOINT');
+}
+
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /**

@@ -4,7 +4,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import pg from 'pg';
 import { startConsumers, type Consumers } from './consumers.ts';
 import { BackendCpu, processMs } from './cpu.ts';
-import { api, createRows, percentile, ratioLine, workerArgs, type Servers, spawnChild } from './harness.ts';
+import { api, createRows, percentile, quiesce, ratioLine, workerArgs, type Servers, spawnChild } from './harness.ts';
 import { profileDir, profileSince, topSelfTime } from './profile.ts';
 
 /**
@@ -298,6 +298,7 @@ export async function benchWebhookRows(
           await setState(servers, side.webhook, 'active');
           await drained(consumers, side.receiver, created);
         }
+        await quiesce(counters);
         const cost = await readCost(servers, worker, consumers, counters);
         const reader = side && reading ? await openReader(servers, consumers, table) : null;
         rates.set(side, await creates(servers, table, options.creates));
