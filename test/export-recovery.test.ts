@@ -141,7 +141,7 @@ describe('an export under concurrent work', () => {
       let cancel: ReturnType<typeof controlJob> | undefined;
       try {
         await hold.reached();
-        // The held step locks the job row: the cancel waits for it, and the next step sees it.
+        // The held step holds its step lock: the cancel queues behind it, and the next step sees it.
         cancel = controlJob(suite.server, admin(), table.orgId, job.jobId, 'cancel');
         await hold.queuedBehind();
       } finally {

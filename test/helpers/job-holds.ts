@@ -39,17 +39,22 @@ export async function withClient<T>(databaseUrl: string, work: (client: pg.Clien
  */
 const HERE = 'database = (SELECT oid FROM pg_database WHERE datname = current_database())';
 
-/** Resolves once a statement of this database waits for a row or table lock (not an advisory one). */
+/**
+ * Resolves once a statement of this database waits for a row or table lock, or for a job's step lock (a cancel
+ * queued behind the step in progress, src/jobs/engine/sql/queue.ts); not for another advisory lock, such as the
+ * holds' own.
+ */
 export const lockWaiter = (client: pg.Client) =>
   waitFor(
     client,
-    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event <> 'advisory'`,
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+        AND (wait_event <> 'advisory' OR query LIKE '%''job-step:''%')`,
   );
 
 export interface JobUpdateHold {
   /** Resolves once a matching UPDATE waits on the hold (its transaction holds the job row meanwhile). */
   reached(): Promise<void>;
-  /** Resolves once another statement waits for a row lock, e.g. a cancel queued behind the held step. */
+  /** Resolves once another statement waits for a row lock or a step lock, e.g. a cancel queued behind the held step. */
   queuedBehind(): Promise<void>;
   /** Lets the held UPDATE (and any later match) go on; the trigger stays until `release`. */
   unlock(): Promise<void>;

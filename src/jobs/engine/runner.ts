@@ -22,6 +22,7 @@ import {
   claimJob,
   finishJob,
   heartbeat,
+  lockForStep,
   NOTIFY_CHANNEL,
   retryLater,
   type ClaimedJobRow,
@@ -133,10 +134,7 @@ class Execution {
         this.throwIfStopped();
         await inPgTransaction(pool, [], async (sql) => {
           // Lock and fence first: a reclaimed job's old worker matches no row here and writes nothing.
-          const [held] = await sql.query<{ cancel_requested: boolean }>(
-            "SELECT cancel_requested FROM public.jobs WHERE id = $1::bpchar AND lease_token = $2::bpchar AND state = 'running' FOR UPDATE",
-            [this.row.id, this.row.lease_token],
-          );
+          const [held] = await sql.run<{ cancel_requested: boolean }>(lockForStep(this.row.id, this.row.lease_token));
           if (!held) throw new LeaseLost();
           if (held.cancel_requested) throw new JobCancelled();
           const next = await work(sql);

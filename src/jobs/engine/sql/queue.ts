@@ -233,10 +233,39 @@ export function cancelQueued(jobId: string): Statement {
   };
 }
 
-/** A running job is cancelled by its worker at its next checkpoint, which then undoes its partial work. */
+/**
+ * The job's step lock, taken first by each step (`lockForStep`) and by a cancel request (`requestCancel`): a
+ * transaction advisory lock, which PostgreSQL grants in the order it was asked for. The job row alone is not fair: a
+ * cancel waiting for the row while a step holds it could be passed by the next step, which asks for the row just
+ * after the step before has committed and gets it before the cancel's backend has woken up; on a busy machine a
+ * cancel then waited through step after step, to the end of the job. Behind the step lock it waits one step at most.
+ */
+const stepLock = (jobIdParam: string) =>
+  `SELECT pg_advisory_xact_lock(hashtextextended('job-step:' || ${jobIdParam}, 0))`;
+
+/**
+ * Opens a step: its lock, then the job row, locked while the step's transaction lasts (a competing reclaim waits) and
+ * matched by lease (a reclaimed job's old worker matches no row and writes nothing). Answers `cancel_requested`.
+ */
+export function lockForStep(jobId: string, leaseToken: string): Statement {
+  return {
+    sql: `WITH queued AS (${stepLock('$1::text')})
+          SELECT j.cancel_requested FROM public.jobs j, queued
+           WHERE j.id = $1::bpchar AND j.lease_token = $2::bpchar AND j.state = 'running'
+             FOR UPDATE OF j`,
+    params: [jobId, leaseToken],
+  };
+}
+
+/**
+ * A running job is cancelled by its worker at its next step, which then undoes its partial work. Queued behind the
+ * step in progress by the step lock, so it is seen by the step after it.
+ */
 export function requestCancel(jobId: string): Statement {
   return {
-    sql: `UPDATE public.jobs SET cancel_requested = true, updated_at = now() WHERE id = $1::bpchar AND state = 'running' RETURNING id`,
+    sql: `WITH queued AS (${stepLock('$1::text')})
+          UPDATE public.jobs SET cancel_requested = true, updated_at = now() FROM queued
+           WHERE id = $1::bpchar AND state = 'running' RETURNING id`,
     params: [jobId],
   };
 }
