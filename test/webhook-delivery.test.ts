@@ -209,8 +209,8 @@ describe('a delivery', () => {
       }
       await expect.poll(() => endpoint.messages().length, { timeout: 30_000, interval: 100 }).toBe(200);
       // What arrived after the worker heard of a rotation was sent after it, signed with the new secret too. Allowed:
-      // the message in flight at that moment, and one sent as the notification was being read. Before, a claim signed with the secrets it
-      // started with until its next save (up to 20 messages).
+      // the message in flight at that moment, and one sent as the notification was being read. Before, a claim
+      // signed with the secrets it started with until its next save (up to 20 messages).
       const signedWith = (secret: string, message: (typeof endpoint.received)[number]) => {
         try {
           return verify(secret, message) !== null;
