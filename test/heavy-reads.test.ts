@@ -145,29 +145,51 @@ describe('aliased heavy reads in the query cost', () => {
   });
 });
 
+/** Three aggregates with their input as a variable: no custom-scalar literal, so graphql-jit runs the document. */
+const compiledAggregates = `query($orgId: ID!, $databaseId: ID!, $tableId: ID!, $input: AggregateRowsInput!) {
+  ${['a0', 'a1', 'a2'].map((alias) => `${alias}: aggregateRows(orgId: $orgId, databaseId: $databaseId, tableId: $tableId, input: $input) { data { values } }`).join('\n  ')}
+}`;
+
 describe("one request's heavy reads take turns", () => {
-  it('runs three aliased aggregates one at a time: one statement on the table while the other two wait their turn', async () => {
-    const hold = await holdTable(server, table);
-    const answer = server.graphql(aliases(HEAVY_FIELDS.aggregateRows, 3), address(), { token: org.adminKey });
-    try {
-      // Once two wait in the request's queue and one runs, nothing more can start until the lock is released.
-      await vi.waitFor(
-        async () => {
-          expect([await heavyReads('running'), await heavyReads('waiting')]).toEqual([1, 2]);
-        },
-        { timeout: 30_000, interval: 25 },
-      );
-      await vi.waitFor(async () => expect((await withClient(statementsOnTable)).waiting).toBe(1), {
-        timeout: 30_000,
-        interval: 25,
-      });
-      expect(await withClient(statementsOnTable)).toEqual({ active: 1, waiting: 1 });
-    } finally {
-      await hold.release();
-    }
-    const response = await answer;
-    expect(response.status, response.text).toBe(200);
-    expect(Object.values(response.body.data)).toEqual(Array(3).fill({ data: [{ values: { n: 100 } }] }));
-    expect([await heavyReads('running'), await heavyReads('waiting')]).toEqual([0, 0]);
-  });
+  it.each([
+    [
+      'a literal input (graphql-js)',
+      () => server.graphql(aliases(HEAVY_FIELDS.aggregateRows, 3), address(), { token: org.adminKey }),
+    ],
+    [
+      'the input as a variable (graphql-jit)',
+      () =>
+        server.graphql(
+          compiledAggregates,
+          { ...address(), input: { aggregates: [{ fn: 'count', as: 'n' }] } },
+          { token: org.adminKey },
+        ),
+    ],
+  ])(
+    'runs three aliased aggregates, with %s, one at a time: one statement on the table, two waiting their turn',
+    async (_shape, send) => {
+      const hold = await holdTable(server, table);
+      const answer = send();
+      try {
+        // Once two wait in the request's queue and one runs, nothing more can start until the lock is released.
+        await vi.waitFor(
+          async () => {
+            expect([await heavyReads('running'), await heavyReads('waiting')]).toEqual([1, 2]);
+          },
+          { timeout: 30_000, interval: 25 },
+        );
+        await vi.waitFor(async () => expect((await withClient(statementsOnTable)).waiting).toBe(1), {
+          timeout: 30_000,
+          interval: 25,
+        });
+        expect(await withClient(statementsOnTable)).toEqual({ active: 1, waiting: 1 });
+      } finally {
+        await hold.release();
+      }
+      const response = await answer;
+      expect(response.status, response.text).toBe(200);
+      expect(Object.values(response.body.data)).toEqual(Array(3).fill({ data: [{ values: { n: 100 } }] }));
+      expect([await heavyReads('running'), await heavyReads('waiting')]).toEqual([0, 0]);
+    },
+  );
 });
