@@ -1,5 +1,6 @@
 import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphql';
 import { builder } from './server/builder.ts';
+import { queueHeavyReads } from './server/heavy-reads.ts';
 import './shared/scalars.ts';
 import './preferences/preferences.ts';
 import './orgs/orgs.ts';
@@ -47,8 +48,11 @@ import './edges/table.ts';
 import './edges/view.ts';
 import './edges/row.ts';
 
-/** The whole graph: every domain file above registers its types, queries and mutations on the builder. */
-export const schema: GraphQLSchema = builder.toSchema({ sortSchema: true });
+/**
+ * The whole graph: every domain file above registers its types, queries and mutations on the builder; heavy reads
+ * then run in their request's queue (src/graph/server/heavy-reads.ts).
+ */
+export const schema: GraphQLSchema = queueHeavyReads(builder.toSchema({ sortSchema: true }));
 
 export function printedSchema(): string {
   return `${printSchema(lexicographicSortSchema(schema))}\n`;

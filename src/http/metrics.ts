@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
+import { heavyReadsNow } from '../graph/server/heavy-reads.ts';
 import { pgExecutor } from '../db/sql.ts';
 import { FAILED_WINDOW_SECONDS, jobCountsByKind, type JobCountRow } from '../jobs/engine/sql/metrics.ts';
 import { sendError } from './error-response.ts';
@@ -93,6 +94,16 @@ export function httpMetrics(prisma: PrismaClient, token: string, paths: readonly
       this.set({ state: 'in_use' }, pool.totalCount - pool.idleCount);
       this.set({ state: 'idle' }, pool.idleCount);
       this.set({ state: 'waiting' }, pool.waitingCount);
+    },
+  });
+  new Gauge({
+    name: 'graphql_heavy_reads',
+    help: 'Heavy fields (aggregates, search, similarity, lookups, exports) of this process: running, and waiting for their request’s turn.',
+    labelNames: ['state'],
+    registers: [register],
+    collect() {
+      this.set({ state: 'running' }, heavyReadsNow.running);
+      this.set({ state: 'waiting' }, heavyReadsNow.waiting);
     },
   });
   new Gauge({

@@ -1,5 +1,6 @@
 import { requireCaller, requireOrg } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
+import { heavyRead } from '../server/query-limits.ts';
 import type { Context } from '../server/context.ts';
 import { Database, toDatabaseShape, type DatabaseShape } from '../databases/databases.ts';
 import { Id } from '../../kernel/formats.ts';
@@ -111,6 +112,7 @@ builder.objectFields(Table, (t) => ({
       orderBy: t.arg({ type: [RowOrderInput] }),
       search: t.arg.string({ validate: SearchText.optional() }),
     },
+    extensions: heavyRead(['search']),
     authScopes: (table) => readsTable(table, 'rows:read'),
     resolve: async (table, args, context) =>
       readRowPage(context, await schemaOfTable(context, versionOf(table)), {
@@ -126,6 +128,7 @@ builder.objectFields(Table, (t) => ({
     nullable: true,
     description: 'Aggregates of the table’s rows, optionally grouped: the `aggregateRows` query’s rules (issue 28).',
     args: { input: t.arg({ type: AggregateRowsInput, required: true }) },
+    extensions: heavyRead(),
     authScopes: (table) => readsTable(table, 'rows:read'),
     resolve: async (table, args, context) =>
       aggregateTable(context, await schemaOfTable(context, versionOf(table)), args.input),

@@ -8,6 +8,7 @@ import { readsOf, type ExportRowsPayload } from '../../jobs/kinds/exports/export
 import type { Caller } from '../../kernel/caller.ts';
 import { requireCaller } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
+import { heavyRead } from '../server/query-limits.ts';
 import { Id } from '../../kernel/formats.ts';
 import { BIDI_CONTROLS_GLOBAL } from '../../kernel/input-hygiene.ts';
 import type { Context } from '../server/context.ts';
@@ -177,6 +178,7 @@ builder.mutationFields((t) => ({
       ...tableAddressArgs,
       input: t.arg({ type: ExportRowsInput, required: true }),
     },
+    extensions: heavyRead(),
     authScopes: (_root, { orgId }) => startScopes('exportRows', orgId),
     resolve: async (_root, args, context) => {
       const body = args.input;
@@ -198,6 +200,7 @@ builder.mutationFields((t) => ({
       databaseId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: ExportDatabaseInput, required: true }),
     },
+    extensions: heavyRead(),
     authScopes: (_root, { orgId }) => startScopes('exportDatabase', orgId),
     resolve: async (_root, args, context) => {
       const body = args.input;

@@ -26,6 +26,7 @@ import {
   type HavingInput,
 } from '../../contracts/rows-aggregate.ts';
 import { builder } from '../server/builder.ts';
+import { heavyRead } from '../server/query-limits.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { cursorKey, decodeCursor, encodeCursor } from '../../catalog/cursor.ts';
 import { canonicalJson } from '../../idempotency/key.ts';
@@ -297,6 +298,7 @@ builder.queryFields((t) => ({
     type: AggregatePage,
     description: 'Counts, sums and other aggregates of the rows GET …/rows would read, optionally grouped (issue 28).',
     args: { ...tableAddressArgs, input: t.arg({ type: AggregateRowsInput, required: true }) },
+    extensions: heavyRead(),
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, { input, ...args }, context) =>
       aggregateTable(context, await currentSchema(context, addressOf(args)), input),

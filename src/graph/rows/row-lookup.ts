@@ -7,6 +7,7 @@ import { DomainError, validationFailed, type FieldProblem } from '../../kernel/e
 import type { TableSchema, UniqueRuleDefinition } from '../../catalog/table-schema.ts';
 import { LookupRowsBody } from '../../contracts/rows-lookup.ts';
 import { builder } from '../server/builder.ts';
+import { heavyRead } from '../server/query-limits.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { rowFromTable } from './row-origin.ts';
@@ -114,6 +115,7 @@ builder.queryFields((t) => ({
     type: RowLookup,
     description: 'Rows by the values of an unconditional unique rule, in key order (null for a key no row holds).',
     args: { ...tableAddressArgs, input: t.arg({ type: LookupRowsInput, required: true }) },
+    extensions: heavyRead(),
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, { input: body, ...args }, context) => {
       const address = addressOf(args);

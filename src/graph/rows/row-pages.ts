@@ -21,6 +21,7 @@ import { signatureOf } from '../../data/sort-indexes.ts';
 import type { Statement } from '../../data/statement.ts';
 import { DomainError, notFound, validationFailed, type FieldProblem } from '../../kernel/errors.ts';
 import { builder } from '../server/builder.ts';
+import { heavyRead } from '../server/query-limits.ts';
 import { viewLens, type ViewLens } from '../views/views.ts';
 import { Id, VersionString, type Json } from '../../kernel/formats.ts';
 import { dataPlane, type Context } from '../server/context.ts';
@@ -345,6 +346,8 @@ builder.queryFields((t) => ({
           'Answer `total`, the exact count of the matches, on the first page (a full count: its cost grows with the matches).',
       }),
     },
+    // A search or a full count reads every candidate row, however small the page.
+    extensions: heavyRead(['search', 'includeTotal']),
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, args, context) => {
       const address = addressOf(args);

@@ -5,6 +5,7 @@ import { validationFailed } from '../../kernel/errors.ts';
 import type { TableSchema } from '../../catalog/table-schema.ts';
 import { SimilarRowsBody } from '../../contracts/rows-search.ts';
 import { builder } from '../server/builder.ts';
+import { heavyRead } from '../server/query-limits.ts';
 import { dataPlane, type Context } from '../server/context.ts';
 import { addressOf, tableAddressArgs } from '../tables/address.ts';
 import { rowFromTable } from './row-origin.ts';
@@ -91,6 +92,7 @@ builder.queryFields((t) => ({
     description:
       'Rows whose text field is most similar to a value (trigram similarity, case and accents ignored), with scores.',
     args: { ...tableAddressArgs, input: t.arg({ type: SimilarRowsInput, required: true }) },
+    extensions: heavyRead(),
     authScopes: (_root, { orgId }) => ({ org: { orgId: String(orgId), capability: 'read' }, oauth: 'rows:read' }),
     resolve: async (_root, { input, ...args }, context) =>
       similarInTable(context, await currentSchema(context, addressOf(args)), input),

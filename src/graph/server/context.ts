@@ -11,6 +11,7 @@ import type { Logger } from '../../kernel/log.ts';
 import type { Caller } from '../../kernel/caller.ts';
 import type { SchemaCache } from '../../catalog/table-schema.ts';
 import type { StreamRegistry } from '../../kernel/stream-limits.ts';
+import type { HeavyReadQueue } from './heavy-reads.ts';
 import type { RequestLoaders } from './loaders.ts';
 import type { ViewLensCache } from '../views/lens-cache.ts';
 
@@ -26,6 +27,8 @@ export interface Context {
   schemas: SchemaCache;
   /** This request's DataLoaders (src/graph/server/loaders.ts): the graph's edges batch through them. */
   loaders: RequestLoaders;
+  /** This request's heavy fields (aggregates, search, lookups…) take turns here (src/graph/server/heavy-reads.ts). */
+  heavyReads: HeavyReadQueue;
   /** Saved views' lenses as last read: hints that a page's statement re-checks (src/graph/rows/row-pages.ts). */
   views: ViewLensCache;
   /** This process's one LISTEN connection for job changes, shared by every open `jobUpdated` stream. */

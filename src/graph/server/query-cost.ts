@@ -13,9 +13,11 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
   type ValueNode,
+  valueFromASTUntyped,
 } from 'graphql';
 import type { DomainError } from '../../kernel/errors.ts';
 import { DEFAULT_PAGE_SIZE } from '../../catalog/cursor.ts';
+import { engages, heavyReadOf } from './heavy-reads.ts';
 
 /**
  * The cost limit, computed when the variables are known (docs/decisions/graphql.md, "Cost").
@@ -25,7 +27,8 @@ import { DEFAULT_PAGE_SIZE } from '../../catalog/cursor.ts';
  * multiplied by the page it will really return: the literal, the variable's value (or its default in the
  * operation), else the argument's default, else the resolvers' DEFAULT_PAGE_SIZE. Otherwise armor's formula:
  * 1 per scalar, 2 per object, depth factor 1, introspection free; a scalar that declares its own cost (a field's
- * `extensions.cost`, for values that can be megabytes) counts that.
+ * `extensions.cost`, for values that can be megabytes) counts that, and a heavy read (a field whose work grows with its
+ * table: `extensions.heavyRead`, src/graph/server/heavy-reads.ts) adds its declared cost to its selection's.
  */
 export interface CostLimits {
   maxCost: number;
@@ -96,6 +99,23 @@ function declaredCost(field: GraphQLField<unknown, unknown> | undefined): number
   return typeof cost === 'number' ? cost : SCALAR_COST;
 }
 
+/** The argument's value as the resolver will see it: the literal, the variable's value, else its operation default. */
+function argumentValue(node: FieldNode, name: string, walk: Walk): unknown {
+  const value = node.arguments?.find((candidate) => candidate.name.value === name)?.value;
+  if (value?.kind !== Kind.VARIABLE) return value && valueFromASTUntyped(value, walk.variables);
+  const given = walk.variables[value.name.value];
+  const fallback = walk.defaults.get(value.name.value);
+  return given === undefined && fallback ? valueFromASTUntyped(fallback, walk.variables) : given;
+}
+
+/** What a heavy read adds: its declared cost, when it is unconditional or one of its `when` arguments is given. */
+function heavyCost(node: FieldNode, field: GraphQLField<unknown, unknown> | undefined, walk: Walk): number {
+  const declared = heavyReadOf(field?.extensions);
+  if (!declared) return 0;
+  const heavy = !declared.when || declared.when.some((name) => engages(argumentValue(node, name, walk)));
+  return heavy ? declared.cost : 0;
+}
+
 function fieldCost(
   node: FieldNode,
   parent: GraphQLNamedType | undefined,
@@ -104,9 +124,10 @@ function fieldCost(
 ): number {
   if (node.name.value === '__schema' || node.name.value === '__type') return 0;
   const field = fieldOf(parent, node.name.value);
-  if (!node.selectionSet) return declaredCost(field);
+  const heavy = heavyCost(node, field, walk);
+  if (!node.selectionSet) return heavy + declaredCost(field);
   const type = field ? getNamedType(field.type) : undefined;
-  return (OBJECT_COST + selectionCost(node.selectionSet, type, walk, seen)) * pageSize(node, field, walk);
+  return heavy + (OBJECT_COST + selectionCost(node.selectionSet, type, walk, seen)) * pageSize(node, field, walk);
 }
 
 function operationOf(document: DocumentNode, name: string | null | undefined): OperationDefinitionNode | undefined {

@@ -1,6 +1,7 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { GraphQLError } from 'graphql';
 import { DomainError } from '../../kernel/errors.ts';
+import type { HeavyRead } from './heavy-reads.ts';
 import { pageSizeCost } from './query-cost.ts';
 
 /**
@@ -29,6 +30,26 @@ export const QUERY_LIMITS = {
  * budget, so one operation holds at most one such value. Fifteen aliases of it answered 120 MB (issue 26 §3).
  */
 export const BULK_FIELD_COST = QUERY_LIMITS.maxCost / 2;
+
+/**
+ * Heavy reads one operation may hold: the in-flight limit of one credential (CONCURRENCY_LIMIT, 4). They run one
+ * after another on the request's share (src/graph/server/heavy-reads.ts), so four of them hold one slot for at most
+ * 4 × QUERY_TIMEOUT_MS (20 s), the connection time four single-read requests of the credential may hold at once.
+ */
+export const MAX_HEAVY_READS = 4;
+
+/**
+ * The cost of a heavy read, which may scan a whole table (up to TABLE_ROW_LIMIT, 1,000,000 rows): just over a fifth of
+ * the budget, so a fifth heavy read is over the limit whatever else the operation holds, and four leave 39,996 for the
+ * rest (REST's 100-row page costs 1,200: `values` is one JSON value per row). Fifteen aliases cost over 600,015:
+ * refused before anything runs.
+ */
+export const HEAVY_READ_COST = Math.floor(QUERY_LIMITS.maxCost / (MAX_HEAVY_READS + 1)) + 1;
+
+/** `extensions` of a heavy read; with `when`, heavy only when one of those arguments is given (`rows` with `search`). */
+export function heavyRead(when?: readonly string[]): { heavyRead: HeavyRead } {
+  return { heavyRead: when ? { cost: HEAVY_READ_COST, when } : { cost: HEAVY_READ_COST } };
+}
 
 type Limit = 'maxDepth' | 'maxAliases' | 'maxDirectives' | 'maxTokens' | 'maxCost';
 

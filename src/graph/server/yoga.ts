@@ -28,6 +28,7 @@ import { ViewLensCache } from '../views/lens-cache.ts';
 import { StreamRegistry } from '../../kernel/stream-limits.ts';
 import { RedisStreamCounts } from '../../db/stream-counts.ts';
 import type { Redis } from 'ioredis';
+import { HeavyReadQueue } from './heavy-reads.ts';
 
 export type GraphServer = YogaServerInstance<ServerContext, Context>;
 
@@ -166,6 +167,7 @@ export function createGraphServer(
         : await resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
       schemas,
       loaders: new Map(),
+      heavyReads: new HeavyReadQueue(),
       views,
       jobUpdates,
       changeSignals,
