@@ -195,7 +195,7 @@ describe('a delivery', () => {
   it('signs with a rotated secret from the next message on, while a backlog is being delivered', async () => {
     const { endpoint, webhook, heard, close } = await backlogBeingDelivered(200);
     try {
-      // Four rotations, each in the middle of a claim (claims end after 100 messages).
+      // Four rotations, each in the middle of a claim (claims end after 100 messages or 1 s).
       const rotations: { secret: string; heardAt: number }[] = [];
       for (const after of [20, 60, 110, 150]) {
         await expect.poll(() => endpoint.messages().length, UNTIL).toBeGreaterThanOrEqual(after);

@@ -77,15 +77,22 @@ export function selectEndpointVersion(webhookId: string): Statement {
 }
 
 /**
- * Endpoints with something to do now: due (a retry, or an idle endpoint's periodic look at its feeds) or holding a
- * queued test message. Ordered by how long they have waited.
+ * Endpoints with something to do now, and their orgs: due (a retry, or an idle endpoint's periodic look at its feeds)
+ * or holding a queued test message. Each org's first before any org's second, and so on, and by how long they have
+ * waited among those: the `limit` rows are shared between the orgs with due endpoints (issue 48), where oldest first
+ * let a few orgs' endpoints (up to 25 each, their busy ones too: a claim keeps its endpoint due while it sends) fill
+ * them and left another org's endpoint to a later scan.
  */
 export function selectDueEndpoints(limit: number): Statement {
   return {
-    sql: `SELECT id FROM webhooks w
-           WHERE (w.state = 'active' AND w.next_attempt_at <= now())
-              OR EXISTS (SELECT 1 FROM webhook_messages m WHERE m.webhook_id = w.id)
-           ORDER BY w.next_attempt_at LIMIT $1`,
+    sql: `SELECT id, "orgId" FROM (
+            SELECT w.id, w.org_id AS "orgId", w.next_attempt_at,
+                   row_number() OVER (PARTITION BY w.org_id ORDER BY w.next_attempt_at) AS turn
+              FROM webhooks w
+             WHERE (w.state = 'active' AND w.next_attempt_at <= now())
+                OR EXISTS (SELECT 1 FROM webhook_messages m WHERE m.webhook_id = w.id)
+          ) due
+          ORDER BY turn, next_attempt_at LIMIT $1`,
     params: [limit],
   };
 }
@@ -93,14 +100,22 @@ export function selectDueEndpoints(limit: number): Statement {
 /** The active endpoints that follow a database's feed: the ones a change in it may concern. */
 export function selectFollowers(databaseIds: readonly string[]): Statement {
   return {
-    sql: `SELECT w.id, d.id AS "databaseId" FROM webhooks w JOIN databases d ON d.org_id = w.org_id
+    sql: `SELECT w.id, w.org_id AS "orgId", d.id AS "databaseId" FROM webhooks w JOIN databases d ON d.org_id = w.org_id
            WHERE d.id = ANY($1::bpchar[]) AND w.state = 'active' AND (w.database_id IS NULL OR w.database_id = d.id)`,
     params: [databaseIds],
   };
 }
 
 export function selectActiveEndpoints(): Statement {
-  return { sql: `SELECT id FROM webhooks WHERE state = 'active'`, params: [] };
+  return { sql: `SELECT id, org_id AS "orgId" FROM webhooks WHERE state = 'active'`, params: [] };
+}
+
+/** The orgs of endpoints named by a notification (an id without a row: the endpoint was deleted). */
+export function selectEndpointOrgs(webhookIds: readonly string[]): Statement {
+  return {
+    sql: `SELECT id, org_id AS "orgId" FROM webhooks WHERE id = ANY($1::bpchar[])`,
+    params: [webhookIds],
+  };
 }
 
 /** Every feed the endpoint follows and where it stands in it (no position: from the feed's oldest retained change). */

@@ -16,11 +16,13 @@ export interface Received {
 
 /**
  * What the receiver does with the next request: answer a status (default 204), or hold it `holdMs` before answering
- * (to time the sender out, or to let a test kill the worker while a message is in flight).
+ * (to time the sender out, or to let a test kill the worker while a message is in flight), or until `until` settles
+ * (a receiver that hangs for as long as the test wants).
  */
 export interface Reply {
   status?: number;
   holdMs?: number;
+  until?: Promise<unknown>;
   body?: string;
 }
 
@@ -70,6 +72,9 @@ export async function startReceiver(): Promise<Receiver> {
       if (reply.holdMs) {
         held.add(response);
         setTimeout(answer, reply.holdMs);
+      } else if (reply.until) {
+        held.add(response);
+        void reply.until.finally(answer);
       } else {
         answer();
       }

@@ -15,6 +15,7 @@ import {
   selectActiveEndpoints,
   selectDueEndpoints,
   selectEndpoint,
+  selectEndpointOrgs,
   selectEndpointVersion,
   selectFollowers,
   selectQueuedMessages,
@@ -34,6 +35,7 @@ import type { Config } from '../../kernel/config.ts';
 import { newId } from '../../kernel/ids.ts';
 import type { Logger } from '../../kernel/log.ts';
 import { FollowedFeeds, type FeedNotifications } from './followed-feeds.ts';
+import { OrgSlots, type Candidate } from './org-slots.ts';
 import { sendMessage, type SendResult } from './send.ts';
 
 /**
@@ -45,7 +47,8 @@ import { sendMessage, type SendResult } from './send.ts';
  * and a killed worker's lock goes with its connection. Woken by NOTIFY on new changes (`wds_changes`: each followed
  * feed is armed before it is read to its end, src/catalog/change-arming.ts) and on every change of an endpoint:
  * settings, secret, state, deletion, a test message or a replay (`wds_webhooks`); every idle endpoint also looks at
- * its feeds once a minute (on Citus, where changes are not notified to this process, every second).
+ * its feeds once a minute (on Citus, where changes are not notified to this process, every second). The worker's
+ * WEBHOOK_CONCURRENCY slots are shared between orgs (org-slots.ts) and a claim holds its slot for a bounded time.
  */
 
 export interface DelivererOptions {
@@ -68,6 +71,14 @@ const IDLE_RECHECK_SECONDS = 60;
 const CITUS_IDLE_RECHECK_SECONDS = 1;
 /** Messages one claim of an endpoint sends before it lets other endpoints have the slot. */
 const MESSAGES_PER_CLAIM = 100;
+/**
+ * …or how long it sends before it does (issue 48): the claim ends before its next message once this is spent, so a
+ * slot is held at most this plus one attempt (WEBHOOK_TIMEOUT_MS, at most 60 s). Without it, a receiver answering in
+ * 5 s held its slot for 100 messages, over 8 minutes, while other orgs' endpoints waited for a slot. A receiver
+ * answering within 10 ms still sends its 100 messages per claim; a slower one is claimed again each second, which
+ * costs a handful of statements (lock, endpoint, feed places, a page) per second and slot.
+ */
+const CLAIM_MS = 1_000;
 /**
  * Delivered messages whose attempts and position are saved in one commit (or fewer, when the feeds are read to their
  * end, an attempt fails or the claim ends). A crash resends at most these, with the same ids; a settings change
@@ -117,6 +128,9 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const dirty = new Set<string>();
   const changedDatabases = new Set<string>();
   const busy = new Set<string>();
+  const slots = new OrgSlots(config.WEBHOOK_CONCURRENCY);
+  /** Each endpoint's org, learned from the statements that find endpoints to work on (its slots are the org's). */
+  const orgOf = new Map<string, string>();
   /**
    * Endpoints notified on `wds_webhooks` while a claim held them: settings changed (PATCH, rotate-secret, delete),
    * a replay or a test message. The claim ends before its next send, so that the next claim sends with what holds
@@ -229,7 +243,10 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     // What was notified before now is in the settings read next.
     moved.delete(webhookId);
     const [endpoint] = await sql.run<EndpointRow>(selectEndpoint(webhookId));
-    if (!endpoint) return;
+    if (!endpoint) {
+      orgOf.delete(webhookId);
+      return;
+    }
     const sign = await signerOf(endpoint);
     if (endpoint.hasQueued) await deliverQueued(endpoint, sign);
     if (endpoint.state !== 'active' || (endpoint.message !== null && !endpoint.due)) return;
@@ -268,7 +285,9 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       return now?.state === 'active' && now.version === endpoint.version;
     };
 
-    for (let sent = 0; sent < MESSAGES_PER_CLAIM && !stopped; sent += 1) {
+    // The first message is sent however long the claim took to start (a loaded database): every claim makes progress.
+    const yieldAt = Date.now() + CLAIM_MS;
+    for (let sent = 0; sent < MESSAGES_PER_CLAIM && (sent === 0 || Date.now() < yieldAt) && !stopped; sent += 1) {
       if (message === null) {
         dirty.delete(webhookId);
         message = await nextMessage();
@@ -324,7 +343,8 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         }
       }
     }
-    // The claim's share is spent (or the worker stops): other endpoints get the slot, and this one is looked at again.
+    // The claim's share (messages or time) is spent, or the worker stops: other endpoints get the slot, and this one
+    // is looked at again.
     await save(null);
     dirty.add(webhookId);
   }
@@ -403,8 +423,11 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
 
   /** Every active endpoint is looked at once: on start, and after notifications may have been missed. */
   async function lookAtAll(): Promise<void> {
-    const rows = await sql.run<{ id: string }>(selectActiveEndpoints());
-    for (const row of rows) dirty.add(row.id);
+    const rows = await sql.run<Candidate>(selectActiveEndpoints());
+    for (const row of rows) {
+      orgOf.set(row.id, row.orgId);
+      dirty.add(row.id);
+    }
     notify();
   }
 
@@ -461,22 +484,38 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const followers = new Map<string, { ids: string[]; at: number }>();
   let lastDueScan = 0;
 
-  async function candidates(): Promise<string[]> {
+  async function candidates(): Promise<Candidate[]> {
     const now = Date.now();
     const unknown = [...changedDatabases].filter((id) => (followers.get(id)?.at ?? 0) < now - config.JOB_POLL_MS);
     if (unknown.length > 0) {
-      const rows = await sql.run<{ id: string; databaseId: string }>(selectFollowers(unknown));
+      const rows = await sql.run<Candidate & { databaseId: string }>(selectFollowers(unknown));
       for (const databaseId of unknown) followers.set(databaseId, { ids: [], at: now });
-      for (const row of rows) followers.get(row.databaseId)!.ids.push(row.id);
+      for (const row of rows) {
+        orgOf.set(row.id, row.orgId);
+        followers.get(row.databaseId)!.ids.push(row.id);
+      }
     }
     for (const databaseId of changedDatabases) for (const id of followers.get(databaseId)?.ids ?? []) dirty.add(id);
     changedDatabases.clear();
-    let due: { id: string }[] = [];
+    let due: Candidate[] = [];
     if (now - lastDueScan >= config.JOB_POLL_MS) {
       lastDueScan = now;
-      due = await sql.run<{ id: string }>(selectDueEndpoints(config.WEBHOOK_CONCURRENCY * 4));
+      due = await sql.run<Candidate>(selectDueEndpoints(config.WEBHOOK_CONCURRENCY * 4));
+      for (const row of due) orgOf.set(row.id, row.orgId);
     }
-    return [...new Set([...dirty, ...due.map((row) => row.id)])].filter((id) => !busy.has(id));
+    const ids = [...new Set([...dirty, ...due.map((row) => row.id)])].filter((id) => !busy.has(id));
+    await learnOrgs(ids.filter((id) => !orgOf.has(id)));
+    return ids.filter((id) => orgOf.has(id)).map((id) => ({ id, orgId: orgOf.get(id)! }));
+  }
+
+  /**
+   * The orgs of endpoints known only by a notification (a new endpoint, a test message): one lookup for all of them.
+   * An id without a row was deleted, and has nothing to deliver.
+   */
+  async function learnOrgs(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    for (const row of await sql.run<Candidate>(selectEndpointOrgs(ids))) orgOf.set(row.id, row.orgId);
+    for (const id of ids) if (!orgOf.has(id)) dirty.delete(id);
   }
 
   let lastPrune = 0;
@@ -491,13 +530,15 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
     while (!stopped) {
       try {
         await pruneLog();
-        for (const id of await candidates()) {
-          if (busy.size >= config.WEBHOOK_CONCURRENCY) break;
+        // Slots are given fairly between orgs (org-slots.ts); what does not get one stays due for the next turn.
+        for (const { id, orgId } of slots.take(await candidates())) {
           busy.add(id);
           const task = claim(id).finally(() => {
             busy.delete(id);
+            slots.give(orgId);
             running.delete(task);
-            if (dirty.has(id)) notify();
+            // A slot is free: whatever waits for one, of this org or another, gets its turn now.
+            if (dirty.size > 0) notify();
           });
           running.add(task);
         }
