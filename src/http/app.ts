@@ -21,7 +21,7 @@ import { resolveCaller, resolvedCredentialOf } from './middleware/caller.ts';
 import { oauthRoutes } from './oauth-routes.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { openApiDocument } from './openapi/document.ts';
-import { databaseUnavailableError, isDatabaseUnavailable } from '../db/availability.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailableError, isDatabaseUnavailable } from '../db/availability.ts';
 import { httpMetrics } from './metrics.ts';
 import { restRouter } from './rest/router.ts';
 import { docsRoutes } from './docs.ts';
@@ -49,7 +49,10 @@ function health(prisma: PrismaClient): Router {
       await prisma.$queryRaw`SELECT 1`;
       res.json({ status: 'ready', checks: { database: 'ok' } });
     } catch {
-      res.status(503).json({ status: 'unavailable', checks: { database: 'unreachable' } });
+      res
+        .status(503)
+        .set('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS))
+        .json({ status: 'unavailable', checks: { database: 'unreachable' } });
     }
   });
   return app;
