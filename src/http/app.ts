@@ -4,7 +4,6 @@ import compression from 'compression';
 import express, { Router, type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import type { Config } from '../kernel/config.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
-import { pgExecutor } from '../db/sql.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { createGraphServer, type GraphServer } from '../graph/server/yoga.ts';
 import { GRAPHIQL_ASSET_PATH } from '../graph/server/graphiql.ts';
@@ -172,7 +171,7 @@ export function createApp({ prisma, config, logger, redis, shutdown }: AppDepend
   });
   app.use(sessionRoutes(prisma, config));
   app.use(oauthRoutes(prisma, config));
-  app.use(restRouter(routes, yoga, config, pgExecutor(sqlPoolOf(prisma))));
+  app.use(restRouter(routes, yoga, config, sqlPoolOf(prisma)));
   app.get(`${GRAPHIQL_ASSET_PATH}/:name`, graphiqlAssets);
   app.use(docsRoutes());
   // app.all, not app.use: Yoga must see the full path to recognise its endpoint.
