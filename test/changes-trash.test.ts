@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeChangeCursor, FEED_START } from '../src/catalog/changes.ts';
 import { ChangePageResponse } from '../src/contracts/changes.ts';
 import { openEventStream } from './helpers/event-stream.ts';
 import { idempotencyKey } from './helpers/factories.ts';
+import { type Receiver, startReceiver } from './helpers/receiver.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 import { createDatabase, createRow, createTable, type TestTable } from './helpers/workspace.ts';
 
@@ -11,7 +12,13 @@ import { createDatabase, createRow, createTable, type TestTable } from './helper
  * row changes leave every reader's view (REST pages, GraphQL, event streams) while it is trashed and come back, at
  * the same cursors, when it is restored; its table changes stay.
  */
-const suite = useServerWithOrg();
+const suite = useServerWithOrg({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8', WEBHOOK_ALLOW_HTTP: 'true' });
+let receiver: Receiver;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(() => receiver.close());
 const admin = () => suite.org.adminKey;
 const feedPath = (databaseId: string) => `/v1/orgs/${suite.org.orgId}/databases/${databaseId}/changes`;
 const send = (method: string, path: string, body?: unknown) =>
@@ -146,5 +153,26 @@ describe('the change feed of a database with a table in the trash', () => {
     stream.close();
     expect(rowChangesOf(streamed, trashed.tableId)).toEqual([]);
     expect(rowChangesOf(streamed, kept.tableId)).toHaveLength(2);
+  });
+
+  it('delivers none of them to a webhook replayed from the oldest retained change', async () => {
+    const { databaseId, trashed, kept, keptRow } = await twoTables();
+    await trash(trashed);
+    const created = await send('POST', `/v1/orgs/${suite.org.orgId}/webhooks`, {
+      url: receiver.url,
+      events: ['*'],
+      databaseId,
+    });
+    expect(created.status, created.text).toBe(201);
+    const replay = await send('POST', `/v1/orgs/${suite.org.orgId}/webhooks/${created.body.id}/replay`, {});
+    expect(replay.status, replay.text).toBe(202);
+    const last = await written(kept, 'last');
+    const delivered = () => receiver.messages().map((message) => message.json.data as Seen);
+    await expect
+      .poll(() => delivered().some((change) => change.rowId === last), { timeout: 15_000, interval: 50 })
+      .toBe(true);
+    expect(rowChangesOf(delivered(), trashed.tableId)).toEqual([]);
+    expect(JSON.stringify(delivered())).not.toContain('secret-');
+    expect(rowChangesOf(delivered(), kept.tableId).map((change) => change.rowId)).toEqual([keptRow, last]);
   });
 });
