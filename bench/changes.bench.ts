@@ -98,7 +98,7 @@ async function rawRead(client: pg.Client, table: BenchTable, total: number): Pro
     requests += 1;
     // The feed's own keyset statement (commits by position, each one's changes by key), its columns as `pg` parses
     // them: a SELECT of `changes` by `seq` alone would sort every change (no index on it) and is not feed order.
-    const page = selectChangePage(table.databaseId, after, 1000, null);
+    const page = selectChangePage(table.databaseId, after, 1000, { only: null, active: [table.tableId] });
     const { rows } = await client.query<{ position: string; seq: string }>(page.sql, page.params);
     const data = rows.slice(0, 1000);
     if (data.length === 0) break;

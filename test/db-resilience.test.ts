@@ -57,3 +57,58 @@ describe('connections PostgreSQL ends', () => {
     }
   });
 });
+
+/** Runs `sql` on the server's maintenance database (`postgres`), outside the database under test. */
+async function onMaintenanceDatabase(url: string, sql: string): Promise<void> {
+  const maintenance = new URL(url);
+  maintenance.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: maintenance.toString() });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('a database that refuses connections', () => {
+  it('answers 503 DEPENDENCY_UNAVAILABLE with Retry-After on REST, /graphql and /readyz, then recovers', async () => {
+    const { url, name } = suite.server.database;
+    const token = suite.org.adminKey;
+    // As during a restore or maintenance: new sessions get FATAL 55000 "not currently accepting connections".
+    await onMaintenanceDatabase(url, `ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
+    try {
+      await onMaintenanceDatabase(
+        url,
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}' AND pid <> pg_backend_pid()`,
+      );
+      await vi.waitFor(() => expect(sqlPoolOf(suite.server.prisma).totalCount).toBe(0), { timeout: 10_000 });
+      const rest = await suite.server.request('GET', '/v1/me/preferences', { token });
+      expect(rest.status).toBe(503);
+      expect(rest.headers.get('retry-after')).toBe('2');
+      expect(rest.body).toEqual({
+        error: {
+          code: 'DEPENDENCY_UNAVAILABLE',
+          message: 'The database is unavailable; retry shortly.',
+          requestId: expect.any(String),
+          details: { dependency: 'database' },
+        },
+      });
+      // /graphql meets the outage while its credential is resolved, before the operation: the same envelope.
+      const graph = await suite.server.graphql('{ me { id } }', {}, { token });
+      expect([graph.status, graph.headers.get('retry-after'), graph.body.error.code]).toEqual([
+        503,
+        '2',
+        'DEPENDENCY_UNAVAILABLE',
+      ]);
+      const ready = await suite.server.request('GET', '/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.headers.get('retry-after')).toBe('2');
+      expect(ready.body).toEqual({ status: 'unavailable', checks: { database: 'unreachable' } });
+    } finally {
+      await onMaintenanceDatabase(url, `ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`);
+    }
+    expect((await suite.server.request('GET', '/v1/me/preferences', { token })).status).toBe(200);
+    expect((await suite.server.request('GET', '/readyz')).status).toBe(200);
+  });
+});

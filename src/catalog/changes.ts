@@ -184,22 +184,52 @@ function pageStatement(
   databaseId: string,
   after: FeedPosition,
   limit: number,
-  tableIds: readonly string[] | null,
+  tables: PageTables,
   columns: string,
 ): Statement {
   const schema = schemaOf(databaseId);
-  const tables = tableIds ? ' AND c.table_id = ANY($4::bpchar[])' : '';
+  const only = tables.only ? ' AND c.table_id = ANY($5::bpchar[])' : '';
   return {
     sql: `SELECT ${columns}
             FROM ${schema}.change_commits cc
            CROSS JOIN LATERAL (
              SELECT * FROM ${schema}.changes c
-              WHERE c.txid = cc.txid AND (cc.position > $1::bigint OR c.seq > $2::bigint)${tables}
+              WHERE c.txid = cc.txid AND (cc.position > $1::bigint OR c.seq > $2::bigint)
+                AND (c.row_id IS NULL OR c.table_id = ANY($4::bpchar[]))${only}
               ORDER BY c.seq LIMIT $3::int) c
            WHERE cc.position >= $1::bigint
            ORDER BY cc.position, c.seq
            LIMIT $3::int`,
-    params: [after.position.toString(), after.seq.toString(), limit + 1, ...(tableIds ? [tableIds] : [])],
+    params: [
+      after.position.toString(),
+      after.seq.toString(),
+      limit + 1,
+      tables.active,
+      ...(tables.only ? [tables.only] : []),
+    ],
+  };
+}
+
+/**
+ * Which tables' changes a page holds: `only` the ones a reader asked for (null: all), and of row changes only those
+ * of the database's `active` tables. A table in the trash, being purged or purged is 404 everywhere else, so its rows'
+ * values leave the feed too while it is there; its table changes (`table.trashed`, `table.restored`, renames,
+ * `schema.changed`) carry no cell and stay, so a follower learns where it went (docs/decisions/changes.md, "Trashed
+ * tables").
+ */
+export interface PageTables {
+  only: readonly string[] | null;
+  active: readonly string[];
+}
+
+/**
+ * The database's active tables, read from the catalog as a statement of its own before each page: joined into the
+ * page's statement, it would mix a coordinator table into a worker's statement on Citus.
+ */
+export function selectActiveTableIds(databaseId: string): Statement {
+  return {
+    sql: `SELECT id FROM public.data_tables WHERE database_id = $1::bpchar AND state = 'active'`,
+    params: [databaseId],
   };
 }
 
@@ -208,13 +238,13 @@ export function selectChangePage(
   databaseId: string,
   after: FeedPosition,
   limit: number,
-  tableIds: readonly string[] | null,
+  tables: PageTables,
 ): Statement {
   return pageStatement(
     databaseId,
     after,
     limit,
-    tableIds,
+    tables,
     `cc.position::text AS position, c.seq::text AS seq, c.kind, c.table_id, c.row_id, c.version::text AS version,
      c.schema_version, c.mutation_id, c.actor_id, c.actor_kind, ${utcTimestamp('cc.committed_at')} AS committed_at,
      c."values", c.previous`,
@@ -235,13 +265,13 @@ export function selectChangeTextPage(
   databaseId: string,
   after: FeedPosition,
   limit: number,
-  tableIds: readonly string[] | null,
+  tables: PageTables,
 ): Statement {
   return pageStatement(
     databaseId,
     after,
     limit,
-    tableIds,
+    tables,
     `cc.position::text AS position, c.seq::text AS seq, c.kind, c.table_id, c.row_id, c.version::text AS version,
      c.schema_version, c.mutation_id, c.actor_id, c.actor_kind, ${utcTimestamp('cc.committed_at')} AS committed_at,
      c."values"::text AS "values", c.previous::text AS previous`,
@@ -430,15 +460,20 @@ export interface ReadChanges {
 async function pageStart(
   client: SqlExecutor,
   input: ReadChanges,
-): Promise<{ after: FeedPosition; head: FeedPosition; tableIds: readonly string[] | null }> {
+): Promise<{ after: FeedPosition; head: FeedPosition; tables: PageTables }> {
   const { databaseId, limit } = input;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CHANGE_PAGE) throw new Error(`Not a page size: ${limit}`);
   const after = input.after === null ? FEED_START : decodeChangeCursor(databaseId, input.after);
-  const tableIds = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
-  if (input.positionedOnly) return { after, head: after, tableIds };
-  const feed = await (input.sequencer?.sequence(databaseId) ?? sequenceFeed(client, databaseId));
-  if (input.after !== null && before(after, feed.pruned)) throw expiredChangeCursor(input.retentionDays ?? 7);
-  return { after, head: feed.head, tableIds };
+  const only = input.tableIds && input.tableIds.length > 0 ? input.tableIds : null;
+  let head = after;
+  if (!input.positionedOnly) {
+    const feed = await (input.sequencer?.sequence(databaseId) ?? sequenceFeed(client, databaseId));
+    if (input.after !== null && before(after, feed.pruned)) throw expiredChangeCursor(input.retentionDays ?? 7);
+    head = feed.head;
+  }
+  // Read after sequencing: a commit positioned by this read that trashed a table is matched by this list.
+  const active = (await client.run<{ id: string }>(selectActiveTableIds(databaseId))).map((table) => table.id);
+  return { after, head, tables: { only, active } };
 }
 
 /**
@@ -457,7 +492,7 @@ function cursorAfter(input: ReadChanges, start: { after: FeedPosition; head: Fee
 export async function readChanges(client: SqlExecutor, input: ReadChanges): Promise<ChangePage> {
   const start = await pageStart(client, input);
   const records = await client.run<ChangeRecord>(
-    selectChangePage(input.databaseId, start.after, input.limit, start.tableIds),
+    selectChangePage(input.databaseId, start.after, input.limit, start.tables),
   );
   const data = records.slice(0, input.limit).map((record) => toChange(input.databaseId, record));
   const nextCursor = data.at(-1)?.cursor ?? cursorAfter(input, start);
@@ -472,7 +507,7 @@ export async function readChanges(client: SqlExecutor, input: ReadChanges): Prom
 export async function readChangesAsJson(client: SqlExecutor, input: ReadChanges): Promise<ChangeJsonPage> {
   const start = await pageStart(client, input);
   const records = await client.run<ChangeTextRecord>(
-    selectChangeTextPage(input.databaseId, start.after, input.limit, start.tableIds),
+    selectChangeTextPage(input.databaseId, start.after, input.limit, start.tables),
   );
   const cursorOf = changeCursorEncoder(input.databaseId);
   const data = records.slice(0, input.limit).map((record) => {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { DomainError } from '../kernel/errors.ts';
 import type { Logger } from '../kernel/log.ts';
+import { SQLSTATE } from './pg-errors.ts';
 
 /**
  * Whether the database could be reached at all (docs/decisions/faults.md). A restart, a failover, a crash, a full
@@ -31,6 +32,17 @@ const ERRNOS = new Set([
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1017', 'P2024']);
 const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
 // `pg` reports a lost or unusable connection only in its message text (these texts are the library's, not the server's).
+/**
+ * SQLSTATE 55000 (object not in prerequisite state) at connection start: PostgreSQL refuses a session to a database
+ * that does not allow connections (`ALTER DATABASE … ALLOW_CONNECTIONS false`, as during a restore or maintenance).
+ * Only the FATAL one counts: the same code is an ordinary statement ERROR elsewhere (`currval` before `nextval`,
+ * a replication slot in use, logical decoding without `wal_level = logical`), and those are bugs, not outages.
+ * The severity, unlike the message, ignores `lc_messages`.
+ */
+function refusedConnection(record: Record<string, unknown>): boolean {
+  const code = typeof record.originalCode === 'string' ? record.originalCode : record.code;
+  return code === SQLSTATE.objectNotInPrerequisiteState && record.severity === 'FATAL';
+}
 const PG_MESSAGES =
   /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
 
@@ -47,6 +59,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
       if (SQLSTATES.test(code) || ERRNOS.has(code) || PRISMA_CODES.has(code)) return true;
     }
     if (typeof record.kind === 'string' && ADAPTER_KINDS.has(record.kind)) return true;
+    if (refusedConnection(record)) return true;
     if (typeof record.message === 'string' && PG_MESSAGES.test(record.message)) return true;
     const meta = record.meta as Record<string, unknown> | undefined;
     pending.push(record.cause, record.originalError, meta, meta?.driverAdapterError);

@@ -18,6 +18,8 @@ export const SQLSTATE = {
   /** statement_timeout (QUERY_TIMEOUT) or a cancel request. */
   queryCanceled: '57014',
   deadlockDetected: '40P01',
+  /** FATAL at connection start: the database does not allow connections (src/db/availability.ts). */
+  objectNotInPrerequisiteState: '55000',
   serializationFailure: '40001',
   /** Raised by wds_claim_row when a table is full (prisma/migrations/*_row_capacity). */
   tableFull: 'WDS01',

@@ -4,7 +4,6 @@ import compression from 'compression';
 import express, { Router, type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import type { Config } from '../kernel/config.ts';
 import { sqlPoolOf, type PrismaClient } from '../db/prisma.ts';
-import { pgExecutor } from '../db/sql.ts';
 import { DomainError } from '../kernel/errors.ts';
 import { createGraphServer, type GraphServer } from '../graph/server/yoga.ts';
 import { GRAPHIQL_ASSET_PATH } from '../graph/server/graphiql.ts';
@@ -21,7 +20,7 @@ import { resolveCaller, resolvedCredentialOf } from './middleware/caller.ts';
 import { oauthRoutes } from './oauth-routes.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { openApiDocument } from './openapi/document.ts';
-import { databaseUnavailableError, isDatabaseUnavailable } from '../db/availability.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailableError, isDatabaseUnavailable } from '../db/availability.ts';
 import { httpMetrics } from './metrics.ts';
 import { restRouter } from './rest/router.ts';
 import { docsRoutes } from './docs.ts';
@@ -49,7 +48,10 @@ function health(prisma: PrismaClient): Router {
       await prisma.$queryRaw`SELECT 1`;
       res.json({ status: 'ready', checks: { database: 'ok' } });
     } catch {
-      res.status(503).json({ status: 'unavailable', checks: { database: 'unreachable' } });
+      res
+        .status(503)
+        .set('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS))
+        .json({ status: 'unavailable', checks: { database: 'unreachable' } });
     }
   });
   return app;
@@ -169,7 +171,7 @@ export function createApp({ prisma, config, logger, redis, shutdown }: AppDepend
   });
   app.use(sessionRoutes(prisma, config));
   app.use(oauthRoutes(prisma, config));
-  app.use(restRouter(routes, yoga, config, pgExecutor(sqlPoolOf(prisma))));
+  app.use(restRouter(routes, yoga, config, sqlPoolOf(prisma)));
   app.get(`${GRAPHIQL_ASSET_PATH}/:name`, graphiqlAssets);
   app.use(docsRoutes());
   // app.all, not app.use: Yoga must see the full path to recognise its endpoint.

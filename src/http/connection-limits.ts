@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Config } from '../kernel/config.ts';
 import type { Logger } from '../kernel/log.ts';
 
@@ -51,8 +52,68 @@ export function connectionCap(config: Config): number | null {
   return Math.max(16, limit - openDescriptors() - poolDescriptors(config) - SPARE_DESCRIPTORS);
 }
 
+/** The derived per-address cap is this share of the connection cap: one address leaves three quarters to the others. */
+const ADDRESS_SHARE = 4;
+/** ...and never below this, so that a browser (6 per host) or a small client pool is never refused on its own. */
+const MIN_PER_ADDRESS = 16;
+
 /**
- * Caps connections and bounds how long a client may take to send its request: a socket that has not sent its
+ * The connections one client address may hold: MAX_CONNECTIONS_PER_ADDRESS when set, else a quarter of the connection
+ * cap (at least 16), else none when the cap is unknown. Without it one address holding 160 idle sockets took every
+ * slot of a 160 cap and every other client was refused until the headers timeout closed them (issue 48).
+ */
+export function addressCap(config: Config, cap: number | null): number | null {
+  if (config.MAX_CONNECTIONS_PER_ADDRESS > 0) return config.MAX_CONNECTIONS_PER_ADDRESS;
+  return cap === null ? null : Math.max(MIN_PER_ADDRESS, Math.floor(cap / ADDRESS_SHARE));
+}
+
+/** One key per client: an IPv4 peer reached through a dual-stack socket (`::ffff:10.0.0.1`) is that IPv4 address. */
+function addressOf(socket: Socket): string {
+  const address = socket.remoteAddress ?? '';
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
+/** Logs at most once per 10 s: under a flood, one line per refused socket would be a flood of its own. */
+function throttledWarning(log: Logger, message: string, fields: Record<string, unknown>): () => void {
+  let refused = 0;
+  let reported = 0;
+  return () => {
+    refused += 1;
+    if (Date.now() - reported < 10_000) return;
+    reported = Date.now();
+    log.warn({ ...fields, refused }, message);
+    refused = 0;
+  };
+}
+
+/**
+ * Closes a new socket at once when its address already holds `perAddress` connections. Runs before the HTTP server's
+ * own listener (`prependListener`), so a refused socket never gets a parser.
+ */
+function limitPerAddress(server: Server, perAddress: number, log: Logger): void {
+  const open = new Map<string, number>();
+  const warn = throttledWarning(log, 'connections refused: one client address holds its maximum', {
+    maxConnectionsPerAddress: perAddress,
+  });
+  server.prependListener('connection', (socket: Socket) => {
+    const address = addressOf(socket);
+    const held = open.get(address) ?? 0;
+    if (held >= perAddress) {
+      socket.destroy();
+      warn();
+      return;
+    }
+    open.set(address, held + 1);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
+}
+
+/**
+ * Caps connections, in all and per client address, and bounds how long a client may take to send its request: a socket that has not sent its
  * headers within HEADERS_TIMEOUT_MS is answered 408 and closed (src/http/client-errors.ts writes the envelope), and
  * idle keep-alive sockets close after KEEP_ALIVE_TIMEOUT_MS. Node checks these timeouts every
  * `connectionsCheckingInterval`, set here to a quarter of the headers timeout (its default, 30 s, would let a slow
@@ -68,14 +129,10 @@ export function limitConnections(server: Server, config: Config, log: Logger): v
     250,
     Math.min(30_000, Math.floor(server.headersTimeout / 4)),
   );
-  // Once per 10 s at most: under a flood, one line per refused socket would be a flood of its own.
-  let dropped = 0;
-  let reported = 0;
-  server.on('drop', () => {
-    dropped += 1;
-    if (Date.now() - reported < 10_000) return;
-    reported = Date.now();
-    log.warn({ maxConnections: cap, dropped }, 'connections refused: the server holds its maximum');
-    dropped = 0;
-  });
+  server.on(
+    'drop',
+    throttledWarning(log, 'connections refused: the server holds its maximum', { maxConnections: cap }),
+  );
+  const perAddress = addressCap(config, cap);
+  if (perAddress !== null && (cap === null || perAddress < cap)) limitPerAddress(server, perAddress, log);
 }

@@ -56,6 +56,12 @@ const ConfigSchema = z.object({
    * the process's descriptor limit, less those the pools and files need (docs/decisions/faults.md).
    */
   MAX_CONNECTIONS: nonNegativeInt.default(0),
+  /**
+   * Of those, the connections one client address may hold (beyond them its new sockets are closed at once). 0 derives
+   * it: a quarter of the connection cap, at least 16. Behind a reverse proxy every client is the proxy's address: set
+   * it to MAX_CONNECTIONS there (docs/decisions/faults.md).
+   */
+  MAX_CONNECTIONS_PER_ADDRESS: nonNegativeInt.default(0),
   /** A client that has not sent its request headers within this long is disconnected (slowloris). */
   HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
   /** A request not fully received within this long is answered 408 and closed (Node's requestTimeout). */

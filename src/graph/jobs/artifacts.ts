@@ -5,7 +5,8 @@ import type { OAuthScope } from '../../kernel/authority.ts';
 import { requireCaller, requireScope } from '../server/guards.ts';
 import { builder } from '../server/builder.ts';
 import { Id } from '../../kernel/formats.ts';
-import { dataPlane, type Context } from '../server/context.ts';
+import { sqlPoolOf } from '../../db/prisma.ts';
+import type { Context } from '../server/context.ts';
 import { artifactUrlOf, loadJob } from './jobs.ts';
 import { BULK_FIELD_COST } from '../server/query-limits.ts';
 
@@ -58,7 +59,7 @@ async function contentOf(artifact: ArtifactDownloadShape, context: Context): Pro
   }
   const pieces: Buffer[] = [];
   try {
-    for await (const piece of verifiedContent(dataPlane(context), artifact)) pieces.push(piece);
+    for await (const piece of verifiedContent(sqlPoolOf(context.prisma), artifact)) pieces.push(piece);
   } catch (error) {
     if (error instanceof DomainError)
       context.log.error(

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
-import type { SqlExecutor } from '../../db/sql.ts';
+import type pg from 'pg';
 import { DomainError } from '../../kernel/errors.ts';
 import { verifiedContent, type StoredArtifact } from '../../jobs/engine/artifacts.ts';
 import { sendDomainError } from '../error-response.ts';
@@ -21,7 +21,7 @@ function contentDisposition(name: string): string {
 /**
  * The one exception to "a route is one GraphQL operation" (docs/decisions/exports.md, "Downloads"): the operation
  * has already decided authority and expiry and answered the artifact's size and digest; the bytes are streamed
- * from storage here, one stored piece at a time, so the API process never holds a whole export. Each piece is
+ * from storage here, a chunk at a time in pieces of tens of KiB, so the API process never holds a whole export. Each piece is
  * verified before it is sent (src/jobs/engine/artifacts.ts). The first piece is read before the status line, so a
  * failed check there (every single-piece artifact, or a missing or resized chunk) is still 409 ARTIFACT_UNVERIFIED.
  * A later failure can only cut the connection: the client sees fewer bytes than Content-Length and no matching
@@ -30,10 +30,10 @@ function contentDisposition(name: string): string {
 export async function streamArtifact(
   req: Request,
   res: Response,
-  sql: SqlExecutor,
+  pool: pg.Pool,
   artifact: ArtifactPayload,
 ): Promise<void> {
-  const pieces = verifiedContent(sql, artifact);
+  const pieces = verifiedContent(pool, artifact);
   let first: IteratorResult<Buffer>;
   try {
     first = await pieces.next();
@@ -60,8 +60,9 @@ export async function streamArtifact(
     if (!first.done) yield first.value;
     yield* pieces;
   }
-  // highWaterMark 1: the next piece is read from PostgreSQL once the socket has taken the previous one into its
-  // buffer, so a download holds about two pieces (one being sent, one ready) whatever the file's size.
+  // highWaterMark 1: the next piece (tens of KiB) is taken once the socket has taken the previous one into its
+  // buffer (`drain`), and verifiedContent reads a chunk ahead, so a download holds about two chunks whatever the
+  // file's size.
   try {
     await pipeline(Readable.from(all(), { objectMode: false, highWaterMark: 1 }), res);
   } catch (error) {

@@ -2,7 +2,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type { z } from 'zod';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../../kernel/config.ts';
-import type { SqlExecutor } from '../../db/sql.ts';
+import type pg from 'pg';
 import { DomainError } from '../../kernel/errors.ts';
 import { answerPieces } from '../../kernel/raw-json.ts';
 import { credentialRequired } from '../../kernel/errors.ts';
@@ -134,7 +134,7 @@ async function negotiatedStream(
   await sendEventStream(res, started.events, started.close, config.EVENT_STREAM_HEARTBEAT_MS, stream.eventId);
 }
 
-function handlerFor(route: Route, yoga: GraphServer, config: Config, files: SqlExecutor): RequestHandler {
+function handlerFor(route: Route, yoga: GraphServer, config: Config, files: pg.Pool): RequestHandler {
   return async (req, res) => {
     const params = parsePart(req, res, route.params, req.params, 'path');
     if (!params.ok) return;
@@ -218,7 +218,7 @@ export function restRouter(
   routes: readonly Route[],
   yoga: GraphServer,
   config: Config,
-  files: SqlExecutor,
+  files: pg.Pool,
   schema: GraphQLSchema = graphSchema,
 ): Router {
   const router = Router({ strict: true });

@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
-import type { SqlExecutor } from '../../db/sql.ts';
+import { createHash, type Hash } from 'node:crypto';
+import type pg from 'pg';
+import { inPgTransaction, pgExecutor, type SqlExecutor } from '../../db/sql.ts';
 import { DomainError } from '../../kernel/errors.ts';
 
 export interface ArtifactInput {
@@ -116,21 +117,59 @@ function unverified(artifact: StoredArtifact, reason: string): DomainError {
 }
 
 /**
- * The artifact's bytes, one stored piece at a time, each checked before it is handed on (ARTIFACT_UNVERIFIED
+ * Reads chunk `seq` as the socket delivers it (src/db/sql.ts `copyOutValue`) once PostgreSQL has checked it against
+ * the sha256 its writer stored, in the same REPEATABLE READ snapshot as the COPY: the bytes read are the bytes
+ * checked. PostgreSQL hashes the chunk in its own process, so the API's event loop only feeds each piece into the whole
+ * file's digest as it arrives (4 MiB hashed twice on the event loop took ~55 ms a chunk on the shared 2-core machine,
+ * docs/decisions/exports.md, "Downloads"). The COPY takes no bound parameters: the job id and name reach it as
+ * transaction-local settings (as the exports' filter values do), `seq` is an integer. The connection goes back to
+ * the pool before a byte is sent, so a slow client never holds one.
+ */
+async function readChunk(pool: pg.Pool, artifact: StoredArtifact, seq: number, whole: Hash): Promise<Buffer[]> {
+  const pieces: Buffer[] = [];
+  const intact = await inPgTransaction(pool, ['SET TRANSACTION ISOLATION LEVEL REPEATABLE READ'], async (sql) => {
+    const [chunk] = await sql.query<{ intact: boolean }>(
+      `SELECT encode(sha256(data), 'hex') = sha256 AS intact,
+              set_config('wds.artifact_job', $1, true), set_config('wds.artifact_name', $2, true)
+         FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2 AND seq = $3`,
+      [artifact.jobId, artifact.name, seq],
+    );
+    if (!chunk?.intact) return { value: false };
+    await sql.copyOutValue(
+      `SELECT data FROM public.job_artifact_chunks
+        WHERE job_id = current_setting('wds.artifact_job')::bpchar AND name = current_setting('wds.artifact_name')
+          AND seq = ${Math.trunc(seq)}`,
+      (piece) => {
+        whole.update(piece);
+        pieces.push(piece);
+      },
+    );
+    return { value: true };
+  });
+  if (!intact) throw unverified(artifact, `chunk ${seq}`);
+  return pieces;
+}
+
+/**
+ * The artifact's bytes, in pieces of tens of KiB, each checked before it is handed on (ARTIFACT_UNVERIFIED
  * otherwise): the pieces present are exactly `chunks` and add up to `size` (checked before any byte is read:
  * `octet_length` of an uncompressed TOAST value reads only its header), every chunk matches the sha256 its writer
- * stored, and the last one is only handed on when the whole file's digest matches the artifact's. So no byte that
- * fails a check is ever sent, and a consumer that gets every piece got exactly the recorded file.
+ * stored (checked by PostgreSQL, on the snapshot the bytes are read from) before any of its pieces is handed on,
+ * and the last chunk's pieces only when the whole file's digest, computed here from the bytes received, matches the
+ * artifact's. So no byte that fails a check is ever sent, and a consumer that gets every piece got exactly the
+ * recorded file. Once the first piece of a chunk is taken the next chunk is read, so a download holds about two
+ * chunks (one being sent, one read); the event loop hashes piece by piece as the bytes arrive, never 4 MiB at once
+ * (docs/decisions/exports.md, "Downloads").
  */
-export async function* verifiedContent(sql: SqlExecutor, artifact: StoredArtifact): AsyncGenerator<Buffer> {
+export async function* verifiedContent(pool: pg.Pool, artifact: StoredArtifact): AsyncGenerator<Buffer> {
   if (artifact.chunks === 0) {
-    const content = await loadArtifactContent(sql, artifact.jobId, artifact.name);
+    const content = await loadArtifactContent(pgExecutor(pool), artifact.jobId, artifact.name);
     if (!content || content.length !== artifact.size || sha256Of(content) !== artifact.sha256)
       throw unverified(artifact, 'content');
     yield content;
     return;
   }
-  const [shape] = await sql.query<{ count: number; bytes: string; last: number | null }>(
+  const [shape] = await pgExecutor(pool).query<{ count: number; bytes: string; last: number | null }>(
     `SELECT count(*)::int AS count, coalesce(sum(octet_length(data)), 0)::text AS bytes, max(seq) AS last
        FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2`,
     [artifact.jobId, artifact.name],
@@ -144,14 +183,17 @@ export async function* verifiedContent(sql: SqlExecutor, artifact: StoredArtifac
     throw unverified(artifact, 'chunks');
   }
   const whole = createHash('sha256');
+  let next = readChunk(pool, artifact, 0, whole);
   for (let seq = 0; seq < artifact.chunks; seq += 1) {
-    const [chunk] = await sql.query<{ data: Buffer; sha256: string }>(
-      'SELECT data, sha256 FROM public.job_artifact_chunks WHERE job_id = $1::bpchar AND name = $2 AND seq = $3',
-      [artifact.jobId, artifact.name, seq],
-    );
-    if (!chunk || sha256Of(chunk.data) !== chunk.sha256) throw unverified(artifact, `chunk ${seq}`);
-    whole.update(chunk.data);
+    const pieces = await next;
     if (seq === artifact.chunks - 1 && whole.digest('hex') !== artifact.sha256) throw unverified(artifact, 'digest');
-    yield chunk.data;
+    const [first, ...rest] = pieces;
+    if (first) yield first;
+    if (seq + 1 < artifact.chunks) {
+      next = readChunk(pool, artifact, seq + 1, whole);
+      // A consumer that stops (a client gone, a HEAD) leaves this read to finish on its own.
+      next.catch(() => undefined);
+    }
+    yield* rest;
   }
 }
