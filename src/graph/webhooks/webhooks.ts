@@ -309,7 +309,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { idempotencyKey, orgId, id }, context) => {
       const target = { orgId: String(orgId), id: String(id) };
       return idempotent(context, { operation: 'testWebhook', key: idempotencyKey, input: target }, (tx) =>
-        queueTestMessage(tx, target.orgId, target.id),
+        queueTestMessage(tx, context, target.orgId, target.id),
       );
     },
   }),
