@@ -10,13 +10,15 @@ import {
 import { describe, expect, it } from 'vitest';
 import { OAUTH_SCOPES, type OAuthScope } from '../src/kernel/authority.ts';
 import { sha256Hex } from '../src/identity/secrets.ts';
-import { ISSUE_5_SCOPES, SCOPE_OF_FIELD as IDENTITY_SCOPES } from './helpers/scope-table.ts';
+import { ISSUE_5_SCOPES, SCOPE_OF_FIELD as IDENTITY_SCOPES, type FieldScope } from './helpers/scope-table.ts';
 import { schema } from '../src/graph/schema.ts';
 import { newId } from '../src/kernel/ids.ts';
 import { useServerWithOrg } from './helpers/suite.ts';
 
 const suite = useServerWithOrg();
-const SCOPE_OF_FIELD: Record<string, OAuthScope | null> = { ...IDENTITY_SCOPES, ...ISSUE_5_SCOPES };
+const SCOPE_OF_FIELD: Record<string, FieldScope> = { ...IDENTITY_SCOPES, ...ISSUE_5_SCOPES };
+/** Every scope a field needs (most need one). */
+const scopesOf = (name: string): OAuthScope[] => [SCOPE_OF_FIELD[name] ?? []].flat();
 
 /** An access token for the org's admin with exactly these scopes, written as /oauth/token would. */
 async function accessToken(scopes: readonly OAuthScope[]): Promise<string> {
@@ -140,7 +142,8 @@ describe('every operation requires exactly its OAuth scope (the README authority
       Object.keys(IDENTITY_SCOPES).filter((name) => !names.includes(name)),
       'table entries the schema lacks',
     ).toEqual([]);
-    for (const scope of Object.values(SCOPE_OF_FIELD)) if (scope !== null) expect(OAUTH_SCOPES).toContain(scope);
+    for (const name of Object.keys(SCOPE_OF_FIELD))
+      for (const scope of scopesOf(name)) expect(OAUTH_SCOPES).toContain(scope);
   });
 
   it.each(
@@ -148,16 +151,18 @@ describe('every operation requires exactly its OAuth scope (the README authority
       .filter(({ field }) => SCOPE_OF_FIELD[field.name] !== null)
       .map(({ operation, field }) => [field.name, operation, field] as const),
   )(
-    '%s needs its scope: refused with every other scope, not for scope reasons with it',
+    '%s needs its scopes: refused without any one of them, not for scope reasons with them',
     async (name, operation, field) => {
-      const required = SCOPE_OF_FIELD[name]!;
+      const required = scopesOf(name);
       const call = probe(operation, name, field.args, isObjectType(getNamedType(field.type)));
-      const without = await call(await accessToken(OAUTH_SCOPES.filter((scope) => scope !== required)));
-      expect(without.body.errors?.[0]?.extensions, without.text).toMatchObject({
-        code: 'INSUFFICIENT_SCOPE',
-        details: { requiredScope: required },
-      });
-      const withIt = await call(await accessToken([required]));
+      for (const missing of required) {
+        const without = await call(await accessToken(OAUTH_SCOPES.filter((scope) => scope !== missing)));
+        expect(without.body.errors?.[0]?.extensions, without.text).toMatchObject({
+          code: 'INSUFFICIENT_SCOPE',
+          details: { requiredScope: missing },
+        });
+      }
+      const withIt = await call(await accessToken(required));
       expect(withIt.body.errors?.[0]?.extensions?.code, withIt.text).not.toBe('INSUFFICIENT_SCOPE');
     },
   );

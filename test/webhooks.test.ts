@@ -169,9 +169,13 @@ describe('https only by default', () => {
       });
     const http = await send('http://hooks.example.com/in');
     expectError(http, 422, 'VALIDATION_FAILED');
-    expect(http.body.error.details.problems[0].message).toBe('must be an https: URL');
+    expect(http.body.error.details.problems[0].message).toBe(
+      'must be an https: URL (WEBHOOK_ALLOW_HTTP=true allows http:)',
+    );
     const loopback = await send('https://127.0.0.1/in');
-    expect(loopback.body.error.details.problems[0].message).toBe('must not name a loopback address');
+    expect(loopback.body.error.details.problems[0].message).toBe(
+      'must not name a loopback address (WEBHOOK_ALLOWED_NETWORKS can allow its network)',
+    );
   });
 });
 

@@ -16,6 +16,21 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/** The log message of the start-up warning below; tests look for it. */
+export const UNSEALED_SECRETS_WARNING =
+  'WEBHOOK_SECRET_KEY is not set: webhook signing secrets are sealed with a key kept in the same database';
+
+/**
+ * Settings a production deployment should not run without, logged at start where the operator reads the service's
+ * log (issue 46). Without WEBHOOK_SECRET_KEY a copy of the database holds both the sealed secrets and their key
+ * (docs/decisions/webhooks.md, "Secrets"). The CLI (logs on stderr) stays quiet: its runs are not deployments.
+ */
+function warnOfUnsafeSettings(config: Config, logger: Logger): void {
+  if (process.env.NODE_ENV === 'production' && !config.WEBHOOK_SECRET_KEY) {
+    logger.warn({ setting: 'WEBHOOK_SECRET_KEY' }, UNSEALED_SECRETS_WARNING);
+  }
+}
+
 /** Config, logger, a migrated database and a Prisma client: what the server, the worker and the CLI share. */
 export async function openRuntime(
   overrides: Partial<Record<keyof Config, string>> = {},
@@ -23,6 +38,7 @@ export async function openRuntime(
 ): Promise<Runtime> {
   const config = loadConfig(process.env, overrides);
   const logger = createLogger(config.LOG_LEVEL, logTo === 'stdout' ? 1 : 2);
+  if (logTo === 'stdout') warnOfUnsafeSettings(config, logger);
   const database = await openDatabase(config, logger);
   try {
     const applied = await migrate(database.url);

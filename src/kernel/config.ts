@@ -155,6 +155,11 @@ const ConfigSchema = z.object({
   BACKUP_SCHEDULER_CLOCK_FILE: z.string().min(1).optional(),
   /** Networks (CIDRs, comma-separated) webhooks may reach although they are private, loopback or link-local. */
   WEBHOOK_ALLOWED_NETWORKS: z.string().default(''),
+  /**
+   * Ports webhooks may use besides 443 (and 80 with WEBHOOK_ALLOW_HTTP), comma-separated; any port is allowed to an
+   * address inside WEBHOOK_ALLOWED_NETWORKS.
+   */
+  WEBHOOK_ALLOWED_PORTS: z.string().default(''),
   /** Allows `http:` webhook URLs (development, tests); otherwise only `https:`. */
   WEBHOOK_ALLOW_HTTP: z
     .enum(['true', 'false'])
@@ -166,6 +171,11 @@ const ConfigSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /** Webhook messages one worker process has in flight at once (to different endpoints). */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /**
+   * `POST …/webhooks/{id}/test` and `…/replay` requests per org per minute, together (0: no limit): each queues a
+   * message or sends the retained feed again.
+   */
+  WEBHOOK_ACTIONS_PER_MINUTE: z.coerce.number().int().min(0).default(10),
   /** 32 bytes, base64: the key that seals webhook signing secrets at rest; unset → a key kept in the database. */
   WEBHOOK_SECRET_KEY: z.string().optional(),
   RUN_WORKER: z

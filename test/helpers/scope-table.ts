@@ -4,9 +4,11 @@ import type { OAuthScope } from '../../src/kernel/authority.ts';
  * The OAuth scope each GraphQL root field (and so each /v1 route) requires, as declared in its src/graph file.
  * `null`: no scope, for reasons in docs/decisions/identity.md. test/oauth-scopes.test.ts proves every entry against the
  * running schema (a token with every other scope is refused with exactly this one), and fails when a root field
- * is missing here. README.md's authority table lists the same scopes.
+ * is missing here. README.md's authority table lists the same scopes. A list: every one of them is needed.
  */
-export const SCOPE_OF_FIELD: Record<string, OAuthScope | null> = {
+export type FieldScope = OAuthScope | readonly OAuthScope[] | null;
+
+export const SCOPE_OF_FIELD: Record<string, FieldScope> = {
   activity: 'org:read',
   activityFilterOptions: 'org:read',
   databaseChanges: 'rows:read',
@@ -88,12 +90,12 @@ export const SCOPE_OF_FIELD: Record<string, OAuthScope | null> = {
   webhooks: 'org:manage',
   webhook: 'org:manage',
   webhookDeliveries: 'org:manage',
-  createWebhook: 'org:manage',
-  updateWebhook: 'org:manage',
+  createWebhook: ['org:manage', 'rows:read'],
+  updateWebhook: ['org:manage', 'rows:read'],
   deleteWebhook: 'org:manage',
   rotateWebhookSecret: 'org:manage',
-  testWebhook: 'org:manage',
-  replayWebhook: 'org:manage',
+  testWebhook: ['org:manage', 'rows:read'],
+  replayWebhook: ['org:manage', 'rows:read'],
 };
 
 /**

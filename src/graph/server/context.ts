@@ -2,6 +2,7 @@ import type { FeedArming } from '../../catalog/change-arming.ts';
 import type { FeedSequencer } from '../../catalog/changes.ts';
 import type { ChangeReadAhead } from '../../catalog/change-read-ahead.ts';
 import type { SharedChangeReads } from '../../catalog/change-reads.ts';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../../kernel/config.ts';
 import type { ChannelListener } from '../../db/listener.ts';
 import { sqlPoolOf, type PrismaClient } from '../../db/prisma.ts';
@@ -45,6 +46,8 @@ export interface Context {
   changeReadAhead: ChangeReadAhead;
   /** This process's open event streams, capped per credential and org (src/kernel/stream-limits.ts). */
   streams: StreamRegistry;
+  /** Test and replay requests per org (WEBHOOK_ACTIONS_PER_MINUTE); null: unlimited. */
+  webhookActions: RateLimiterAbstract | null;
   /** Resolves this request's credential again, as it is now: open streams re-check their authority with it. */
   resolveCallerAgain: () => Promise<Caller | null>;
 }

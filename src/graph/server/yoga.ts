@@ -26,6 +26,7 @@ import { responseSizeLimit } from './response-size.ts';
 import { GRAPHIQL_OPTIONS, renderGraphiQLPage } from './graphiql.ts';
 import { ViewLensCache } from '../views/lens-cache.ts';
 import { StreamRegistry } from '../../kernel/stream-limits.ts';
+import { limiterStore } from '../../kernel/rate-limit-store.ts';
 import { RedisStreamCounts } from '../../db/stream-counts.ts';
 import type { Redis } from 'ioredis';
 import { HeavyReadQueue } from './heavy-reads.ts';
@@ -135,6 +136,11 @@ export function createGraphServer(
     redis && new RedisStreamCounts(redis, STREAM_LEASE_RECHECKS * config.EVENT_STREAM_RECHECK_MS),
     (error) => logger.warn({ err: error }, 'shared event-stream counts unavailable; counting in this process'),
   );
+  // Per minute, shared by the service's processes through Redis as the request rate is.
+  const webhookActions =
+    config.WEBHOOK_ACTIONS_PER_MINUTE === 0
+      ? null
+      : limiterStore(redis, 'webhook-actions', config.WEBHOOK_ACTIONS_PER_MINUTE, 60);
   // On SIGTERM, open job and change streams (REST and /graphql) end at once with a last event that says to
   // reconnect, and a waiting long poll of the change feed answers its empty page.
   shutdown?.addEventListener(
@@ -176,6 +182,7 @@ export function createGraphServer(
       changeReads,
       changeReadAhead,
       streams,
+      webhookActions,
       resolveCallerAgain: () => resolveCredential(prisma, request.headers, config.OAUTH_AUDIENCE),
     }),
     plugins: [

@@ -1,5 +1,7 @@
 import { decodeChangeCursor, invalidChangeCursor } from '../../catalog/changes.ts';
-import { parseNetworks, urlProblems, type Network } from '../../catalog/webhook-destinations.ts';
+import { lookup } from 'node:dns/promises';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { destinationRules, literalAddress, resolvedProblems, urlProblems } from '../../catalog/webhook-destinations.ts';
 import {
   configuredSealingKey,
   newSigningSecret,
@@ -49,16 +51,28 @@ import { requireDatabase } from '../tables/tables.ts';
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const PREVIOUS_SECRET_GRACE_SECONDS = 24 * 60 * 60;
 
-const networkCache = new Map<string, Network[]>();
+/**
+ * How long a creation waits for the URL's name to resolve. getaddrinfo answers from a cache or a local resolver in
+ * well under a millisecond, a remote resolver in tens; past 2 s the name is taken as not resolving (accepted: the
+ * connect-time check in src/jobs/webhooks/send.ts still refuses whatever it later resolves to).
+ */
+const CREATION_LOOKUP_MS = 2_000;
 
-function allowedNetworks(context: Context): Network[] {
-  const text = context.config.WEBHOOK_ALLOWED_NETWORKS;
-  let networks = networkCache.get(text);
-  if (!networks) {
-    networks = parseNetworks(text);
-    networkCache.set(text, networks);
+/** Every address the name resolves to, as the worker's connect would look it up; empty when it does not resolve. */
+async function addressesOf(hostname: string): Promise<string[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<[]>((resolve) => {
+    timer = setTimeout(() => resolve([]), CREATION_LOOKUP_MS);
+  });
+  const resolved = lookup(hostname, { all: true }).then(
+    (answers) => answers.map((answer) => answer.address),
+    () => [],
+  );
+  try {
+    return await Promise.race([resolved, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
-  return networks;
 }
 
 /** Outside the request's transaction: a key created on first use must survive the request's rollback. */
@@ -74,11 +88,18 @@ function hostOf(url: string): string {
   return new URL(url).host;
 }
 
-function checkUrl(context: Context, url: string): void {
-  const problems = urlProblems(url, {
-    allowHttp: context.config.WEBHOOK_ALLOW_HTTP,
-    allowedNetworks: allowedNetworks(context),
-  });
+/**
+ * The URL as the worker would connect to it (issue 46): an address it names, and every address a name resolves to
+ * now, must be allowed, so that `https://localhost/` is refused here as `https://127.0.0.1/` is, not only at
+ * delivery. The worker checks again at each connect: what a name resolves to can change.
+ */
+async function checkUrl(context: Context, url: string): Promise<void> {
+  const rules = destinationRules(context.config);
+  let problems = urlProblems(url, rules);
+  const parsed = problems.length === 0 ? new URL(url) : null;
+  if (parsed && literalAddress(parsed) === null) {
+    problems = resolvedProblems(parsed, await addressesOf(parsed.hostname), rules);
+  }
   if (problems.length > 0) {
     throw validationFailed(
       problems.map((message) => ({ path: ['url'], message })),
@@ -115,7 +136,7 @@ export async function createWebhook(
   orgId: string,
   body: CreateWebhook,
 ): Promise<{ value: WebhookRow; secret: string }> {
-  checkUrl(context, body.url);
+  await checkUrl(context, body.url);
   const tableIds = body.tableIds ?? [];
   const databaseId = body.databaseId ?? null;
   await checkScope(tx, orgId, databaseId, tableIds);
@@ -182,7 +203,7 @@ export async function updateWebhook(
   body: UpdateWebhook,
 ): Promise<WebhookRow> {
   const before = await lockWebhook(tx, orgId, id, body.expectedVersion);
-  if (body.url !== undefined) checkUrl(context, body.url);
+  if (body.url !== undefined) await checkUrl(context, body.url);
   const databaseId = body.databaseId === undefined ? before.databaseId : body.databaseId;
   const tableIds =
     body.tableIds ?? (body.databaseId !== undefined && body.databaseId !== before.databaseId ? [] : before.tableIds);
@@ -289,13 +310,35 @@ export async function rotateSecret(
   return { value: row!, secret };
 }
 
+/**
+ * Test and replay are bounded per org (issue 48): each queues a message or sends the retained feed again, so an
+ * unbounded caller could keep the worker and the org's receivers busy. Counted once the request reaches its effect,
+ * so a repeated Idempotency-Key answers its recorded outcome without spending anything; the 429 says when to come
+ * back, and so is not recorded as the key's outcome.
+ */
+async function countWebhookAction(context: Context, orgId: string): Promise<void> {
+  if (!context.webhookActions) return;
+  try {
+    await context.webhookActions.consume(orgId);
+  } catch (rejection) {
+    if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    const max = context.config.WEBHOOK_ACTIONS_PER_MINUTE;
+    throw new DomainError('RATE_LIMITED', `At most ${max} webhook tests and replays per minute in an organisation.`, {
+      details: { limit: 'webhook-actions', scope: 'org', max },
+      retryAfter: Math.ceil(rejection.msBeforeNext / 1000),
+    });
+  }
+}
+
 /** A `webhook.test` message, delivered once (no retries) before the endpoint's next change, even while disabled. */
 export async function queueTestMessage(
   tx: TransactionClient,
+  context: Context,
   orgId: string,
   id: string,
 ): Promise<{ webhookId: string; messageId: string }> {
   await getWebhook(tx, orgId, id);
+  await countWebhookAction(context, orgId);
   const messageId = newId();
   await prismaExecutor(tx).run(
     insertWebhookMessage(messageId, id, 'webhook.test', {
@@ -327,6 +370,7 @@ export async function replayWebhook(
   after: string | undefined,
 ): Promise<{ webhookId: string; after: string | null }> {
   const webhook = await getWebhook(tx, orgId, id);
+  await countWebhookAction(context, orgId);
   let target: { databaseId: string; position: string; seq: string } | null = null;
   if (after !== undefined) {
     const databaseId = databaseOfCursor(after);

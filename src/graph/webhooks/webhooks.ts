@@ -166,6 +166,13 @@ const adminOf = (orgId: unknown) => ({
   oauth: 'org:manage' as const,
 });
 
+/**
+ * Creating, changing, testing and replaying an endpoint also need the scope to read rows (issue 48): its receiver
+ * gets the org's rows (a replay: every retained change), so a token that may manage the org but not read its rows
+ * must not read them through a receiver it points at. The role needs nothing more: every admin may read.
+ */
+const adminWhoReadsRows = (orgId: unknown) => ({ ...adminOf(orgId), $all: { oauth: 'rows:read' as const } });
+
 const webhookArgs = builder.args((t) => ({
   orgId: t.id({ required: true, validate: Id }),
   id: t.id({ required: true, validate: Id }),
@@ -226,7 +233,7 @@ builder.mutationFields((t) => ({
       orgId: t.arg.id({ required: true, validate: Id }),
       input: t.arg({ type: CreateWebhookInput, required: true }),
     },
-    authScopes: (_root, { orgId }) => adminOf(orgId),
+    authScopes: (_root, { orgId }) => adminWhoReadsRows(orgId),
     resolve: async (_root, { idempotencyKey, orgId, input: body }, context) => {
       const target = String(orgId);
       const { value, secret } = await idempotentWithSecret(
@@ -246,7 +253,7 @@ builder.mutationFields((t) => ({
       ...webhookArgs,
       input: t.arg({ type: UpdateWebhookInput, required: true }),
     },
-    authScopes: (_root, { orgId }) => adminOf(orgId),
+    authScopes: (_root, { orgId }) => adminWhoReadsRows(orgId),
     resolve: (_root, { idempotencyKey, orgId, id, input: body }, context) => {
       const target = { orgId: String(orgId), id: String(id) };
       return idempotent(
@@ -298,11 +305,11 @@ builder.mutationFields((t) => ({
     description:
       'Queues a `webhook.test` message, delivered once before the webhook’s next change (even while disabled).',
     args: { idempotencyKey: t.arg.string({ required: true }), ...webhookArgs },
-    authScopes: (_root, { orgId }) => adminOf(orgId),
+    authScopes: (_root, { orgId }) => adminWhoReadsRows(orgId),
     resolve: (_root, { idempotencyKey, orgId, id }, context) => {
       const target = { orgId: String(orgId), id: String(id) };
       return idempotent(context, { operation: 'testWebhook', key: idempotencyKey, input: target }, (tx) =>
-        queueTestMessage(tx, target.orgId, target.id),
+        queueTestMessage(tx, context, target.orgId, target.id),
       );
     },
   }),
@@ -315,7 +322,7 @@ builder.mutationFields((t) => ({
       ...webhookArgs,
       input: t.arg({ type: ReplayWebhookInput, required: true }),
     },
-    authScopes: (_root, { orgId }) => adminOf(orgId),
+    authScopes: (_root, { orgId }) => adminWhoReadsRows(orgId),
     resolve: (_root, { idempotencyKey, orgId, id, input }, context) => {
       const target = { orgId: String(orgId), id: String(id) };
       const after = input.after ?? undefined;

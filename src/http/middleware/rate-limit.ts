@@ -1,13 +1,8 @@
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
-import {
-  BurstyRateLimiter,
-  RateLimiterMemory,
-  RateLimiterRedis,
-  RateLimiterRes,
-  type RateLimiterAbstract,
-} from 'rate-limiter-flexible';
+import { BurstyRateLimiter, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../../kernel/config.ts';
+import { limiterStore } from '../../kernel/rate-limit-store.ts';
 import { sendError } from '../error-response.ts';
 import { limitKeysOfResponse } from './caller.ts';
 
@@ -17,21 +12,9 @@ import { limitKeysOfResponse } from './caller.ts';
  */
 function rateLimiter(config: Config, redis: Redis | undefined): BurstyRateLimiter | RateLimiterAbstract | null {
   if (config.RATE_LIMIT_RPS === 0) return null;
-  // With Redis every process draws on one allowance; should Redis fail, each process falls back to its own.
-  const store = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
-    const memory = new RateLimiterMemory({ keyPrefix, points, duration });
-    if (!redis) return memory;
-    return new RateLimiterRedis({
-      storeClient: redis,
-      keyPrefix: `wds:${keyPrefix}`,
-      points,
-      duration,
-      insuranceLimiter: memory,
-    });
-  };
-  const sustained = store('rps', config.RATE_LIMIT_RPS, 1);
+  const sustained = limiterStore(redis, 'rps', config.RATE_LIMIT_RPS, 1);
   if (config.RATE_LIMIT_BURST === 0) return sustained;
-  return new BurstyRateLimiter(sustained, store('burst', config.RATE_LIMIT_BURST, 10));
+  return new BurstyRateLimiter(sustained, limiterStore(redis, 'burst', config.RATE_LIMIT_BURST, 10));
 }
 
 export function rateLimit(config: Config, redis?: Redis): RequestHandler {

@@ -146,7 +146,7 @@ function operationOf(
   const authority = authorityOf(route, schema);
   const scopeNote =
     authority.scopes.length > 0
-      ? `OAuth scope: ${authority.scopes.map((scope) => `\`${scope}\``).join(' or ')}.`
+      ? `OAuth scope: ${authority.scopes.map((scope) => `\`${scope}\``).join(' or ')}${authority.alsoRequired.map((scope) => ` and \`${scope}\``).join('')}.`
       : 'No OAuth scope needed.';
   return {
     operationId: operationIdOf(route, operationIds),

@@ -7,6 +7,8 @@ export interface FieldAuthority {
   field: string;
   /** Alternatives: any one of these OAuth scopes lets an OAuth token through. Empty: no scope is needed. */
   scopes: OAuthScope[];
+  /** Scopes an OAuth token needs besides one of `scopes` (a webhook's writes also need `rows:read`). */
+  alsoRequired: OAuthScope[];
   /** A caller may present no credential at all. */
   anonymous: boolean;
   /** A refusal for authority, identity or scope (403) is possible. */
@@ -20,8 +22,8 @@ export interface FieldAuthority {
  * test/openapi-document.test.ts compares every route's scopes with test/helpers/scope-table.ts.
  */
 const CHECKED_IN_RESOLVER: Record<string, Omit<FieldAuthority, 'field'>> = {
-  updateMember: { scopes: ['members:manage', 'profile:manage'], anonymous: false, mayForbid: true },
-  acceptInvitation: { scopes: ['profile:manage'], anonymous: true, mayForbid: true },
+  updateMember: { scopes: ['members:manage', 'profile:manage'], alsoRequired: [], anonymous: false, mayForbid: true },
+  acceptInvitation: { scopes: ['profile:manage'], alsoRequired: [], anonymous: true, mayForbid: true },
 };
 
 interface AuthScopeMap {
@@ -29,6 +31,8 @@ interface AuthScopeMap {
   personal?: boolean;
   org?: unknown;
   oauth?: OAuthScope;
+  /** Pothos' compound scope: every scope in it is needed too. */
+  $all?: { oauth?: OAuthScope };
 }
 
 export function rootFieldOf(route: Route): string {
@@ -56,13 +60,20 @@ export function authorityOf(route: Route, schema: GraphQLSchema): FieldAuthority
   return {
     field,
     scopes: scopes?.oauth ? [scopes.oauth] : [],
+    alsoRequired: scopes?.$all?.oauth ? [scopes.$all.oauth] : [],
     anonymous: scopes === undefined,
     mayForbid: Boolean(scopes?.oauth || scopes?.personal || scopes?.org) || route.idempotent,
   };
 }
 
-/** Security requirements are alternatives: an API key, a browser session, or an OAuth token with one of the scopes. */
+/**
+ * Security requirements are alternatives: an API key, a browser session, or an OAuth token with one of the scopes
+ * (and every scope of `alsoRequired`: the scopes of one requirement are all needed, OpenAPI 3.1 §4.8.30).
+ */
 export function securityOf(authority: FieldAuthority): Record<string, string[]>[] {
-  const oauth = authority.scopes.length === 0 ? [{ oauth: [] }] : authority.scopes.map((scope) => ({ oauth: [scope] }));
+  const oauth =
+    authority.scopes.length === 0
+      ? [{ oauth: [] }]
+      : authority.scopes.map((scope) => ({ oauth: [scope, ...authority.alsoRequired] }));
   return [...(authority.anonymous ? [{}] : []), { apiKey: [] }, { session: [] }, ...oauth];
 }

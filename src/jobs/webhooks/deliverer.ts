@@ -27,7 +27,7 @@ import {
   type InFlightMessage,
   type QueuedMessage,
 } from '../../catalog/webhook-deliveries.ts';
-import { parseNetworks, type Network } from '../../catalog/webhook-destinations.ts';
+import { destinationRules } from '../../catalog/webhook-destinations.ts';
 import { configuredSealingKey, openSecret, sealingKey, webhookSigner } from '../../catalog/webhook-secrets.ts';
 import { WEBHOOK_NOTIFY_CHANNEL } from '../../catalog/webhooks.ts';
 import { inPgTransaction, pgExecutor } from '../../db/sql.ts';
@@ -122,7 +122,7 @@ function changesIn(message: InFlightMessage): number {
 export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
   const { pool, config, log } = options;
   const schedule = parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE);
-  const allowed: Network[] = parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS);
+  const destinations = destinationRules(config);
   const configuredKey = configuredSealingKey(config.WEBHOOK_SECRET_KEY);
   const sql = pgExecutor(pool);
   const dirty = new Set<string>();
@@ -189,7 +189,7 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       headers,
       body,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      allowedNetworks: allowed,
+      destinations,
       resolve: options.resolve,
     });
   }
@@ -224,6 +224,8 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
         await tx.run(deleteQueuedMessage(message.id));
         return { value: undefined };
       });
+      if (result.error !== null)
+        log.warn({ webhookId: endpoint.id, messageId: id, attempt: 1, error: result.error }, 'webhook attempt failed');
     }
   }
 
@@ -391,7 +393,8 @@ export function startWebhookDeliverer(options: DelivererOptions): Deliverer {
       }
       return { value: undefined };
     });
-    log.info(
+    // warn: a failing receiver is the operator's to look at, and info is often filtered out in production (issue 46).
+    log.warn(
       { webhookId: endpoint.id, messageId: message.id, attempt: failed, error: record.error },
       'webhook attempt failed',
     );

@@ -2,7 +2,13 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { literalAddress, refusedAddress, type Network } from '../../catalog/webhook-destinations.ts';
+import {
+  literalAddress,
+  portOf,
+  refusedAddress,
+  refusedPort,
+  type DestinationRules,
+} from '../../catalog/webhook-destinations.ts';
 
 /**
  * One HTTP POST of one webhook message (issue 27). The destination rule is applied to the address the socket
@@ -32,7 +38,7 @@ export interface SendOptions {
   headers: Record<string, string>;
   body: string;
   timeoutMs: number;
-  allowedNetworks: readonly Network[];
+  destinations: DestinationRules;
   /** Tests: resolve names differently (a name that resolves to 127.0.0.1). */
   resolve?: typeof dnsLookup;
 }
@@ -41,25 +47,39 @@ class RefusedDestination extends Error {
   readonly code = 'EWEBHOOKREFUSED';
 }
 
-function guardedLookup(allowed: readonly Network[], resolve: typeof dnsLookup): LookupFunction {
+function guardedLookup(rules: DestinationRules, port: number, resolve: typeof dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const answers = addresses as unknown as LookupAddress[];
       const refused = answers
-        .map((answer) => ({ answer, why: refusedAddress(answer.address, allowed) }))
+        .map((answer) => ({ answer, why: refusedAddress(answer.address, rules.allowedNetworks) }))
         .find((entry) => entry.why);
       if (refused) {
         const why = `${hostname} resolves to ${refused.answer.address}, a ${refused.why} address webhooks may not reach`;
         return callback(new RefusedDestination(why), '', 0);
       }
       if (answers.length === 0) return callback(new Error(`${hostname} has no address`), '', 0);
+      const portRefusal = refusedPort(
+        port,
+        answers.map((answer) => answer.address),
+        rules,
+      );
+      if (portRefusal !== null) return callback(new RefusedDestination(`${hostname}: ${portRefusal}`), '', 0);
       // `all` is what Node's happy-eyeballs connect asks for; a plain connect wants one address.
       if ((options as { all?: boolean }).all)
         return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, answers);
       return callback(null, answers[0]!.address, answers[0]!.family);
     });
   };
+}
+
+/** Why a URL naming an address may not be reached, or null. */
+function literalRefusal(literal: string, port: number, rules: DestinationRules): string | null {
+  const why = refusedAddress(literal, rules.allowedNetworks);
+  if (why !== null) return `${literal} is a ${why} address webhooks may not reach`;
+  const portRefusal = refusedPort(port, [literal], rules);
+  return portRefusal === null ? null : `${literal}: ${portRefusal}`;
 }
 
 function describe(error: unknown): string {
@@ -83,7 +103,7 @@ export function sendMessage(options: SendOptions): Promise<SendResult> {
     };
     const url = new URL(options.url);
     const literal = literalAddress(url);
-    const refusal = literal === null ? null : refusedAddress(literal, options.allowedNetworks);
+    const refusal = literal === null ? null : literalRefusal(literal, portOf(url), options.destinations);
     const timer = setTimeout(() => {
       request?.destroy(new Error('timeout'));
       finish({ statusCode: null, error: `no complete answer within ${options.timeoutMs} ms`, responseBody: null });
@@ -91,7 +111,7 @@ export function sendMessage(options: SendOptions): Promise<SendResult> {
     if (refusal !== null) {
       finish({
         statusCode: null,
-        error: `${literal} is a ${refusal} address webhooks may not reach`,
+        error: refusal,
         responseBody: null,
       });
       return;
@@ -103,7 +123,7 @@ export function sendMessage(options: SendOptions): Promise<SendResult> {
         method: 'POST',
         headers: { ...options.headers, 'content-length': String(Buffer.byteLength(options.body)) },
         agent: agents[url.protocol as 'http:' | 'https:'],
-        lookup: guardedLookup(options.allowedNetworks, options.resolve ?? dnsLookup),
+        lookup: guardedLookup(options.destinations, portOf(url), options.resolve ?? dnsLookup),
       },
       (response) => {
         const chunks: Buffer[] = [];
